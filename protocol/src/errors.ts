@@ -1,0 +1,40 @@
+import { z } from 'zod';
+
+/** One error vocabulary for HTTP bodies, WebSocket error frames and CLI output. */
+export const ERROR_CODES = [
+  'bad_request',
+  'unauthenticated',
+  'forbidden',
+  'not_found',
+  'conflict',
+  'rate_limited',
+  'policy_violation',
+  'sandbox_unavailable',
+  'model_unavailable',
+  'budget_exceeded',
+  'internal',
+] as const;
+export const ErrorCode = z.enum(ERROR_CODES);
+export type ErrorCode = z.infer<typeof ErrorCode>;
+
+export const ErrorBody = z.object({
+  error: z.object({
+    code: ErrorCode,
+    message: z.string(),
+    /** Dotted path of the offending field, when one field is to blame. */
+    field: z.string().optional(),
+    /** What to do about it. */
+    hint: z.string().optional(),
+  }),
+});
+export type ErrorBody = z.infer<typeof ErrorBody>;
+
+/** Formats a zod issue path as `context.baseSha` / `comments[2].body`. */
+export function formatFieldPath(path: ReadonlyArray<PropertyKey>): string {
+  let out = '';
+  for (const part of path) {
+    if (typeof part === 'number') out += `[${part}]`;
+    else out += out ? `.${String(part)}` : String(part);
+  }
+  return out;
+}

@@ -1,0 +1,178 @@
+import { z } from 'zod';
+import { TaskState } from './states';
+import { CreateTaskRequest } from './task';
+
+/*
+ * The append-only event log of a task. Every event carries a per-task `seq` that rises by one;
+ * subscribers resume from the last `seq` they saw and the server rebuilds a task from the same
+ * log after a crash. Names are `noun.verb` (past tense) or `noun.state`.
+ *
+ * One schema per event type; the TypeScript types are inferred from them.
+ */
+
+const Usage = z.object({
+  inputTokens: z.number().int().min(0),
+  outputTokens: z.number().int().min(0),
+  cacheReadTokens: z.number().int().min(0),
+  cacheWriteTokens: z.number().int().min(0),
+});
+export type TurnUsage = z.infer<typeof Usage>;
+
+export const EventData = {
+  'task.created': CreateTaskRequest.extend({ owner: z.string() }),
+  'task.state': z.object({ state: TaskState, reason: z.string().optional() }),
+  'sandbox.ready': z.object({
+    sandboxId: z.string(),
+    image: z.string(),
+    baseSha: z.string(),
+    source: z.enum(['warm_pool', 'snapshot', 'cold']),
+    startMs: z.number().min(0),
+  }),
+  'model.turn': z.object({
+    turn: z.number().int().min(1),
+    model: z.string(),
+    usage: Usage,
+    costUsd: z.number().min(0),
+    stopReason: z.string().nullable(),
+    contextTokens: z.number().int().min(0),
+    /** The assistant message exactly as returned (SDK content blocks) so a task can be rebuilt. */
+    content: z.array(z.unknown()),
+  }),
+  'assistant.text': z.object({ turn: z.number().int().min(1), text: z.string() }),
+  'tool.called': z.object({
+    turn: z.number().int().min(1),
+    toolUseId: z.string(),
+    name: z.string(),
+    input: z.unknown(),
+  }),
+  'tool.finished': z.object({
+    toolUseId: z.string(),
+    name: z.string(),
+    isError: z.boolean(),
+    /** Output as given to the model (already capped). */
+    output: z.string(),
+    truncated: z.boolean().default(false),
+    durationMs: z.number().min(0),
+  }),
+  'file.changed': z.object({
+    path: z.string(),
+    change: z.enum(['added', 'modified', 'deleted']),
+    patch: z.string(),
+  }),
+  'approval.requested': z.object({
+    approvalId: z.string(),
+    kind: z.enum(['command', 'push', 'policy_override']),
+    command: z.string().optional(),
+    reason: z.string(),
+    toolUseId: z.string().optional(),
+  }),
+  'approval.resolved': z.object({
+    approvalId: z.string(),
+    decision: z.enum(['approved', 'denied']),
+    by: z.string(),
+    comment: z.string().optional(),
+  }),
+  'tests.finished': z.object({
+    command: z.string(),
+    scope: z.enum(['selected', 'full']),
+    passed: z.number().int().min(0),
+    failed: z.number().int().min(0),
+    skipped: z.number().int().min(0).default(0),
+    ok: z.boolean(),
+    selectionReason: z.string().optional(),
+    quarantined: z.array(z.string()).default([]),
+    output: z.string(),
+    durationMs: z.number().min(0),
+  }),
+  'review.finished': z.object({
+    approved: z.boolean(),
+    problems: z.array(z.string()).default([]),
+    summary: z.string().default(''),
+  }),
+  'policy.checked': z.object({
+    ok: z.boolean(),
+    stage: z.enum(['review', 'push']),
+    violations: z.array(
+      z.object({
+        rule: z.string(),
+        path: z.string(),
+        line: z.number().int().min(0).optional(),
+        excerpt: z.string().optional(),
+        message: z.string(),
+      }),
+    ),
+  }),
+  'budget.exceeded': z.object({
+    budget: z.enum(['turns', 'cost', 'wall_clock']),
+    limit: z.number(),
+    used: z.number(),
+  }),
+  'context.compacted': z.object({
+    tokensBefore: z.number().int().min(0),
+    tokensAfter: z.number().int().min(0),
+    turnsCompacted: z.number().int().min(0),
+    summary: z.string(),
+  }),
+  'model.fell_back': z.object({ from: z.string(), to: z.string(), reason: z.string() }),
+  'pr.opened': z.object({
+    number: z.number().int().min(1),
+    url: z.string(),
+    branch: z.string(),
+    headSha: z.string(),
+  }),
+  'pr.outcome': z.object({
+    outcome: z.enum(['merged', 'closed', 'reverted']),
+    at: z.string(),
+  }),
+  'user.message': z.object({ from: z.string(), text: z.string().min(1).max(20_000) }),
+  'review.requested_changes': z.object({
+    by: z.string(),
+    comments: z.array(
+      z.object({ path: z.string().optional(), line: z.number().int().optional(), body: z.string() }),
+    ),
+  }),
+  'task.failed': z.object({ code: z.string(), message: z.string() }),
+} as const;
+
+export type EventType = keyof typeof EventData;
+export const EVENT_TYPES = Object.keys(EventData) as EventType[];
+export type EventPayload<T extends EventType> = z.infer<(typeof EventData)[T]>;
+
+const envelopeFields = {
+  taskId: z.string(),
+  seq: z.number().int().min(1),
+  ts: z.string(),
+};
+
+function envelope<T extends EventType>(type: T) {
+  return z.object({ ...envelopeFields, type: z.literal(type), data: EventData[type] });
+}
+
+export const TaskEvent = z.discriminatedUnion('type', [
+  envelope('task.created'),
+  envelope('task.state'),
+  envelope('sandbox.ready'),
+  envelope('model.turn'),
+  envelope('assistant.text'),
+  envelope('tool.called'),
+  envelope('tool.finished'),
+  envelope('file.changed'),
+  envelope('approval.requested'),
+  envelope('approval.resolved'),
+  envelope('tests.finished'),
+  envelope('review.finished'),
+  envelope('policy.checked'),
+  envelope('budget.exceeded'),
+  envelope('context.compacted'),
+  envelope('model.fell_back'),
+  envelope('pr.opened'),
+  envelope('pr.outcome'),
+  envelope('user.message'),
+  envelope('review.requested_changes'),
+  envelope('task.failed'),
+]);
+export type TaskEvent = z.infer<typeof TaskEvent>;
+export type TaskEventOf<T extends EventType> = Extract<TaskEvent, { type: T }>;
+
+/** An event before the store gives it its `seq` and timestamp. */
+export type NewEvent = { [T in EventType]: { type: T; data: EventPayload<T> } }[EventType];

@@ -1,0 +1,5 @@
+export * from './states';
+export * from './task';
+export * from './events';
+export * from './errors';
+export * from './ws';

@@ -1,0 +1,40 @@
+import { defineConfig } from 'vitest/config';
+
+/**
+ * One runner, three projects:
+ *  - unit:        *.test.ts next to the code; no Docker, no network, fast.
+ *  - integration: *.int.test.ts; real Docker + gVisor, real git, real SQLite. Run one file at a time.
+ *  - e2e:         test/e2e/**; crosses the pieces (server + sandbox + replay model + browser).
+ */
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: 'unit',
+          include: ['{protocol,server,extension,webview-ui}/src/**/*.test.ts', 'scripts/**/*.test.ts'],
+          exclude: ['**/*.int.test.ts', '**/node_modules/**'],
+          environment: 'node',
+        },
+      },
+      {
+        test: {
+          name: 'integration',
+          include: ['{protocol,server,extension,webview-ui}/src/**/*.int.test.ts'],
+          fileParallelism: false,
+          testTimeout: 180_000,
+          hookTimeout: 600_000,
+        },
+      },
+      {
+        test: {
+          name: 'e2e',
+          include: ['test/e2e/**/*.test.ts'],
+          fileParallelism: false,
+          testTimeout: 300_000,
+          hookTimeout: 900_000,
+        },
+      },
+    ],
+  },
+});
