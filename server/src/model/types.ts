@@ -1,0 +1,35 @@
+import type Anthropic from '@anthropic-ai/sdk';
+
+/** One model call as the agent loop sees it. SDK types throughout; no re-modelling. */
+export interface ModelTurnRequest {
+  system: Anthropic.TextBlockParam[];
+  tools: Anthropic.Tool[];
+  messages: Anthropic.MessageParam[];
+  maxTokens?: number;
+  signal?: AbortSignal;
+  /** Streaming text as it arrives (for live display); the returned message is authoritative. */
+  onTextDelta?: (text: string) => void;
+}
+
+export interface ModelTurnResult {
+  message: Anthropic.Message;
+  /** The model that actually answered (differs from the configured one after a fallback). */
+  model: string;
+  costUsd: number;
+}
+
+export interface FallbackNotice {
+  from: string;
+  to: string;
+  reason: string;
+}
+
+/**
+ * Retries, fallback and whole-turn retry of a dead stream live behind this interface, so the
+ * loop never sees a half-applied turn.
+ */
+export interface ModelClient {
+  turn(req: ModelTurnRequest): Promise<ModelTurnResult>;
+  /** Called when the client switches to the fallback model. */
+  onFallback?: (notice: FallbackNotice) => void;
+}
