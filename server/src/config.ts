@@ -1,0 +1,142 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { formatFieldPath } from '@dockhand/protocol';
+import { DockhandError } from './errors';
+
+/*
+ * Configuration is read and validated once at start-up. Sources, later wins:
+ *   defaults < config file (DOCKHAND_CONFIG=path, YAML or JSON, same shape as `Config`) < DOCKHAND_* env.
+ * A bad value names the variable (or the file's dotted key) that holds it.
+ */
+
+const intFromString = z.coerce.number().int();
+
+export const Config = z.object({
+  dataDir: z.string().min(1).default('./.dockhand-data'),
+  host: z.string().default('127.0.0.1'),
+  port: intFromString.min(0).max(65_535).default(8737),
+  logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  model: z
+    .object({
+      apiKey: z.string().optional(),
+      baseURL: z.string().url().optional(),
+      name: z.string().default('claude-sonnet-4-5'),
+      fallback: z.string().optional(),
+      /** Replay cassette session, for the offline demo and tests (apiKey becomes `replay:<session>`). */
+      replaySession: z.string().optional(),
+    })
+    .default({ name: 'claude-sonnet-4-5' }),
+  sandbox: z
+    .object({
+      image: z.string().default('dockhand/base:latest'),
+      warmPoolSize: intFromString.min(0).max(64).default(0),
+      /** Development only: run sandboxes on plain runc. Loudly logged. */
+      unsafeRunc: z.coerce.boolean().default(false),
+    })
+    .default({ image: 'dockhand/base:latest', warmPoolSize: 0, unsafeRunc: false }),
+  scheduler: z
+    .object({
+      concurrency: intFromString.min(1).max(256).default(2),
+      leaseSeconds: intFromString.min(2).max(3600).default(30),
+      pollMs: intFromString.min(10).max(60_000).default(500),
+    })
+    .default({ concurrency: 2, leaseSeconds: 30, pollMs: 500 }),
+  rateLimit: z
+    .object({
+      perMinute: intFromString.min(1).default(120),
+    })
+    .default({ perMinute: 120 }),
+  forge: z
+    .object({
+      kind: z.enum(['local', 'github']).default('local'),
+      /** Short-lived push token (GitHub). Never logged: redacted by the logger. */
+      pushToken: z.string().optional(),
+      requiredApprovals: intFromString.min(1).max(10).default(1),
+    })
+    .default({ kind: 'local', requiredApprovals: 1 }),
+});
+export type Config = z.infer<typeof Config>;
+
+/** Env var → dotted key in `Config`. */
+export const ENV_KEYS: Record<string, string> = {
+  DOCKHAND_DATA_DIR: 'dataDir',
+  DOCKHAND_HOST: 'host',
+  DOCKHAND_PORT: 'port',
+  DOCKHAND_LOG_LEVEL: 'logLevel',
+  DOCKHAND_MODEL_API_KEY: 'model.apiKey',
+  DOCKHAND_MODEL_BASE_URL: 'model.baseURL',
+  DOCKHAND_MODEL: 'model.name',
+  DOCKHAND_MODEL_FALLBACK: 'model.fallback',
+  DOCKHAND_REPLAY_SESSION: 'model.replaySession',
+  DOCKHAND_SANDBOX_IMAGE: 'sandbox.image',
+  DOCKHAND_WARM_POOL_SIZE: 'sandbox.warmPoolSize',
+  DOCKHAND_UNSAFE_RUNC: 'sandbox.unsafeRunc',
+  DOCKHAND_CONCURRENCY: 'scheduler.concurrency',
+  DOCKHAND_LEASE_SECONDS: 'scheduler.leaseSeconds',
+  DOCKHAND_POLL_MS: 'scheduler.pollMs',
+  DOCKHAND_RATE_LIMIT_PER_MINUTE: 'rateLimit.perMinute',
+  DOCKHAND_FORGE: 'forge.kind',
+  DOCKHAND_PUSH_TOKEN: 'forge.pushToken',
+  DOCKHAND_REQUIRED_APPROVALS: 'forge.requiredApprovals',
+};
+
+type Plain = Record<string, unknown>;
+
+function isPlain(value: unknown): value is Plain {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function setPath(target: Plain, dotted: string, value: unknown): void {
+  const parts = dotted.split('.');
+  let node = target;
+  for (const part of parts.slice(0, -1)) {
+    const next = node[part];
+    if (!isPlain(next)) node[part] = {};
+    const child = node[part];
+    if (isPlain(child)) node = child;
+  }
+  node[parts[parts.length - 1] ?? dotted] = value;
+}
+
+function readConfigFile(path: string): Plain {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new DockhandError('bad_request', `DOCKHAND_CONFIG: cannot read ${path}`, { field: 'DOCKHAND_CONFIG', cause: error });
+  }
+  const parsed: unknown = parseYaml(text);
+  if (parsed === null || parsed === undefined) return {};
+  if (!isPlain(parsed)) {
+    throw new DockhandError('bad_request', `DOCKHAND_CONFIG: ${path} must hold a mapping`, { field: 'DOCKHAND_CONFIG' });
+  }
+  return parsed;
+}
+
+/** Reads env (+ optional config file) into a validated `Config`; throws naming the bad variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Plain = {}): Config {
+  const raw: Plain = env.DOCKHAND_CONFIG ? readConfigFile(env.DOCKHAND_CONFIG) : {};
+  const sourceOf = new Map<string, string>();
+  for (const [name, key] of Object.entries(ENV_KEYS)) {
+    const value = env[name];
+    if (value === undefined || value === '') continue;
+    // "0"/"false" must mean false for boolean flags (z.coerce.boolean would say true).
+    setPath(raw, key, key === 'sandbox.unsafeRunc' ? value === '1' || value === 'true' : value);
+    sourceOf.set(key, name);
+  }
+  for (const [key, value] of Object.entries(overrides)) setPath(raw, key, value);
+  if (!raw.model && (env.ANTHROPIC_API_KEY ?? '') !== '') setPath(raw, 'model.apiKey', env.ANTHROPIC_API_KEY);
+  const result = Config.safeParse(raw);
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    const key = issue ? formatFieldPath(issue.path) : '';
+    const source = sourceOf.get(key) ?? (env.DOCKHAND_CONFIG ? `${env.DOCKHAND_CONFIG}: ${key}` : key);
+    throw new DockhandError('bad_request', `configuration ${source}: ${issue?.message ?? 'invalid'}`, {
+      field: source,
+      hint: 'fix the variable or config key and start again',
+    });
+  }
+  return { ...result.data, dataDir: resolve(result.data.dataDir) };
+}

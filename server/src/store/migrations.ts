@@ -1,0 +1,101 @@
+import type Database from 'better-sqlite3';
+
+/**
+ * Ordered schema migrations. Never edit a shipped one: append a new entry. Each runs in a
+ * transaction together with its row in `migrations`.
+ */
+export const MIGRATIONS: ReadonlyArray<{ id: number; name: string; sql: string }> = [
+  {
+    id: 1,
+    name: 'initial',
+    sql: `
+      CREATE TABLE users (
+        name TEXT PRIMARY KEY,
+        role TEXT NOT NULL CHECK (role IN ('user', 'admin')),
+        created_at TEXT NOT NULL
+      );
+      CREATE TABLE tokens (
+        id TEXT PRIMARY KEY,
+        user_name TEXT NOT NULL REFERENCES users(name),
+        hash TEXT NOT NULL UNIQUE,
+        label TEXT NOT NULL DEFAULT '',
+        created_at TEXT NOT NULL,
+        revoked_at TEXT
+      );
+      CREATE TABLE tasks (
+        num INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        owner TEXT NOT NULL,
+        state TEXT NOT NULL,
+        repo TEXT NOT NULL,
+        priority TEXT NOT NULL,
+        request TEXT NOT NULL,
+        usage TEXT NOT NULL,
+        last_seq INTEGER NOT NULL DEFAULT 0,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        pr_url TEXT,
+        error TEXT,
+        diff TEXT,
+        summary TEXT
+      );
+      CREATE INDEX tasks_owner ON tasks(owner, num);
+      CREATE INDEX tasks_state ON tasks(state, num);
+      CREATE TABLE events (
+        task_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        type TEXT NOT NULL,
+        data TEXT NOT NULL,
+        ts TEXT NOT NULL,
+        UNIQUE (task_id, seq)
+      );
+      CREATE TABLE approvals (
+        id TEXT PRIMARY KEY,
+        task_id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('pending', 'approved', 'denied')),
+        reason TEXT NOT NULL,
+        command TEXT,
+        tool_use_id TEXT,
+        decided_by TEXT,
+        comment TEXT,
+        created_at TEXT NOT NULL,
+        resolved_at TEXT
+      );
+      CREATE INDEX approvals_task ON approvals(task_id, state);
+      CREATE TABLE leases (
+        task_id TEXT PRIMARY KEY,
+        worker_id TEXT NOT NULL,
+        expires_at INTEGER NOT NULL
+      );
+      CREATE TABLE pull_requests (
+        repo TEXT NOT NULL,
+        number INTEGER NOT NULL,
+        record TEXT NOT NULL,
+        PRIMARY KEY (repo, number)
+      );
+      CREATE TABLE flaky_tests (
+        repo TEXT NOT NULL,
+        test_id TEXT NOT NULL,
+        since TEXT NOT NULL,
+        history TEXT NOT NULL,
+        PRIMARY KEY (repo, test_id)
+      );
+    `,
+  },
+];
+
+export function migrate(db: Database.Database): number[] {
+  db.exec(`CREATE TABLE IF NOT EXISTS migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`);
+  const done = new Set(db.prepare('SELECT id FROM migrations').pluck().all().map(Number));
+  const applied: number[] = [];
+  for (const migration of MIGRATIONS) {
+    if (done.has(migration.id)) continue;
+    db.transaction(() => {
+      db.exec(migration.sql);
+      db.prepare('INSERT INTO migrations (id, name, applied_at) VALUES (?, ?, ?)').run(migration.id, migration.name, new Date().toISOString());
+    })();
+    applied.push(migration.id);
+  }
+  return applied;
+}

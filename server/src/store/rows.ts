@@ -1,0 +1,111 @@
+import { z } from 'zod';
+import { Budgets, CreateTaskRequest, TaskState, TaskUsage, type Task } from '@dockhand/protocol';
+import type { Approval, PullRequestRecord, TokenInfo, User } from './types';
+
+/* Rows come back from SQLite as unknown values; they are parsed here, never cast. */
+
+const nullableText = z.string().nullable();
+
+export const UserRow = z.object({ name: z.string(), role: z.enum(['user', 'admin']), created_at: z.string() });
+export function toUser(row: unknown): User {
+  const r = UserRow.parse(row);
+  return { name: r.name, role: r.role, createdAt: r.created_at };
+}
+
+export const TokenRow = z.object({
+  id: z.string(),
+  user_name: z.string(),
+  label: z.string(),
+  created_at: z.string(),
+  revoked_at: nullableText,
+});
+export function toTokenInfo(row: unknown): TokenInfo {
+  const r = TokenRow.parse(row);
+  const info: TokenInfo = { id: r.id, user: r.user_name, label: r.label, createdAt: r.created_at };
+  if (r.revoked_at) info.revokedAt = r.revoked_at;
+  return info;
+}
+
+const TaskRow = z.object({
+  id: z.string(),
+  owner: z.string(),
+  state: TaskState,
+  request: z.string(),
+  usage: z.string(),
+  last_seq: z.number().int(),
+  created_at: z.string(),
+  updated_at: z.string(),
+  pr_url: nullableText,
+  error: nullableText,
+});
+export function toTask(row: unknown): Task {
+  const r = TaskRow.parse(row);
+  const request = CreateTaskRequest.parse(JSON.parse(r.request));
+  const task: Task = {
+    id: r.id,
+    owner: r.owner,
+    state: r.state,
+    ticket: request.ticket,
+    context: request.context,
+    budgets: Budgets.parse(request.budgets),
+    priority: request.priority,
+    allowTestEdits: request.allowTestEdits,
+    usage: TaskUsage.parse(JSON.parse(r.usage)),
+    lastSeq: r.last_seq,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
+  if (r.pr_url) task.prUrl = r.pr_url;
+  if (r.error) task.error = r.error;
+  return task;
+}
+
+export const ProjectionRow = z.object({ last_seq: z.number().int(), usage: z.string(), state: TaskState });
+
+export const EventRow = z.object({ task_id: z.string(), seq: z.number().int(), type: z.string(), data: z.string(), ts: z.string() });
+
+const ApprovalRow = z.object({
+  id: z.string(),
+  task_id: z.string(),
+  kind: z.enum(['command', 'push', 'policy_override']),
+  state: z.enum(['pending', 'approved', 'denied']),
+  reason: z.string(),
+  command: nullableText,
+  tool_use_id: nullableText,
+  decided_by: nullableText,
+  comment: nullableText,
+  created_at: z.string(),
+  resolved_at: nullableText,
+});
+export function toApproval(row: unknown): Approval {
+  const r = ApprovalRow.parse(row);
+  const approval: Approval = { id: r.id, taskId: r.task_id, kind: r.kind, state: r.state, reason: r.reason, createdAt: r.created_at };
+  if (r.command !== null) approval.command = r.command;
+  if (r.tool_use_id !== null) approval.toolUseId = r.tool_use_id;
+  if (r.decided_by !== null) approval.decidedBy = r.decided_by;
+  if (r.comment !== null) approval.comment = r.comment;
+  if (r.resolved_at !== null) approval.resolvedAt = r.resolved_at;
+  return approval;
+}
+
+export const PullRequestRecordSchema = z.object({
+  repo: z.string(),
+  number: z.number().int().min(1),
+  taskId: z.string().optional(),
+  branch: z.string(),
+  base: z.string(),
+  title: z.string(),
+  body: z.string(),
+  state: z.enum(['open', 'merged', 'closed']),
+  url: z.string(),
+  headSha: z.string(),
+  mergeSha: z.string().optional(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+  mergedAt: z.string().optional(),
+  closedAt: z.string().optional(),
+  revertedAt: z.string().optional(),
+});
+export function toPullRequest(json: unknown): PullRequestRecord {
+  return PullRequestRecordSchema.parse(typeof json === 'string' ? JSON.parse(json) : json);
+}

@@ -1,0 +1,134 @@
+import type { FlakyStore } from '../feedback/types';
+import type { CreateTaskRequest, NewEvent, Task, TaskEvent, TaskState } from '@dockhand/protocol';
+
+/*
+ * The store port. `SqliteStore` (embedded, one server) implements it today; a Postgres store for a
+ * fleet of servers is planned behind this same interface (every method is async for that reason,
+ * and leases — not in-process locks — decide which server works on a task). It is not built yet.
+ */
+
+export type Role = 'user' | 'admin';
+
+export interface User {
+  name: string;
+  role: Role;
+  createdAt: string;
+}
+
+export interface TokenInfo {
+  id: string;
+  user: string;
+  label: string;
+  createdAt: string;
+  revokedAt?: string;
+}
+
+export type ApprovalKind = 'command' | 'push' | 'policy_override';
+export type ApprovalState = 'pending' | 'approved' | 'denied';
+
+export interface Approval {
+  id: string;
+  taskId: string;
+  kind: ApprovalKind;
+  state: ApprovalState;
+  reason: string;
+  command?: string;
+  toolUseId?: string;
+  decidedBy?: string;
+  comment?: string;
+  createdAt: string;
+  resolvedAt?: string;
+}
+
+export interface TaskListQuery {
+  /** Only this owner's tasks; absent = every task (admins). */
+  owner?: string;
+  state?: TaskState;
+  repo?: string;
+  cursor?: string;
+  limit?: number;
+}
+
+export interface TaskPage {
+  tasks: Task[];
+  nextCursor?: string;
+}
+
+export interface Lease {
+  taskId: string;
+  workerId: string;
+  expiresAt: number;
+}
+
+export interface PullRequestRecord {
+  repo: string;
+  number: number;
+  taskId?: string;
+  branch: string;
+  base: string;
+  title: string;
+  body: string;
+  state: 'open' | 'merged' | 'closed';
+  url: string;
+  headSha: string;
+  mergeSha?: string;
+  createdAt: string;
+  updatedAt: string;
+  mergedAt?: string;
+  closedAt?: string;
+  revertedAt?: string;
+}
+
+export interface Store {
+  // users and tokens (tokens are stored as sha256 hashes; the plain token is shown once)
+  createUser(name: string, role: Role): Promise<User>;
+  getUser(name: string): Promise<User | undefined>;
+  listUsers(): Promise<User[]>;
+  createToken(user: string, label?: string): Promise<{ token: string; info: TokenInfo }>;
+  revokeToken(id: string): Promise<boolean>;
+  listTokens(user?: string): Promise<TokenInfo[]>;
+  authenticate(token: string): Promise<User | undefined>;
+
+  // tasks and their event log
+  /** Stores the task as `queued` and appends `task.created` + `task.state` in one transaction. */
+  createTask(owner: string, request: CreateTaskRequest, id?: string): Promise<{ task: Task; events: TaskEvent[] }>;
+  getTask(id: string): Promise<Task | undefined>;
+  listTasks(query: TaskListQuery): Promise<TaskPage>;
+  /**
+   * Appends one event (seq assigned in a transaction) and updates the task's projection from it
+   * (state, usage, PR link, error) in the same transaction.
+   */
+  appendEvent(taskId: string, event: NewEvent): Promise<TaskEvent>;
+  listEvents(taskId: string, after?: number, limit?: number): Promise<TaskEvent[]>;
+  /** The final diff and PR summary of a task (set when it reaches review). */
+  setResult(taskId: string, result: { diff: string; summary: string }): Promise<void>;
+  getResult(taskId: string): Promise<{ diff: string; summary: string } | undefined>;
+
+  // approvals (pending ones survive restarts)
+  /** Creates a pending approval and appends `approval.requested` in one transaction. */
+  requestApproval(taskId: string, req: { kind: ApprovalKind; reason: string; command?: string; toolUseId?: string }): Promise<{ approval: Approval; event: TaskEvent }>;
+  /** Resolves a pending approval and appends `approval.resolved`; `undefined` when not pending. */
+  resolveApproval(taskId: string, id: string, decision: { decision: 'approved' | 'denied'; by: string; comment?: string }): Promise<{ approval: Approval; event: TaskEvent } | undefined>;
+  getApproval(id: string): Promise<Approval | undefined>;
+  listApprovals(taskId: string, state?: ApprovalState): Promise<Approval[]>;
+
+  // leases for the scheduler
+  acquireLease(taskId: string, workerId: string, ttlMs: number, now?: number): Promise<boolean>;
+  renewLease(taskId: string, workerId: string, ttlMs: number, now?: number): Promise<boolean>;
+  releaseLease(taskId: string, workerId: string): Promise<void>;
+  getLease(taskId: string): Promise<Lease | undefined>;
+  /** Queued tasks and active tasks without a live lease, normal priority first, oldest first. */
+  listRunnable(limit: number, now?: number): Promise<Task[]>;
+
+  // pull requests (the forge's record store)
+  nextPullRequestNumber(repo: string): Promise<number>;
+  savePullRequest(record: PullRequestRecord): Promise<void>;
+  getPullRequest(repo: string, number: number): Promise<PullRequestRecord | undefined>;
+  listPullRequests(repo?: string): Promise<PullRequestRecord[]>;
+
+  /** Quarantined flaky tests per repo (the feedback engine's port). */
+  readonly flaky: FlakyStore;
+
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
