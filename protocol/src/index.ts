@@ -3,3 +3,4 @@ export * from './task';
 export * from './events';
 export * from './errors';
 export * from './ws';
+export * from './api';

@@ -1,0 +1,74 @@
+import { z } from 'zod';
+import { Task } from './task';
+
+/*
+ * Bodies of the HTTP API besides `CreateTaskRequest` (task.ts), shared by the server's routes and
+ * the extension's client so both sides parse the same shapes.
+ */
+
+export const CreateTaskResponse = z.object({ id: z.string().min(1) });
+export type CreateTaskResponse = z.infer<typeof CreateTaskResponse>;
+
+export const TaskListResponse = z.object({
+  tasks: z.array(Task),
+  /** Pass as `?cursor=` for the next page; absent on the last page. */
+  nextCursor: z.string().nullable().optional(),
+});
+export type TaskListResponse = z.infer<typeof TaskListResponse>;
+
+export const SendMessageRequest = z.object({ text: z.string().min(1).max(20_000) });
+export type SendMessageRequest = z.infer<typeof SendMessageRequest>;
+
+export const ApprovalDecisionRequest = z.object({
+  decision: z.enum(['approved', 'denied']),
+  comment: z.string().max(20_000).optional(),
+});
+export type ApprovalDecisionRequest = z.infer<typeof ApprovalDecisionRequest>;
+
+export const ReviewComment = z.object({
+  path: z.string().optional(),
+  line: z.number().int().min(1).optional(),
+  body: z.string().min(1).max(20_000),
+});
+export type ReviewComment = z.infer<typeof ReviewComment>;
+
+export const ReviewRequest = z.object({
+  action: z.enum(['approve', 'request_changes', 'reject']),
+  comments: z.array(ReviewComment).default([]),
+});
+export type ReviewRequest = z.infer<typeof ReviewRequest>;
+
+export const ChangedFile = z.object({
+  path: z.string(),
+  change: z.enum(['added', 'modified', 'deleted']),
+});
+export type ChangedFile = z.infer<typeof ChangedFile>;
+
+/** `GET /v1/tasks/:id/diff`: the agent's whole change against the base SHA. */
+export const TaskDiffResponse = z.object({
+  baseSha: z.string(),
+  /** Unified diff (`git diff` format). */
+  diff: z.string(),
+  files: z.array(ChangedFile),
+});
+export type TaskDiffResponse = z.infer<typeof TaskDiffResponse>;
+
+/** `GET /v1/tasks/:id/files?path=`: one file before and after; null where it does not exist. */
+export const TaskFileResponse = z.object({
+  path: z.string(),
+  base: z.string().nullable(),
+  after: z.string().nullable(),
+});
+export type TaskFileResponse = z.infer<typeof TaskFileResponse>;
+
+/** `GET /v1/tickets?repo=`: the forge's open issues. */
+export const TicketSummary = z.object({
+  id: z.string(),
+  title: z.string(),
+  body: z.string().default(''),
+  url: z.string().optional(),
+});
+export type TicketSummary = z.infer<typeof TicketSummary>;
+
+export const TicketListResponse = z.object({ tickets: z.array(TicketSummary) });
+export type TicketListResponse = z.infer<typeof TicketListResponse>;
