@@ -37,6 +37,12 @@ export const EventData = {
     contextTokens: z.number().int().min(0),
     /** The assistant message exactly as returned (SDK content blocks) so a task can be rebuilt. */
     content: z.array(z.unknown()),
+    /**
+     * Why the call was made. Absent means 'agent' (a turn of the conversation); 'review' (the
+     * verified stop's self-review) and 'compaction' (summarising old turns) cost money but are not
+     * part of the conversation that is rebuilt from the log.
+     */
+    purpose: z.enum(['agent', 'review', 'compaction']).optional(),
   }),
   'assistant.text': z.object({ turn: z.number().int().min(1), text: z.string() }),
   'tool.called': z.object({
