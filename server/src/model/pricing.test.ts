@@ -58,6 +58,9 @@ describe('pricesFor', () => {
     expect(pricesFor('claude-3-5-haiku-latest').input).toBe(0.8);
     expect(pricesFor('claude-haiku-9').input).toBe(1);
     expect(pricesFor('some-unknown-model').input).toBe(3);
+    expect(pricesFor('claude-sonnet-5-5')).toMatchObject({ input: 2, output: 10, cacheRead: 0.1 });
+    expect(pricesFor('claude-sonnet-5')).toMatchObject({ input: 2, cacheRead: 0.2 });
+    expect(pricesFor('claude-fable-5-2').output).toBe(50);
   });
 
   it('lets config override and extend the table', () => {

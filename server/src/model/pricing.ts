@@ -17,29 +17,60 @@ export type ModelPrices = z.infer<typeof ModelPrices>;
 export const PriceTable = z.record(z.string(), ModelPrices);
 export type PriceTable = z.infer<typeof PriceTable>;
 
-const SONNET: ModelPrices = { input: 3, output: 15, cacheWrite: 3.75, cacheWrite1h: 6, cacheRead: 0.3 };
-const OPUS_4_5: ModelPrices = { input: 5, output: 25, cacheWrite: 6.25, cacheWrite1h: 10, cacheRead: 0.5 };
-const OPUS_4: ModelPrices = { input: 15, output: 75, cacheWrite: 18.75, cacheWrite1h: 30, cacheRead: 1.5 };
-const HAIKU_4_5: ModelPrices = { input: 1, output: 5, cacheWrite: 1.25, cacheWrite1h: 2, cacheRead: 0.1 };
-const HAIKU_3_5: ModelPrices = { input: 0.8, output: 4, cacheWrite: 1, cacheWrite1h: 1.6, cacheRead: 0.08 };
+// Public list prices (platform.claude.com pricing page, November 2026). 5-minute cache writes are
+// 1.25 × input and 1-hour writes 2 × input; cache reads are 0.1 × input, less on the newest models.
+const price = (input: number, output: number, cacheRead: number): ModelPrices => ({
+  input,
+  output,
+  cacheWrite: input * 1.25,
+  cacheWrite1h: input * 2,
+  cacheRead,
+});
+const SONNET_4 = price(3, 15, 0.3);
+const SONNET_5 = price(2, 10, 0.2);
+const SONNET_5_5 = price(2, 10, 0.1);
+const OPUS_4 = price(15, 75, 1.5);
+const OPUS_4_5 = price(5, 25, 0.5);
+const OPUS_5_5 = price(4, 20, 0.2);
+const HAIKU_3_5 = price(0.8, 4, 0.08);
+const HAIKU_4_5 = price(1, 5, 0.1);
+/** The price for prompts up to 100k tokens; longer Haiku 5.5 prompts cost 5 × more (not modelled). */
+const HAIKU_5_5 = price(0.1, 0.5, 0.01);
+const FABLE_5 = price(10, 50, 1);
+const FABLE_5_1 = price(10, 50, 0.25);
 
 /**
- * Public list prices. A deployment overrides or extends them through config (`mergePrices`);
- * the table is data, not logic, so a price change never needs a code change.
+ * The default table. A deployment overrides or extends it through config (`mergePrices`): the
+ * table is data, not logic, so a price change never needs a code change.
  */
 export const DEFAULT_PRICES: PriceTable = {
-  'claude-sonnet-4-5': SONNET,
-  'claude-sonnet-4': SONNET,
-  'claude-3-7-sonnet': SONNET,
+  'claude-sonnet-5-5': SONNET_5_5,
+  'claude-sonnet-5': SONNET_5,
+  'claude-sonnet-4-6': SONNET_4,
+  'claude-sonnet-4-5': SONNET_4,
+  'claude-sonnet-4': SONNET_4,
+  'claude-3-7-sonnet': SONNET_4,
+  'claude-opus-5-5': OPUS_5_5,
+  'claude-opus-5': OPUS_4_5,
+  'claude-opus-4-8': OPUS_4_5,
+  'claude-opus-4-7': OPUS_4_5,
+  'claude-opus-4-6': OPUS_4_5,
   'claude-opus-4-5': OPUS_4_5,
   'claude-opus-4-1': OPUS_4,
   'claude-opus-4': OPUS_4,
+  'claude-haiku-5-5': HAIKU_5_5,
   'claude-haiku-4-5': HAIKU_4_5,
   'claude-3-5-haiku': HAIKU_3_5,
-  // Class fallbacks for ids the table does not know yet (matched by family word, see pricesFor).
-  sonnet: SONNET,
+  'claude-fable-5-1': FABLE_5_1,
+  'claude-fable-5': FABLE_5,
+  'claude-mythos-5-1': FABLE_5_1,
+  'claude-mythos-5': FABLE_5,
+  // Family fallbacks for ids the table does not know yet (matched by word, see pricesFor).
+  sonnet: SONNET_4,
   opus: OPUS_4_5,
   haiku: HAIKU_4_5,
+  fable: FABLE_5_1,
+  mythos: FABLE_5_1,
 };
 
 export function mergePrices(base: PriceTable, overrides: PriceTable | undefined): PriceTable {
@@ -48,7 +79,7 @@ export function mergePrices(base: PriceTable, overrides: PriceTable | undefined)
 
 /**
  * Prices for a model id: exact key, else the longest key that prefixes the id, else the family
- * word (opus/sonnet/haiku) in the id. An id with none of these is priced as Sonnet rather than
+ * word (opus/sonnet/haiku/fable/mythos) in the id. An id with none of these is priced as Sonnet rather than
  * as free, so a cost budget never silently stops counting.
  */
 export function pricesFor(model: string, table: PriceTable = DEFAULT_PRICES): ModelPrices {
@@ -59,11 +90,11 @@ export function pricesFor(model: string, table: PriceTable = DEFAULT_PRICES): Mo
     if (model.startsWith(key) && (!best || key.length > best.key.length)) best = { key, prices };
   }
   if (best) return best.prices;
-  for (const family of ['opus', 'haiku', 'sonnet'] as const) {
+  for (const family of ['opus', 'haiku', 'sonnet', 'fable', 'mythos'] as const) {
     const prices = table[family];
     if (model.includes(family) && prices) return prices;
   }
-  return table.sonnet ?? SONNET;
+  return table.sonnet ?? SONNET_4;
 }
 
 /** The fields of the SDK's `Usage` that cost money; `Anthropic.Usage` fits. */

@@ -24,6 +24,14 @@ export interface FallbackNotice {
   reason: string;
 }
 
+/** One failed attempt that will be retried (after `delayMs`, on `model`). */
+export interface RetryNotice {
+  attempt: number;
+  model: string;
+  reason: string;
+  delayMs: number;
+}
+
 /**
  * Retries, fallback and whole-turn retry of a dead stream live behind this interface, so the
  * loop never sees a half-applied turn.
@@ -32,4 +40,9 @@ export interface ModelClient {
   turn(req: ModelTurnRequest): Promise<ModelTurnResult>;
   /** Called when the client switches to the fallback model. */
   onFallback?: (notice: FallbackNotice) => void;
+  /**
+   * Called before an attempt is retried. Text already passed to `onTextDelta` by the failed
+   * attempt is void: the retried turn streams from its beginning again.
+   */
+  onRetry?: (notice: RetryNotice) => void;
 }
