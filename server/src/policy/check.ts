@@ -1,0 +1,140 @@
+import type { EventPayload, NewEvent } from '@dockhand/protocol';
+import { parseUnifiedDiff, type ChangedFile } from './diff';
+import { globMatcher, isCiConfig, isLockfile, isTestConfig, isTestFile, DEFAULT_PROTECTED_GLOBS } from './paths';
+import { DEFAULT_REPO_POLICY, type RepoPolicy } from './repo-policy';
+import { scanSecrets } from './secrets';
+
+/**
+ * The policy gate: pure checks over the final diff, outside the model. Any violation blocks the
+ * push; only a repo owner's override (`override.ts`) lets a blocked diff through.
+ *
+ * Rules (the `rule` field of a violation):
+ * - `secret:<gitleaks id>` / `secret:high-entropy-string` / `secret:private-key-file`
+ * - `ci-config`        edits to CI definitions
+ * - `protected-path`   built-in infra-as-code globs plus the repo's `protectedPaths`
+ * - `diff-size:lines`, `diff-size:files`   the size caps
+ * - `test-edit`        changing existing tests or test configuration when the ticket did not ask
+ */
+
+export type PolicyStage = 'review' | 'push';
+export type PolicyCheckResult = EventPayload<'policy.checked'>;
+export type PolicyViolation = PolicyCheckResult['violations'][number];
+
+export interface PolicyCheckInput {
+  /** Unified diff of the change against the base SHA (`git diff` format). */
+  diff: string;
+  /** The repo's policy at the base SHA; defaults when the repo has none. */
+  policy?: RepoPolicy;
+  /** The ticket explicitly allows changing tests. */
+  allowTestEdits: boolean;
+  stage: PolicyStage;
+}
+
+export interface DiffStats {
+  changedFiles: number;
+  /** Added plus removed lines, lockfiles excluded. */
+  changedLines: number;
+}
+
+const SECRET_FILE = globMatcher(['**/*.{p12,pfx}', '**/id_{rsa,dsa,ecdsa,ed25519}']);
+
+export function diffStats(files: ChangedFile[]): DiffStats {
+  let changedLines = 0;
+  for (const file of files) {
+    if (!isLockfile(file.path)) changedLines += file.added.length + file.removedCount;
+  }
+  return { changedFiles: files.length, changedLines };
+}
+
+function pathsOf(file: ChangedFile): string[] {
+  return file.oldPath === undefined ? [file.path] : [file.path, file.oldPath];
+}
+
+function describeChange(file: ChangedFile): string {
+  return file.change === 'renamed' ? `renamed from ${file.oldPath ?? '?'}` : file.change;
+}
+
+function secretViolations(file: ChangedFile): PolicyViolation[] {
+  const violations: PolicyViolation[] = [];
+  if (file.change !== 'deleted' && SECRET_FILE(file.path)) {
+    violations.push({
+      rule: 'secret:private-key-file',
+      path: file.path,
+      message: `${file.path} looks like a key store or private key file; keys do not belong in the repository`,
+    });
+  }
+  for (const finding of scanSecrets(file.path, file.added)) {
+    violations.push({
+      rule: `secret:${finding.rule}`,
+      path: file.path,
+      line: finding.line,
+      excerpt: finding.excerpt,
+      message: `${finding.description} added at ${file.path}:${finding.line}; remove it and use a secret store`,
+    });
+  }
+  return violations;
+}
+
+export function checkPolicy(input: PolicyCheckInput): PolicyCheckResult & { stats: DiffStats } {
+  const policy = input.policy ?? DEFAULT_REPO_POLICY;
+  const files = parseUnifiedDiff(input.diff);
+  const isProtected = globMatcher([...DEFAULT_PROTECTED_GLOBS, ...policy.protectedPaths]);
+  const violations: PolicyViolation[] = [];
+
+  for (const file of files) {
+    violations.push(...secretViolations(file));
+    const paths = pathsOf(file);
+    const ci = paths.find(isCiConfig);
+    if (ci !== undefined) {
+      violations.push({
+        rule: 'ci-config',
+        path: ci,
+        message: `${ci} is CI configuration (${describeChange(file)}); Dockhand never changes CI definitions`,
+      });
+    }
+    const guarded = paths.find(isProtected);
+    if (guarded !== undefined) {
+      violations.push({
+        rule: 'protected-path',
+        path: guarded,
+        message: `${guarded} is a protected path (${describeChange(file)}); a repo owner must make this change`,
+      });
+    }
+    if (!input.allowTestEdits && ci === undefined) {
+      const testPath = paths.find((path) => isTestConfig(path) || (file.change !== 'added' && isTestFile(path)));
+      if (testPath !== undefined) {
+        violations.push({
+          rule: 'test-edit',
+          path: testPath,
+          message: `${testPath} is an existing test or test configuration (${describeChange(file)}); the ticket does not allow test edits (new test files are allowed)`,
+        });
+      }
+    }
+  }
+
+  const stats = diffStats(files);
+  if (stats.changedLines > policy.maxChangedLines) {
+    violations.push({
+      rule: 'diff-size:lines',
+      path: '',
+      message: `the diff changes ${stats.changedLines} lines; the cap is ${policy.maxChangedLines} (lockfiles not counted)`,
+    });
+  }
+  if (stats.changedFiles > policy.maxChangedFiles) {
+    violations.push({
+      rule: 'diff-size:files',
+      path: '',
+      message: `the diff changes ${stats.changedFiles} files; the cap is ${policy.maxChangedFiles}`,
+    });
+  }
+
+  return { ok: violations.length === 0, stage: input.stage, violations, stats };
+}
+
+/** The `policy.checked` event for a result (stats stay out of the log). */
+export function policyCheckedEvent(result: PolicyCheckResult): NewEvent {
+  return {
+    type: 'policy.checked',
+    data: { ok: result.ok, stage: result.stage, violations: result.violations },
+  };
+}

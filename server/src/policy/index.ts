@@ -1,0 +1,18 @@
+export { checkPolicy, diffStats, policyCheckedEvent } from './check';
+export type { DiffStats, PolicyCheckInput, PolicyCheckResult, PolicyStage, PolicyViolation } from './check';
+export { parseUnifiedDiff } from './diff';
+export type { AddedLine, ChangedFile, FileChange } from './diff';
+export {
+  canOverridePolicy,
+  diffDigest,
+  isOverrideFor,
+  policyOverride,
+  policyOverrideId,
+  policyOverrideRequest,
+} from './override';
+export type { PolicyOverrideInput } from './override';
+export { CI_CONFIG_GLOBS, DEFAULT_PROTECTED_GLOBS, TEST_CONFIG_GLOBS, TEST_GLOBS, isCiConfig, isTestConfig, isTestFile } from './paths';
+export { DEFAULT_REPO_POLICY, POLICY_FILE_PATH, RepoPolicy, parseRepoPolicy } from './repo-policy';
+export { maskSecret, scanSecrets, shannonEntropy } from './secrets';
+export type { SecretFinding } from './secrets';
+export { SECRET_RULES } from './secret-rules';

@@ -1,0 +1,105 @@
+import { describe, expect, it } from 'vitest';
+import { DockhandError } from '../errors';
+import { checkPolicy } from './check';
+import { isOverrideFor, policyOverride, policyOverrideId, policyOverrideRequest } from './override';
+import { DEFAULT_REPO_POLICY, parseRepoPolicy } from './repo-policy';
+import { modifiedFile } from './testing/diffs';
+
+function failure(text: string): DockhandError {
+  try {
+    parseRepoPolicy(text);
+  } catch (error) {
+    if (error instanceof DockhandError) return error;
+    throw error;
+  }
+  throw new Error('expected parseRepoPolicy to fail');
+}
+
+describe('parseRepoPolicy', () => {
+  it('gives the defaults for a missing or empty file', () => {
+    expect(parseRepoPolicy(undefined)).toEqual(DEFAULT_REPO_POLICY);
+    expect(parseRepoPolicy('  \n')).toEqual(DEFAULT_REPO_POLICY);
+    expect(parseRepoPolicy('# only a comment\n')).toEqual(DEFAULT_REPO_POLICY);
+    expect(DEFAULT_REPO_POLICY).toMatchObject({ maxChangedLines: 800, maxChangedFiles: 40, requiredApprovals: 1, owners: [] });
+  });
+
+  it('reads every field', () => {
+    const policy = parseRepoPolicy(
+      [
+        'version: 1',
+        'protectedPaths: ["db/migrations/**"]',
+        'maxChangedLines: 300',
+        'maxChangedFiles: 12',
+        'requiredApprovals: 2',
+        'allowedEgressHosts: [registry.npmjs.org, "*.pypi.org"]',
+        'model: claude-sonnet-4-5',
+        'testCommand: npm test --silent',
+        'owners: [alice, bob]',
+      ].join('\n'),
+    );
+    expect(policy).toEqual({
+      version: 1,
+      protectedPaths: ['db/migrations/**'],
+      maxChangedLines: 300,
+      maxChangedFiles: 12,
+      requiredApprovals: 2,
+      allowedEgressHosts: ['registry.npmjs.org', '*.pypi.org'],
+      model: 'claude-sonnet-4-5',
+      testCommand: 'npm test --silent',
+      owners: ['alice', 'bob'],
+    });
+  });
+
+  it('names the field in errors', () => {
+    const wrongType = failure('maxChangedLines: lots');
+    expect(wrongType.code).toBe('bad_request');
+    expect(wrongType.field).toBe('maxChangedLines');
+    expect(wrongType.message).toMatch(/^\.dockhand\/policy\.yml: maxChangedLines: /);
+
+    expect(failure('protectedPaths: ["../etc/**"]').field).toBe('protectedPaths[0]');
+    expect(failure('allowedEgressHosts: ["https://evil.example/x"]').field).toBe('allowedEgressHosts[0]');
+    expect(failure('requiredApprovals: 0').field).toBe('requiredApprovals');
+
+    const unknown = failure('maxLines: 10');
+    expect(unknown.field).toBe('maxLines');
+    expect(unknown.message).toMatch(/unknown field; allowed fields are .*maxChangedLines/);
+  });
+
+  it('reports YAML syntax errors with the line', () => {
+    const error = failure('owners: [alice\nmodel: x');
+    expect(error.message).toMatch(/not valid YAML \(line \d+\)/);
+    expect(error.field).toBe('.dockhand/policy.yml');
+  });
+});
+
+describe('policy override', () => {
+  const diff = modifiedFile('.github/workflows/ci.yml', ['a'], ['b']);
+  const policy = parseRepoPolicy('owners: [alice]');
+  const result = checkPolicy({ diff, policy, allowTestEdits: false, stage: 'push' });
+
+  it('is requested and resolved as approval events tied to the diff', () => {
+    const request = policyOverrideRequest(diff, result);
+    expect(request).toMatchObject({ type: 'approval.requested', data: { kind: 'policy_override', approvalId: policyOverrideId(diff) } });
+    expect(request.type === 'approval.requested' && request.data.reason).toMatch(/1 policy violation \(ci-config\)/);
+
+    const override = policyOverride({ diff, result, policy, by: 'alice', comment: 'the runner label moved' });
+    expect(override).toEqual({
+      type: 'approval.resolved',
+      data: {
+        approvalId: policyOverrideId(diff),
+        decision: 'approved',
+        by: 'alice',
+        comment: 'override of ci-config: the runner label moved',
+      },
+    });
+    expect(isOverrideFor(diff, override, policy)).toBe(true);
+    expect(isOverrideFor(diff + modifiedFile('src/a.ts', ['x'], ['y']), override, policy)).toBe(false);
+    expect(isOverrideFor(diff, override, parseRepoPolicy('owners: [carol]'))).toBe(false);
+  });
+
+  it('is refused to non-owners and without a reason', () => {
+    expect(() => policyOverride({ diff, result, policy, by: 'mallory', comment: 'trust me' })).toThrow(/not an owner/);
+    expect(() => policyOverride({ diff, result, policy: DEFAULT_REPO_POLICY, by: 'alice', comment: 'x' })).toThrow(/not an owner/);
+    expect(() => policyOverride({ diff, result, policy, by: 'alice', comment: '  ' })).toThrow(/needs a reason/);
+  });
+});

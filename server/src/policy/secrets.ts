@@ -1,0 +1,218 @@
+import type { AddedLine } from './diff';
+import { GENERIC_NAME_ALLOW, SECRET_RULES, type SecretRule } from './secret-rules';
+
+/**
+ * Secret scanning of the lines a diff adds. Known token formats come from gitleaks' rules
+ * (`secret-rules.ts`); a Shannon-entropy check catches long random strings no rule names.
+ *
+ * Deliberately absent: an inline "allow" comment such as `gitleaks:allow`. The diff is written by
+ * the model, so an in-band escape hatch would let it wave its own leak through; a repo owner's
+ * override (see `override.ts`) is the only way past a finding.
+ */
+
+export interface SecretFinding {
+  rule: string;
+  description: string;
+  line: number;
+  /** The offending line with the secret masked, trimmed to a readable length. */
+  excerpt: string;
+  /** The raw secret. Never put it in an event or a log; use `excerpt`. */
+  secret: string;
+}
+
+export const HIGH_ENTROPY_RULE = 'high-entropy-string';
+
+/** Bits per character. */
+export function shannonEntropy(value: string): number {
+  if (value.length === 0) return 0;
+  const counts = new Map<string, number>();
+  for (const char of value) counts.set(char, (counts.get(char) ?? 0) + 1);
+  let entropy = 0;
+  for (const count of counts.values()) {
+    const p = count / value.length;
+    entropy -= p * Math.log2(p);
+  }
+  return entropy;
+}
+
+/** Keeps a short recognisable prefix (`ghp_`, `AKIA`) and hides the rest. */
+export function maskSecret(secret: string): string {
+  const keep = Math.min(4, Math.floor(secret.length / 4));
+  return `${secret.slice(0, keep)}${'*'.repeat(Math.min(Math.max(secret.length - keep, 4), 12))}`;
+}
+
+const EXCERPT_MAX = 160;
+
+function excerptOf(lineText: string, secrets: string[]): string {
+  let masked = lineText;
+  for (const secret of secrets) masked = masked.split(secret).join(maskSecret(secret));
+  masked = masked.trim();
+  return masked.length > EXCERPT_MAX ? `${masked.slice(0, EXCERPT_MAX - 1)}…` : masked;
+}
+
+/**
+ * Files where long random strings are expected (integrity hashes, minified bundles, source
+ * maps). The named-token rules still run there; only the entropy and generic-assignment checks
+ * are skipped, as gitleaks' global allowlist does for lockfiles.
+ */
+const ENTROPY_EXEMPT_FILES = [
+  /(?:^|\/)(?:package-lock\.json|npm-shrinkwrap\.json|yarn\.lock|pnpm-lock\.yaml|deno\.lock|bun\.lock)$/,
+  /(?:^|\/)(?:Cargo\.lock|go\.sum|go\.work\.sum|poetry\.lock|Pipfile\.lock|uv\.lock|composer\.lock|Gemfile\.lock|gradle\.lockfile|packages\.lock\.json)$/,
+  /\.min\.(?:js|css)$/,
+  /\.(?:map|svg)$/,
+];
+
+export function isEntropyExempt(path: string): boolean {
+  return ENTROPY_EXEMPT_FILES.some((pattern) => pattern.test(path));
+}
+
+interface Block {
+  text: string;
+  /** Offsets in `text` where each line starts, and that line's number in the new file. */
+  starts: { offset: number; line: AddedLine }[];
+}
+
+/** Consecutive added lines become one block so that multi-line rules (key blocks) can match. */
+function toBlocks(added: AddedLine[]): Block[] {
+  const blocks: Block[] = [];
+  let current: Block | undefined;
+  let previous: number | undefined;
+  for (const line of added) {
+    if (!current || previous === undefined || line.line !== previous + 1) {
+      current = { text: '', starts: [] };
+      blocks.push(current);
+    } else {
+      current.text += '\n';
+    }
+    current.starts.push({ offset: current.text.length, line });
+    current.text += line.text;
+    previous = line.line;
+  }
+  return blocks;
+}
+
+function lineAt(block: Block, offset: number): AddedLine {
+  let found = block.starts[0]!.line;
+  for (const start of block.starts) {
+    if (start.offset > offset) break;
+    found = start.line;
+  }
+  return found;
+}
+
+function passesRuleFilters(rule: SecretRule, secret: string, name: string | undefined): boolean {
+  if (rule.entropy !== undefined && shannonEntropy(secret) < rule.entropy) return false;
+  if (rule.allow?.some((pattern) => pattern.test(secret))) return false;
+  const lower = secret.toLowerCase();
+  if (rule.stopwords?.some((word) => lower.includes(word))) return false;
+  if (name !== undefined && GENERIC_NAME_ALLOW.test(name)) return false;
+  return true;
+}
+
+/** The pieces of a (possibly multi-line) secret to mask; a `-----BEGIN …-----` header is not secret. */
+function secretParts(secret: string): string[] {
+  if (!secret.includes('\n')) return [secret];
+  return secret.split('\n').filter((part) => part.length >= 8 && !part.startsWith('-----BEGIN'));
+}
+
+interface Span {
+  start: number;
+  end: number;
+}
+
+function overlaps(spans: Span[], span: Span): boolean {
+  return spans.some((other) => span.start < other.end && other.start < span.end);
+}
+
+/** Minimum entropy for a random-looking string of this length (about the 1st percentile of random base62). */
+export function entropyThreshold(length: number): number {
+  return Math.min(4.2 + (length - 32) * 0.025, 4.7);
+}
+
+function characterClass(char: string): number {
+  if (char >= 'a' && char <= 'z') return 0;
+  if (char >= 'A' && char <= 'Z') return 1;
+  if (char >= '0' && char <= '9') return 2;
+  return 3;
+}
+
+/**
+ * Share of adjacent characters whose class (lower, upper, digit, other) differs. Random base62
+ * sits near 0.6; camelCase identifiers, paths and words near 0.2, which is what separates
+ * `HTTPRequestHandlerFactory2024` from a token of the same entropy.
+ */
+export function classSwitchRate(value: string): number {
+  if (value.length < 2) return 0;
+  let switches = 0;
+  for (let i = 1; i < value.length; i += 1) {
+    if (characterClass(value[i]!) !== characterClass(value[i - 1]!)) switches += 1;
+  }
+  return switches / (value.length - 1);
+}
+
+const ENTROPY_CANDIDATE = /[A-Za-z0-9+/=_-]{32,}/g;
+const ENTROPY_MIN_LENGTH = 32;
+
+/** A long string that looks randomly generated: mixed case and digits, busy, high entropy. */
+export function looksRandom(candidate: string): boolean {
+  const value = candidate.replace(/=+$/, '');
+  if (value.length < ENTROPY_MIN_LENGTH) return false;
+  if (/^[0-9a-f]+$/i.test(value)) return false; // hex digests: commit SHAs, checksums, colours
+  if (value.includes('EXAMPLE')) return false; // documentation values such as AWS's example keys
+  if (!/[a-z]/.test(value) || !/[A-Z]/.test(value) || !/[0-9]/.test(value)) return false;
+  if (classSwitchRate(value) < 0.35) return false;
+  return shannonEntropy(value) >= entropyThreshold(value.length);
+}
+
+function scanEntropy(line: AddedLine, taken: Span[], lineStart: number): SecretFinding[] {
+  const findings: SecretFinding[] = [];
+  ENTROPY_CANDIDATE.lastIndex = 0;
+  for (const match of line.text.matchAll(ENTROPY_CANDIDATE)) {
+    const candidate = match[0];
+    const start = lineStart + match.index;
+    if (overlaps(taken, { start, end: start + candidate.length })) continue;
+    const before = line.text.slice(Math.max(0, match.index - 8), match.index);
+    if (/base64,$/.test(before) || /sha(?:1|256|384|512)-$/.test(before)) continue; // data URIs, SRI hashes
+    if (!looksRandom(candidate)) continue;
+    findings.push({
+      rule: HIGH_ENTROPY_RULE,
+      description: `Random-looking string of ${candidate.length} characters (entropy ${shannonEntropy(candidate).toFixed(2)} bits/char)`,
+      line: line.line,
+      excerpt: excerptOf(line.text, [candidate]),
+      secret: candidate,
+    });
+  }
+  return findings;
+}
+
+/** Scans the added lines of one file. */
+export function scanSecrets(path: string, added: AddedLine[]): SecretFinding[] {
+  const exempt = isEntropyExempt(path);
+  const findings: SecretFinding[] = [];
+  for (const block of toBlocks(added)) {
+    const taken: Span[] = [];
+    for (const rule of SECRET_RULES) {
+      if (exempt && rule.id === 'generic-api-key') continue;
+      rule.regex.lastIndex = 0;
+      for (const match of block.text.matchAll(rule.regex)) {
+        const secret = match.groups?.['secret'] ?? match[0];
+        const start = match.index + Math.max(0, match[0].indexOf(secret));
+        const span = { start, end: start + secret.length };
+        if (overlaps(taken, span)) continue;
+        if (!passesRuleFilters(rule, secret, match.groups?.['name'])) continue;
+        taken.push(span);
+        const line = lineAt(block, start);
+        findings.push({
+          rule: rule.id,
+          description: rule.description,
+          line: line.line,
+          excerpt: excerptOf(line.text, secretParts(secret)),
+          secret,
+        });
+      }
+    }
+    if (exempt) continue;
+    for (const start of block.starts) findings.push(...scanEntropy(start.line, taken, start.offset));
+  }
+  return findings;
+}
