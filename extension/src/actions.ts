@@ -1,0 +1,53 @@
+import type { ReviewComment } from '@dockhand/protocol';
+import * as vscode from 'vscode';
+import type { ApiClient } from './api-client';
+import { describeError } from './errors';
+
+/*
+ * The developer's decisions, sent to the server. Shared by the commands, the side panel and the
+ * review comments so each decision has one code path and one way of reporting failure.
+ */
+
+export class TaskActions {
+  constructor(
+    private readonly api: () => ApiClient,
+    private readonly log: vscode.LogOutputChannel,
+  ) {}
+
+  interrupt(taskId: string): Promise<boolean> {
+    return this.run('Interrupt', () => this.api().interrupt(taskId), 'Asked the agent to stop.');
+  }
+
+  sendMessage(taskId: string, text: string): Promise<boolean> {
+    return this.run('Send message', () => this.api().sendMessage(taskId, text));
+  }
+
+  decideApproval(taskId: string, approvalId: string, decision: 'approved' | 'denied', comment?: string): Promise<boolean> {
+    return this.run(`Approval ${decision}`, () => this.api().decideApproval(taskId, approvalId, decision, comment));
+  }
+
+  review(taskId: string, action: 'approve' | 'request_changes' | 'reject', comments: ReviewComment[] = []): Promise<boolean> {
+    const done =
+      action === 'approve'
+        ? 'Approved: the server will push the branch and open a pull request.'
+        : action === 'request_changes'
+          ? `Sent ${comments.length} review comment${comments.length === 1 ? '' : 's'}; the agent resumes.`
+          : 'Rejected the change.';
+    return this.run(`Review (${action})`, () => this.api().review(taskId, action, comments), done);
+  }
+
+  /** Runs one request; failures are logged and shown, never thrown at a button handler. */
+  private async run(what: string, request: () => Promise<void>, success?: string): Promise<boolean> {
+    try {
+      await request();
+      this.log.info(`${what}: done`);
+      if (success) void vscode.window.showInformationMessage(success);
+      return true;
+    } catch (error) {
+      const message = `${what} failed: ${describeError(error)}`;
+      this.log.error(message);
+      void vscode.window.showErrorMessage(`Dockhand: ${message}`);
+      return false;
+    }
+  }
+}

@@ -1,0 +1,176 @@
+import {
+  ApprovalDecisionRequest,
+  CreateTaskRequest,
+  CreateTaskResponse,
+  ErrorBody,
+  ReviewRequest,
+  SendMessageRequest,
+  Task,
+  TaskDiffResponse,
+  TaskFileResponse,
+  TaskListResponse,
+  TicketListResponse,
+  formatFieldPath,
+  type ReviewComment,
+  type TicketSummary,
+} from '@dockhand/protocol';
+import { z } from 'zod';
+import { DockhandError } from './errors';
+
+/*
+ * The extension's only door to the Dockhand server's HTTP API. Every request body is checked with
+ * the protocol's schema before it leaves and every response is parsed with one before it is used.
+ */
+
+export type FetchLike = (url: string, init: { method: string; headers: Record<string, string>; body?: string; signal?: AbortSignal }) => Promise<{
+  ok: boolean;
+  status: number;
+  text(): Promise<string>;
+}>;
+
+export interface ApiClientOptions {
+  baseUrl: string;
+  /** Read on every request so signing in or out takes effect at once. */
+  token(): Promise<string | undefined>;
+  fetch?: FetchLike;
+  timeoutMs?: number;
+}
+
+// A few servers answer lists bare; accept that too rather than failing on a wrapper.
+const TaskList = z.union([TaskListResponse, z.array(Task).transform((tasks) => ({ tasks, nextCursor: null }))]);
+const OneTask = z.union([Task, z.object({ task: Task }).transform((body) => body.task)]);
+const Tickets = z.union([TicketListResponse, z.array(TicketListResponse.shape.tickets.element).transform((tickets) => ({ tickets }))]);
+
+export class ApiClient {
+  private readonly fetchImpl: FetchLike;
+
+  constructor(private readonly options: ApiClientOptions) {
+    this.fetchImpl = options.fetch ?? ((url, init) => fetch(url, init));
+  }
+
+  get baseUrl(): string {
+    return this.options.baseUrl.replace(/\/+$/, '');
+  }
+
+  async createTask(request: z.input<typeof CreateTaskRequest>): Promise<string> {
+    const body = CreateTaskRequest.safeParse(request);
+    if (!body.success) {
+      const issue = body.error.issues[0];
+      throw new DockhandError('bad_request', `The task is not valid: ${issue?.message ?? 'unknown problem'}`, {
+        field: issue ? formatFieldPath(issue.path) : undefined,
+      });
+    }
+    const response = await this.request('POST', '/v1/tasks', CreateTaskResponse, body.data);
+    return response.id;
+  }
+
+  async listTasks(): Promise<Task[]> {
+    return (await this.request('GET', '/v1/tasks', TaskList)).tasks;
+  }
+
+  getTask(taskId: string): Promise<Task> {
+    return this.request('GET', `/v1/tasks/${encodeURIComponent(taskId)}`, OneTask);
+  }
+
+  async sendMessage(taskId: string, text: string): Promise<void> {
+    await this.request('POST', `/v1/tasks/${encodeURIComponent(taskId)}/messages`, z.unknown(), SendMessageRequest.parse({ text }));
+  }
+
+  async interrupt(taskId: string): Promise<void> {
+    await this.request('POST', `/v1/tasks/${encodeURIComponent(taskId)}/interrupt`, z.unknown(), {});
+  }
+
+  async decideApproval(taskId: string, approvalId: string, decision: 'approved' | 'denied', comment?: string): Promise<void> {
+    await this.request(
+      'POST',
+      `/v1/tasks/${encodeURIComponent(taskId)}/approvals/${encodeURIComponent(approvalId)}`,
+      z.unknown(),
+      ApprovalDecisionRequest.parse({ decision, comment }),
+    );
+  }
+
+  async review(taskId: string, action: ReviewRequest['action'], comments: ReviewComment[] = []): Promise<void> {
+    await this.request('POST', `/v1/tasks/${encodeURIComponent(taskId)}/review`, z.unknown(), ReviewRequest.parse({ action, comments }));
+  }
+
+  getDiff(taskId: string): Promise<TaskDiffResponse> {
+    return this.request('GET', `/v1/tasks/${encodeURIComponent(taskId)}/diff`, TaskDiffResponse);
+  }
+
+  getFile(taskId: string, path: string): Promise<TaskFileResponse> {
+    return this.request('GET', `/v1/tasks/${encodeURIComponent(taskId)}/files?path=${encodeURIComponent(path)}`, TaskFileResponse);
+  }
+
+  async listTickets(repo: string): Promise<TicketSummary[]> {
+    return (await this.request('GET', `/v1/tickets?repo=${encodeURIComponent(repo)}`, Tickets)).tickets;
+  }
+
+  /** ws(s):// URL of a task's event stream, resuming after `afterSeq`. */
+  eventsUrl(taskId: string, afterSeq: number): string {
+    const url = new URL(`${this.baseUrl}/v1/tasks/${encodeURIComponent(taskId)}/events`);
+    url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
+    url.searchParams.set('after', String(afterSeq));
+    return url.toString();
+  }
+
+  async authHeaders(): Promise<Record<string, string>> {
+    const token = await this.options.token();
+    if (!token) throw new DockhandError('not_signed_in', 'Not signed in to the Dockhand server', { hint: 'Run "Dockhand: Sign in".' });
+    return { authorization: `Bearer ${token}` };
+  }
+
+  private async request<T extends z.ZodType>(method: string, path: string, schema: T, body?: unknown): Promise<z.output<T>> {
+    const headers: Record<string, string> = { ...(await this.authHeaders()), accept: 'application/json' };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    const url = `${this.baseUrl}${path}`;
+    let response: Awaited<ReturnType<FetchLike>>;
+    try {
+      response = await this.fetchImpl(url, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(this.options.timeoutMs ?? 30_000),
+      });
+    } catch (error) {
+      throw new DockhandError('network', `Cannot reach the Dockhand server at ${this.baseUrl}: ${error instanceof Error ? error.message : String(error)}`, {
+        hint: 'Check "Dockhand: Set server URL" and that the server is running.',
+      });
+    }
+    const text = await response.text();
+    const json = parseJson(text);
+    if (!response.ok) {
+      const parsed = ErrorBody.safeParse(json);
+      if (parsed.success) {
+        const { code, message, field, hint } = parsed.data.error;
+        throw new DockhandError(code, message, { status: response.status, field, hint });
+      }
+      throw new DockhandError(statusCode(response.status), `The server answered ${response.status} to ${method} ${path}`, { status: response.status });
+    }
+    const parsed = schema.safeParse(text === '' ? {} : json);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      throw new DockhandError('bad_response', `Unexpected answer from the server to ${method} ${path}: ${issue?.message ?? 'invalid'}`, {
+        field: issue ? formatFieldPath(issue.path) : undefined,
+      });
+    }
+    return parsed.data;
+  }
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return text === '' ? undefined : JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function statusCode(status: number): DockhandError['code'] {
+  if (status === 401) return 'unauthenticated';
+  if (status === 403) return 'forbidden';
+  if (status === 404) return 'not_found';
+  if (status === 409) return 'conflict';
+  if (status === 429) return 'rate_limited';
+  if (status >= 400 && status < 500) return 'bad_request';
+  return 'internal';
+}

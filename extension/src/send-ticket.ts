@@ -1,0 +1,264 @@
+import type { Budgets, CreateTaskRequest, Selection, Ticket, TicketSummary } from '@dockhand/protocol';
+import { relative, isAbsolute } from 'node:path';
+import * as vscode from 'vscode';
+import type { ApiClient } from './api-client';
+import type { DockhandState } from './controller';
+import { describeError } from './errors';
+import { readGitState, type WorkspaceGitState } from './git-context';
+import { readSettings } from './settings';
+
+/*
+ * "Dockhand: Send ticket to agent": choose a ticket, gather the workspace context, confirm the
+ * budgets, send, then follow provisioning in a progress notification and open the side panel.
+ * Every step can be cancelled with Escape; nothing is sent until the last one.
+ */
+
+export interface SendTicketDeps {
+  api(): ApiClient;
+  state: DockhandState;
+  log: vscode.LogOutputChannel;
+  revealPanel(): void;
+  readGit?: (folder: string) => Promise<WorkspaceGitState>;
+}
+
+type TicketPick = vscode.QuickPickItem & { ticket?: TicketSummary; action?: 'url' | 'text' };
+
+export async function sendTicket(deps: SendTicketDeps, fromEditor = false): Promise<string | undefined> {
+  const folder = pickFolder();
+  if (!folder) {
+    void vscode.window.showErrorMessage('Dockhand: open a folder with a git repository first.');
+    return undefined;
+  }
+  let git: WorkspaceGitState;
+  try {
+    git = await (deps.readGit ?? readGitState)(folder.uri.fsPath);
+  } catch (error) {
+    void vscode.window.showErrorMessage(`Dockhand: ${describeError(error)}`);
+    return undefined;
+  }
+  const settings = readSettings();
+  if (!(await confirmGitState(git, settings.warnWhenDirty))) return undefined;
+
+  const ticket = await chooseTicket(deps, git.repo);
+  if (!ticket) return undefined;
+
+  const context = await chooseEditorContext(git.root, settings.includeActiveFile, fromEditor);
+  if (!context) return undefined;
+
+  const budgets = settings.confirmBudgets ? await confirmBudgets(settings.budgets) : settings.budgets;
+  if (!budgets) return undefined;
+
+  const request: CreateTaskRequest = {
+    ticket,
+    context: {
+      repo: git.repo,
+      baseSha: git.headSha,
+      branch: git.branch,
+      dirty: git.dirty,
+      contextFiles: context.activeFile ? [context.activeFile] : [],
+      ...context,
+    },
+    budgets,
+    priority: 'normal',
+    allowTestEdits: false,
+  };
+  let taskId: string;
+  try {
+    taskId = await deps.api().createTask(request);
+  } catch (error) {
+    deps.log.error(`Sending the task failed: ${describeError(error)}`);
+    void vscode.window.showErrorMessage(`Dockhand: sending the task failed: ${describeError(error)}`);
+    return undefined;
+  }
+  deps.log.info(`Task ${taskId} created for "${ticket.title}" at ${git.headSha}`);
+  try {
+    deps.state.addTask(await deps.api().getTask(taskId));
+  } catch (error) {
+    deps.log.warn(`Could not read task ${taskId} back: ${describeError(error)}`);
+  }
+  deps.state.select(taskId);
+  deps.revealPanel();
+  void showProvisioning(deps.state, taskId);
+  return taskId;
+}
+
+function pickFolder(): vscode.WorkspaceFolder | undefined {
+  const active = vscode.window.activeTextEditor?.document.uri;
+  return (active && vscode.workspace.getWorkspaceFolder(active)) ?? vscode.workspace.workspaceFolders?.[0];
+}
+
+async function confirmGitState(git: WorkspaceGitState, warnWhenDirty: boolean): Promise<boolean> {
+  const problems: string[] = [];
+  if (warnWhenDirty && git.dirty) problems.push('the working tree has uncommitted changes the agent will not see');
+  if (git.hasRemote && !git.pushed) problems.push(`HEAD (${git.headSha.slice(0, 8)}) is not pushed, so the server may not be able to fetch it`);
+  if (problems.length === 0) return true;
+  const choice = await vscode.window.showWarningMessage(
+    `Dockhand starts from HEAD ${git.headSha.slice(0, 8)}${git.branch ? ` on ${git.branch}` : ''}, but ${problems.join(', and ')}.`,
+    { modal: true },
+    'Send anyway',
+  );
+  return choice === 'Send anyway';
+}
+
+async function chooseTicket(deps: SendTicketDeps, repo: string): Promise<Ticket | undefined> {
+  const picker = vscode.window.createQuickPick<TicketPick>();
+  picker.title = 'Dockhand: Send ticket to agent';
+  picker.placeholder = 'Pick an open issue, paste an issue URL, or describe the task';
+  picker.matchOnDetail = true;
+  const fixed: TicketPick[] = [
+    { label: '$(edit) Describe the task', action: 'text', alwaysShow: true },
+    { label: '$(link) Paste an issue URL', action: 'url', alwaysShow: true },
+  ];
+  picker.items = fixed;
+  picker.busy = true;
+  let tickets: TicketSummary[] = [];
+  const loading = deps
+    .api()
+    .listTickets(repo)
+    .then((found) => {
+      tickets = found;
+      picker.items = [
+        ...fixed,
+        { label: 'Open issues', kind: vscode.QuickPickItemKind.Separator },
+        ...found.map((ticket) => ({ label: `#${ticket.id} ${ticket.title}`, detail: ticket.body.slice(0, 200), ticket })),
+      ];
+    })
+    .catch((error: unknown) => {
+      deps.log.warn(`Could not list open issues: ${describeError(error)}`);
+      picker.items = [...fixed, { label: 'Open issues could not be loaded', description: describeError(error), kind: vscode.QuickPickItemKind.Separator }];
+    })
+    .finally(() => {
+      picker.busy = false;
+    });
+  const chosen = await new Promise<TicketPick | undefined>((resolve) => {
+    picker.onDidAccept(() => resolve(picker.selectedItems[0]));
+    picker.onDidHide(() => resolve(undefined));
+    picker.show();
+  });
+  picker.dispose();
+  void loading;
+  if (!chosen) return undefined;
+  if (chosen.ticket) return issueTicket(chosen.ticket);
+  if (chosen.action === 'url') return ticketFromUrl(tickets);
+  if (chosen.action === 'text') return describedTicket();
+  return undefined;
+}
+
+function issueTicket(ticket: TicketSummary): Ticket {
+  return { kind: 'issue', id: ticket.id, title: ticket.title, body: ticket.body, ...(ticket.url ? { url: ticket.url } : {}) };
+}
+
+async function ticketFromUrl(known: TicketSummary[]): Promise<Ticket | undefined> {
+  const url = await vscode.window.showInputBox({
+    title: 'Dockhand: issue URL',
+    prompt: 'Paste the URL of the issue, e.g. https://github.com/acme/app/issues/42',
+    ignoreFocusOut: true,
+    validateInput: (value) => (/^https?:\/\/\S+\/issues\/\d+\/?$/.test(value.trim()) ? undefined : 'Paste an issue URL ending in /issues/<number>'),
+  });
+  if (!url) return undefined;
+  const id = /\/issues\/(\d+)/.exec(url)?.[1] ?? '';
+  const match = known.find((ticket) => ticket.id === id || ticket.url === url.trim());
+  if (match) return issueTicket({ ...match, url: url.trim() });
+  return { kind: 'issue', id, title: `Issue #${id}`, body: '', url: url.trim() };
+}
+
+async function describedTicket(): Promise<Ticket | undefined> {
+  const title = await vscode.window.showInputBox({
+    title: 'Dockhand: describe the task (1/2)',
+    prompt: 'One line: what should the agent do?',
+    ignoreFocusOut: true,
+    validateInput: (value) => (value.trim().length === 0 ? 'Say what the agent should do' : value.length > 500 ? 'Keep the title under 500 characters' : undefined),
+  });
+  if (!title) return undefined;
+  const body = await vscode.window.showInputBox({
+    title: 'Dockhand: describe the task (2/2)',
+    prompt: 'Details, acceptance criteria (optional; Enter to skip)',
+    ignoreFocusOut: true,
+  });
+  if (body === undefined) return undefined;
+  return { kind: 'text', title: title.trim(), body: body.trim() };
+}
+
+/** Returns {} for "no editor context", undefined when the developer cancelled. */
+async function chooseEditorContext(
+  root: string,
+  mode: 'ask' | 'always' | 'never',
+  fromEditor: boolean,
+): Promise<{ activeFile?: string; selection?: Selection } | undefined> {
+  const editor = vscode.window.activeTextEditor;
+  if (!editor || mode === 'never' || editor.document.uri.scheme !== 'file') return {};
+  const path = relative(root, editor.document.uri.fsPath);
+  if (path.startsWith('..') || isAbsolute(path)) return {};
+  const range = editor.selection;
+  const selection: Selection | undefined = range.isEmpty
+    ? undefined
+    : { path, startLine: range.start.line + 1, endLine: range.end.line + 1, text: editor.document.getText(range) };
+  if (mode === 'ask' && !fromEditor) {
+    const what = selection ? `${path} and lines ${selection.startLine}–${selection.endLine}` : path;
+    const choice = await vscode.window.showQuickPick([`Include ${what}`, 'Do not include the editor'], {
+      title: 'Dockhand: give the agent the active editor?',
+      ignoreFocusOut: true,
+    });
+    if (choice === undefined) return undefined;
+    if (choice.startsWith('Do not')) return {};
+  }
+  return selection ? { activeFile: path, selection } : { activeFile: path };
+}
+
+async function confirmBudgets(defaults: Budgets): Promise<Budgets | undefined> {
+  const summary = `${defaults.maxTurns} turns, $${defaults.maxCostUsd.toFixed(2)}, ${Math.round(defaults.maxWallClockSeconds / 60)} min`;
+  const choice = await vscode.window.showQuickPick([`Send with budgets: ${summary}`, 'Adjust budgets…'], {
+    title: 'Dockhand: budgets for this task',
+    ignoreFocusOut: true,
+  });
+  if (choice === undefined) return undefined;
+  if (!choice.startsWith('Adjust')) return defaults;
+  const turns = await askNumber('Maximum model turns', defaults.maxTurns, 1, 500, true);
+  if (turns === undefined) return undefined;
+  const cost = await askNumber('Maximum cost in US dollars', defaults.maxCostUsd, 0.01, 1000, false);
+  if (cost === undefined) return undefined;
+  const minutes = await askNumber('Maximum wall-clock minutes', Math.round(defaults.maxWallClockSeconds / 60), 1, 1440, true);
+  if (minutes === undefined) return undefined;
+  return { maxTurns: turns, maxCostUsd: cost, maxWallClockSeconds: minutes * 60 };
+}
+
+async function askNumber(prompt: string, value: number, min: number, max: number, integer: boolean): Promise<number | undefined> {
+  const text = await vscode.window.showInputBox({
+    title: 'Dockhand: adjust budgets',
+    prompt,
+    value: String(value),
+    ignoreFocusOut: true,
+    validateInput: (input) => {
+      const number = Number(input);
+      if (!Number.isFinite(number) || (integer && !Number.isInteger(number))) return `Enter ${integer ? 'a whole number' : 'a number'}`;
+      if (number < min || number > max) return `Between ${min} and ${max}`;
+      return undefined;
+    },
+  });
+  return text === undefined ? undefined : Number(text);
+}
+
+/** A progress notification from "sent" until the sandbox is ready (or the task ends). */
+function showProvisioning(state: DockhandState, taskId: string): Thenable<void> {
+  return vscode.window.withProgress(
+    { location: vscode.ProgressLocation.Notification, title: 'Dockhand', cancellable: false },
+    (progress) =>
+      new Promise<void>((resolve) => {
+        progress.report({ message: 'Task queued; waiting for a sandbox…' });
+        const timeout = setTimeout(finish, 10 * 60_000);
+        const subscription = state.onDidReceiveEvents(({ taskId: id, events }) => {
+          if (id !== taskId) return;
+          for (const event of events) {
+            if (event.type === 'task.state' && event.data.state === 'provisioning') progress.report({ message: 'Provisioning a sandbox…' });
+            if (event.type === 'sandbox.ready') return finish();
+            if (event.type === 'task.failed' || (event.type === 'task.state' && event.data.state !== 'queued' && event.data.state !== 'provisioning')) return finish();
+          }
+        });
+        function finish(): void {
+          clearTimeout(timeout);
+          subscription.dispose();
+          resolve();
+        }
+      }),
+  );
+}

@@ -1,0 +1,90 @@
+import { z } from 'zod';
+import { Task, TaskEvent } from '@dockhand/protocol';
+
+/*
+ * The one contract between the extension host and the side-panel webview. Both sides parse every
+ * message with these schemas: the webview only renders and posts decisions, the extension owns the
+ * server connection (DESIGN: the UI never drives the agent loop).
+ */
+
+export const ConnectionStatus = z.enum(['connecting', 'replaying', 'live', 'reconnecting', 'offline']);
+export type ConnectionStatus = z.infer<typeof ConnectionStatus>;
+
+/** Long tool/test outputs are sent clipped; the webview asks for the rest on demand. */
+export const ClippedOutput = z.object({ seq: z.number().int().min(1), totalChars: z.number().int().min(0) });
+export type ClippedOutput = z.infer<typeof ClippedOutput>;
+
+export const ToWebview = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('tasks'), tasks: z.array(Task), selectedTaskId: z.string().nullable() }),
+  /**
+   * Events of one task in seq order. `reset` replaces what the webview holds for the task (first
+   * load after `ready`); otherwise they are appended, and seqs already held are ignored.
+   */
+  z.object({
+    type: z.literal('events'),
+    taskId: z.string(),
+    reset: z.boolean(),
+    events: z.array(TaskEvent),
+    clipped: z.array(ClippedOutput).default([]),
+  }),
+  z.object({
+    type: z.literal('connection'),
+    taskId: z.string(),
+    status: ConnectionStatus,
+    detail: z.string().optional(),
+  }),
+  z.object({
+    type: z.literal('output'),
+    taskId: z.string(),
+    seq: z.number().int().min(1),
+    text: z.string(),
+  }),
+  z.object({ type: z.literal('notice'), level: z.enum(['info', 'error']), text: z.string() }),
+]);
+export type ToWebview = z.infer<typeof ToWebview>;
+
+export const ReviewAction = z.enum(['approve', 'request_changes', 'reject']);
+export type ReviewAction = z.infer<typeof ReviewAction>;
+
+export const FromWebview = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('ready') }),
+  z.object({ type: z.literal('selectTask'), taskId: z.string() }),
+  z.object({ type: z.literal('interrupt'), taskId: z.string() }),
+  z.object({ type: z.literal('sendMessage'), taskId: z.string(), text: z.string().min(1).max(20_000) }),
+  z.object({
+    type: z.literal('decideApproval'),
+    taskId: z.string(),
+    approvalId: z.string(),
+    decision: z.enum(['approved', 'denied']),
+    comment: z.string().optional(),
+  }),
+  z.object({
+    type: z.literal('review'),
+    taskId: z.string(),
+    action: ReviewAction,
+    comment: z.string().optional(),
+  }),
+  z.object({ type: z.literal('openDiff'), taskId: z.string(), path: z.string() }),
+  z.object({ type: z.literal('openExternal'), url: z.string().url() }),
+  z.object({ type: z.literal('loadOutput'), taskId: z.string(), seq: z.number().int().min(1) }),
+  z.object({ type: z.literal('sendTicket') }),
+]);
+export type FromWebview = z.infer<typeof FromWebview>;
+
+/** Characters of a tool or test output sent up front; the rest comes with "load more". */
+export const OUTPUT_HEAD_CHARS = 2_000;
+
+/**
+ * Cuts long outputs before an event crosses into the webview so MBs of logs never sit in the DOM
+ * or in the postMessage queue. Returns the event to send and, when cut, the original length.
+ */
+export function clipEventOutput(event: TaskEvent, headChars = OUTPUT_HEAD_CHARS): { event: TaskEvent; clipped?: ClippedOutput } {
+  if (event.type !== 'tool.finished' && event.type !== 'tests.finished') return { event };
+  const output = event.data.output;
+  if (output.length <= headChars) return { event };
+  const clipped: ClippedOutput = { seq: event.seq, totalChars: output.length };
+  if (event.type === 'tool.finished') {
+    return { event: { ...event, data: { ...event.data, output: output.slice(0, headChars) } }, clipped };
+  }
+  return { event: { ...event, data: { ...event.data, output: output.slice(0, headChars) } }, clipped };
+}

@@ -1,0 +1,180 @@
+import { button, h } from './dom';
+import { formatDuration, type Row } from './trajectory';
+
+/*
+ * Draws one trajectory row. Rows are rebuilt from data whenever their version changes, so they
+ * hold no state of their own beyond what `RowContext` keeps (expanded outputs, loaded text).
+ */
+
+export interface RowContext {
+  /** Full outputs fetched with "load more", by event seq. */
+  loadedOutputs: Map<number, string>;
+  /** Original length of outputs the extension clipped, by event seq. */
+  clippedOutputs: Map<number, number>;
+  /** Rows whose details the developer opened, by row seq. */
+  expanded: Set<number>;
+  loadOutput(seq: number): void;
+  openDiff(path: string): void;
+  /** A row changed height on its own (details toggled). */
+  resized(element: HTMLElement): void;
+}
+
+const INPUT_PREVIEW_CHARS = 160;
+
+export function renderRow(row: Row, context: RowContext): HTMLElement {
+  switch (row.kind) {
+    case 'text':
+      return h('div', { className: 'row row-text', dataset: { seq: String(row.seq) } }, h('div', { className: 'prose' }, row.text));
+    case 'user':
+      return h(
+        'div',
+        { className: 'row row-user', dataset: { seq: String(row.seq) } },
+        h('span', { className: 'who' }, `${row.from}:`),
+        ' ',
+        row.text,
+      );
+    case 'note':
+      return h('div', { className: `row row-note tone-${row.tone}`, dataset: { seq: String(row.seq) } }, row.text);
+    case 'tool':
+      return renderTool(row, context);
+    case 'tests':
+      return renderTests(row, context);
+    case 'file':
+      return renderFile(row, context);
+    case 'approval': {
+      const status = row.resolved
+        ? h('span', { className: `badge ${row.resolved.decision === 'approved' ? 'tone-ok' : 'tone-error'}` }, `${row.resolved.decision} by ${row.resolved.by}`)
+        : h('span', { className: 'badge tone-warn' }, 'waiting for your decision');
+      return h(
+        'div',
+        { className: 'row row-approval', dataset: { seq: String(row.seq) } },
+        h('div', {}, h('strong', {}, 'Approval needed '), status),
+        row.command ? h('code', { className: 'command' }, row.command) : null,
+        h('div', { className: 'reason' }, row.reason),
+      );
+    }
+  }
+}
+
+function collapsible(
+  row: Row,
+  context: RowContext,
+  summary: HTMLElement,
+  body: () => HTMLElement[],
+  openByDefault = false,
+): HTMLDetailsElement {
+  const details = h('details', {}, summary);
+  const open = context.expanded.has(row.seq) || (openByDefault && !context.expanded.has(-row.seq));
+  if (open) {
+    details.open = true;
+    details.append(...body());
+  }
+  details.addEventListener('toggle', () => {
+    if (details.open) {
+      context.expanded.add(row.seq);
+      context.expanded.delete(-row.seq);
+      if (details.children.length === 1) details.append(...body());
+    } else {
+      context.expanded.delete(row.seq);
+      context.expanded.add(-row.seq);
+    }
+    const container = details.closest<HTMLElement>('.row');
+    if (container) context.resized(container);
+  });
+  return details;
+}
+
+function outputBlock(seq: number, output: string, context: RowContext): HTMLElement[] {
+  const full = context.loadedOutputs.get(seq);
+  const text = full ?? output;
+  const total = context.clippedOutputs.get(seq);
+  const blocks: HTMLElement[] = [h('pre', { className: 'output' }, text)];
+  if (full === undefined && total !== undefined && total > text.length) {
+    blocks.push(
+      button(`Load more (${(total - text.length).toLocaleString('en')} more characters)`, 'link load-more', () => context.loadOutput(seq)),
+    );
+  }
+  return blocks;
+}
+
+function previewInput(input: unknown): string {
+  if (input === undefined) return '';
+  const text = typeof input === 'string' ? input : JSON.stringify(input);
+  return text.length > INPUT_PREVIEW_CHARS ? `${text.slice(0, INPUT_PREVIEW_CHARS)}…` : text;
+}
+
+function renderTool(row: Extract<Row, { kind: 'tool' }>, context: RowContext): HTMLElement {
+  const result = row.result;
+  const status = !result
+    ? h('span', { className: 'badge tone-info' }, 'running…')
+    : result.isError
+      ? h('span', { className: 'badge tone-error' }, `error · ${formatDuration(result.durationMs)}`)
+      : h('span', { className: 'badge tone-ok' }, formatDuration(result.durationMs));
+  const summary = h(
+    'summary',
+    {},
+    h('span', { className: 'tool-name' }, row.name),
+    ' ',
+    h('span', { className: 'tool-input' }, previewInput(row.input)),
+    ' ',
+    status,
+  );
+  const body = (): HTMLElement[] => [
+    h('div', { className: 'label' }, 'Input'),
+    h('pre', { className: 'input' }, JSON.stringify(row.input, null, 2) ?? ''),
+    ...(result
+      ? [
+          h('div', { className: 'label' }, result.truncated ? 'Output (cut by the server)' : 'Output'),
+          ...outputBlock(result.seq, result.output, context),
+        ]
+      : []),
+  ];
+  return h('div', { className: 'row row-tool', dataset: { seq: String(row.seq) } }, collapsible(row, context, summary, body));
+}
+
+function renderTests(row: Extract<Row, { kind: 'tests' }>, context: RowContext): HTMLElement {
+  const counts = `${row.passed} passed, ${row.failed} failed${row.skipped ? `, ${row.skipped} skipped` : ''}`;
+  const summary = h(
+    'summary',
+    {},
+    h('span', { className: `badge ${row.ok ? 'tone-ok' : 'tone-error'}` }, row.ok ? 'tests pass' : 'tests fail'),
+    ' ',
+    h('span', { className: 'test-counts' }, counts),
+    ' ',
+    h('span', { className: 'muted' }, `${row.scope} · ${formatDuration(row.durationMs)}`),
+  );
+  const body = (): HTMLElement[] => [h('code', { className: 'command' }, row.command), ...outputBlock(row.seq, row.output, context)];
+  return h('div', { className: 'row row-tests', dataset: { seq: String(row.seq) } }, collapsible(row, context, summary, body, !row.ok));
+}
+
+export function renderPatch(patch: string): HTMLElement {
+  const pre = h('pre', { className: 'diff' });
+  for (const line of patch.split('\n')) {
+    let className = 'diff-context';
+    if (line.startsWith('+++') || line.startsWith('---') || line.startsWith('diff ') || line.startsWith('index ')) className = 'diff-meta';
+    else if (line.startsWith('@@')) className = 'diff-hunk';
+    else if (line.startsWith('+')) className = 'diff-add';
+    else if (line.startsWith('-')) className = 'diff-del';
+    pre.append(h('span', { className }, line), '\n');
+  }
+  return pre;
+}
+
+function renderFile(row: Extract<Row, { kind: 'file' }>, context: RowContext): HTMLElement {
+  const added = row.patch.split('\n').filter((l) => l.startsWith('+') && !l.startsWith('+++')).length;
+  const removed = row.patch.split('\n').filter((l) => l.startsWith('-') && !l.startsWith('---')).length;
+  const summary = h(
+    'summary',
+    {},
+    h('span', { className: `badge change-${row.change}` }, row.change),
+    ' ',
+    h('span', { className: 'file-path' }, row.path),
+    ' ',
+    h('span', { className: 'diff-stat' }, h('span', { className: 'diff-add' }, `+${added}`), ' ', h('span', { className: 'diff-del' }, `−${removed}`)),
+  );
+  const body = (): HTMLElement[] => [
+    button('Open diff', 'link open-diff', () => context.openDiff(row.path), `Compare ${row.path} with the base`),
+    renderPatch(row.patch),
+  ];
+  return h('div', { className: 'row row-file', dataset: { seq: String(row.seq) } }, collapsible(row, context, summary, body, true));
+}

@@ -1,0 +1,314 @@
+import type { Budgets, TaskEvent, TaskEventOf, TaskState } from '@dockhand/protocol';
+
+/*
+ * Folds a task's event log into what the side panel shows: a list of rows (one per thing the
+ * developer reads) plus a summary (state, budgets, pending approvals, policy, PR). Pure and
+ * incremental so thousands of events cost one pass, and duplicate or replayed events are ignored
+ * by seq.
+ */
+
+export type Tone = 'info' | 'warn' | 'error' | 'ok';
+
+interface RowBase {
+  /** Seq of the event that created the row; rows are ordered by it. */
+  seq: number;
+  /** Bumped whenever a later event changes the row, so a renderer knows to redraw it. */
+  version: number;
+}
+
+export type Row =
+  | (RowBase & { kind: 'text'; turn: number; text: string })
+  | (RowBase & { kind: 'user'; from: string; text: string })
+  | (RowBase & {
+      kind: 'tool';
+      toolUseId: string;
+      name: string;
+      input: unknown;
+      result?: { seq: number; isError: boolean; output: string; truncated: boolean; durationMs: number };
+    })
+  | (RowBase & {
+      kind: 'tests';
+      command: string;
+      scope: 'selected' | 'full';
+      passed: number;
+      failed: number;
+      skipped: number;
+      ok: boolean;
+      output: string;
+      durationMs: number;
+    })
+  | (RowBase & { kind: 'file'; path: string; change: 'added' | 'modified' | 'deleted'; patch: string })
+  | (RowBase & {
+      kind: 'approval';
+      approvalId: string;
+      approvalKind: string;
+      command?: string;
+      reason: string;
+      resolved?: { decision: 'approved' | 'denied'; by: string; comment?: string };
+    })
+  | (RowBase & { kind: 'note'; tone: Tone; text: string });
+
+export type PolicyResult = TaskEventOf<'policy.checked'>['data'];
+export type ReviewResult = TaskEventOf<'review.finished'>['data'];
+
+export interface TrajectorySummary {
+  taskId: string;
+  title: string;
+  state: TaskState;
+  budgets: Budgets;
+  turnsUsed: number;
+  costUsd: number;
+  startedAt?: string;
+  /** Time of the last event, used for the wall-clock bar of a task that has ended. */
+  lastEventAt?: string;
+  pendingApprovals: string[];
+  changedFiles: Map<string, 'added' | 'modified' | 'deleted'>;
+  policy?: PolicyResult;
+  review?: ReviewResult;
+  prUrl?: string;
+  failure?: string;
+}
+
+export interface Trajectory {
+  summary: TrajectorySummary;
+  rows: Row[];
+  lastSeq: number;
+  /** Row index by tool use id / approval id so late events update the row in place. */
+  toolRows: Map<string, number>;
+  approvalRows: Map<string, number>;
+}
+
+const DEFAULT_BUDGETS: Budgets = { maxTurns: 40, maxCostUsd: 5, maxWallClockSeconds: 1800 };
+
+export function createTrajectory(taskId: string): Trajectory {
+  return {
+    summary: {
+      taskId,
+      title: '',
+      state: 'queued',
+      budgets: { ...DEFAULT_BUDGETS },
+      turnsUsed: 0,
+      costUsd: 0,
+      pendingApprovals: [],
+      changedFiles: new Map(),
+    },
+    rows: [],
+    lastSeq: 0,
+    toolRows: new Map(),
+    approvalRows: new Map(),
+  };
+}
+
+/** Applies events in order; returns the indexes of rows added or changed. */
+export function applyEvents(trajectory: Trajectory, events: readonly TaskEvent[]): Set<number> {
+  const touched = new Set<number>();
+  for (const event of events) {
+    if (event.seq <= trajectory.lastSeq) continue;
+    trajectory.lastSeq = event.seq;
+    trajectory.summary.lastEventAt = event.ts;
+    const index = applyEvent(trajectory, event);
+    if (index !== undefined) touched.add(index);
+  }
+  return touched;
+}
+
+function push(trajectory: Trajectory, row: Row): number {
+  trajectory.rows.push(row);
+  return trajectory.rows.length - 1;
+}
+
+function note(trajectory: Trajectory, seq: number, tone: Tone, text: string): number {
+  return push(trajectory, { kind: 'note', seq, version: 0, tone, text });
+}
+
+function applyEvent(trajectory: Trajectory, event: TaskEvent): number | undefined {
+  const summary = trajectory.summary;
+  const seq = event.seq;
+  switch (event.type) {
+    case 'task.created':
+      summary.title = event.data.ticket.title;
+      summary.startedAt = event.ts;
+      summary.budgets = { ...DEFAULT_BUDGETS, ...event.data.budgets };
+      return note(trajectory, seq, 'info', `Task created: ${event.data.ticket.title}`);
+    case 'task.state':
+      summary.state = event.data.state;
+      return note(
+        trajectory,
+        seq,
+        stateTone(event.data.state),
+        `State: ${stateLabel(event.data.state)}${event.data.reason ? ` (${event.data.reason})` : ''}`,
+      );
+    case 'sandbox.ready':
+      return note(
+        trajectory,
+        seq,
+        'info',
+        `Sandbox ready in ${formatDuration(event.data.startMs)} (${event.data.source.replace('_', ' ')})`,
+      );
+    case 'model.turn':
+      summary.turnsUsed = Math.max(summary.turnsUsed, event.data.turn);
+      summary.costUsd += event.data.costUsd;
+      return undefined;
+    case 'assistant.text':
+      return push(trajectory, { kind: 'text', seq, version: 0, turn: event.data.turn, text: event.data.text });
+    case 'tool.called': {
+      const index = push(trajectory, {
+        kind: 'tool',
+        seq,
+        version: 0,
+        toolUseId: event.data.toolUseId,
+        name: event.data.name,
+        input: event.data.input,
+      });
+      trajectory.toolRows.set(event.data.toolUseId, index);
+      return index;
+    }
+    case 'tool.finished':
+      return finishTool(trajectory, event);
+    case 'file.changed':
+      summary.changedFiles.set(event.data.path, event.data.change);
+      return push(trajectory, { kind: 'file', seq, version: 0, ...event.data });
+    case 'approval.requested': {
+      summary.pendingApprovals.push(event.data.approvalId);
+      const index = push(trajectory, {
+        kind: 'approval',
+        seq,
+        version: 0,
+        approvalId: event.data.approvalId,
+        approvalKind: event.data.kind,
+        command: event.data.command,
+        reason: event.data.reason,
+      });
+      trajectory.approvalRows.set(event.data.approvalId, index);
+      return index;
+    }
+    case 'approval.resolved': {
+      summary.pendingApprovals = summary.pendingApprovals.filter((id) => id !== event.data.approvalId);
+      const index = trajectory.approvalRows.get(event.data.approvalId);
+      const row = index === undefined ? undefined : trajectory.rows[index];
+      if (index === undefined || row?.kind !== 'approval') return undefined;
+      row.resolved = { decision: event.data.decision, by: event.data.by, comment: event.data.comment };
+      row.version += 1;
+      return index;
+    }
+    case 'tests.finished':
+      return push(trajectory, {
+        kind: 'tests',
+        seq,
+        version: 0,
+        command: event.data.command,
+        scope: event.data.scope,
+        passed: event.data.passed,
+        failed: event.data.failed,
+        skipped: event.data.skipped,
+        ok: event.data.ok,
+        output: event.data.output,
+        durationMs: event.data.durationMs,
+      });
+    case 'review.finished':
+      summary.review = event.data;
+      return note(
+        trajectory,
+        seq,
+        event.data.approved ? 'ok' : 'warn',
+        `Self-review ${event.data.approved ? 'approved' : 'found problems'}${event.data.summary ? `: ${event.data.summary}` : ''}`,
+      );
+    case 'policy.checked':
+      summary.policy = event.data;
+      return note(
+        trajectory,
+        seq,
+        event.data.ok ? 'ok' : 'error',
+        event.data.ok
+          ? `Policy check passed (${event.data.stage})`
+          : `Policy check failed: ${event.data.violations.map((v) => `${v.path}: ${v.message}`).join('; ')}`,
+      );
+    case 'budget.exceeded':
+      return note(trajectory, seq, 'error', budgetMessage(event.data));
+    case 'context.compacted':
+      return note(
+        trajectory,
+        seq,
+        'info',
+        `Context compacted: ${event.data.turnsCompacted} turns summarised, ${event.data.tokensBefore.toLocaleString('en')} → ${event.data.tokensAfter.toLocaleString('en')} tokens`,
+      );
+    case 'model.fell_back':
+      return note(trajectory, seq, 'warn', `Switched model from ${event.data.from} to ${event.data.to}: ${event.data.reason}`);
+    case 'pr.opened':
+      summary.prUrl = event.data.url;
+      return note(trajectory, seq, 'ok', `Pull request #${event.data.number} opened on ${event.data.branch}`);
+    case 'pr.outcome':
+      return note(trajectory, seq, 'info', `Pull request ${event.data.outcome}`);
+    case 'user.message':
+      return push(trajectory, { kind: 'user', seq, version: 0, from: event.data.from, text: event.data.text });
+    case 'review.requested_changes':
+      return note(
+        trajectory,
+        seq,
+        'warn',
+        `${event.data.by} requested changes: ${event.data.comments.map((c) => (c.path ? `${c.path}${c.line ? `:${c.line}` : ''} ` : '') + c.body).join('; ')}`,
+      );
+    case 'task.failed':
+      summary.failure = event.data.message;
+      return note(trajectory, seq, 'error', `Task failed: ${event.data.message}`);
+  }
+}
+
+function finishTool(trajectory: Trajectory, event: TaskEventOf<'tool.finished'>): number | undefined {
+  const result = {
+    seq: event.seq,
+    isError: event.data.isError,
+    output: event.data.output,
+    truncated: event.data.truncated,
+    durationMs: event.data.durationMs,
+  };
+  const index = trajectory.toolRows.get(event.data.toolUseId);
+  const row = index === undefined ? undefined : trajectory.rows[index];
+  if (index !== undefined && row?.kind === 'tool') {
+    row.result = result;
+    row.version += 1;
+    return index;
+  }
+  // A result whose call was compacted away still shows up, as its own row.
+  const added = push(trajectory, {
+    kind: 'tool',
+    seq: event.seq,
+    version: 0,
+    toolUseId: event.data.toolUseId,
+    name: event.data.name,
+    input: undefined,
+    result,
+  });
+  trajectory.toolRows.set(event.data.toolUseId, added);
+  return added;
+}
+
+function budgetMessage(data: TaskEventOf<'budget.exceeded'>['data']): string {
+  switch (data.budget) {
+    case 'turns':
+      return `Stopped: the turn budget is used up (${data.used} of ${data.limit} turns).`;
+    case 'cost':
+      return `Stopped: the cost budget is used up ($${data.used.toFixed(2)} of $${data.limit.toFixed(2)}).`;
+    case 'wall_clock':
+      return `Stopped: the time budget is used up (${formatDuration(data.used * 1000)} of ${formatDuration(data.limit * 1000)}).`;
+  }
+}
+
+export function stateLabel(state: TaskState): string {
+  return state.replace(/_/g, ' ');
+}
+
+export function stateTone(state: TaskState): Tone {
+  if (state === 'failed' || state === 'budget_exhausted' || state === 'cancelled') return 'error';
+  if (state === 'awaiting_approval' || state === 'awaiting_review') return 'warn';
+  if (state === 'pr_open' || state === 'merged') return 'ok';
+  return 'info';
+}
+
+export function formatDuration(ms: number): string {
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  const seconds = ms / 1000;
+  if (seconds < 60) return `${seconds.toFixed(1)} s`;
+  const minutes = Math.floor(seconds / 60);
+  return `${minutes} min ${Math.round(seconds % 60)} s`;
+}
