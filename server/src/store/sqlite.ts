@@ -8,6 +8,7 @@ import {
   TaskEvent,
   TaskUsage,
   type CreateTaskRequest,
+  type EventType,
   type NewEvent,
   type Task,
 } from '@dockhand/protocol';
@@ -229,6 +230,17 @@ export class SqliteStore implements Store {
 
   async listEvents(taskId: string, after = 0, limit = 1_000_000): Promise<TaskEvent[]> {
     return this.statements.events.all(taskId, after, limit).map((row) => {
+      const r = EventRow.parse(row);
+      return TaskEvent.parse({ taskId: r.task_id, seq: r.seq, ts: r.ts, type: r.type, data: JSON.parse(r.data) });
+    });
+  }
+
+  async eventsOfTypes(types: EventType[]): Promise<TaskEvent[]> {
+    if (types.length === 0) return [];
+    const rows = this.db
+      .prepare(`SELECT task_id, seq, type, data, ts FROM events WHERE type IN (${types.map(() => '?').join(', ')}) ORDER BY task_id, seq`)
+      .all(...types);
+    return rows.map((row) => {
       const r = EventRow.parse(row);
       return TaskEvent.parse({ taskId: r.task_id, seq: r.seq, ts: r.ts, type: r.type, data: JSON.parse(r.data) });
     });

@@ -1,5 +1,5 @@
 import type { FlakyStore } from '../feedback/types';
-import type { CreateTaskRequest, NewEvent, Task, TaskEvent, TaskState } from '@dockhand/protocol';
+import type { CreateTaskRequest, EventType, NewEvent, Task, TaskEvent, TaskState } from '@dockhand/protocol';
 
 /*
  * The store port. `SqliteStore` (embedded, one server) implements it today; a Postgres store for a
@@ -100,6 +100,8 @@ export interface Store {
    */
   appendEvent(taskId: string, event: NewEvent): Promise<TaskEvent>;
   listEvents(taskId: string, after?: number, limit?: number): Promise<TaskEvent[]>;
+  /** Every task's events of the given types, in (task, seq) order (metrics). */
+  eventsOfTypes(types: EventType[]): Promise<TaskEvent[]>;
   /** The final diff and PR summary of a task (set when it reaches review). */
   setResult(taskId: string, result: { diff: string; summary: string }): Promise<void>;
   getResult(taskId: string): Promise<{ diff: string; summary: string } | undefined>;

@@ -1,0 +1,274 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ErrorBody, ServerFrame, Task, TaskListResponse, type TaskEvent } from '@dockhand/protocol';
+import { harness, taskBody, type Harness } from './test-support';
+
+let h: Harness;
+beforeEach(async () => { h = await harness(); });
+afterEach(async () => { await h.close(); });
+
+function errorOf(body: string) {
+  return ErrorBody.parse(JSON.parse(body)).error;
+}
+
+describe('tasks API', () => {
+  it('accepts a task with 202, stores it queued with task.created, and wakes the scheduler', async () => {
+    const res = await h.app.inject({ method: 'POST', url: '/v1/tasks', headers: h.auth('alice'), payload: taskBody() });
+    expect(res.statusCode).toBe(202);
+    const { id } = JSON.parse(res.body);
+    const task = Task.parse(JSON.parse((await h.app.inject({ url: `/v1/tasks/${id}`, headers: h.auth('alice') })).body));
+    expect(task).toMatchObject({ owner: 'alice', state: 'queued', lastSeq: 2 });
+    expect((await h.store.listEvents(id)).map((e) => e.type)).toEqual(['task.created', 'task.state']);
+    expect(h.control.wakes).toBe(1);
+  });
+
+  it('names the bad field in a validation error', async () => {
+    const res = await h.app.inject({
+      method: 'POST', url: '/v1/tasks', headers: h.auth('alice'),
+      payload: taskBody({ context: { repo: 'r', baseSha: 'main' } }),
+    });
+    expect(res.statusCode).toBe(400);
+    const error = errorOf(res.body);
+    expect(error).toMatchObject({ code: 'bad_request', field: 'context.baseSha' });
+    expect(error.message).toMatch(/40-character/);
+    expect(error.hint).toBeTruthy();
+    const review = await h.app.inject({
+      method: 'POST', url: `/v1/tasks/${(await h.createTask('alice')).id}/review`, headers: h.auth('alice'),
+      payload: { action: 'approve', comments: [{ body: 'ok' }, { body: '' }] },
+    });
+    expect(errorOf(review.body).field).toBe('comments[1].body');
+  });
+
+  it('refuses requests without a valid token (401)', async () => {
+    expect((await h.app.inject({ url: '/v1/tasks' })).statusCode).toBe(401);
+    const bad = await h.app.inject({ url: '/v1/tasks', headers: { authorization: 'Bearer dh_nope' } });
+    expect(bad.statusCode).toBe(401);
+    expect(errorOf(bad.body).code).toBe('unauthenticated');
+  });
+
+  it('user B cannot read, steer, interrupt, approve or review user A\'s task: 404 as if it did not exist', async () => {
+    const task = await h.createTask('alice');
+    const { approval } = await h.store.requestApproval(task.id, { kind: 'command', reason: 'rm', command: 'rm -rf x' });
+    const attempts = [
+      { method: 'GET' as const, url: `/v1/tasks/${task.id}` },
+      { method: 'GET' as const, url: `/v1/tasks/${task.id}/diff` },
+      { method: 'GET' as const, url: `/v1/tasks/${task.id}/events` },
+      { method: 'POST' as const, url: `/v1/tasks/${task.id}/messages`, payload: { text: 'do evil' } },
+      { method: 'POST' as const, url: `/v1/tasks/${task.id}/interrupt` },
+      { method: 'POST' as const, url: `/v1/tasks/${task.id}/approvals/${approval.id}`, payload: { decision: 'approved' } },
+      { method: 'POST' as const, url: `/v1/tasks/${task.id}/review`, payload: { action: 'approve' } },
+    ];
+    for (const attempt of attempts) {
+      const res = await h.app.inject({ ...attempt, headers: h.auth('bob') });
+      expect(res.statusCode, attempt.url).toBe(404);
+      const missing = await h.app.inject({ ...attempt, url: attempt.url.replace(task.id, 't_missing'), headers: h.auth('bob') });
+      expect(res.body).toBe(missing.body.replace('t_missing', task.id));
+    }
+    expect((await h.store.getApproval(approval.id))?.state).toBe('pending');
+    expect((await h.store.getTask(task.id))?.state).toBe('queued');
+    expect((await h.store.listEvents(task.id)).some((e) => e.type === 'user.message')).toBe(false);
+    const list = TaskListResponse.parse(JSON.parse((await h.app.inject({ url: '/v1/tasks', headers: h.auth('bob') })).body));
+    expect(list.tasks).toEqual([]);
+    const admin = await h.app.inject({ url: `/v1/tasks/${task.id}`, headers: h.auth('admin') });
+    expect(admin.statusCode).toBe(200);
+  });
+
+  it('lists own tasks with filters and cursor paging; admins see all', async () => {
+    for (let i = 0; i < 3; i++) await h.createTask('alice');
+    await h.createTask('bob', { context: { repo: '/srv/other.git', baseSha: 'b'.repeat(40) } });
+    const page1 = TaskListResponse.parse(JSON.parse((await h.app.inject({ url: '/v1/tasks?limit=2', headers: h.auth('alice') })).body));
+    expect(page1.tasks).toHaveLength(2);
+    const page2 = TaskListResponse.parse(JSON.parse((await h.app.inject({ url: `/v1/tasks?limit=2&cursor=${page1.nextCursor}`, headers: h.auth('alice') })).body));
+    expect(page2.tasks).toHaveLength(1);
+    expect(page2.nextCursor ?? null).toBeNull();
+    const all = TaskListResponse.parse(JSON.parse((await h.app.inject({ url: '/v1/tasks', headers: h.auth('admin') })).body));
+    expect(all.tasks).toHaveLength(4);
+    const byRepo = TaskListResponse.parse(JSON.parse((await h.app.inject({ url: '/v1/tasks?repo=/srv/other.git', headers: h.auth('admin') })).body));
+    expect(byRepo.tasks.map((t) => t.owner)).toEqual(['bob']);
+    const badState = await h.app.inject({ url: '/v1/tasks?state=sleeping', headers: h.auth('alice') });
+    expect(errorOf(badState.body).field).toBe('state');
+  });
+
+  it('steers with a user.message and interrupts to cancelled', async () => {
+    const task = await h.createTask('alice');
+    const steer = await h.app.inject({ method: 'POST', url: `/v1/tasks/${task.id}/messages`, headers: h.auth('alice'), payload: { text: 'use the helper in utils.ts' } });
+    expect(steer.statusCode).toBe(202);
+    const events = await h.store.listEvents(task.id);
+    expect(events.at(-1)).toMatchObject({ type: 'user.message', data: { from: 'alice', text: 'use the helper in utils.ts' } });
+    const stop = await h.app.inject({ method: 'POST', url: `/v1/tasks/${task.id}/interrupt`, headers: h.auth('alice') });
+    expect(stop.statusCode).toBe(202);
+    expect(Task.parse(JSON.parse(stop.body)).state).toBe('cancelled');
+    expect(h.control.interrupted).toEqual([task.id]);
+    const again = await h.app.inject({ method: 'POST', url: `/v1/tasks/${task.id}/interrupt`, headers: h.auth('alice') });
+    expect(again.statusCode).toBe(409);
+  });
+
+  it('resolves a command approval once', async () => {
+    const task = await h.createTask('alice');
+    const { approval } = await h.store.requestApproval(task.id, { kind: 'command', reason: 'destructive', command: 'rm -rf build' });
+    const url = `/v1/tasks/${task.id}/approvals/${approval.id}`;
+    const ok = await h.app.inject({ method: 'POST', url, headers: h.auth('alice'), payload: { decision: 'denied', comment: 'no' } });
+    expect(ok.statusCode).toBe(200);
+    expect(JSON.parse(ok.body)).toMatchObject({ state: 'denied', decidedBy: 'alice' });
+    const twice = await h.app.inject({ method: 'POST', url, headers: h.auth('alice'), payload: { decision: 'approved' } });
+    expect(twice.statusCode).toBe(409);
+  });
+
+  it('review: request_changes sends the comments back and resumes; approve moves to pushing', async () => {
+    const task = await h.createTask('alice');
+    await h.events.append(task.id, { type: 'task.state', data: { state: 'awaiting_review' } });
+    const changes = await h.app.inject({
+      method: 'POST', url: `/v1/tasks/${task.id}/review`, headers: h.auth('alice'),
+      payload: { action: 'request_changes', comments: [{ path: 'src/a.ts', line: 2, body: 'use a const' }] },
+    });
+    expect(changes.statusCode).toBe(200);
+    expect(Task.parse(JSON.parse(changes.body)).state).toBe('running');
+    const log = await h.store.listEvents(task.id);
+    const message = log.find((e) => e.type === 'user.message');
+    expect(message?.type === 'user.message' && message.data.text).toContain('src/a.ts:2: use a const');
+    const notNow = await h.app.inject({ method: 'POST', url: `/v1/tasks/${task.id}/review`, headers: h.auth('alice'), payload: { action: 'approve' } });
+    expect(notNow.statusCode).toBe(409);
+    await h.events.append(task.id, { type: 'task.state', data: { state: 'awaiting_review' } });
+    const approve = await h.app.inject({ method: 'POST', url: `/v1/tasks/${task.id}/review`, headers: h.auth('alice'), payload: { action: 'approve' } });
+    expect(Task.parse(JSON.parse(approve.body)).state).toBe('pushing');
+  });
+
+  it('needs the configured number of distinct approvers before pushing', async () => {
+    await h.close();
+    h = await harness({ deps: { requiredApprovals: async () => 2 } });
+    const task = await h.createTask('alice');
+    await h.events.append(task.id, { type: 'task.state', data: { state: 'awaiting_review' } });
+    const first = await h.app.inject({ method: 'POST', url: `/v1/tasks/${task.id}/review`, headers: h.auth('alice'), payload: { action: 'approve' } });
+    expect(Task.parse(JSON.parse(first.body)).state).toBe('awaiting_review');
+    const again = await h.app.inject({ method: 'POST', url: `/v1/tasks/${task.id}/review`, headers: h.auth('alice'), payload: { action: 'approve' } });
+    expect(Task.parse(JSON.parse(again.body)).state).toBe('awaiting_review');
+    const second = await h.app.inject({ method: 'POST', url: `/v1/tasks/${task.id}/review`, headers: h.auth('admin'), payload: { action: 'approve' } });
+    expect(Task.parse(JSON.parse(second.body)).state).toBe('pushing');
+  });
+
+  it('serves the diff and base/after contents of a file', async () => {
+    const task = await h.createTask('alice');
+    const diff = ['diff --git a/src/a.ts b/src/a.ts', '--- a/src/a.ts', '+++ b/src/a.ts', '@@ -1,3 +1,3 @@', ' one', '-two', '+TWO', ' three', ''].join('\n');
+    await h.store.setResult(task.id, { diff, summary: 's' });
+    const res = JSON.parse((await h.app.inject({ url: `/v1/tasks/${task.id}/diff`, headers: h.auth('alice') })).body);
+    expect(res.files).toEqual([{ path: 'src/a.ts', change: 'modified' }]);
+    const file = JSON.parse((await h.app.inject({ url: `/v1/tasks/${task.id}/files?path=src/a.ts`, headers: h.auth('alice') })).body);
+    expect(file).toEqual({ path: 'src/a.ts', base: 'one\ntwo\nthree\n', after: 'one\nTWO\nthree\n' });
+    const escape = await h.app.inject({ url: `/v1/tasks/${task.id}/files?path=../etc/passwd`, headers: h.auth('alice') });
+    expect(errorOf(escape.body).field).toBe('path');
+  });
+
+  it('rate-limits per user', async () => {
+    await h.close();
+    h = await harness({ deps: { limits: { ratePerMinute: 3 } } });
+    const codes: number[] = [];
+    for (let i = 0; i < 4; i++) codes.push((await h.app.inject({ url: '/v1/tasks', headers: h.auth('alice') })).statusCode);
+    expect(codes).toEqual([200, 200, 200, 429]);
+    expect((await h.app.inject({ url: '/v1/tasks', headers: h.auth('bob') })).statusCode).toBe(200);
+  });
+
+  it('serves OpenAPI, health, readiness and metrics', async () => {
+    const doc = JSON.parse((await h.app.inject({ url: '/docs/json' })).body);
+    expect(Object.keys(doc.paths)).toContain('/v1/tasks');
+    expect((await h.app.inject({ url: '/healthz' })).statusCode).toBe(200);
+    expect(JSON.parse((await h.app.inject({ url: '/readyz' })).body)).toMatchObject({ ok: true, checks: { store: 'ok' } });
+    const task = await h.createTask('alice');
+    await h.events.append(task.id, {
+      type: 'model.turn',
+      data: { turn: 1, model: 'claude-x', costUsd: 0.2, stopReason: 'tool_use', contextTokens: 1, content: [], usage: { inputTokens: 10, outputTokens: 5, cacheReadTokens: 90, cacheWriteTokens: 0 } },
+    });
+    await h.events.append(task.id, { type: 'pr.opened', data: { number: 1, url: 'dockhand-local://r/pulls/1', branch: 'b', headSha: 'c'.repeat(40) } });
+    await h.events.append(task.id, { type: 'pr.outcome', data: { outcome: 'merged', at: new Date().toISOString() } });
+    const text = (await h.app.inject({ url: '/metrics', headers: h.auth('admin') })).body;
+    expect(text).toContain('dockhand_merge_rate{repo="/srv/repos/app.git",model="claude-x"} 1');
+    expect(text).toContain('dockhand_cache_read_share{repo="/srv/repos/app.git",model="claude-x"} 0.9');
+    expect((await h.app.inject({ url: '/metrics' })).statusCode).toBe(401);
+  });
+});
+
+describe('events WebSocket', () => {
+  function collect(ws: import('ws').WebSocket) {
+    const frames: ServerFrame[] = [];
+    ws.on('message', (data) => frames.push(ServerFrame.parse(JSON.parse(data.toString()))));
+    return frames;
+  }
+  async function until(check: () => boolean) {
+    for (let i = 0; i < 200 && !check(); i++) await new Promise((r) => setTimeout(r, 5));
+    expect(check()).toBe(true);
+  }
+  async function connect(url: string, headers: Record<string, string>) {
+    const frames: ServerFrame[] = [];
+    const ws = await h.app.injectWS(url, { headers }, {
+      onInit: (socket) => socket.on('message', (data) => frames.push(ServerFrame.parse(JSON.parse(data.toString())))),
+    });
+    return { ws, frames };
+  }
+  const seqs = (frames: ServerFrame[]) => frames.flatMap((f) => (f.kind === 'event' ? [f.event.seq] : []));
+
+  it('replays after SEQ then streams live, with no gap or duplicate', async () => {
+    const task = await h.createTask('alice');
+    for (let i = 0; i < 5; i++) await h.events.append(task.id, { type: 'user.message', data: { from: 'alice', text: `m${i}` } });
+    const { ws, frames } = await connect(`/v1/tasks/${task.id}/events?after=3`, h.auth('alice'));
+    await until(() => frames.some((f) => f.kind === 'live'));
+    expect(frames.find((f) => f.kind === 'live')).toEqual({ kind: 'live', lastSeq: 7 });
+    for (let i = 0; i < 3; i++) await h.events.append(task.id, { type: 'user.message', data: { from: 'alice', text: `live${i}` } });
+    await until(() => seqs(frames).length === 7);
+    expect(seqs(frames)).toEqual([4, 5, 6, 7, 8, 9, 10]);
+    ws.terminate();
+  });
+
+  it('has no gap at the seam when events arrive during the replay', async () => {
+    const task = await h.createTask('alice');
+    for (let i = 0; i < 1200; i++) await h.events.append(task.id, { type: 'user.message', data: { from: 'alice', text: `m${i}` } });
+    const { ws, frames } = await connect(`/v1/tasks/${task.id}/events?after=0`, h.auth('alice'));
+    // Appended while the paged replay is running.
+    for (let i = 0; i < 50; i++) {
+      await h.events.append(task.id, { type: 'user.message', data: { from: 'alice', text: `during${i}` } });
+      await new Promise((r) => setImmediate(r));
+    }
+    await until(() => seqs(frames).length === 1252);
+    expect(seqs(frames)).toEqual(Array.from({ length: 1252 }, (_, i) => i + 1));
+    ws.terminate();
+  });
+
+  it('fans out to many subscribers', async () => {
+    const task = await h.createTask('alice');
+    const connected = await Promise.all(Array.from({ length: 20 }, () => connect(`/v1/tasks/${task.id}/events`, h.auth('alice'))));
+    const sockets = connected.map((c) => c.ws);
+    const all = connected.map((c) => c.frames);
+    await until(() => all.every((frames) => frames.some((f) => f.kind === 'live')));
+    await h.events.append(task.id, { type: 'user.message', data: { from: 'alice', text: 'hello' } });
+    await until(() => all.every((frames) => seqs(frames).includes(3)));
+    for (const frames of all) expect(seqs(frames)).toEqual([1, 2, 3]);
+    for (const ws of sockets) ws.terminate();
+  });
+
+  it('authenticates the socket by subprotocol, refuses strangers with 404 and no token with 401', async () => {
+    const task = await h.createTask('alice');
+    await expect(h.app.injectWS(`/v1/tasks/${task.id}/events`, { headers: h.auth('bob') })).rejects.toThrow(/404/);
+    await expect(h.app.injectWS(`/v1/tasks/${task.id}/events`)).rejects.toThrow(/401/);
+    const ws = await h.app.injectWS(`/v1/tasks/${task.id}/events`, {
+      headers: { 'sec-websocket-protocol': `dockhand.v1, dockhand.bearer.${h.tokens.alice}` },
+    });
+    const frames = collect(ws);
+    await until(() => frames.some((f) => f.kind === 'live'));
+    ws.terminate();
+  });
+
+  it('answers an unknown client frame with an error frame naming the field', async () => {
+    const task = await h.createTask('alice');
+    const ws = await h.app.injectWS(`/v1/tasks/${task.id}/events`, { headers: h.auth('alice') });
+    const frames = collect(ws);
+    ws.send(JSON.stringify({ kind: 'subscribe' }));
+    await until(() => frames.some((f) => f.kind === 'error'));
+    const error = frames.find((f) => f.kind === 'error');
+    expect(error?.kind === 'error' && error.error.field).toBe('kind');
+    ws.terminate();
+  });
+
+  it('returns events as JSON without an upgrade', async () => {
+    const task = await h.createTask('alice');
+    const res = await h.app.inject({ url: `/v1/tasks/${task.id}/events?after=1`, headers: h.auth('alice') });
+    const events: TaskEvent[] = JSON.parse(res.body).events;
+    expect(events.map((e) => e.seq)).toEqual([2]);
+  });
+});

@@ -1,0 +1,43 @@
+import type { Logger } from 'pino';
+import type { TicketSummary } from '@dockhand/protocol';
+import type { EventHub, EventLog } from '../store/hub';
+import type { Store } from '../store/types';
+
+/** What the runner offers the API: wake the scheduler, abort in-process work, a live diff. */
+export interface TaskControl {
+  /** Something became runnable (a new task, an approved review, requested changes). */
+  wake(): void;
+  /** Aborts the task's in-process work, if this server runs it. */
+  interrupt(taskId: string): void;
+  /** The current diff of a task that is still being worked on (its sandbox), if this server has it. */
+  liveDiff?(taskId: string): Promise<string | undefined>;
+}
+
+/** Reads a file at a commit of a repo (base contents for inline review). `null` when absent. */
+export interface BaseFiles {
+  read(repo: string, sha: string, path: string): Promise<string | null>;
+}
+
+export interface TicketSource {
+  listOpenIssues(repo: string): Promise<TicketSummary[]>;
+}
+
+export interface AppDeps {
+  store: Store;
+  hub: EventHub;
+  events: EventLog;
+  control: TaskControl;
+  baseFiles?: BaseFiles;
+  tickets?: TicketSource;
+  /** Throws when the sandbox host (Docker + runsc) is not usable; used by /readyz. */
+  sandboxCheck?: () => Promise<void>;
+  /** Pushes needed before a PR may open (the repo policy may raise it). */
+  requiredApprovals?: (repo: string) => Promise<number>;
+  logger?: Logger;
+  limits?: {
+    /** Requests per minute per user. */
+    ratePerMinute?: number;
+    /** A WebSocket subscriber whose unsent bytes pass this is sent `resync` and dropped. */
+    wsMaxBufferedBytes?: number;
+  };
+}

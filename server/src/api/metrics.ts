@@ -1,0 +1,167 @@
+import type { FastifyInstance } from 'fastify';
+import type { Task, TaskEvent } from '@dockhand/protocol';
+import type { Store } from '../store/types';
+import { requireUser } from './auth';
+import type { AppDeps } from './deps';
+
+/*
+ * Outcome metrics, per repo and model: tasks, PRs opened, merge rate, 14-day revert rate, median
+ * reviewer time, tokens, cache-read share, cost per task and per merged PR. Computed from the
+ * event log on request (fine for one server's history; a fleet would keep rollups instead).
+ */
+
+const DAY_MS = 86_400_000;
+
+export interface MetricsGroup {
+  repo: string;
+  model: string;
+  tasks: number;
+  tasksByState: Record<string, number>;
+  prsOpened: number;
+  prsMerged: number;
+  prsReverted14d: number;
+  mergeRate: number | null;
+  revertRate14d: number | null;
+  medianReviewerSeconds: number | null;
+  tokens: { input: number; output: number; cacheRead: number; cacheWrite: number };
+  cacheReadShare: number | null;
+  costUsd: number;
+  costPerTaskUsd: number | null;
+  costPerMergedPrUsd: number | null;
+}
+
+function median(values: number[]): number | null {
+  if (values.length === 0) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? (sorted[mid] ?? null) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
+}
+
+const ratio = (a: number, b: number): number | null => (b === 0 ? null : a / b);
+
+export function computeMetrics(tasks: Task[], events: TaskEvent[]): MetricsGroup[] {
+  const byTask = new Map<string, TaskEvent[]>();
+  for (const event of events) {
+    const list = byTask.get(event.taskId) ?? [];
+    list.push(event);
+    byTask.set(event.taskId, list);
+  }
+  const groups = new Map<string, { group: MetricsGroup; reviewSeconds: number[] }>();
+  for (const task of tasks) {
+    const log = byTask.get(task.id) ?? [];
+    const firstTurn = log.find((e) => e.type === 'model.turn');
+    const model = firstTurn?.type === 'model.turn' ? firstTurn.data.model : 'none';
+    const key = `${task.context.repo}\u0000${model}`;
+    let entry = groups.get(key);
+    if (!entry) {
+      entry = {
+        reviewSeconds: [],
+        group: {
+          repo: task.context.repo, model, tasks: 0, tasksByState: {}, prsOpened: 0, prsMerged: 0, prsReverted14d: 0,
+          mergeRate: null, revertRate14d: null, medianReviewerSeconds: null,
+          tokens: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, cacheReadShare: null, costUsd: 0,
+          costPerTaskUsd: null, costPerMergedPrUsd: null,
+        },
+      };
+      groups.set(key, entry);
+    }
+    const g = entry.group;
+    g.tasks += 1;
+    g.tasksByState[task.state] = (g.tasksByState[task.state] ?? 0) + 1;
+    g.tokens.input += task.usage.inputTokens;
+    g.tokens.output += task.usage.outputTokens;
+    g.tokens.cacheRead += task.usage.cacheReadTokens;
+    g.tokens.cacheWrite += task.usage.cacheWriteTokens;
+    g.costUsd += task.usage.costUsd;
+    let mergedAt: number | undefined;
+    let reviewStart: number | undefined;
+    for (const event of log) {
+      const at = Date.parse(event.ts);
+      if (event.type === 'pr.opened') g.prsOpened += 1;
+      if (event.type === 'pr.outcome' && event.data.outcome === 'merged') {
+        g.prsMerged += 1;
+        mergedAt = Date.parse(event.data.at);
+      }
+      if (event.type === 'pr.outcome' && event.data.outcome === 'reverted' && mergedAt !== undefined) {
+        if (Date.parse(event.data.at) - mergedAt <= 14 * DAY_MS) g.prsReverted14d += 1;
+      }
+      if (event.type === 'task.state' && event.data.state === 'awaiting_review') reviewStart = at;
+      const decided =
+        (event.type === 'task.state' && reviewStart !== undefined && event.data.state !== 'awaiting_review') ||
+        event.type === 'review.requested_changes';
+      if (decided && reviewStart !== undefined) {
+        entry.reviewSeconds.push((at - reviewStart) / 1000);
+        reviewStart = undefined;
+      }
+    }
+  }
+  return [...groups.values()].map(({ group, reviewSeconds }) => {
+    const promptTokens = group.tokens.input + group.tokens.cacheRead + group.tokens.cacheWrite;
+    return {
+      ...group,
+      mergeRate: ratio(group.prsMerged, group.prsOpened),
+      revertRate14d: ratio(group.prsReverted14d, group.prsMerged),
+      medianReviewerSeconds: median(reviewSeconds),
+      cacheReadShare: ratio(group.tokens.cacheRead, promptTokens),
+      costPerTaskUsd: ratio(group.costUsd, group.tasks),
+      costPerMergedPrUsd: ratio(group.costUsd, group.prsMerged),
+    };
+  });
+}
+
+function label(value: string): string {
+  return value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
+}
+
+export function prometheusText(groups: MetricsGroup[]): string {
+  const out: string[] = [];
+  const metric = (name: string, help: string, type: 'gauge' | 'counter', rows: Array<[string, number | null]>) => {
+    out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
+    for (const [labels, value] of rows) if (value !== null) out.push(`${name}{${labels}} ${value}`);
+  };
+  const base = (g: MetricsGroup) => `repo="${label(g.repo)}",model="${label(g.model)}"`;
+  metric('dockhand_tasks', 'Tasks by repo, model and state', 'gauge',
+    groups.flatMap((g) => Object.entries(g.tasksByState).map(([state, n]): [string, number] => [`${base(g)},state="${state}"`, n])));
+  metric('dockhand_prs_opened_total', 'Pull requests opened', 'counter', groups.map((g) => [base(g), g.prsOpened]));
+  metric('dockhand_prs_merged_total', 'Pull requests merged', 'counter', groups.map((g) => [base(g), g.prsMerged]));
+  metric('dockhand_merge_rate', 'Merged / opened pull requests', 'gauge', groups.map((g) => [base(g), g.mergeRate]));
+  metric('dockhand_revert_rate_14d', 'Merged pull requests reverted within 14 days / merged', 'gauge', groups.map((g) => [base(g), g.revertRate14d]));
+  metric('dockhand_reviewer_time_median_seconds', 'Median time from awaiting_review to a decision', 'gauge', groups.map((g) => [base(g), g.medianReviewerSeconds]));
+  metric('dockhand_tokens_total', 'Model tokens by kind', 'counter', groups.flatMap((g) => [
+    [`${base(g)},kind="input"`, g.tokens.input], [`${base(g)},kind="output"`, g.tokens.output],
+    [`${base(g)},kind="cache_read"`, g.tokens.cacheRead], [`${base(g)},kind="cache_write"`, g.tokens.cacheWrite],
+  ] satisfies Array<[string, number]>));
+  metric('dockhand_cache_read_share', 'Share of prompt tokens read from cache', 'gauge', groups.map((g) => [base(g), g.cacheReadShare]));
+  metric('dockhand_cost_usd_total', 'Model cost in USD', 'counter', groups.map((g) => [base(g), g.costUsd]));
+  metric('dockhand_cost_per_task_usd', 'Model cost per task', 'gauge', groups.map((g) => [base(g), g.costPerTaskUsd]));
+  metric('dockhand_cost_per_merged_pr_usd', 'Model cost per merged pull request', 'gauge', groups.map((g) => [base(g), g.costPerMergedPrUsd]));
+  return `${out.join('\n')}\n`;
+}
+
+async function allTasks(store: Store): Promise<Task[]> {
+  const tasks: Task[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await store.listTasks({ limit: 200, ...(cursor ? { cursor } : {}) });
+    tasks.push(...page.tasks);
+    cursor = page.nextCursor;
+  } while (cursor);
+  return tasks;
+}
+
+export async function loadMetrics(store: Store): Promise<MetricsGroup[]> {
+  const events = await store.eventsOfTypes(['model.turn', 'pr.opened', 'pr.outcome', 'task.state', 'review.requested_changes']);
+  return computeMetrics(await allTasks(store), events);
+}
+
+/** `GET /v1/metrics` (JSON) and `GET /metrics` (Prometheus text); both need a token. */
+export async function metricsRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+  app.get('/v1/metrics', { schema: { tags: ['metrics'] } }, async (request) => {
+    requireUser(request);
+    return { groups: await loadMetrics(deps.store) };
+  });
+  app.get('/metrics', { schema: { tags: ['metrics'], hide: true } }, async (request, reply) => {
+    requireUser(request);
+    return reply.type('text/plain; version=0.0.4').send(prometheusText(await loadMetrics(deps.store)));
+  });
+}

@@ -1,0 +1,178 @@
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import {
+  ApprovalDecisionRequest,
+  CreateTaskRequest,
+  CreateTaskResponse,
+  ReviewRequest,
+  SendMessageRequest,
+  Task,
+  TaskDiffResponse,
+  TaskFileResponse,
+  TaskListResponse,
+  TaskState,
+  isFinalState,
+} from '@dockhand/protocol';
+import { DockhandError } from '../errors';
+import { applyReview, decideApproval, type DecisionDeps } from '../runner/review';
+import { loadOwnedTask, requireUser } from './auth';
+import type { AppDeps } from './deps';
+import { changedFiles, contentAfter } from './diff-files';
+
+const TaskParams = z.object({ id: z.string().min(1).max(200) });
+const ApprovalView = z.object({
+  id: z.string(),
+  taskId: z.string(),
+  kind: z.enum(['command', 'push', 'policy_override']),
+  state: z.enum(['pending', 'approved', 'denied']),
+  reason: z.string(),
+  command: z.string().optional(),
+  toolUseId: z.string().optional(),
+  decidedBy: z.string().optional(),
+  comment: z.string().optional(),
+  createdAt: z.string(),
+  resolvedAt: z.string().optional(),
+});
+
+export async function taskRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+  const api = app.withTypeProvider<ZodTypeProvider>();
+  const decisions: DecisionDeps = {
+    store: deps.store,
+    events: deps.events,
+    wake: () => deps.control.wake(),
+    ...(deps.requiredApprovals ? { requiredApprovals: deps.requiredApprovals } : {}),
+  };
+
+  api.post('/tasks', {
+    schema: { tags: ['tasks'], summary: 'Submit a ticket', body: CreateTaskRequest, response: { 202: CreateTaskResponse } },
+  }, async (request, reply) => {
+    const user = requireUser(request);
+    const { task, events } = await deps.store.createTask(user.name, request.body);
+    deps.events.published(events);
+    deps.control.wake();
+    request.log.info({ taskId: task.id, repo: task.context.repo }, 'task submitted');
+    return reply.code(202).send({ id: task.id });
+  });
+
+  api.get('/tasks', {
+    schema: {
+      tags: ['tasks'],
+      summary: "List tasks (your own; admins see everyone's unless mine=true)",
+      querystring: z.object({
+        state: TaskState.optional(),
+        repo: z.string().optional(),
+        cursor: z.string().optional(),
+        limit: z.coerce.number().int().min(1).max(200).default(50),
+        mine: z.enum(['true', 'false']).optional(),
+      }),
+      response: { 200: TaskListResponse },
+    },
+  }, async (request) => {
+    const user = requireUser(request);
+    const { state, repo, cursor, limit, mine } = request.query;
+    const owner = user.role === 'admin' && mine !== 'true' ? undefined : user.name;
+    const page = await deps.store.listTasks({
+      limit,
+      ...(owner === undefined ? {} : { owner }),
+      ...(state === undefined ? {} : { state }),
+      ...(repo === undefined ? {} : { repo }),
+      ...(cursor === undefined ? {} : { cursor }),
+    });
+    return { tasks: page.tasks, nextCursor: page.nextCursor ?? null };
+  });
+
+  api.get('/tasks/:id', {
+    schema: { tags: ['tasks'], params: TaskParams, response: { 200: Task } },
+  }, async (request) => loadOwnedTask(deps.store, requireUser(request), request.params.id));
+
+  api.post('/tasks/:id/messages', {
+    schema: { tags: ['tasks'], summary: 'Steer: a message the agent reads before its next turn', params: TaskParams, body: SendMessageRequest, response: { 202: z.object({ seq: z.number() }) } },
+  }, async (request, reply) => {
+    const user = requireUser(request);
+    const task = await loadOwnedTask(deps.store, user, request.params.id);
+    if (isFinalState(task.state)) throw new DockhandError('conflict', `task ${task.id} is ${task.state}; it takes no more messages`);
+    const event = await deps.events.append(task.id, { type: 'user.message', data: { from: user.name, text: request.body.text } });
+    if (task.state === 'awaiting_review') {
+      // A message on a finished diff means "keep working on it".
+      await deps.events.append(task.id, { type: 'task.state', data: { state: 'running', reason: `message from ${user.name}` } });
+      deps.control.wake();
+    }
+    return reply.code(202).send({ seq: event.seq });
+  });
+
+  api.post('/tasks/:id/interrupt', {
+    schema: { tags: ['tasks'], summary: 'Stop the task (it ends cancelled; the diff so far is kept)', params: TaskParams, response: { 202: Task } },
+  }, async (request, reply) => {
+    const user = requireUser(request);
+    const task = await loadOwnedTask(deps.store, user, request.params.id);
+    if (isFinalState(task.state) || task.state === 'pr_open') {
+      throw new DockhandError('conflict', `task ${task.id} is ${task.state}; nothing to interrupt`);
+    }
+    await deps.events.append(task.id, { type: 'task.state', data: { state: 'cancelled', reason: `interrupted by ${user.name}` } });
+    deps.control.interrupt(task.id);
+    return reply.code(202).send(await loadOwnedTask(deps.store, user, task.id));
+  });
+
+  api.get('/tasks/:id/approvals', {
+    schema: { tags: ['approvals'], params: TaskParams, response: { 200: z.object({ approvals: z.array(ApprovalView) }) } },
+  }, async (request) => {
+    const task = await loadOwnedTask(deps.store, requireUser(request), request.params.id);
+    return { approvals: await deps.store.listApprovals(task.id) };
+  });
+
+  api.post('/tasks/:id/approvals/:approvalId', {
+    schema: {
+      tags: ['approvals'],
+      params: TaskParams.extend({ approvalId: z.string().min(1).max(200) }),
+      body: ApprovalDecisionRequest,
+      response: { 200: ApprovalView },
+    },
+  }, async (request) => {
+    const user = requireUser(request);
+    const task = await loadOwnedTask(deps.store, user, request.params.id);
+    return decideApproval(decisions, task, user, request.params.approvalId, request.body);
+  });
+
+  api.post('/tasks/:id/review', {
+    schema: { tags: ['tasks'], summary: 'Approve, request changes or reject the diff', params: TaskParams, body: ReviewRequest, response: { 200: Task } },
+  }, async (request) => {
+    const user = requireUser(request);
+    const task = await loadOwnedTask(deps.store, user, request.params.id);
+    return applyReview(decisions, task, user, request.body);
+  });
+
+  async function currentDiff(task: Task): Promise<string> {
+    const result = await deps.store.getResult(task.id);
+    if (result) return result.diff;
+    return (await deps.control.liveDiff?.(task.id)) ?? '';
+  }
+
+  api.get('/tasks/:id/diff', {
+    schema: { tags: ['review'], params: TaskParams, response: { 200: TaskDiffResponse } },
+  }, async (request) => {
+    const task = await loadOwnedTask(deps.store, requireUser(request), request.params.id);
+    const diff = await currentDiff(task);
+    return { baseSha: task.context.baseSha, diff, files: changedFiles(diff) };
+  });
+
+  api.get('/tasks/:id/files', {
+    schema: {
+      tags: ['review'],
+      params: TaskParams,
+      querystring: z.object({ path: z.string().min(1).max(4096) }),
+      response: { 200: TaskFileResponse },
+    },
+  }, async (request) => {
+    const task = await loadOwnedTask(deps.store, requireUser(request), request.params.id);
+    const path = request.query.path;
+    if (path.startsWith('/') || path.split('/').includes('..')) {
+      throw new DockhandError('bad_request', 'path must be relative to the repository root', { field: 'path' });
+    }
+    if (!deps.baseFiles) throw new DockhandError('internal', 'this server cannot read base files');
+    const base = await deps.baseFiles.read(task.context.repo, task.context.baseSha, path);
+    const after = contentAfter(await currentDiff(task), path, base);
+    if (after === undefined) throw new DockhandError('conflict', `the diff for ${path} does not apply to the base`, { field: 'path' });
+    return { path, base, after };
+  });
+}

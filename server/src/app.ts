@@ -1,0 +1,148 @@
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
+import rateLimit from '@fastify/rate-limit';
+import swagger from '@fastify/swagger';
+import websocket from '@fastify/websocket';
+import {
+  hasZodFastifySchemaValidationErrors,
+  jsonSchemaTransform,
+  serializerCompiler,
+  validatorCompiler,
+  type ZodTypeProvider,
+} from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { TicketListResponse, formatFieldPath } from '@dockhand/protocol';
+import { authHook, requireUser, WS_PROTOCOL } from './api/auth';
+import type { AppDeps } from './api/deps';
+import { eventRoutes } from './api/events';
+import { metricsRoutes } from './api/metrics';
+import { taskRoutes } from './api/tasks';
+import { DockhandError, asDockhandError } from './errors';
+import type { Logger } from './log';
+
+export type { AppDeps } from './api/deps';
+
+/** `/context/baseSha` or `/comments/2/body` → `context.baseSha` / `comments[2].body`. */
+function fieldFromInstancePath(instancePath: string): string {
+  const parts = instancePath.split('/').filter(Boolean).map((part) => (/^\d+$/.test(part) ? Number(part) : part));
+  return formatFieldPath(parts);
+}
+
+function toDockhandError(error: FastifyError | DockhandError | Error): DockhandError {
+  if (error instanceof DockhandError) return error;
+  if (hasZodFastifySchemaValidationErrors(error)) {
+    const first = error.validation[0];
+    const field = first ? fieldFromInstancePath(first.instancePath) : '';
+    const where = 'validationContext' in error && error.validationContext === 'querystring' ? 'query' : 'body';
+    const message = `${field || where}: ${first?.message ?? 'invalid'}`;
+    return new DockhandError('bad_request', message, {
+      ...(field ? { field } : {}),
+      hint: `fix the named ${where === 'query' ? 'query parameter' : 'field'} and send the request again`,
+    });
+  }
+  const status = 'statusCode' in error && typeof error.statusCode === 'number' ? error.statusCode : 500;
+  if (status === 429) return new DockhandError('rate_limited', 'too many requests', { hint: 'slow down and retry after a minute' });
+  if (status === 415 || status === 400) return new DockhandError('bad_request', error.message);
+  if (status === 404) return new DockhandError('not_found', error.message);
+  return asDockhandError(error);
+}
+
+/**
+ * The HTTP + WebSocket API as a Fastify plugin (server.ts only listens and closes). Everything under
+ * `/v1` and `/metrics` needs a bearer token; `/healthz`, `/readyz` and `/docs/json` do not.
+ */
+export async function app(fastify: FastifyInstance, deps: AppDeps): Promise<void> {
+  fastify.setValidatorCompiler(validatorCompiler);
+  fastify.setSerializerCompiler(serializerCompiler);
+  fastify.decorateRequest('user', null);
+  fastify.setErrorHandler((error: FastifyError | DockhandError, request, reply) => {
+    const failure = toDockhandError(error);
+    if (failure.code === 'internal') request.log.error({ err: error }, 'request failed');
+    return reply.code(failure.status).send(failure.toBody());
+  });
+  fastify.setNotFoundHandler((request, reply) => {
+    const failure = new DockhandError('not_found', `no route ${request.method} ${request.url.split('?')[0]}`);
+    return reply.code(404).send(failure.toBody());
+  });
+
+  await fastify.register(swagger, {
+    openapi: {
+      info: { title: 'Dockhand fleet server', version: '1.0.0', description: 'Tasks, events, reviews and metrics.' },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      security: [{ bearer: [] }],
+    },
+    transform: jsonSchemaTransform,
+  });
+  await fastify.register(websocket, {
+    options: {
+      maxPayload: 64 * 1024,
+      handleProtocols: (protocols) => (protocols.has(WS_PROTOCOL) ? WS_PROTOCOL : false),
+    },
+  });
+
+  const api = fastify.withTypeProvider<ZodTypeProvider>();
+  api.get('/docs/json', { schema: { hide: true } }, async () => fastify.swagger());
+  api.get('/healthz', { schema: { hide: true } }, async () => ({ ok: true }));
+  api.get('/readyz', { schema: { hide: true } }, async (request, reply) => {
+    const checks: Record<string, string> = {};
+    let ok = true;
+    const check = async (name: string, fn: () => Promise<void>) => {
+      try {
+        await fn();
+        checks[name] = 'ok';
+      } catch (error) {
+        ok = false;
+        checks[name] = error instanceof Error ? error.message : String(error);
+      }
+    };
+    await check('store', () => deps.store.ping());
+    if (deps.sandboxCheck) await check('sandbox', deps.sandboxCheck);
+    return reply.code(ok ? 200 : 503).send({ ok, checks });
+  });
+
+  await fastify.register(async (authed) => {
+    authed.addHook('onRequest', authHook(deps.store));
+    await authed.register(rateLimit, {
+      max: deps.limits?.ratePerMinute ?? 120,
+      timeWindow: 60_000,
+      hook: 'preHandler',
+      keyGenerator: (request) => request.user?.name ?? request.ip,
+      errorResponseBuilder: (_request, context) => {
+        const error = new DockhandError('rate_limited', `more than ${context.max} requests in ${context.after}`, {
+          hint: `retry after ${context.after}`,
+        });
+        return Object.assign(error, { statusCode: 429 });
+      },
+    });
+    await authed.register(metricsRoutes, deps);
+    await authed.register(async (v1) => {
+      await v1.register(taskRoutes, deps);
+      await v1.register(eventRoutes, deps);
+      v1.withTypeProvider<ZodTypeProvider>().get('/tickets', {
+        schema: { tags: ['tickets'], querystring: z.object({ repo: z.string().min(1) }), response: { 200: TicketListResponse } },
+      }, async (request) => {
+        requireUser(request);
+        if (!deps.tickets) throw new DockhandError('internal', 'no forge configured for tickets');
+        return { tickets: await deps.tickets.listOpenIssues(request.query.repo) };
+      });
+      v1.withTypeProvider<ZodTypeProvider>().get('/me', {
+        schema: { tags: ['users'], response: { 200: z.object({ name: z.string(), role: z.enum(['user', 'admin']) }) } },
+      }, async (request) => {
+        const user = requireUser(request);
+        return { name: user.name, role: user.role };
+      });
+    }, { prefix: '/v1' });
+  });
+}
+
+/** A Fastify instance with the API registered (tests use `inject`/`injectWS` on it). */
+export async function buildApp(deps: AppDeps, options: { logger?: Logger } = {}): Promise<FastifyInstance> {
+  const loggerInstance: FastifyBaseLogger | undefined = options.logger ?? deps.logger;
+  const fastify = Fastify({ ...(loggerInstance ? { loggerInstance } : {}), bodyLimit: 2 * 1024 * 1024 });
+  await fastify.register(app, deps);
+  await fastify.ready();
+  return fastify;
+}
+
+// Like fastify-plugin: the API's decorations (injectWS, swagger) and handlers belong to the
+// instance it is registered on, not to a hidden child context.
+Object.assign(app, { [Symbol.for('skip-override')]: true });
