@@ -90,12 +90,13 @@ export async function startReplayServer(options: ReplayServerOptions = {}): Prom
   const resolveSession = (request: IncomingMessage): { name: string; session: Session } => {
     const header = headerValue(request, 'x-replay-session');
     const key = headerValue(request, 'x-api-key') ?? headerValue(request, 'authorization')?.replace(/^Bearer\s+/i, '');
-    const candidates = [header, key?.startsWith('replay:') ? key.slice('replay:'.length) : key, options.defaultSession];
+    const keySession = key?.startsWith('replay:') ? key.slice('replay:'.length) : key;
+    const candidates = [header, keySession, options.defaultSession];
     for (const name of candidates) {
       const session = name === undefined ? undefined : sessions.get(name);
       if (name !== undefined && session) return { name, session };
     }
-    const asked = header ?? key ?? '(none)';
+    const asked = header ?? keySession ?? '(none)';
     throw new ApiFailure(
       'authentication_error',
       `no replay cassette for session ${JSON.stringify(asked)}; known sessions: ${[...sessions.keys()].join(', ') || '(none)'}. ` +
