@@ -38,3 +38,52 @@ export interface FeedbackEngine {
   runTests(sandbox: Sandbox, opts: { scope: 'selected' | 'full'; signal?: AbortSignal }): Promise<TestReport>;
   diagnostics(sandbox: Sandbox, opts?: { paths?: string[] }): Promise<Diagnostic[]>;
 }
+
+/** Which test runner a suite uses; decides the command and the result parser. */
+export type TestRunner = 'node-test' | 'vitest' | 'jest' | 'mocha' | 'pytest';
+
+/**
+ * The repo's checks as `.dockhand/policy.yml` key `checks` describes them (the policy module owns
+ * that file's schema and passes the parsed value in). Every field is optional: anything left out
+ * is detected from the snapshot.
+ */
+export interface ChecksConfig {
+  /** Command for scope 'full' (the pre-PR command), e.g. `npm test`. Default: the detected full suite. */
+  preMerge?: string;
+  /** Force a runner instead of detecting it. */
+  runner?: TestRunner;
+  /** Checkers to run; default: every one detected in the snapshot. */
+  linters?: Array<'tsc' | 'eslint' | 'ruff' | 'flake8' | 'pyflakes' | 'py_compile' | 'node_check' | 'go_vet'>;
+  /** Extra globs whose change always means the full suite (beyond the built-in config/lockfile list). */
+  fullSuiteOn?: string[];
+  /** Seconds a test run may take. Default 600. */
+  timeoutSeconds?: number;
+}
+
+/** One observed outcome of a test on a given workspace state. */
+export interface FlakyObservation {
+  testId: string;
+  diffHash: string;
+  outcome: 'passed' | 'failed';
+  at: string;
+}
+
+export interface FlakyTest {
+  repo: string;
+  testId: string;
+  /** When it was first seen failing then passing on the same diff. */
+  since: string;
+  history: FlakyObservation[];
+}
+
+/**
+ * Where quarantined tests live, per repo. `InMemoryFlakyStore` and `SqliteFlakyStore`
+ * (server/src/feedback/flaky.ts) implement it; the fleet server picks one and exposes list/clear.
+ */
+export interface FlakyStore {
+  list(repo: string): Promise<FlakyTest[]>;
+  /** Marks a test flaky (idempotent) and appends the observations that proved it. */
+  quarantine(repo: string, testId: string, evidence: FlakyObservation[]): Promise<void>;
+  /** Removes tests from quarantine (all of the repo's when `testIds` is absent); returns how many. */
+  clear(repo: string, testIds?: string[]): Promise<number>;
+}
