@@ -50,7 +50,7 @@ const context: RowContext = {
   expanded: new Set(),
   loadOutput: (seq) => selectedTaskId && post({ type: 'loadOutput', taskId: selectedTaskId, seq }),
   openDiff: (path) => selectedTaskId && post({ type: 'openDiff', taskId: selectedTaskId, path }),
-  resized: (element) => list.invalidate(Number(element.closest<HTMLElement>('.virtual-row')?.dataset.index ?? -1)),
+  resized: () => list.remeasure(),
 };
 
 function post(message: FromWebview): void {

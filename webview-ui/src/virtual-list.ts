@@ -70,6 +70,11 @@ export class VirtualList {
     this.schedule();
   }
 
+  /** A rendered row changed height by itself (details toggled): measure again, keep its DOM. */
+  remeasure(): void {
+    this.schedule();
+  }
+
   scrollToBottom(): void {
     this.stickToBottom = true;
     this.schedule();

@@ -1,0 +1,290 @@
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { clipEventOutput, type ClippedOutput } from './messages';
+import { buildWebview, launchBrowser, openPanel, type PanelPage } from './test/browser-harness';
+import { TASK_ID, approvalResolved, longRun, pushed, runUntilApproval, runUntilReview, sampleTask, stamp } from './test/recorded-stream';
+import type { TaskEvent } from '@dockhand/protocol';
+
+/*
+ * The side panel in a real browser, fed recorded event streams the way the extension feeds it.
+ * Each test asserts what a developer would see or what the panel sends back.
+ */
+
+let browser: Browser;
+
+beforeAll(async () => {
+  buildWebview();
+  browser = await launchBrowser();
+});
+
+afterAll(async () => {
+  await browser?.close();
+});
+
+const approvalEvents = stamp(TASK_ID, runUntilApproval());
+const afterApproval = stamp(TASK_ID, approvalResolved('approved'), approvalEvents.length + 1);
+const reviewEvents = stamp(TASK_ID, runUntilReview(), approvalEvents.length + afterApproval.length + 1);
+const pushEvents = stamp(TASK_ID, pushed(), approvalEvents.length + afterApproval.length + reviewEvents.length + 1);
+
+async function ready(): Promise<PanelPage> {
+  const panel = await openPanel(browser);
+  await panel.waitForPosted((m) => m.type === 'ready');
+  await panel.send({ type: 'tasks', tasks: [sampleTask()], selectedTaskId: TASK_ID });
+  return panel;
+}
+
+function clipped(events: TaskEvent[]): { events: TaskEvent[]; clipped: ClippedOutput[] } {
+  const out: TaskEvent[] = [];
+  const clips: ClippedOutput[] = [];
+  for (const event of events) {
+    const result = clipEventOutput(event);
+    out.push(result.event);
+    if (result.clipped) clips.push(result.clipped);
+  }
+  return { events: out, clipped: clips };
+}
+
+async function rowSeqs(panel: PanelPage): Promise<number[]> {
+  return panel.page.$$eval('.trajectory .row', (rows) => rows.map((row) => Number((row as HTMLElement).dataset.seq)));
+}
+
+describe('side panel in Chromium', () => {
+  it('says ready before anything and renders a live trajectory as events arrive', async () => {
+    const panel = await openPanel(browser);
+    const first = await panel.waitForPosted(() => true);
+    expect(first).toEqual({ type: 'ready' });
+    await panel.send({ type: 'tasks', tasks: [sampleTask()], selectedTaskId: TASK_ID });
+    await panel.send({ type: 'connection', taskId: TASK_ID, status: 'live' });
+    // Live: events arrive a few at a time.
+    for (let i = 0; i < approvalEvents.length; i += 3) {
+      await panel.send({ type: 'events', taskId: TASK_ID, reset: i === 0, events: approvalEvents.slice(i, i + 3), clipped: [] });
+    }
+    const page = panel.page;
+    await page.waitForSelector('.row-approval');
+    expect(await page.textContent('.task-title')).toBe('paginate() skips the first item of every page');
+    expect(await page.textContent('.badge.state')).toBe('awaiting approval');
+    expect(await page.textContent('.badge.connection')).toBe('live');
+    expect(await page.textContent('.trajectory')).toContain('I will look at paginate() and its tests first.');
+    expect(await page.textContent('.trajectory')).toContain('Sandbox ready in 412 ms (warm pool)');
+    // Budgets as bars: 3 turns of 20, $0.08 of $2.00.
+    const budgets = await page.$$eval('.budget-text', (els) => els.map((el) => el.textContent));
+    expect(budgets[0]).toBe('3 / 20');
+    expect(budgets[1]).toBe('$0.08 / $2.00');
+    // The file change is rendered as a diff.
+    expect(await page.textContent('.row-file pre.diff .diff-del')).toBe('-  const start = page * size + 1;');
+    expect(await page.textContent('.row-file pre.diff .diff-add')).toBe('+  const start = (page - 1) * size;');
+    // A tool call opens to show its input and output.
+    await page.click('.row-tool summary >> text=read_file');
+    await page.waitForSelector('.row-tool pre.output');
+    expect(await page.textContent('.row-tool pre.output')).toContain('export function paginate');
+    await panel.screenshot('webview-live-trajectory');
+    expect(panel.problems).toEqual([]);
+  });
+
+  it('shows a pending approval with the exact command and why, and posts the decision', async () => {
+    for (const decision of ['approved', 'denied'] as const) {
+      const panel = await ready();
+      await panel.send({ type: 'events', taskId: TASK_ID, reset: true, events: approvalEvents, clipped: [] });
+      const card = panel.page.locator('.approval-card');
+      await card.waitFor();
+      expect(await card.locator('code.command').textContent()).toBe('rm -rf node_modules/.cache build');
+      expect(await card.locator('.reason').textContent()).toContain('Deletes files recursively');
+      if (decision === 'approved') await panel.screenshot('webview-approval-pending');
+      await card.locator(decision === 'approved' ? 'button.approve' : 'button.deny').click();
+      expect(await panel.waitForPosted((m) => m.type === 'decideApproval')).toEqual({
+        type: 'decideApproval',
+        taskId: TASK_ID,
+        approvalId: 'ap_1',
+        decision,
+      });
+      // The server's answer arrives as events; the card goes away and the row records the decision.
+      await panel.send({ type: 'events', taskId: TASK_ID, reset: false, events: stamp(TASK_ID, approvalResolved(decision), approvalEvents.length + 1), clipped: [] });
+      await card.waitFor({ state: 'detached' });
+      expect(await panel.page.textContent('.row-approval')).toContain(`${decision} by dev@example.com`);
+      await panel.page.close();
+    }
+  });
+
+  it('interrupts and steers the selected task', async () => {
+    const panel = await ready();
+    await panel.send({ type: 'events', taskId: TASK_ID, reset: true, events: approvalEvents.slice(0, 8), clipped: [] });
+    await panel.page.click('button.interrupt');
+    expect(await panel.waitForPosted((m) => m.type === 'interrupt')).toEqual({ type: 'interrupt', taskId: TASK_ID });
+    await panel.page.fill('.steer-input', 'Also handle page 0 as page 1.');
+    await panel.page.click('button.steer-send');
+    expect(await panel.waitForPosted((m) => m.type === 'sendMessage')).toEqual({ type: 'sendMessage', taskId: TASK_ID, text: 'Also handle page 0 as page 1.' });
+    expect(await panel.page.inputValue('.steer-input')).toBe('');
+    // An ended task cannot be interrupted or steered.
+    await panel.send({ type: 'events', taskId: TASK_ID, reset: false, events: stamp(TASK_ID, [{ type: 'task.state', data: { state: 'cancelled' } }], 9), clipped: [] });
+    await panel.page.waitForSelector('button.interrupt:disabled');
+    expect(await panel.page.isDisabled('button.steer-send')).toBe(true);
+  });
+
+  it('ends with review actions, policy results and the pull request link', async () => {
+    const panel = await ready();
+    await panel.send({ type: 'events', taskId: TASK_ID, reset: true, events: [...approvalEvents, ...afterApproval, ...reviewEvents], clipped: [] });
+    const page = panel.page;
+    await page.waitForSelector('.review button.review-approve');
+    expect(await page.textContent('.review .policy')).toContain('Policy checks passed');
+    expect(await page.textContent('.review .self-review')).toContain('Fixes the off-by-one');
+    expect(await page.textContent('.trajectory')).toContain('Context compacted: 3 turns summarised, 81,000 → 23,000 tokens');
+    expect(await page.textContent('.trajectory')).toContain('Switched model from claude-sonnet-4-5 to claude-haiku-4-5');
+    // Test runs show their counts; the failing one is open.
+    expect(await page.$$eval('.row-tests .test-counts', (els) => els.map((el) => el.textContent))).toEqual(['11 passed, 1 failed', '12 passed, 0 failed']);
+    await panel.screenshot('webview-review');
+
+    // "Request changes" needs a comment; without one nothing is sent.
+    await page.click('button.review-changes');
+    expect((await panel.posted()).some((m) => m.type === 'review')).toBe(false);
+    await page.fill('.review-comment', 'Add a test for an empty list.');
+    await page.click('button.review-changes');
+    expect(await panel.waitForPosted((m) => m.type === 'review')).toEqual({ type: 'review', taskId: TASK_ID, action: 'request_changes', comment: 'Add a test for an empty list.' });
+    // Refused by the server: the extension sends a notice and the buttons work again.
+    await panel.send({ type: 'notice', level: 'error', text: 'The server refused the last action.' });
+    await page.waitForSelector('button.review-approve:not(:disabled)');
+    await panel.clearPosted();
+    await page.click('button.review-approve');
+    expect(await panel.waitForPosted((m) => m.type === 'review')).toEqual({ type: 'review', taskId: TASK_ID, action: 'approve' });
+
+    await panel.send({ type: 'events', taskId: TASK_ID, reset: false, events: pushEvents, clipped: [] });
+    await page.waitForSelector('button.open-pr');
+    expect(await page.textContent('button.open-pr')).toBe('https://forge.example/acme/app/pull/17');
+    expect(await page.textContent('.badge.state')).toBe('pr open');
+    await page.click('button.open-pr');
+    expect(await panel.waitForPosted((m) => m.type === 'openExternal')).toEqual({ type: 'openExternal', url: 'https://forge.example/acme/app/pull/17' });
+    await page.click('.review .changed-files button');
+    expect(await panel.waitForPosted((m) => m.type === 'openDiff')).toEqual({ type: 'openDiff', taskId: TASK_ID, path: 'src/paginate.js' });
+    await panel.screenshot('webview-pr-open');
+    expect(panel.problems).toEqual([]);
+  });
+
+  it('survives a reconnection: overlapping replays show every event once, in order', async () => {
+    const panel = await ready();
+    const all = [...approvalEvents, ...afterApproval, ...reviewEvents];
+    await panel.send({ type: 'connection', taskId: TASK_ID, status: 'live' });
+    await panel.send({ type: 'events', taskId: TASK_ID, reset: true, events: all.slice(0, 12), clipped: [] });
+    await panel.send({ type: 'connection', taskId: TASK_ID, status: 'reconnecting', detail: 'Lost the event stream (connection closed (1006)); reconnecting…' });
+    await panel.page.waitForSelector('.banner:not([hidden])');
+    expect(await panel.page.textContent('.banner')).toContain('reconnecting');
+    await panel.screenshot('webview-reconnecting');
+    // The replay after reconnecting overlaps what was already shown, and arrives in pieces.
+    await panel.send({ type: 'events', taskId: TASK_ID, reset: false, events: all.slice(8, 20), clipped: [] });
+    await panel.send({ type: 'events', taskId: TASK_ID, reset: false, events: all.slice(15), clipped: [] });
+    await panel.send({ type: 'connection', taskId: TASK_ID, status: 'live' });
+    await panel.page.waitForSelector('.banner', { state: 'hidden' });
+    await panel.page.evaluate(() => {
+      const trajectory = document.querySelector('.trajectory')!;
+      trajectory.scrollTop = 0;
+    });
+    await panel.page.waitForTimeout(100);
+    // Collect every row by scrolling through the (virtualised) list.
+    const seen = new Map<number, number>();
+    for (let step = 0; step < 40; step += 1) {
+      for (const seq of await rowSeqs(panel)) seen.set(seq, (seen.get(seq) ?? 0) + 1);
+      const atEnd = await panel.page.evaluate(() => {
+        const t = document.querySelector('.trajectory')!;
+        t.scrollTop += t.clientHeight / 2;
+        return t.scrollTop + t.clientHeight >= t.scrollHeight - 2;
+      });
+      await panel.page.waitForTimeout(50);
+      if (atEnd) {
+        for (const seq of await rowSeqs(panel)) seen.set(seq, (seen.get(seq) ?? 0) + 1);
+        break;
+      }
+    }
+    const unique = [...seen.keys()].sort((a, b) => a - b);
+    // Every row-creating event is there once; rows only appear for events that create rows.
+    const rowEvents = all.filter((e) => e.type !== 'model.turn' && e.type !== 'approval.resolved' && !(e.type === 'tool.finished' && ['tu_1', 'tu_2', 'tu_3', 'tu_4'].includes(e.data.toolUseId)));
+    expect(unique).toEqual(rowEvents.map((e) => e.seq));
+    const titles = await panel.page.$$eval('.trajectory .row-text', (rows) => rows.map((r) => r.textContent));
+    expect(new Set(titles).size).toBe(titles.length);
+  });
+
+  it('stays responsive with 5,000 events and MBs of output; long output loads on demand', async () => {
+    const panel = await ready();
+    const events = stamp(TASK_ID, longRun(5000, 200_000));
+    const totalOutput = events.reduce((sum, e) => sum + (e.type === 'tool.finished' ? e.data.output.length : 0), 0);
+    expect(totalOutput).toBeGreaterThan(4_000_000);
+    const page = panel.page;
+    const started = Date.now();
+    for (let i = 0; i < events.length; i += 250) {
+      const batch = clipped(events.slice(i, i + 250));
+      await panel.send({ type: 'events', taskId: TASK_ID, reset: i === 0, events: batch.events, clipped: batch.clipped });
+    }
+    await page.waitForFunction(() => document.querySelector('.trajectory')?.textContent?.includes('Step 1249'));
+    const loadMs = Date.now() - started;
+    // Virtualised: only the rows near the viewport are in the DOM.
+    const domRows = await page.$$eval('.trajectory .row', (rows) => rows.length);
+    expect(domRows).toBeLessThan(120);
+    expect(loadMs).toBeLessThan(15_000);
+
+    // Scrolling from the bottom to the top and back: frame times stay short.
+    const frames = await page.evaluate(async () => {
+      const t = document.querySelector<HTMLElement>('.trajectory')!;
+      const times: number[] = [];
+      let last = performance.now();
+      for (let i = 0; i < 60; i += 1) {
+        t.scrollTop = i % 2 ? t.scrollHeight : (t.scrollHeight * i) / 60;
+        await new Promise((r) => requestAnimationFrame(() => r(null)));
+        const now = performance.now();
+        times.push(now - last);
+        last = now;
+      }
+      times.sort((a, b) => a - b);
+      return { p50: times[30]!, p95: times[57]!, max: times[59]! };
+    });
+    expect(frames.p95).toBeLessThan(100);
+
+    // Jump to a big output (t = 50 → the 50th tool call) and load the rest of it.
+    await page.evaluate(() => {
+      const t = document.querySelector<HTMLElement>('.trajectory')!;
+      t.scrollTop = 0;
+    });
+    const bigEvent = events.find((e) => e.type === 'tool.finished' && e.data.output.startsWith('BIG OUTPUT 50\n'))!;
+    await page.evaluate(async () => {
+      const t = document.querySelector<HTMLElement>('.trajectory')!;
+      for (let y = 0; y < t.scrollHeight; y += 200) {
+        if ([...document.querySelectorAll('.row-tool')].some((r) => r.textContent?.includes('paginate_50"'))) break;
+        t.scrollTop = y;
+        await new Promise((r) => requestAnimationFrame(() => r(null)));
+      }
+    });
+    const bigRow = page.locator('.row-tool', { hasText: 'paginate_50"' });
+    await bigRow.locator('summary').click();
+    const loadMore = bigRow.locator('button.load-more');
+    await loadMore.waitFor();
+    expect(await loadMore.textContent()).toMatch(/Load more \([\d,]+ more characters\)/);
+    expect((await bigRow.locator('pre.output').textContent())!.length).toBe(2000);
+    await panel.screenshot('webview-5000-events');
+    await loadMore.click();
+    const request = await panel.waitForPosted((m) => m.type === 'loadOutput');
+    expect(request).toEqual({ type: 'loadOutput', taskId: TASK_ID, seq: bigEvent.seq });
+    if (bigEvent.type !== 'tool.finished') throw new Error('expected a tool result');
+    await panel.send({ type: 'output', taskId: TASK_ID, seq: bigEvent.seq, text: bigEvent.data.output });
+    await page.waitForFunction((n) => {
+      const pres = [...document.querySelectorAll('.row-tool pre.output')];
+      return pres.some((p) => (p.textContent?.length ?? 0) === n);
+    }, bigEvent.data.output.length);
+    expect(await bigRow.locator('button.load-more').count()).toBe(0);
+    console.info(`5,000 events: loaded in ${loadMs} ms; scroll frames p50 ${frames.p50.toFixed(1)} ms, p95 ${frames.p95.toFixed(1)} ms, max ${frames.max.toFixed(1)} ms`);
+    expect(panel.problems).toEqual([]);
+  });
+
+  it('keeps the selected task and an unsent message across a reload, then takes the replay', async () => {
+    const panel = await ready();
+    await panel.send({ type: 'events', taskId: TASK_ID, reset: true, events: approvalEvents, clipped: [] });
+    await panel.page.fill('.steer-input', 'draft not yet sent');
+    await panel.page.reload();
+    await panel.waitForPosted((m) => m.type === 'ready');
+    // Before the extension answers, the panel already remembers what was selected.
+    expect(await panel.page.evaluate(() => JSON.parse(sessionStorage.getItem('vscode-state')!))).toMatchObject({ selectedTaskId: TASK_ID });
+    await panel.send({ type: 'tasks', tasks: [sampleTask()], selectedTaskId: TASK_ID });
+    await panel.send({ type: 'events', taskId: TASK_ID, reset: true, events: approvalEvents, clipped: [] });
+    await panel.page.waitForSelector('.approval-card');
+    expect(await panel.page.inputValue('.steer-input')).toBe('draft not yet sent');
+    // Garbage from a confused host is ignored, not rendered.
+    await panel.page.evaluate(() => window.postMessage({ type: 'events', taskId: 1, events: 'nope' }, '*'));
+    await panel.page.waitForTimeout(50);
+    expect(await panel.page.locator('.approval-card').count()).toBe(1);
+  });
+});
