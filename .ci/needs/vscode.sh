@@ -37,14 +37,16 @@ tar -C "$rg_cache/bin" -czf "$rg_cache/ripgrep-v13.0.0-10-x86_64-unknown-linux-m
 
 cd "$TARGET"
 # npm 11 runs no install scripts unless allowed: code-server's postinstall builds its own modules;
-# argon2 is only for password auth (the tests use --auth none) and would try to download a binary.
+# argon2 (loaded at start even with --auth none) fails to download its prebuilt binary and builds
+# from source against the host's Node headers.
 cat > package.json <<'JSON'
-{"name":"dockhand-code-server-tool","private":true,"allowScripts":{"code-server":true,"argon2":false}}
+{"name":"dockhand-code-server-tool","private":true,"allowScripts":{"code-server":true,"argon2":true}}
 JSON
 # unsafe_perm: its postinstall refuses to run as root otherwise; yes: node-pty runs `npx node-gyp`.
 TMPDIR="$scratch" npm_config_unsafe_perm=true npm_config_yes=true \
   npm install --no-audit --no-fund --foreground-scripts=false "code-server@$CODE_SERVER_VERSION"
 test -x "$TARGET/node_modules/.bin/code-server"
 test -d "$TARGET/node_modules/code-server/lib/vscode/node_modules/node-pty/build"
+test -f "$TARGET/node_modules/argon2/lib/binding/napi-v3/argon2.node"
 touch "$MARKER"
 echo "code-server $CODE_SERVER_VERSION installed in $TARGET"

@@ -1,4 +1,4 @@
-import { isFinalState, type Task } from '@dockhand/protocol';
+import { ACTIVE_STATES, isFinalState, type Task } from '@dockhand/protocol';
 import { button, h } from './dom';
 import { FromWebview, ToWebview, type ConnectionStatus, type ReviewAction } from './messages';
 import { renderRow, type RowContext } from './rows';
@@ -124,7 +124,10 @@ function sendSteer(): void {
 
 function renderTasks(): void {
   taskList.replaceChildren(
-    ...tasks.map((task) => {
+    ...tasks.map((listed) => {
+      // The selected task's live events are newer than the list the extension last sent.
+      const live = trajectory && trajectory.summary.taskId === listed.id && trajectory.lastSeq > listed.lastSeq ? trajectory.summary : undefined;
+      const task = live ? { ...listed, state: live.state, usage: { ...listed.usage, costUsd: Math.max(listed.usage.costUsd, live.costUsd) } } : listed;
       const item = h(
         'li',
         { className: `task-item${task.id === selectedTaskId ? ' selected' : ''}`, dataset: { taskId: task.id }, attrs: { tabindex: '0' } },
@@ -168,7 +171,9 @@ function renderHeader(): void {
   connectionBadge.textContent = connection.status === 'live' ? 'live' : connection.status;
   connectionBadge.className = `badge connection connection-${connection.status}`;
   const start = summary.startedAt ? Date.parse(summary.startedAt) : NaN;
-  const end = isFinalState(state) && summary.lastEventAt ? Date.parse(summary.lastEventAt) : Date.now();
+  // The clock runs while the agent works; waiting for the developer or a finished task stops it.
+  const working = state === 'queued' || ACTIVE_STATES.includes(state);
+  const end = !working && summary.lastEventAt ? Date.parse(summary.lastEventAt) : Date.now();
   const elapsedMs = Number.isNaN(start) ? 0 : Math.max(0, end - start);
   const b = summary.budgets;
   budgets.replaceChildren(

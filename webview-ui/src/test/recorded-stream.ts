@@ -9,9 +9,10 @@ import { TaskEvent, type NewEvent, type Task } from '@dockhand/protocol';
 export const TASK_ID = 'task-7f3a';
 const START = Date.parse('2026-11-29T09:00:00Z');
 
-export function stamp(taskId: string, events: NewEvent[], firstSeq = 1): TaskEvent[] {
+/** Gives events their envelope; `at` is the time of the first (fixed by default, for screenshots). */
+export function stamp(taskId: string, events: NewEvent[], firstSeq = 1, at?: number): TaskEvent[] {
   return events.map((event, index) =>
-    TaskEvent.parse({ ...event, taskId, seq: firstSeq + index, ts: new Date(START + (firstSeq + index) * 1500).toISOString() }),
+    TaskEvent.parse({ ...event, taskId, seq: firstSeq + index, ts: new Date(at ?? START + (firstSeq + index) * 1500).toISOString() }),
   );
 }
 

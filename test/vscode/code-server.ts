@@ -1,0 +1,169 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { chromium, type Browser, type FrameLocator, type Page } from 'playwright-core';
+
+/*
+ * Runs the real VS Code workbench (code-server from npm, see /work/shared VSCODE-E2E notes) with
+ * the packaged extension installed, and drives it in headless Chromium. code-server lives in a
+ * cached tool folder installed by .ci/needs/vscode.sh, outside the project's node_modules.
+ */
+
+export const REPO_ROOT = resolve(import.meta.dirname, '../..');
+export const ARTIFACTS = join(REPO_ROOT, 'test-artifacts');
+const CODE_SERVER_VERSION = '4.100.3';
+
+export function codeServerBinary(): string {
+  const tools = process.env.DOCKHAND_TOOLS_DIR ?? '/var/cache/dockhand-tools';
+  const binary = join(tools, `code-server-${CODE_SERVER_VERSION}`, 'node_modules/.bin/code-server');
+  if (!existsSync(binary)) execFileSync('bash', [join(REPO_ROOT, '.ci/needs/vscode.sh')], { stdio: 'inherit' });
+  return binary;
+}
+
+/** Builds and packages the extension exactly as it ships. */
+export function packageExtension(): string {
+  execFileSync('npm', ['run', 'package', '-w', 'extension'], { cwd: REPO_ROOT, stdio: 'inherit' });
+  return join(REPO_ROOT, 'extension/dist/dockhand.vsix');
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolvePort(port));
+    });
+  });
+}
+
+export interface CodeServer {
+  url: string;
+  port: number;
+  stop(): Promise<void>;
+  log(): string;
+}
+
+export async function startCodeServer(options: { vsix: string; settings: Record<string, unknown> }): Promise<CodeServer> {
+  const binary = codeServerBinary();
+  const scratch = mkdtempSync(join(tmpdir(), 'dockhand-code-server-'));
+  const dirs = { home: join(scratch, 'home'), tmp: join(scratch, 'tmp'), data: join(scratch, 'data'), extensions: join(scratch, 'extensions') };
+  for (const dir of Object.values(dirs)) mkdirSync(dir, { recursive: true });
+  mkdirSync(join(dirs.data, 'User'), { recursive: true });
+  writeFileSync(
+    join(dirs.data, 'User/settings.json'),
+    JSON.stringify({
+      'security.workspace.trust.enabled': false,
+      'workbench.startupEditor': 'none',
+      'workbench.tips.enabled': false,
+      'extensions.autoCheckUpdates': false,
+      'extensions.autoUpdate': false,
+      'telemetry.telemetryLevel': 'off',
+      'chat.disableAIFeatures': true,
+      ...options.settings,
+    }),
+  );
+  const env = { ...process.env, HOME: dirs.home, TMPDIR: dirs.tmp, XDG_CONFIG_HOME: join(dirs.home, '.config'), XDG_DATA_HOME: join(dirs.home, '.local/share') };
+  const common = ['--config', '/dev/null', '--user-data-dir', dirs.data, '--extensions-dir', dirs.extensions];
+  execFileSync(binary, [...common, '--install-extension', options.vsix], { env, stdio: 'pipe' });
+  const port = await freePort();
+  let output = '';
+  const child: ChildProcess = spawn(
+    binary,
+    [...common, '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust'],
+    { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true },
+  );
+  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    try {
+      const response = await fetch(`${url}/healthz`);
+      if (response.ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (child.exitCode !== null) throw new Error(`code-server exited (${child.exitCode}):\n${output}`);
+    if (Date.now() > deadline) throw new Error(`code-server did not answer /healthz within 60 s:\n${output}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return {
+    url,
+    port,
+    log: () => output,
+    stop: async () => {
+      if (child.exitCode === null && child.pid) {
+        process.kill(-child.pid, 'SIGTERM');
+        await new Promise((r) => setTimeout(r, 500));
+        if (child.exitCode === null) process.kill(-child.pid, 'SIGKILL');
+      }
+      rmSync(scratch, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function launchChromium(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+  });
+}
+
+/** The workbench driven like a developer would: palette, quick picks, notifications, views. */
+export class Workbench {
+  constructor(readonly page: Page) {}
+
+  async open(url: string, folder: string): Promise<void> {
+    await this.page.goto(`${url}/?folder=${encodeURIComponent(folder)}`);
+    await this.page.waitForSelector('.monaco-workbench', { timeout: 60_000 });
+  }
+
+  async runCommand(title: string): Promise<void> {
+    await this.page.keyboard.press('Escape');
+    await this.page.keyboard.press('F1');
+    const input = this.page.locator('.quick-input-widget input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill(`>${title}`);
+    await this.page
+      .locator('.quick-input-list .monaco-list-row', { hasText: title.split(': ').pop() ?? title })
+      .first()
+      .waitFor({ timeout: 20_000 });
+    await this.page.keyboard.press('Enter');
+  }
+
+  /** Answers the open input box (or filters a quick pick) and accepts. */
+  async answer(text: string): Promise<void> {
+    const input = this.page.locator('.quick-input-widget input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill(text);
+    await this.page.keyboard.press('Enter');
+  }
+
+  /** Picks the quick pick row that contains `text`. */
+  async pick(text: string): Promise<void> {
+    const row = this.page.locator('.quick-input-widget .quick-input-list .monaco-list-row', { hasText: text }).first();
+    await row.waitFor({ state: 'visible', timeout: 20_000 });
+    await row.click();
+  }
+
+  async notification(text: string, timeoutMs = 20_000): Promise<string> {
+    const item = this.page.locator('.notifications-toasts .notification-list-item-message', { hasText: text }).first();
+    await item.waitFor({ timeout: timeoutMs });
+    return (await item.textContent()) ?? '';
+  }
+
+  /** The side panel's document (two iframes deep). */
+  webview(): FrameLocator {
+    return this.page.frameLocator('iframe.webview.ready').frameLocator('#active-frame');
+  }
+
+  async screenshot(name: string): Promise<void> {
+    mkdirSync(ARTIFACTS, { recursive: true });
+    await this.page.screenshot({ path: join(ARTIFACTS, `${name}.png`) });
+  }
+}
