@@ -1,0 +1,187 @@
+import { Octokit } from '@octokit/rest';
+import { DockhandError } from '../errors';
+import type { GitHubRepo, GitHubTokenProvider } from './github-auth';
+import { findRevert } from './revert';
+import {
+  DEFAULT_REVERT_WINDOW_DAYS,
+  type Forge,
+  type Issue,
+  type OpenPullRequestInput,
+  type OutcomeOptions,
+  type PullRequest,
+  type PullRequestOutcome,
+  type PushTarget,
+} from './types';
+
+/**
+ * GitHub through Octokit REST. Repositories are named `owner/name` (a `https://github.com/…`
+ * URL or `git@github.com:…` remote is accepted and normalised). PRs are opened as drafts; the
+ * outcome comes from polling `getOutcome` or from the `pull_request` webhook (`webhook.ts`).
+ */
+
+export interface GitHubForgeOptions {
+  tokens: GitHubTokenProvider;
+  /** API root; default https://api.github.com (GitHub Enterprise: https://HOST/api/v3). */
+  baseUrl?: string;
+  /** Web root used for clone URLs; default https://github.com. */
+  webUrl?: string;
+  /** For tests: a fetch that never touches the network. */
+  fetch?: typeof fetch;
+  now?: () => Date;
+}
+
+export function parseGitHubRepo(repo: string): GitHubRepo {
+  const match =
+    /^(?:https?:\/\/[^/]+\/|git@[^:]+:|ssh:\/\/git@[^/]+\/)?([A-Za-z0-9_.-]+)\/([A-Za-z0-9_.-]+?)(?:\.git)?\/?$/.exec(repo.trim());
+  if (!match) {
+    throw new DockhandError('bad_request', `repo: "${repo}" is not a GitHub repository (owner/name or its URL)`, { field: 'repo' });
+  }
+  return { owner: match[1]!, name: match[2]! };
+}
+
+interface RestPull {
+  number: number;
+  html_url: string;
+  title: string;
+  body?: string | null;
+  head: { ref: string; sha: string };
+  base: { ref: string };
+  draft?: boolean;
+  state: string;
+  created_at: string;
+  merged_at?: string | null;
+  closed_at?: string | null;
+  merge_commit_sha?: string | null;
+}
+
+function toPullRequest(repo: GitHubRepo, pull: RestPull): PullRequest {
+  const pr: PullRequest = {
+    repo: `${repo.owner}/${repo.name}`,
+    number: pull.number,
+    url: pull.html_url,
+    title: pull.title,
+    body: pull.body ?? '',
+    branch: pull.head.ref,
+    base: pull.base.ref,
+    headSha: pull.head.sha,
+    draft: pull.draft ?? false,
+    state: pull.merged_at ? 'merged' : pull.state === 'closed' ? 'closed' : 'open',
+    createdAt: pull.created_at,
+  };
+  if (pull.merged_at) pr.mergedAt = pull.merged_at;
+  if (pull.closed_at) pr.closedAt = pull.closed_at;
+  if (pull.merged_at && pull.merge_commit_sha) pr.mergeSha = pull.merge_commit_sha;
+  return pr;
+}
+
+export class GitHubForge implements Forge {
+  readonly kind = 'github' as const;
+
+  constructor(private readonly options: GitHubForgeOptions) {}
+
+  private async client(repo: GitHubRepo): Promise<Octokit> {
+    return new Octokit({
+      auth: await this.options.tokens.token(repo),
+      userAgent: 'dockhand',
+      ...(this.options.baseUrl ? { baseUrl: this.options.baseUrl } : {}),
+      ...(this.options.fetch ? { request: { fetch: this.options.fetch } } : {}),
+    });
+  }
+
+  async pushTarget(repo: string): Promise<PushTarget> {
+    const target = parseGitHubRepo(repo);
+    const octokit = await this.client(target);
+    const { data } = await octokit.rest.repos.get({ owner: target.owner, repo: target.name });
+    const web = (this.options.webUrl ?? 'https://github.com').replace(/\/$/, '');
+    return {
+      url: `${web}/${target.owner}/${target.name}.git`,
+      token: await this.options.tokens.token(target),
+      username: 'x-access-token',
+      defaultBranch: data.default_branch,
+    };
+  }
+
+  async findPullRequest(repo: string, branch: string): Promise<PullRequest | undefined> {
+    const target = parseGitHubRepo(repo);
+    const octokit = await this.client(target);
+    const { data } = await octokit.rest.pulls.list({
+      owner: target.owner,
+      repo: target.name,
+      head: `${target.owner}:${branch}`,
+      state: 'all',
+      sort: 'created',
+      direction: 'desc',
+      per_page: 1,
+    });
+    const pull = data[0];
+    return pull ? toPullRequest(target, pull) : undefined;
+  }
+
+  async openPullRequest(input: OpenPullRequestInput): Promise<PullRequest> {
+    const existing = await this.findPullRequest(input.repo, input.branch);
+    if (existing && existing.state === 'open') return existing;
+    const target = parseGitHubRepo(input.repo);
+    const octokit = await this.client(target);
+    const { data } = await octokit.rest.pulls.create({
+      owner: target.owner,
+      repo: target.name,
+      head: input.branch,
+      base: input.base,
+      title: input.title,
+      body: input.body,
+      draft: input.draft ?? true,
+    });
+    return toPullRequest(target, data);
+  }
+
+  async getPullRequest(repo: string, number: number): Promise<PullRequest> {
+    const target = parseGitHubRepo(repo);
+    const octokit = await this.client(target);
+    const { data } = await octokit.rest.pulls.get({ owner: target.owner, repo: target.name, pull_number: number });
+    return toPullRequest(target, data);
+  }
+
+  async listOpenIssues(repo: string): Promise<Issue[]> {
+    const target = parseGitHubRepo(repo);
+    const octokit = await this.client(target);
+    const { data } = await octokit.rest.issues.listForRepo({ owner: target.owner, repo: target.name, state: 'open', per_page: 100 });
+    return data
+      .filter((issue) => issue.pull_request === undefined) // the issues API lists PRs too
+      .map((issue) => ({
+        number: issue.number,
+        title: issue.title,
+        body: issue.body ?? '',
+        url: issue.html_url,
+        labels: issue.labels.map((label) => (typeof label === 'string' ? label : (label.name ?? ''))).filter(Boolean),
+      }));
+  }
+
+  async getOutcome(repo: string, number: number, options: OutcomeOptions = {}): Promise<PullRequestOutcome | undefined> {
+    const pr = await this.getPullRequest(repo, number);
+    if (pr.state === 'open') return undefined;
+    if (pr.state === 'closed') return { outcome: 'closed', at: pr.closedAt ?? pr.createdAt };
+    const mergedAt = pr.mergedAt ?? pr.createdAt;
+    const target = parseGitHubRepo(repo);
+    const octokit = await this.client(target);
+    const windowDays = options.revertWindowDays ?? DEFAULT_REVERT_WINDOW_DAYS;
+    const until = new Date(Math.min(Date.parse(mergedAt) + windowDays * 86_400_000, (options.now ?? new Date()).getTime()));
+    const [prCommits, branchCommits] = await Promise.all([
+      octokit.rest.pulls.listCommits({ owner: target.owner, repo: target.name, pull_number: number, per_page: 100 }),
+      octokit.rest.repos.listCommits({
+        owner: target.owner,
+        repo: target.name,
+        sha: pr.base,
+        since: mergedAt,
+        until: until.toISOString(),
+        per_page: 100,
+      }),
+    ]);
+    const prShas = [...(pr.mergeSha ? [pr.mergeSha] : []), pr.headSha, ...prCommits.data.map((commit) => commit.sha)];
+    const commits = branchCommits.data.map((commit) => ({
+      sha: commit.sha,
+      message: commit.commit.message,
+      date: commit.commit.committer?.date ?? commit.commit.author?.date ?? mergedAt,
+    }));
+    return findRevert({ commits, prShas, mergedAt, windowDays }) ?? { outcome: 'merged', at: mergedAt };
+  }
+}

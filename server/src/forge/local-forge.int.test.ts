@@ -1,0 +1,172 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { deliverPullRequest } from './deliver';
+import { LocalForge } from './local-forge';
+import { InMemoryPullRequestStore } from './memory-store';
+import { buildPullRequestBody } from './pr-body';
+import { branchName, pushChange } from './push';
+import { createSourceRepo, diffOf, git, PAGINATE_FIXED } from './testing/repo';
+
+const DAY_MS = 86_400_000;
+
+describe('LocalForge with real git', () => {
+  let root: string;
+  let forge: LocalForge;
+  let store: InMemoryPullRequestStore;
+  let source: { path: string; sha: string };
+
+  beforeEach(async () => {
+    root = mkdtempSync(join(tmpdir(), 'dockhand-forge-'));
+    store = new InMemoryPullRequestStore();
+    forge = new LocalForge({ dataDir: join(root, 'forge'), store });
+    source = createSourceRepo();
+    await forge.createRepository('sample', source.path);
+  });
+
+  afterEach(() => {
+    rmSync(root, { recursive: true, force: true });
+    rmSync(source.path, { recursive: true, force: true });
+  });
+
+  function bare(): string {
+    return forge.repositoryPath('sample');
+  }
+
+  it('pushes a branch, opens a draft PR, merges it and detects a revert', async () => {
+    const diff = diffOf(source.path, { 'src/paginate.js': PAGINATE_FIXED });
+    const branch = branchName('42', 'Fix paginate() off-by-one!');
+    expect(branch).toBe('dockhand/42-fix-paginate-off-by-one');
+
+    const body = buildPullRequestBody({
+      ticket: { title: 'paginate drops the last item', id: '42' },
+      summary: 'Use `start + size` as the slice end.',
+      tests: { command: 'npm test', passed: 3, failed: 0, log: 'ok 1\nok 2\nok 3\n' },
+      usage: { turns: 4, inputTokens: 12_000, outputTokens: 800, costUsd: 0.07 },
+    });
+    const { pr, push } = await deliverPullRequest({
+      forge,
+      repo: 'sample',
+      cloneDir: join(root, 'clone'),
+      baseSha: source.sha,
+      diff,
+      branch,
+      title: 'Fix paginate() off-by-one',
+      body,
+      requester: { name: 'Ada Dev', email: 'ada@example.invalid' },
+    });
+
+    expect(push.pushed).toBe(true);
+    expect(pr).toMatchObject({
+      repo: 'sample',
+      number: 1,
+      url: 'dockhand-local://sample/pulls/1',
+      branch,
+      base: 'main',
+      headSha: push.headSha,
+      draft: true,
+      state: 'open',
+      body,
+    });
+    // The branch in the bare repo is the bot's commit on the base, with the trailer, holding the fix.
+    expect(git(bare(), 'rev-parse', `refs/heads/${branch}`)).toBe(push.headSha);
+    expect(git(bare(), 'rev-parse', `${push.headSha}^`)).toBe(source.sha);
+    expect(git(bare(), 'log', '-1', '--format=%an <%ae>', push.headSha)).toBe('Dockhand Bot <bot@dockhand.invalid>');
+    expect(git(bare(), 'log', '-1', '--format=%B', push.headSha)).toContain('Co-authored-by: Ada Dev <ada@example.invalid>');
+    expect(git(bare(), 'show', `${push.headSha}:src/paginate.js`)).toBe(PAGINATE_FIXED.trim());
+    expect(git(bare(), 'rev-parse', 'refs/heads/main')).toBe(source.sha); // nothing lands before the merge
+    expect(await forge.getOutcome('sample', 1)).toBeUndefined();
+
+    const merged = await forge.merge('sample', 1, { by: 'reviewer' });
+    expect(merged.state).toBe('merged');
+    const main = git(bare(), 'rev-parse', 'refs/heads/main');
+    expect(main).toBe(merged.mergeSha);
+    expect(git(bare(), 'rev-parse', `${main}^2`)).toBe(push.headSha);
+    expect(git(bare(), 'show', 'main:src/paginate.js')).toBe(PAGINATE_FIXED.trim());
+    expect(await forge.getOutcome('sample', 1)).toEqual({ outcome: 'merged', at: merged.mergedAt });
+    await expect(forge.merge('sample', 1)).rejects.toThrow(/is merged/);
+
+    // Someone reverts the merge on main.
+    const dev = mkdtempSync(join(tmpdir(), 'dockhand-forge-dev-'));
+    git(dev, 'clone', '-q', bare(), '.');
+    git(dev, 'revert', '--no-edit', '-m', '1', main);
+    git(dev, 'push', '-q', 'origin', 'main');
+    const revertSha = git(dev, 'rev-parse', 'HEAD');
+    rmSync(dev, { recursive: true, force: true });
+
+    const outcome = await forge.getOutcome('sample', 1);
+    expect(outcome).toMatchObject({ outcome: 'reverted', revertSha });
+  });
+
+  it('does not count a revert outside the 14-day window', async () => {
+    const longAgo = new Date(Date.now() - 30 * DAY_MS);
+    const oldForge = new LocalForge({ dataDir: join(root, 'forge'), store, now: () => longAgo });
+    const diff = diffOf(source.path, { 'src/paginate.js': PAGINATE_FIXED });
+    const branch = branchName('7', 'old fix');
+    await deliverPullRequest({ forge: oldForge, repo: 'sample', cloneDir: join(root, 'clone'), baseSha: source.sha, diff, branch, title: 'old fix', body: 'b' });
+    const merged = await oldForge.merge('sample', 1);
+    const dev = mkdtempSync(join(tmpdir(), 'dockhand-forge-dev-'));
+    git(dev, 'clone', '-q', bare(), '.');
+    git(dev, 'revert', '--no-edit', '-m', '1', merged.mergeSha!);
+    git(dev, 'push', '-q', 'origin', 'main');
+    rmSync(dev, { recursive: true, force: true });
+    expect(await oldForge.getOutcome('sample', 1)).toEqual({ outcome: 'merged', at: longAgo.toISOString() });
+  });
+
+  it('pushes exactly once: a retried push or delivery sends nothing and opens no second PR', async () => {
+    const diff = diffOf(source.path, { 'src/paginate.js': PAGINATE_FIXED });
+    const branch = branchName('43', 'fix');
+    const input = { cloneDir: join(root, 'clone'), remoteUrl: bare(), baseSha: source.sha, diff, branch, message: 'fix' };
+
+    const first = await pushChange(input);
+    expect(first).toMatchObject({ pushed: true, replaced: false });
+    // A crash after the push: the retry builds a new commit (different time) but sees the same change remotely.
+    const retry = await pushChange({ ...input, cloneDir: join(root, 'fresh-clone') });
+    expect(retry).toMatchObject({ pushed: false, headSha: first.headSha });
+    expect(git(bare(), 'rev-parse', `refs/heads/${branch}`)).toBe(first.headSha);
+
+    const delivery = { forge, repo: 'sample', cloneDir: join(root, 'clone'), baseSha: source.sha, diff, branch, title: 'fix', body: 'body' };
+    const a = await deliverPullRequest(delivery);
+    const b = await deliverPullRequest(delivery);
+    expect(a.push.pushed).toBe(false);
+    expect(b.pr.number).toBe(a.pr.number);
+    expect(await store.list('sample')).toHaveLength(1);
+
+    // A new round of the same task (different diff) replaces the branch and updates the open PR.
+    const second = diffOf(source.path, { 'src/paginate.js': PAGINATE_FIXED, 'CHANGELOG.md': 'fixed paginate\n' });
+    const next = await deliverPullRequest({ ...delivery, diff: second });
+    expect(next.push).toMatchObject({ pushed: true, replaced: true });
+    expect(next.pr.number).toBe(a.pr.number);
+    expect(next.pr.headSha).toBe(next.push.headSha);
+  });
+
+  it('refuses a diff that does not apply and leaves the remote untouched', async () => {
+    const diff = diffOf(source.path, { 'src/paginate.js': PAGINATE_FIXED });
+    // The context line no longer matches the base: `git apply` must refuse it.
+    const broken = diff.replace('start + size - 1', 'start + size - 2');
+    await expect(
+      pushChange({ cloneDir: join(root, 'clone'), remoteUrl: bare(), baseSha: source.sha, diff: broken, branch: 'dockhand/44-x', message: 'x' }),
+    ).rejects.toMatchObject({ code: 'conflict' });
+    expect(git(bare(), 'branch', '--list', 'dockhand/*')).toBe('');
+  });
+
+  it('closes a PR, and serves issues from issues.json', async () => {
+    const diff = diffOf(source.path, { 'src/paginate.js': PAGINATE_FIXED });
+    await deliverPullRequest({ forge, repo: 'sample', cloneDir: join(root, 'clone'), baseSha: source.sha, diff, branch: 'dockhand/45-a', title: 'a', body: 'b' });
+    const closed = await forge.close('sample', 1);
+    expect(closed.state).toBe('closed');
+    expect(await forge.getOutcome('sample', 1)).toEqual({ outcome: 'closed', at: closed.closedAt });
+
+    expect(await forge.listOpenIssues('sample')).toEqual([]);
+    const issue = await forge.createIssue('sample', { title: 'paginate drops an item', body: 'page 2 is short', labels: ['bug'] });
+    await forge.createIssue('sample', { title: 'second' });
+    expect(issue).toMatchObject({ number: 1, url: 'dockhand-local://sample/issues/1' });
+    expect((await forge.listOpenIssues(forge.repositoryPath('sample'))).map((i) => [i.number, i.title, i.labels])).toEqual([
+      [1, 'paginate drops an item', ['bug']],
+      [2, 'second', []],
+    ]);
+    await expect(forge.listOpenIssues('missing')).rejects.toMatchObject({ code: 'not_found' });
+    await expect(forge.listOpenIssues('../etc')).rejects.toMatchObject({ code: 'bad_request' });
+  });
+});

@@ -1,0 +1,296 @@
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { isAbsolute, join, relative, resolve } from 'node:path';
+import { z } from 'zod';
+import { DockhandError, notFound } from '../errors';
+import { createGit, gitFailure, tryRaw } from './git';
+import { findRevert, type BranchCommit } from './revert';
+import type {
+  Forge,
+  Issue,
+  OpenPullRequestInput,
+  OutcomeOptions,
+  PullRequest,
+  PullRequestOutcome,
+  PullRequestRecord,
+  PullRequestStore,
+  PushTarget,
+} from './types';
+
+/**
+ * The embedded forge: bare repositories under a data directory are the "origin" of sample
+ * repos, pull requests are records in a `PullRequestStore`, and merging is a real `git merge`
+ * into the default branch, done in a temporary worktree of the bare repository.
+ *
+ * Layout under `dataDir`: `<name>.git/` (bare repository) and `<name>.issues.json` (the repo's
+ * issues, an array of `{number, title, body, state, labels}`).
+ *
+ * The local forge needs no credentials; it is for one machine (demo, tests, single-team use).
+ */
+
+const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
+
+const IssueFile = z.array(
+  z.object({
+    number: z.number().int().min(1),
+    title: z.string().min(1),
+    body: z.string().default(''),
+    state: z.enum(['open', 'closed']).default('open'),
+    labels: z.array(z.string()).default([]),
+  }),
+);
+type IssueFile = z.infer<typeof IssueFile>;
+
+export interface LocalForgeOptions {
+  dataDir: string;
+  store: PullRequestStore;
+  /** Identity of merge commits made by `merge()`. */
+  mergeIdentity?: { name: string; email: string };
+  now?: () => Date;
+}
+
+export function localPullRequestUrl(repo: string, number: number): string {
+  return `dockhand-local://${repo}/pulls/${number}`;
+}
+
+export class LocalForge implements Forge {
+  readonly kind = 'local' as const;
+  private readonly dataDir: string;
+  private readonly store: PullRequestStore;
+  private readonly mergeIdentity: { name: string; email: string };
+  private readonly now: () => Date;
+
+  constructor(options: LocalForgeOptions) {
+    this.dataDir = resolve(options.dataDir);
+    this.store = options.store;
+    this.mergeIdentity = options.mergeIdentity ?? { name: 'Dockhand Local Forge', email: 'forge@dockhand.invalid' };
+    this.now = options.now ?? (() => new Date());
+  }
+
+  /** Accepts a repo name (`sample-app`) or the path of its bare repository; returns the name. */
+  repositoryName(repo: string): string {
+    let name = repo;
+    if (isAbsolute(repo)) {
+      const rel = relative(this.dataDir, resolve(repo));
+      if (rel.startsWith('..') || rel.includes('/')) {
+        throw new DockhandError('not_found', `${repo} is not a repository of the local forge`, { field: 'repo' });
+      }
+      name = rel;
+    }
+    name = name.replace(/\.git$/, '');
+    if (!NAME.test(name)) {
+      throw new DockhandError('bad_request', `repo: "${repo}" is not a valid local repository name`, { field: 'repo' });
+    }
+    return name;
+  }
+
+  repositoryPath(repo: string): string {
+    return join(this.dataDir, `${this.repositoryName(repo)}.git`);
+  }
+
+  private existingRepository(repo: string): string {
+    const path = this.repositoryPath(repo);
+    if (!existsSync(join(path, 'HEAD'))) throw notFound('repository', this.repositoryName(repo));
+    return path;
+  }
+
+  /**
+   * Creates the bare repository `<name>.git` (default branch `main`) and, when `from` is a local
+   * repository, pushes all its branches into it. Idempotent.
+   */
+  async createRepository(name: string, from?: string): Promise<string> {
+    const path = this.repositoryPath(name);
+    await mkdir(this.dataDir, { recursive: true });
+    if (!existsSync(join(path, 'HEAD'))) {
+      await createGit(this.dataDir).raw(['init', '--quiet', '--bare', '--initial-branch=main', path]);
+    }
+    if (from !== undefined) {
+      await createGit(from).raw(['push', '--quiet', path, '+refs/heads/*:refs/heads/*']);
+    }
+    return path;
+  }
+
+  async defaultBranch(repo: string): Promise<string> {
+    const git = createGit(this.existingRepository(repo));
+    const head = await tryRaw(git, ['symbolic-ref', '--short', 'HEAD']);
+    return head || 'main';
+  }
+
+  async pushTarget(repo: string): Promise<PushTarget> {
+    return { url: this.existingRepository(repo), defaultBranch: await this.defaultBranch(repo) };
+  }
+
+  private toPullRequest(record: PullRequestRecord): PullRequest {
+    return { ...record, url: localPullRequestUrl(record.repo, record.number) };
+  }
+
+  private async branchSha(repo: string, branch: string): Promise<string | undefined> {
+    const git = createGit(this.existingRepository(repo));
+    return tryRaw(git, ['rev-parse', '--verify', '--quiet', `refs/heads/${branch}^{commit}`]);
+  }
+
+  async openPullRequest(input: OpenPullRequestInput): Promise<PullRequest> {
+    const repo = this.repositoryName(input.repo);
+    const headSha = await this.branchSha(repo, input.branch);
+    if (headSha === undefined) {
+      throw new DockhandError('not_found', `branch ${input.branch} does not exist in ${repo}; push it first`, { field: 'branch' });
+    }
+    if ((await this.branchSha(repo, input.base)) === undefined) {
+      throw new DockhandError('not_found', `base branch ${input.base} does not exist in ${repo}`, { field: 'base' });
+    }
+    const existing = await this.store.findByBranch(repo, input.branch);
+    if (existing && existing.state === 'open') {
+      const updated = existing.headSha === headSha ? existing : await this.store.update(repo, existing.number, { headSha });
+      return this.toPullRequest(updated);
+    }
+    const record = await this.store.insert({
+      repo,
+      title: input.title,
+      body: input.body,
+      branch: input.branch,
+      base: input.base,
+      headSha,
+      draft: input.draft ?? true,
+      state: 'open',
+      createdAt: this.now().toISOString(),
+    });
+    return this.toPullRequest(record);
+  }
+
+  async findPullRequest(repo: string, branch: string): Promise<PullRequest | undefined> {
+    const record = await this.store.findByBranch(this.repositoryName(repo), branch);
+    return record ? this.toPullRequest(record) : undefined;
+  }
+
+  async getPullRequest(repo: string, number: number): Promise<PullRequest> {
+    const name = this.repositoryName(repo);
+    const record = await this.store.get(name, number);
+    if (!record) throw notFound('pull request', `${name}#${number}`);
+    return this.toPullRequest(record);
+  }
+
+  /**
+   * Merges the PR's branch into its base with a merge commit (`--no-ff`), as a reviewer pressing
+   * "Merge" would. The base ref moves only if nobody moved it meanwhile (compare-and-swap).
+   */
+  async merge(repo: string, number: number, options: { by?: string } = {}): Promise<PullRequest> {
+    const pr = await this.getPullRequest(repo, number);
+    if (pr.state !== 'open') throw new DockhandError('conflict', `pull request ${pr.repo}#${number} is ${pr.state}`);
+    const bare = this.existingRepository(pr.repo);
+    const headSha = await this.branchSha(pr.repo, pr.branch);
+    const baseSha = await this.branchSha(pr.repo, pr.base);
+    if (headSha === undefined || baseSha === undefined) {
+      throw new DockhandError('conflict', `branch ${headSha === undefined ? pr.branch : pr.base} is gone from ${pr.repo}`);
+    }
+    const git = createGit(bare);
+    const scratch = await mkdtemp(join(tmpdir(), 'dockhand-merge-'));
+    const worktree = join(scratch, 'tree');
+    const date = this.now().toISOString();
+    let mergeSha: string;
+    try {
+      await git.raw(['worktree', 'add', '--detach', '--quiet', worktree, baseSha]);
+      const work = createGit(worktree, { date });
+      const who = options.by ? `\n\nMerged-by: ${options.by}` : '';
+      try {
+        await work.raw([
+          '-c', `user.name=${this.mergeIdentity.name}`,
+          '-c', `user.email=${this.mergeIdentity.email}`,
+          'merge', '--no-ff', '--no-verify', '--quiet',
+          '-m', `Merge pull request #${number} from ${pr.branch}\n\n${pr.title}${who}`,
+          headSha,
+        ]);
+      } catch (error) {
+        await tryRaw(work, ['merge', '--abort']);
+        throw gitFailure(`pull request ${pr.repo}#${number} does not merge cleanly`, error, [], 'conflict');
+      }
+      mergeSha = (await work.raw(['rev-parse', 'HEAD'])).trim();
+      try {
+        await git.raw(['update-ref', `refs/heads/${pr.base}`, mergeSha, baseSha]);
+      } catch (error) {
+        throw gitFailure(`${pr.base} moved while merging; try again`, error, [], 'conflict');
+      }
+    } finally {
+      await tryRaw(git, ['worktree', 'remove', '--force', worktree]);
+      await rm(scratch, { recursive: true, force: true });
+      await tryRaw(git, ['worktree', 'prune']);
+    }
+    const updated = await this.store.update(pr.repo, number, { state: 'merged', mergedAt: date, mergeSha, headSha });
+    return this.toPullRequest(updated);
+  }
+
+  async close(repo: string, number: number): Promise<PullRequest> {
+    const pr = await this.getPullRequest(repo, number);
+    if (pr.state !== 'open') throw new DockhandError('conflict', `pull request ${pr.repo}#${number} is ${pr.state}`);
+    const updated = await this.store.update(pr.repo, number, { state: 'closed', closedAt: this.now().toISOString() });
+    return this.toPullRequest(updated);
+  }
+
+  async getOutcome(repo: string, number: number, options: OutcomeOptions = {}): Promise<PullRequestOutcome | undefined> {
+    const pr = await this.getPullRequest(repo, number);
+    if (pr.state === 'open') return undefined;
+    if (pr.state === 'closed') return { outcome: 'closed', at: pr.closedAt ?? pr.createdAt };
+    const mergedAt = pr.mergedAt ?? pr.createdAt;
+    if (pr.mergeSha === undefined) return { outcome: 'merged', at: mergedAt };
+    const git = createGit(this.existingRepository(pr.repo));
+    const log = await tryRaw(git, ['log', '--format=%H%x00%cI%x00%B%x1e', `${pr.mergeSha}..refs/heads/${pr.base}`]);
+    const commits: BranchCommit[] = (log ?? '')
+      .split('\x1e')
+      .map((entry) => entry.trim())
+      .filter(Boolean)
+      .map((entry) => {
+        const [sha = '', date = '', message = ''] = entry.split('\x00');
+        return { sha, date, message };
+      });
+    const prCommits = await tryRaw(git, ['rev-list', `${pr.mergeSha}^1..${pr.headSha}`]);
+    const prShas = [pr.mergeSha, pr.headSha, ...(prCommits ?? '').split('\n').filter(Boolean)];
+    const revert = findRevert({ commits, prShas, mergedAt, windowDays: options.revertWindowDays });
+    return revert ?? { outcome: 'merged', at: mergedAt };
+  }
+
+  private issuesPath(repo: string): string {
+    return join(this.dataDir, `${this.repositoryName(repo)}.issues.json`);
+  }
+
+  private async readIssues(repo: string): Promise<IssueFile> {
+    const path = this.issuesPath(repo);
+    if (!existsSync(path)) return [];
+    let raw: unknown;
+    try {
+      raw = JSON.parse(await readFile(path, 'utf8'));
+    } catch (error) {
+      throw new DockhandError('internal', `${path} is not valid JSON`, { cause: error });
+    }
+    const parsed = IssueFile.safeParse(raw);
+    if (!parsed.success) throw new DockhandError('internal', `${path}: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+    return parsed.data;
+  }
+
+  async listOpenIssues(repo: string): Promise<Issue[]> {
+    const name = this.repositoryName(repo);
+    this.existingRepository(name);
+    return (await this.readIssues(name))
+      .filter((issue) => issue.state === 'open')
+      .map((issue) => ({
+        number: issue.number,
+        title: issue.title,
+        body: issue.body,
+        labels: issue.labels,
+        url: `dockhand-local://${name}/issues/${issue.number}`,
+      }));
+  }
+
+  /** Adds an issue to the repo's issues.json (for sample repos and tests). */
+  async createIssue(repo: string, issue: { title: string; body?: string; labels?: string[] }): Promise<Issue> {
+    const name = this.repositoryName(repo);
+    this.existingRepository(name);
+    const issues = await this.readIssues(name);
+    const number = issues.reduce((max, existing) => Math.max(max, existing.number), 0) + 1;
+    const entry = { number, title: issue.title, body: issue.body ?? '', state: 'open' as const, labels: issue.labels ?? [] };
+    const path = this.issuesPath(name);
+    const temporary = `${path}.${process.pid}.tmp`;
+    await writeFile(temporary, `${JSON.stringify([...issues, entry], null, 2)}\n`);
+    await rename(temporary, path);
+    return { ...entry, url: `dockhand-local://${name}/issues/${number}` };
+  }
+}

@@ -1,0 +1,76 @@
+import { redact } from './redact';
+
+/**
+ * The body of Dockhand's draft PR: what was asked, what was done, the proof (test log,
+ * collapsed), what it cost, and what was set aside (quarantined flaky tests). GitHub caps a body
+ * at 65,536 characters, so the test log keeps its head and tail within a budget.
+ */
+
+export interface PullRequestReport {
+  ticket: { title: string; url?: string; id?: string };
+  summary: string;
+  taskId?: string;
+  requester?: string;
+  tests?: { command: string; passed: number; failed: number; skipped?: number; log: string };
+  quarantined?: string[];
+  usage: { turns: number; inputTokens: number; outputTokens: number; cacheReadTokens?: number; costUsd: number };
+  model?: string;
+}
+
+export const TEST_LOG_BUDGET = 40_000;
+export const BODY_LIMIT = 65_000;
+
+function clip(text: string, budget: number): string {
+  if (text.length <= budget) return text;
+  const half = Math.floor(budget / 2);
+  const dropped = text.length - 2 * half;
+  return `${text.slice(0, half)}\n… ${dropped} characters omitted …\n${text.slice(-half)}`;
+}
+
+/** A fence longer than any backtick run in the text, so the log cannot close it early. */
+function fence(text: string): string {
+  const longest = Math.max(2, ...[...text.matchAll(/`+/g)].map((match) => match[0].length));
+  return '`'.repeat(longest + 1);
+}
+
+function formatNumber(value: number): string {
+  return value.toLocaleString('en-US');
+}
+
+export function buildPullRequestBody(report: PullRequestReport, secrets: ReadonlyArray<string | undefined> = []): string {
+  const lines: string[] = [];
+  const ticket = report.ticket.url ? `[${report.ticket.title}](${report.ticket.url})` : report.ticket.title;
+  lines.push(`**Ticket:** ${ticket}${report.ticket.id ? ` (#${report.ticket.id})` : ''}`);
+  if (report.requester) lines.push(`**Requested by:** ${report.requester}`);
+  lines.push('', '## Summary', '', report.summary.trim() || '_No summary._');
+
+  if (report.tests) {
+    const t = report.tests;
+    const skipped = t.skipped ? `, ${t.skipped} skipped` : '';
+    lines.push('', '## Tests', '', `\`${t.command}\`: ${t.passed} passed, ${t.failed} failed${skipped}`);
+    const log = clip(t.log.trimEnd(), TEST_LOG_BUDGET);
+    const marker = fence(log);
+    lines.push('', '<details><summary>Test log</summary>', '', `${marker}text`, log, marker, '', '</details>');
+  }
+
+  const quarantined = report.quarantined ?? [];
+  if (quarantined.length > 0) {
+    lines.push('', '## Quarantined flaky tests', '', 'These failed intermittently and were not counted:', '');
+    for (const test of quarantined) lines.push(`- \`${test}\``);
+  }
+
+  const u = report.usage;
+  lines.push(
+    '',
+    '## Cost',
+    '',
+    '| turns | input tokens | output tokens | cache reads | cost |',
+    '|---|---|---|---|---|',
+    `| ${u.turns} | ${formatNumber(u.inputTokens)} | ${formatNumber(u.outputTokens)} | ${formatNumber(u.cacheReadTokens ?? 0)} | $${u.costUsd.toFixed(2)} |`,
+  );
+  const footer = [report.model ? `model ${report.model}` : '', report.taskId ? `task ${report.taskId}` : ''].filter(Boolean).join(', ');
+  lines.push('', `<sub>Opened by Dockhand${footer ? ` (${footer})` : ''}. Review before marking ready.</sub>`, '');
+
+  const body = redact(lines.join('\n'), secrets);
+  return body.length > BODY_LIMIT ? `${body.slice(0, BODY_LIMIT - 20)}\n\n… (truncated)\n` : body;
+}

@@ -1,0 +1,198 @@
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DockhandError } from '../errors';
+import { createGit, gitFailure, tryRaw, type GitOptions } from './git';
+import { redact } from './redact';
+
+/**
+ * The one push. The server applies the sandbox's final diff to its OWN clone at the base SHA,
+ * commits as the bot with a `Co-authored-by` trailer for the requester, and pushes one branch.
+ *
+ * Exactly once across crashes: before pushing, the remote branch is read. If it already holds a
+ * commit on the same base with the same tree, nothing is pushed (a crash after the push but
+ * before recording it is harmless). If it holds something else (an earlier round of the same
+ * task), it is replaced with a lease on the exact commit seen, so a concurrent writer is never
+ * overwritten. A branch that did not exist is created with a lease that requires it still not to.
+ *
+ * The token reaches git only through the credential helper in `git.ts`; every message this
+ * module returns or throws is redacted.
+ */
+
+export interface Person {
+  name: string;
+  email: string;
+}
+
+export const DOCKHAND_BOT: Person = { name: 'Dockhand Bot', email: 'bot@dockhand.invalid' };
+
+export interface PushChangeInput {
+  /** The server's own clone, created on first use. Worktrees under it are temporary. */
+  cloneDir: string;
+  /** Remote URL or local path, without credentials. */
+  remoteUrl: string;
+  /** Short-lived token for this push; omit for remotes that need none. */
+  token?: string;
+  tokenUsername?: string;
+  baseSha: string;
+  /** Unified diff against `baseSha` (`git diff --binary` output is fine). */
+  diff: string;
+  /** Full branch name, e.g. from `branchName()`. */
+  branch: string;
+  /** Commit message: subject line, blank line, body. */
+  message: string;
+  requester?: Person;
+  bot?: Person;
+  /** Fixed author/committer date (ISO 8601): a retried push then builds the identical commit. */
+  date?: string;
+}
+
+export interface PushChangeResult {
+  branch: string;
+  /** The commit the remote branch points at after this call. */
+  headSha: string;
+  /** False when the branch already held this change and nothing was sent. */
+  pushed: boolean;
+  /** True when an earlier, different commit on the branch was replaced. */
+  replaced: boolean;
+  /** What git printed, redacted. */
+  output: string;
+}
+
+const SHA = /^[0-9a-f]{40}$/;
+
+/** `dockhand/<ticket-id>-<slug>`: ASCII, lower case, safe for every forge. */
+export function branchName(ticketId: string, title: string): string {
+  const clean = (text: string, max: number) =>
+    text
+      .toLowerCase()
+      .normalize('NFKD')
+      .replace(/[^a-z0-9]+/g, '-')
+      .replace(/^-+|-+$/g, '')
+      .slice(0, max)
+      .replace(/-+$/g, '');
+  const id = clean(ticketId, 40) || 'task';
+  const slug = clean(title, 48);
+  return slug ? `dockhand/${id}-${slug}` : `dockhand/${id}`;
+}
+
+function withTrailer(message: string, requester: Person | undefined): string {
+  const text = message.trim();
+  if (!requester) return `${text}\n`;
+  return `${text}\n\nCo-authored-by: ${requester.name} <${requester.email}>\n`;
+}
+
+function validate(input: PushChangeInput): void {
+  if (!SHA.test(input.baseSha)) {
+    throw new DockhandError('bad_request', 'baseSha: must be a full 40-character lowercase hex commit SHA', { field: 'baseSha' });
+  }
+  if (!/^dockhand\/[a-z0-9][a-z0-9._/-]*$/.test(input.branch) || input.branch.includes('..') || input.branch.endsWith('.lock')) {
+    throw new DockhandError('bad_request', `branch: "${input.branch}" is not a dockhand/… branch name`, { field: 'branch' });
+  }
+  if (input.diff.trim() === '') {
+    throw new DockhandError('bad_request', 'diff: there is nothing to push', { field: 'diff' });
+  }
+  if (/^[a-z][a-z0-9+.-]*:\/\/[^/]*@/i.test(input.remoteUrl)) {
+    throw new DockhandError('bad_request', 'remoteUrl: must not contain credentials; pass the token separately', { field: 'remoteUrl' });
+  }
+}
+
+async function ensureClone(cloneDir: string): Promise<void> {
+  if (existsSync(join(cloneDir, '.git'))) return;
+  await mkdir(cloneDir, { recursive: true });
+  await createGit(cloneDir).raw(['init', '-q']);
+}
+
+export async function pushChange(input: PushChangeInput): Promise<PushChangeResult> {
+  validate(input);
+  const secrets = [input.token];
+  const log: string[] = [];
+  const note = (text: string) => {
+    if (text.trim()) log.push(redact(text.trim(), secrets));
+  };
+  const remoteOptions: GitOptions = { token: input.token, username: input.tokenUsername };
+  await ensureClone(input.cloneDir);
+  const clone = createGit(input.cloneDir);
+  const remote = createGit(input.cloneDir, remoteOptions);
+
+  // 1. The base commit, fetched from the remote when this clone has not seen it yet.
+  if ((await tryRaw(clone, ['cat-file', '-e', `${input.baseSha}^{commit}`])) === undefined) {
+    try {
+      note(await remote.raw(['fetch', '--no-tags', '--quiet', input.remoteUrl, '+refs/heads/*:refs/dockhand/remote/*']));
+    } catch (error) {
+      throw gitFailure('fetching the base commit', error, secrets);
+    }
+    if ((await tryRaw(clone, ['cat-file', '-e', `${input.baseSha}^{commit}`])) === undefined) {
+      throw new DockhandError('not_found', `base commit ${input.baseSha} is not on any branch of the remote`, { field: 'baseSha' });
+    }
+  }
+
+  // 2. Apply and commit in a throwaway worktree, so the clone itself is never dirty.
+  const scratch = await mkdtemp(join(tmpdir(), 'dockhand-push-'));
+  const worktree = join(scratch, 'tree');
+  const patchFile = join(scratch, 'change.diff');
+  let headSha: string;
+  let tree: string;
+  try {
+    await clone.raw(['worktree', 'add', '--detach', '--quiet', worktree, input.baseSha]);
+    await writeFile(patchFile, input.diff.endsWith('\n') ? input.diff : `${input.diff}\n`);
+    const bot = input.bot ?? DOCKHAND_BOT;
+    const work = createGit(worktree, { date: input.date });
+    try {
+      await work.raw(['apply', '--index', '--whitespace=nowarn', patchFile]);
+    } catch (error) {
+      throw gitFailure(`the diff does not apply to ${input.baseSha}`, error, secrets, 'conflict');
+    }
+    const messageFile = join(scratch, 'message.txt');
+    await writeFile(messageFile, withTrailer(input.message, input.requester));
+    await work.raw(['-c', `user.name=${bot.name}`, '-c', `user.email=${bot.email}`, 'commit', '--quiet', '--no-verify', '-F', messageFile]);
+    headSha = (await work.raw(['rev-parse', 'HEAD'])).trim();
+    tree = (await work.raw(['rev-parse', 'HEAD^{tree}'])).trim();
+  } finally {
+    await tryRaw(clone, ['worktree', 'remove', '--force', worktree]);
+    await rm(scratch, { recursive: true, force: true });
+    await tryRaw(clone, ['worktree', 'prune']);
+  }
+
+  // 3. What does the remote branch hold?
+  const ref = `refs/heads/${input.branch}`;
+  let remoteSha: string | undefined;
+  try {
+    const listing = (await remote.raw(['ls-remote', input.remoteUrl, ref])).trim();
+    remoteSha = listing ? listing.split(/\s+/)[0] : undefined;
+  } catch (error) {
+    throw gitFailure('reading the remote branch', error, secrets);
+  }
+
+  if (remoteSha !== undefined) {
+    if ((await tryRaw(clone, ['cat-file', '-e', `${remoteSha}^{commit}`])) === undefined) {
+      try {
+        note(await remote.raw(['fetch', '--no-tags', '--quiet', input.remoteUrl, `+${ref}:refs/dockhand/remote/${input.branch}`]));
+      } catch (error) {
+        throw gitFailure('fetching the remote branch', error, secrets);
+      }
+    }
+    const remoteTree = await tryRaw(clone, ['rev-parse', `${remoteSha}^{tree}`]);
+    const remoteParent = await tryRaw(clone, ['rev-parse', `${remoteSha}^`]);
+    if (remoteTree === tree && remoteParent === input.baseSha) {
+      note(`${input.branch} already holds this change at ${remoteSha}; nothing pushed`);
+      return { branch: input.branch, headSha: remoteSha, pushed: false, replaced: false, output: log.join('\n') };
+    }
+  }
+
+  // 4. Push with a lease on exactly what was seen (empty lease: the branch must still not exist).
+  try {
+    note(
+      await remote.raw([
+        'push', '--quiet', '--porcelain', '--no-verify',
+        `--force-with-lease=${ref}:${remoteSha ?? ''}`,
+        input.remoteUrl,
+        `${headSha}:${ref}`,
+      ]),
+    );
+  } catch (error) {
+    throw gitFailure(`pushing ${input.branch}`, error, secrets, 'conflict');
+  }
+  return { branch: input.branch, headSha, pushed: true, replaced: remoteSha !== undefined, output: log.join('\n') };
+}
