@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { Budgets, CreateTaskRequest, TaskState, TaskUsage, type Task } from '@dockhand/protocol';
-import type { Approval, PullRequestRecord, TokenInfo, User } from './types';
+import type { Approval, TokenInfo, User } from './types';
 
 /* Rows come back from SQLite as unknown values; they are parsed here, never cast. */
 
@@ -88,24 +88,3 @@ export function toApproval(row: unknown): Approval {
   return approval;
 }
 
-export const PullRequestRecordSchema = z.object({
-  repo: z.string(),
-  number: z.number().int().min(1),
-  taskId: z.string().optional(),
-  branch: z.string(),
-  base: z.string(),
-  title: z.string(),
-  body: z.string(),
-  state: z.enum(['open', 'merged', 'closed']),
-  url: z.string(),
-  headSha: z.string(),
-  mergeSha: z.string().optional(),
-  createdAt: z.string(),
-  updatedAt: z.string(),
-  mergedAt: z.string().optional(),
-  closedAt: z.string().optional(),
-  revertedAt: z.string().optional(),
-});
-export function toPullRequest(json: unknown): PullRequestRecord {
-  return PullRequestRecordSchema.parse(typeof json === 'string' ? JSON.parse(json) : json);
-}

@@ -18,7 +18,6 @@ import {
   EventRow,
   ProjectionRow,
   toApproval,
-  toPullRequest,
   toTask,
   toTokenInfo,
   toUser,
@@ -28,7 +27,6 @@ import type {
   ApprovalKind,
   ApprovalState,
   Lease,
-  PullRequestRecord,
   Role,
   Store,
   TaskListQuery,
@@ -37,6 +35,7 @@ import type {
   User,
 } from './types';
 import { SqliteFlakyStore } from './flaky';
+import { SqlitePullRequestStore } from './pull-requests';
 
 export function hashToken(token: string): string {
   return createHash('sha256').update(token).digest('hex');
@@ -57,6 +56,7 @@ const RUNNABLE_STATES = ['queued', ...ACTIVE_STATES];
 export class SqliteStore implements Store {
   readonly db: Database.Database;
   readonly flaky: SqliteFlakyStore;
+  readonly pullRequests: SqlitePullRequestStore;
   private readonly statements;
 
   constructor(path: string) {
@@ -68,6 +68,7 @@ export class SqliteStore implements Store {
     this.db.pragma('foreign_keys = ON');
     migrate(this.db);
     this.flaky = new SqliteFlakyStore(this.db);
+    this.pullRequests = new SqlitePullRequestStore(this.db);
     this.statements = {
       projection: this.db.prepare('SELECT last_seq, usage, state FROM tasks WHERE id = ?'),
       insertEvent: this.db.prepare('INSERT INTO events (task_id, seq, type, data, ts) VALUES (?, ?, ?, ?, ?)'),
@@ -365,31 +366,6 @@ export class SqliteStore implements Store {
       )
       .all(at, ...RUNNABLE_STATES, limit);
     return rows.map(toTask);
-  }
-
-  // ---- pull requests ----
-
-  async nextPullRequestNumber(repo: string): Promise<number> {
-    const max = this.db.prepare('SELECT MAX(number) FROM pull_requests WHERE repo = ?').pluck().get(repo);
-    return (typeof max === 'number' ? max : 0) + 1;
-  }
-
-  async savePullRequest(record: PullRequestRecord): Promise<void> {
-    this.db
-      .prepare('INSERT INTO pull_requests (repo, number, record) VALUES (?, ?, ?) ON CONFLICT(repo, number) DO UPDATE SET record = excluded.record')
-      .run(record.repo, record.number, JSON.stringify(record));
-  }
-
-  async getPullRequest(repo: string, number: number): Promise<PullRequestRecord | undefined> {
-    const json = this.db.prepare('SELECT record FROM pull_requests WHERE repo = ? AND number = ?').pluck().get(repo, number);
-    return json === undefined ? undefined : toPullRequest(json);
-  }
-
-  async listPullRequests(repo?: string): Promise<PullRequestRecord[]> {
-    const rows = repo === undefined
-      ? this.db.prepare('SELECT record FROM pull_requests ORDER BY repo, number').pluck().all()
-      : this.db.prepare('SELECT record FROM pull_requests WHERE repo = ? ORDER BY number').pluck().all(repo);
-    return rows.map(toPullRequest);
   }
 
   async ping(): Promise<void> {

@@ -1,4 +1,5 @@
 import type { FlakyStore } from '../feedback/types';
+import type { PullRequestStore } from '../forge/types';
 import type { CreateTaskRequest, EventType, NewEvent, Task, TaskEvent, TaskState } from '@dockhand/protocol';
 
 /*
@@ -60,24 +61,6 @@ export interface Lease {
   expiresAt: number;
 }
 
-export interface PullRequestRecord {
-  repo: string;
-  number: number;
-  taskId?: string;
-  branch: string;
-  base: string;
-  title: string;
-  body: string;
-  state: 'open' | 'merged' | 'closed';
-  url: string;
-  headSha: string;
-  mergeSha?: string;
-  createdAt: string;
-  updatedAt: string;
-  mergedAt?: string;
-  closedAt?: string;
-  revertedAt?: string;
-}
 
 export interface Store {
   // users and tokens (tokens are stored as sha256 hashes; the plain token is shown once)
@@ -122,12 +105,8 @@ export interface Store {
   /** Queued tasks and active tasks without a live lease, normal priority first, oldest first. */
   listRunnable(limit: number, now?: number): Promise<Task[]>;
 
-  // pull requests (the forge's record store)
-  nextPullRequestNumber(repo: string): Promise<number>;
-  savePullRequest(record: PullRequestRecord): Promise<void>;
-  getPullRequest(repo: string, number: number): Promise<PullRequestRecord | undefined>;
-  listPullRequests(repo?: string): Promise<PullRequestRecord[]>;
-
+  /** The local forge's pull-request records (its `PullRequestStore` port). */
+  readonly pullRequests: PullRequestStore;
   /** Quarantined flaky tests per repo (the feedback engine's port). */
   readonly flaky: FlakyStore;
 

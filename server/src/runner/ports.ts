@@ -1,0 +1,67 @@
+import type { EventPayload, Task, TaskEvent } from '@dockhand/protocol';
+import type { Approver, EventSink } from '../agent/ports';
+import type { Sandbox } from '../sandbox/types';
+
+/*
+ * The task runner's view of the other pieces. Each port is small so the runner is testable with
+ * fakes; `wiring.ts` adapts the real sandbox service, agent loop, policy gate and forge to them.
+ */
+
+export interface AcquiredSandbox {
+  sandbox: Sandbox;
+  source: 'warm_pool' | 'snapshot' | 'cold';
+  startMs: number;
+}
+
+export interface SandboxProvider {
+  acquire(input: { repo: string; baseSha: string; taskId: string }): Promise<AcquiredSandbox>;
+  /** The sandbox named in an earlier `sandbox.ready`, when it is still alive (after a restart). */
+  reattach?(input: { sandboxId: string; baseSha: string; taskId: string }): Promise<Sandbox | undefined>;
+  release(sandbox: Sandbox): Promise<void>;
+}
+
+export type AgentOutcomeKind = 'finished' | 'budget_exhausted' | 'failed' | 'cancelled';
+
+export interface AgentResult {
+  outcome: AgentOutcomeKind;
+  /** PR summary (finished) or why it stopped. */
+  summary: string;
+  /** The workspace diff against the base SHA when the agent stopped. */
+  diff: string;
+  error?: { code: string; message: string };
+}
+
+export interface AgentInput {
+  task: Task;
+  sandbox: Sandbox;
+  events: EventSink;
+  approver: Approver;
+  /** The task's log so far: the loop rebuilds its conversation from it when resuming. */
+  priorEvents: TaskEvent[];
+  signal: AbortSignal;
+}
+
+export interface AgentPort {
+  run(input: AgentInput): Promise<AgentResult>;
+}
+
+export type PolicyResult = EventPayload<'policy.checked'>;
+
+export interface PolicyPort {
+  check(input: { task: Task; diff: string; stage: 'review' | 'push' }): Promise<PolicyResult>;
+}
+
+export interface PublishResult {
+  number: number;
+  url: string;
+  branch: string;
+  headSha: string;
+}
+
+/**
+ * Pushes the branch and opens the draft PR. Must be idempotent: a retry after a crash finds the
+ * branch already at the same tree and the PR already open, and pushes nothing twice.
+ */
+export interface PublisherPort {
+  publish(input: { task: Task; diff: string; summary: string; events: TaskEvent[] }): Promise<PublishResult>;
+}

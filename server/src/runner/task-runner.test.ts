@@ -1,0 +1,167 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { CreateTaskRequest, type TaskEvent } from '@dockhand/protocol';
+import { EventHub, EventLog } from '../store/hub';
+import { SqliteStore } from '../store/sqlite';
+import { applyReview } from './review';
+import { TaskRunner } from './task-runner';
+import { CountingPublisher, FakePolicy, FakeSandboxProvider, ScriptedAgent, editLikeTheAgent, type AgentScript } from './testing/fakes';
+
+const request = CreateTaskRequest.parse({
+  ticket: { kind: 'text', title: 'Make two loud' },
+  context: { repo: '/srv/app.git', baseSha: 'a'.repeat(40) },
+});
+
+let store: SqliteStore;
+let log: EventLog;
+let sandboxes: FakeSandboxProvider;
+let policy: FakePolicy;
+let publisher: CountingPublisher;
+beforeEach(async () => {
+  store = new SqliteStore(':memory:');
+  log = new EventLog(store, new EventHub());
+  sandboxes = new FakeSandboxProvider();
+  policy = new FakePolicy();
+  publisher = new CountingPublisher();
+  await store.createUser('alice', 'user');
+});
+afterEach(async () => { await store.close(); });
+
+function runner(script: AgentScript) {
+  const agent = new ScriptedAgent(script);
+  return { agent, runner: new TaskRunner({ log, sandboxes, agent, policy, publisher }) };
+}
+
+const finishing: AgentScript = async (input) => {
+  await editLikeTheAgent(input, 'two', 'TWO');
+  return { outcome: 'finished', summary: 'made two loud', diff: await input.sandbox.diff() };
+};
+
+const states = (events: TaskEvent[]) => events.flatMap((e) => (e.type === 'task.state' ? [e.data.state] : []));
+const alice = { name: 'alice', role: 'user' as const, createdAt: '' };
+
+describe('TaskRunner', () => {
+  it('takes a task from queued to awaiting_review, writing each state before the work', async () => {
+    const { task } = await store.createTask('alice', request);
+    const { runner: r } = runner(finishing);
+    await r.run(task.id, new AbortController().signal);
+    const events = await store.listEvents(task.id);
+    expect(states(events)).toEqual(['queued', 'provisioning', 'running', 'awaiting_review']);
+    const types = events.map((e) => e.type);
+    expect(types.indexOf('sandbox.ready')).toBeGreaterThan(types.indexOf('task.state'));
+    expect(types.indexOf('policy.checked')).toBeLessThan(types.lastIndexOf('task.state'));
+    expect(events.find((e) => e.type === 'policy.checked')).toMatchObject({ data: { stage: 'review', ok: true } });
+    expect((await store.listApprovals(task.id, 'pending')).map((a) => a.kind)).toEqual(['push']);
+    expect((await store.getResult(task.id))?.diff).toContain('+TWO');
+    expect(sandboxes.released).toEqual(['sbx-1']);
+  });
+
+  it('pushes exactly once after approval and ends in pr_open', async () => {
+    const { task } = await store.createTask('alice', request);
+    const { runner: r } = runner(finishing);
+    await r.run(task.id, new AbortController().signal);
+    await applyReview({ store, events: log, wake: () => undefined }, (await store.getTask(task.id))!, alice, { action: 'approve', comments: [] });
+    await r.run(task.id, new AbortController().signal);
+    await r.run(task.id, new AbortController().signal);
+    const events = await store.listEvents(task.id);
+    expect(states(events).slice(-2)).toEqual(['pushing', 'pr_open']);
+    expect(publisher.pushes).toBe(1);
+    expect(events.filter((e) => e.type === 'pr.opened')).toHaveLength(1);
+    expect(policy.checks.map((c) => c.stage)).toEqual(['review', 'push']);
+    expect((await store.getTask(task.id))?.prUrl).toBe('dockhand-local://app/pulls/1');
+  });
+
+  it('a crash after pr.opened but before pr_open does not push again', async () => {
+    const { task } = await store.createTask('alice', request);
+    const { runner: r } = runner(finishing);
+    await r.run(task.id, new AbortController().signal);
+    await store.setResult(task.id, { diff: 'x', summary: 's' });
+    await log.append(task.id, { type: 'task.state', data: { state: 'pushing' } });
+    await log.append(task.id, { type: 'pr.opened', data: { number: 1, url: 'u', branch: 'b', headSha: 'c'.repeat(40) } });
+    await r.run(task.id, new AbortController().signal);
+    expect(publisher.pushes).toBe(0);
+    expect((await store.getTask(task.id))?.state).toBe('pr_open');
+  });
+
+  it('sends review-stage policy violations back to the agent, then fails after the rounds run out', async () => {
+    const { task } = await store.createTask('alice', request);
+    const violation = { ok: false, stage: 'review' as const, violations: [{ rule: 'ci-config', path: '.github/workflows/ci.yml', message: 'CI config is protected' }] };
+    policy.results = [violation, violation];
+    const { agent, runner: r } = runner(finishing);
+    await r.run(task.id, new AbortController().signal);
+    expect(agent.calls).toHaveLength(2);
+    const second = agent.calls[1]!.priorEvents;
+    expect(second.some((e) => e.type === 'user.message' && e.data.from === 'dockhand-policy' && e.data.text.includes('ci-config'))).toBe(true);
+    const after = await store.getTask(task.id);
+    expect(after?.state).toBe('failed');
+    expect(after?.error).toMatch(/policy/);
+  });
+
+  it('request_changes resumes in a fresh sandbox with the recorded edits replayed', async () => {
+    const { task } = await store.createTask('alice', request);
+    const { agent, runner: r } = runner(async (input, call) => {
+      if (call === 1) return finishing(input, call);
+      // The second run sees the first edit already in place and the reviewer's comments.
+      expect((await input.sandbox.readFile('src/a.ts')).toString()).toBe('one\nTWO\nthree\n');
+      await editLikeTheAgent(input, 'three', 'THREE');
+      return { outcome: 'finished', summary: 'both', diff: await input.sandbox.diff() };
+    });
+    await r.run(task.id, new AbortController().signal);
+    await applyReview({ store, events: log, wake: () => undefined }, (await store.getTask(task.id))!, alice, {
+      action: 'request_changes', comments: [{ body: 'three too' }],
+    });
+    await r.run(task.id, new AbortController().signal);
+    expect(agent.calls).toHaveLength(2);
+    expect(agent.calls[1]!.priorEvents.some((e) => e.type === 'user.message' && e.data.text.includes('three too'))).toBe(true);
+    expect(sandboxes.acquired).toHaveLength(2);
+    expect((await store.getResult(task.id))?.diff).toContain('+THREE');
+    expect((await store.getTask(task.id))?.state).toBe('awaiting_review');
+  });
+
+  it('after a crash resumes from the log: reattaches a live sandbox, or replays edits into a fresh one', async () => {
+    for (const sandboxSurvives of [true, false]) {
+      const { task } = await store.createTask('alice', request);
+      // First "process": edits, then hangs forever (the process is killed; nothing cleans up).
+      const first = runner(async (input) => {
+        await editLikeTheAgent(input, 'two', 'TWO');
+        return new Promise<never>(() => undefined);
+      });
+      void first.runner.run(task.id, new AbortController().signal);
+      await new Promise((r) => setTimeout(r, 50));
+      expect((await store.getTask(task.id))?.state).toBe('running');
+      const acquiredBefore = sandboxes.acquired.length;
+      if (!sandboxSurvives) sandboxes.alive.clear();
+      // Second "process": a new runner over the same store resumes the task from its log.
+      const second = runner(async (input) => {
+        expect((await input.sandbox.readFile('src/a.ts')).toString()).toBe('one\nTWO\nthree\n');
+        expect(input.priorEvents.some((e) => e.type === 'file.changed')).toBe(true);
+        return { outcome: 'finished', summary: 'done', diff: await input.sandbox.diff() };
+      });
+      await second.runner.run(task.id, new AbortController().signal);
+      expect(sandboxes.acquired.length - acquiredBefore).toBe(sandboxSurvives ? 0 : 1);
+      expect((await store.getTask(task.id))?.state).toBe('awaiting_review');
+    }
+  });
+
+  it('an interrupt wins: the runner never moves a cancelled task', async () => {
+    const { task } = await store.createTask('alice', request);
+    const controller = new AbortController();
+    const { runner: r } = runner(async (input) => {
+      await log.append(task.id, { type: 'task.state', data: { state: 'cancelled', reason: 'interrupted by alice' } });
+      controller.abort();
+      return { outcome: 'cancelled', summary: 'stopped', diff: await input.sandbox.diff() };
+    });
+    await r.run(task.id, controller.signal);
+    const events = await store.listEvents(task.id);
+    expect(states(events).at(-1)).toBe('cancelled');
+    expect(sandboxes.released).toEqual(['sbx-1']);
+  });
+
+  it('records agent failure as task.failed + failed', async () => {
+    const { task } = await store.createTask('alice', request);
+    const { runner: r } = runner(async () => ({ outcome: 'failed', summary: 'model down', diff: '', error: { code: 'model_unavailable', message: 'model down' } }));
+    await r.run(task.id, new AbortController().signal);
+    const events = await store.listEvents(task.id);
+    expect(events.find((e) => e.type === 'task.failed')).toMatchObject({ data: { code: 'model_unavailable' } });
+    expect(states(events).at(-1)).toBe('failed');
+  });
+});

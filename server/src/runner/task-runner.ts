@@ -1,0 +1,238 @@
+import { applyPatch } from 'diff';
+import { isFinalState, type NewEvent, type Task, type TaskEvent, type TaskState } from '@dockhand/protocol';
+import { DockhandError } from '../errors';
+import type { Logger } from '../log';
+import type { Sandbox } from '../sandbox/types';
+import type { EventLog } from '../store/hub';
+import { StoreApprover } from './approver';
+import type { AgentPort, PolicyPort, PublisherPort, SandboxProvider } from './ports';
+
+/*
+ * One task's life cycle, driven from its event log so that the same code starts a task and
+ * resumes one after a crash:
+ *
+ *   queued → provisioning (sandbox acquired → sandbox.ready) → running (the agent loop)
+ *     → finished and verified by the loop → policy.checked(stage review) → awaiting_review
+ *   awaiting_review --(API: approvals reached)--> pushing → policy.checked(stage push)
+ *     → push + PR (idempotent; skipped when pr.opened is already in the log) → pr.opened → pr_open
+ *   awaiting_review --(API: request changes)--> running (comments arrive as a user.message)
+ *
+ * Every event is written before the action it announces. A task in `cancelled` (the API wrote it
+ * on interrupt) is never moved out of it by the runner.
+ */
+
+export interface RunnerDeps {
+  log: EventLog;
+  sandboxes: SandboxProvider;
+  agent: AgentPort;
+  policy: PolicyPort;
+  publisher: PublisherPort;
+  logger?: Logger;
+  /** Review-stage policy failures sent back to the agent before the task fails. */
+  maxPolicyRounds?: number;
+}
+
+const RESUMABLE: readonly TaskState[] = ['queued', 'provisioning', 'running', 'awaiting_approval', 'verifying', 'pushing'];
+
+export class TaskRunner {
+  /** Sandboxes this process holds, by task (released when the task stops needing one). */
+  private readonly sandboxes = new Map<string, Sandbox>();
+
+  constructor(private readonly deps: RunnerDeps) {}
+
+  /** The live workspace diff of a task this server is working on. */
+  async liveDiff(taskId: string): Promise<string | undefined> {
+    return this.sandboxes.get(taskId)?.diff();
+  }
+
+  /** Does the next piece of work for a leased task, until it waits for a human or ends. */
+  async run(taskId: string, signal: AbortSignal): Promise<void> {
+    const log = this.deps.logger?.child({ taskId });
+    try {
+      for (let step = 0; step < 20 && !signal.aborted; step++) {
+        const task = await this.task(taskId);
+        if (!RESUMABLE.includes(task.state)) break;
+        if (task.state === 'pushing') await this.push(task);
+        else await this.work(task, signal);
+      }
+    } catch (error) {
+      const failure = error instanceof DockhandError ? error : new DockhandError('internal', error instanceof Error ? error.message : String(error), { cause: error });
+      log?.error({ err: error }, 'task failed');
+      const task = await this.deps.log.store.getTask(taskId);
+      if (task && !isFinalState(task.state)) {
+        await this.emit(taskId, { type: 'task.failed', data: { code: failure.code, message: failure.message } });
+        await this.setState(taskId, 'failed', failure.message);
+      }
+    } finally {
+      const task = await this.deps.log.store.getTask(taskId);
+      if (!task || task.state !== 'running' || signal.aborted) await this.releaseSandbox(taskId);
+    }
+  }
+
+  private async task(taskId: string): Promise<Task> {
+    const task = await this.deps.log.store.getTask(taskId);
+    if (!task) throw new DockhandError('not_found', `task ${taskId} not found`);
+    return task;
+  }
+
+  private emit(taskId: string, event: NewEvent): Promise<TaskEvent> {
+    return this.deps.log.append(taskId, event);
+  }
+
+  /** Writes a state unless the task already ended (an interrupt wins over whatever we were doing). */
+  private async setState(taskId: string, state: TaskState, reason?: string): Promise<boolean> {
+    const task = await this.task(taskId);
+    if (isFinalState(task.state) && task.state !== state) return false;
+    if (task.state === state) return true;
+    await this.emit(taskId, { type: 'task.state', data: { state, ...(reason ? { reason } : {}) } });
+    return true;
+  }
+
+  private async work(task: Task, signal: AbortSignal): Promise<void> {
+    if (task.state === 'queued' && !(await this.setState(task.id, 'provisioning'))) return;
+    const sandbox = await this.ensureSandbox(task);
+    if (signal.aborted || !(await this.setState(task.id, 'running'))) return;
+    const current = await this.task(task.id);
+    const priorEvents = await this.deps.log.store.listEvents(task.id);
+    const result = await this.deps.agent.run({
+      task: current,
+      sandbox,
+      events: this.deps.log.sinkFor(task.id),
+      approver: new StoreApprover(this.deps.log, task.id),
+      priorEvents,
+      signal,
+    });
+    // Aborted: interrupted (the API already wrote `cancelled`), lease lost or server stopping (the
+    // task stays active and is resumed from its log by whoever leases it next). Write nothing.
+    if (signal.aborted) return;
+    const now = await this.task(task.id);
+    if (isFinalState(now.state)) return;
+    if (result.outcome === 'cancelled') {
+      await this.deps.log.store.setResult(task.id, { diff: result.diff, summary: result.summary });
+      await this.setState(task.id, 'cancelled', result.summary || 'cancelled');
+      return;
+    }
+    if (result.outcome === 'budget_exhausted') {
+      await this.deps.log.store.setResult(task.id, { diff: result.diff, summary: result.summary });
+      await this.setState(task.id, 'budget_exhausted', result.summary || 'budget exhausted');
+      return;
+    }
+    if (result.outcome === 'failed') {
+      await this.emit(task.id, { type: 'task.failed', data: result.error ?? { code: 'internal', message: result.summary } });
+      await this.setState(task.id, 'failed', result.error?.message ?? result.summary);
+      return;
+    }
+    await this.afterFinish(now, result.diff, result.summary);
+  }
+
+  private async afterFinish(task: Task, diff: string, summary: string): Promise<void> {
+    const policy = await this.deps.policy.check({ task, diff, stage: 'review' });
+    await this.emit(task.id, { type: 'policy.checked', data: policy });
+    if (!policy.ok) {
+      const events = await this.deps.log.store.listEvents(task.id);
+      const failures = events.filter((e) => e.type === 'policy.checked' && e.data.stage === 'review' && !e.data.ok).length;
+      const lines = policy.violations.map((v) => `- ${v.rule} ${v.path}${v.line ? `:${v.line}` : ''}: ${v.message}`);
+      if (failures >= (this.deps.maxPolicyRounds ?? 2)) {
+        await this.deps.log.store.setResult(task.id, { diff, summary });
+        await this.emit(task.id, { type: 'task.failed', data: { code: 'policy_violation', message: `policy violations remain:\n${lines.join('\n')}` } });
+        await this.setState(task.id, 'failed', 'policy violations remain');
+        return;
+      }
+      await this.emit(task.id, {
+        type: 'user.message',
+        data: { from: 'dockhand-policy', text: `The change breaks repository policy; fix these and finish again:\n${lines.join('\n')}` },
+      });
+      return; // still running: the next step resumes the agent with this message
+    }
+    await this.deps.log.store.setResult(task.id, { diff, summary });
+    if (!(await this.setState(task.id, 'awaiting_review', 'tests green, review approved, policy ok'))) return;
+    const pending = await this.deps.log.store.requestApproval(task.id, { kind: 'push', reason: 'review the diff before it is pushed' });
+    this.deps.log.published([pending.event]);
+    await this.releaseSandbox(task.id);
+  }
+
+  private async push(task: Task): Promise<void> {
+    const events = await this.deps.log.store.listEvents(task.id);
+    const opened = events.find((e) => e.type === 'pr.opened');
+    if (!opened) {
+      const result = await this.deps.log.store.getResult(task.id);
+      if (!result) throw new DockhandError('conflict', `task ${task.id} has no diff to push`);
+      const policy = await this.deps.policy.check({ task, diff: result.diff, stage: 'push' });
+      await this.emit(task.id, { type: 'policy.checked', data: policy });
+      if (!policy.ok) {
+        await this.emit(task.id, { type: 'task.failed', data: { code: 'policy_violation', message: 'the push-stage policy check failed' } });
+        await this.setState(task.id, 'failed', 'push blocked by policy');
+        return;
+      }
+      const pr = await this.deps.publisher.publish({ task, diff: result.diff, summary: result.summary, events });
+      await this.emit(task.id, { type: 'pr.opened', data: pr });
+    }
+    await this.setState(task.id, 'pr_open');
+  }
+
+  /**
+   * The task's sandbox: the one this process holds; else the one named by the last
+   * `sandbox.ready` if it survived; else a fresh one with the recorded file changes replayed
+   * (edits made by `run_command` alone are not in the log and are lost — the agent re-runs
+   * what it needs).
+   */
+  private async ensureSandbox(task: Task): Promise<Sandbox> {
+    const held = this.sandboxes.get(task.id);
+    if (held) return held;
+    const events = await this.deps.log.store.listEvents(task.id);
+    const ready = [...events].reverse().find((e) => e.type === 'sandbox.ready');
+    if (ready?.type === 'sandbox.ready' && this.deps.sandboxes.reattach) {
+      const alive = await this.deps.sandboxes.reattach({ sandboxId: ready.data.sandboxId, baseSha: task.context.baseSha, taskId: task.id });
+      if (alive) {
+        this.sandboxes.set(task.id, alive);
+        return alive;
+      }
+    }
+    const acquired = await this.deps.sandboxes.acquire({ repo: task.context.repo, baseSha: task.context.baseSha, taskId: task.id });
+    this.sandboxes.set(task.id, acquired.sandbox);
+    await replayFileChanges(acquired.sandbox, events);
+    await this.emit(task.id, {
+      type: 'sandbox.ready',
+      data: {
+        sandboxId: acquired.sandbox.id,
+        image: acquired.sandbox.image,
+        baseSha: acquired.sandbox.baseSha,
+        source: acquired.source,
+        startMs: acquired.startMs,
+      },
+    });
+    return acquired.sandbox;
+  }
+
+  async releaseSandbox(taskId: string): Promise<void> {
+    const sandbox = this.sandboxes.get(taskId);
+    if (!sandbox) return;
+    this.sandboxes.delete(taskId);
+    await this.deps.sandboxes.release(sandbox).catch((error: unknown) => this.deps.logger?.warn({ err: error, taskId }, 'sandbox release failed'));
+  }
+
+  async releaseAll(): Promise<void> {
+    await Promise.all([...this.sandboxes.keys()].map((taskId) => this.releaseSandbox(taskId)));
+  }
+}
+
+/** Re-applies every `file.changed` patch of the log, in order, to a fresh workspace. */
+export async function replayFileChanges(sandbox: Sandbox, events: TaskEvent[]): Promise<number> {
+  let applied = 0;
+  for (const event of events) {
+    if (event.type !== 'file.changed') continue;
+    const { path, change, patch } = event.data;
+    if (change === 'deleted') {
+      await sandbox.exec({ cmd: ['rm', '-f', '--', path] });
+      applied += 1;
+      continue;
+    }
+    let current = '';
+    if (change === 'modified') current = (await sandbox.readFile(path)).toString('utf8');
+    const next = applyPatch(current, patch);
+    if (next === false) throw new DockhandError('conflict', `recorded change to ${path} (seq ${event.seq}) does not apply to a fresh workspace`);
+    await sandbox.writeFile(path, next);
+    applied += 1;
+  }
+  return applied;
+}

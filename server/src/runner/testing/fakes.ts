@@ -1,0 +1,102 @@
+import { createTwoFilesPatch } from 'diff';
+import type { Task } from '@dockhand/protocol';
+import type { ExecOptions, ExecResult, FileEntry, Sandbox } from '../../sandbox/types';
+import type { AgentInput, AgentPort, AgentResult, PolicyPort, PolicyResult, PublisherPort, PublishResult, SandboxProvider } from '../ports';
+
+/** An in-memory sandbox for unit tests of the runner only (the real one is DockerSandboxDriver). */
+export class MemorySandbox implements Sandbox {
+  readonly image = 'fake:latest';
+  destroyed = false;
+  readonly files = new Map<string, string>();
+  constructor(readonly id: string, readonly baseSha: string, base: Record<string, string> = {}) {
+    for (const [path, content] of Object.entries(base)) this.files.set(path, content);
+    this.base = new Map(this.files);
+  }
+  private readonly base: Map<string, string>;
+  async exec(opts: ExecOptions): Promise<ExecResult> {
+    if (opts.cmd[0] === 'rm') this.files.delete(opts.cmd.at(-1) ?? '');
+    return { exitCode: 0, stdout: '', stderr: '', truncated: false, timedOut: false, durationMs: 0 };
+  }
+  async readFile(path: string): Promise<Buffer> {
+    const content = this.files.get(path);
+    if (content === undefined) throw new Error(`no such file ${path}`);
+    return Buffer.from(content);
+  }
+  async writeFile(path: string, content: string | Buffer): Promise<void> {
+    this.files.set(path, content.toString());
+  }
+  async listFiles(): Promise<FileEntry[]> {
+    return [...this.files.keys()].map((path) => ({ path, type: 'file', size: this.files.get(path)?.length ?? 0 }));
+  }
+  async diff(): Promise<string> {
+    let out = '';
+    for (const path of new Set([...this.base.keys(), ...this.files.keys()])) {
+      const before = this.base.get(path);
+      const after = this.files.get(path);
+      if (before === after) continue;
+      out += `diff --git a/${path} b/${path}\n` + createTwoFilesPatch(before === undefined ? '/dev/null' : `a/${path}`, after === undefined ? '/dev/null' : `b/${path}`, before ?? '', after ?? '').replace(/^=+\n/m, '').replace(/^Index:.*\n/m, '');
+    }
+    return out;
+  }
+  async destroy(): Promise<void> {
+    this.destroyed = true;
+  }
+}
+
+export class FakeSandboxProvider implements SandboxProvider {
+  acquired: MemorySandbox[] = [];
+  released: string[] = [];
+  alive = new Map<string, MemorySandbox>();
+  constructor(private readonly base: Record<string, string> = { 'src/a.ts': 'one\ntwo\nthree\n' }) {}
+  async acquire(input: { baseSha: string; taskId: string }) {
+    const sandbox = new MemorySandbox(`sbx-${this.acquired.length + 1}`, input.baseSha, this.base);
+    this.acquired.push(sandbox);
+    this.alive.set(sandbox.id, sandbox);
+    return { sandbox, source: 'snapshot' as const, startMs: 5 };
+  }
+  async reattach(input: { sandboxId: string }) {
+    return this.alive.get(input.sandboxId);
+  }
+  async release(sandbox: Sandbox) {
+    this.released.push(sandbox.id);
+    this.alive.delete(sandbox.id);
+    await sandbox.destroy();
+  }
+}
+
+export type AgentScript = (input: AgentInput, call: number) => Promise<AgentResult>;
+
+export class ScriptedAgent implements AgentPort {
+  calls: AgentInput[] = [];
+  constructor(private readonly script: AgentScript) {}
+  async run(input: AgentInput): Promise<AgentResult> {
+    this.calls.push(input);
+    return this.script(input, this.calls.length);
+  }
+}
+
+/** An agent step that edits src/a.ts through the sandbox and records file.changed, like edit_file. */
+export async function editLikeTheAgent(input: AgentInput, from: string, to: string): Promise<void> {
+  const before = (await input.sandbox.readFile('src/a.ts')).toString();
+  const after = before.replace(from, to);
+  await input.sandbox.writeFile('src/a.ts', after);
+  const patch = createTwoFilesPatch('a/src/a.ts', 'b/src/a.ts', before, after, undefined, undefined, { context: 3 });
+  await input.events.append({ type: 'file.changed', data: { path: 'src/a.ts', change: 'modified', patch } });
+}
+
+export class FakePolicy implements PolicyPort {
+  results: PolicyResult[] = [];
+  checks: Array<{ task: Task; diff: string; stage: 'review' | 'push' }> = [];
+  async check(input: { task: Task; diff: string; stage: 'review' | 'push' }): Promise<PolicyResult> {
+    this.checks.push(input);
+    return this.results.shift() ?? { ok: true, stage: input.stage, violations: [] };
+  }
+}
+
+export class CountingPublisher implements PublisherPort {
+  pushes = 0;
+  async publish(input: { task: Task }): Promise<PublishResult> {
+    this.pushes += 1;
+    return { number: 1, url: `dockhand-local://app/pulls/1`, branch: `dockhand/${input.task.id}`, headSha: 'c'.repeat(40) };
+  }
+}

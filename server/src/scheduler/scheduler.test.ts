@@ -1,0 +1,82 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { CreateTaskRequest } from '@dockhand/protocol';
+import { SqliteStore } from '../store/sqlite';
+import { Scheduler } from './scheduler';
+
+const request = (priority: 'normal' | 'routine') =>
+  CreateTaskRequest.parse({ ticket: { kind: 'text', title: 't' }, context: { repo: 'r', baseSha: 'a'.repeat(40) }, priority });
+
+let store: SqliteStore;
+const schedulers: Scheduler[] = [];
+beforeEach(() => { store = new SqliteStore(':memory:'); });
+afterEach(async () => {
+  for (const s of schedulers.splice(0)) await s.stop();
+  await store.close();
+});
+
+async function until(check: () => boolean | Promise<boolean>, ms = 5000) {
+  const end = Date.now() + ms;
+  while (!(await check()) && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
+  expect(await check()).toBe(true);
+}
+
+function make(run: (taskId: string, signal: AbortSignal) => Promise<void>, options: Partial<{ concurrency: number; leaseMs: number; workerId: string }> = {}) {
+  const scheduler = new Scheduler({ store, run, concurrency: options.concurrency ?? 1, leaseMs: options.leaseMs ?? 300, pollMs: 20, ...(options.workerId ? { workerId: options.workerId } : {}) });
+  schedulers.push(scheduler);
+  return scheduler;
+}
+
+describe('Scheduler', () => {
+  it('runs normal before routine and never more than the concurrency limit', async () => {
+    const routine = (await store.createTask('a', request('routine'))).task.id;
+    const normal1 = (await store.createTask('a', request('normal'))).task.id;
+    const normal2 = (await store.createTask('a', request('normal'))).task.id;
+    const order: string[] = [];
+    let concurrent = 0;
+    let maxConcurrent = 0;
+    const scheduler = make(async (taskId) => {
+      order.push(taskId);
+      concurrent += 1;
+      maxConcurrent = Math.max(maxConcurrent, concurrent);
+      await new Promise((r) => setTimeout(r, 30));
+      await store.appendEvent(taskId, { type: 'task.state', data: { state: 'awaiting_review' } });
+      concurrent -= 1;
+    }, { concurrency: 2 });
+    scheduler.start();
+    await until(() => order.length === 3);
+    expect(order.slice(0, 2).sort()).toEqual([normal1, normal2].sort());
+    expect(order[2]).toBe(routine);
+    expect(maxConcurrent).toBe(2);
+  });
+
+  it('a task whose worker died is resumed by another once the lease expires', async () => {
+    const { task } = await store.createTask('a', request('normal'));
+    await store.appendEvent(task.id, { type: 'task.state', data: { state: 'running' } });
+    // The dead worker's lease, still valid for 200 ms.
+    expect(await store.acquireLease(task.id, 'dead-worker', 200)).toBe(true);
+    const runs: number[] = [];
+    const started = Date.now();
+    const scheduler = make(async (taskId) => {
+      runs.push(Date.now() - started);
+      await store.appendEvent(taskId, { type: 'task.state', data: { state: 'awaiting_review' } });
+    }, { workerId: 'new-worker' });
+    scheduler.start();
+    await until(() => runs.length === 1);
+    expect(runs[0]).toBeGreaterThanOrEqual(150);
+  });
+
+  it('renews the lease while work runs, and aborts local work when the task is cancelled', async () => {
+    const { task } = await store.createTask('a', request('normal'));
+    let aborted = false;
+    const scheduler = make((_taskId, signal) => new Promise<void>((resolve) => {
+      signal.addEventListener('abort', () => { aborted = true; resolve(); });
+    }), { leaseMs: 150 });
+    scheduler.start();
+    await until(() => scheduler.active.length === 1);
+    await new Promise((r) => setTimeout(r, 400));
+    expect((await store.getLease(task.id))?.expiresAt).toBeGreaterThan(Date.now());
+    await store.appendEvent(task.id, { type: 'task.state', data: { state: 'cancelled' } });
+    await until(() => aborted);
+    await until(async () => (await store.getLease(task.id)) === undefined);
+  });
+});
