@@ -1,4 +1,4 @@
-import Anthropic from '@anthropic-ai/sdk';
+import Anthropic, { APIError } from '@anthropic-ai/sdk';
 import { DockhandError } from '../errors';
 import { DEFAULT_PRICES, costOf, mergePrices, pricesFor, type PriceTable } from './pricing';
 import { RetryPolicy, classifyFailure, retryDelayMs, type Failure, type RetryPolicyInput } from './retry';
@@ -148,7 +148,11 @@ function stalled(error: StalledStreamError): Failure {
   return { retryable: true, aborted: false, reason: `stream stalled: ${error.message}`, retryAfterMs: undefined };
 }
 
+/** The API's own message (not the SDK's JSON dump of the body), with the request id to quote. */
 function messageOf(error: unknown): string {
+  if (error instanceof APIError && error.apiMessage) {
+    return error.requestID ? `${error.apiMessage} (request-id ${error.requestID})` : error.apiMessage;
+  }
   return error instanceof Error ? error.message : String(error);
 }
 

@@ -107,12 +107,35 @@ export type CassetteInput = z.input<typeof Cassette>;
 export function parseCassette(value: unknown, source = 'cassette'): Cassette {
   const parsed = Cassette.safeParse(value);
   if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0];
+  const issue = parsed.error.issues[0] && mostSpecific(parsed.error.issues[0]);
   const field = issue ? formatFieldPath(issue.path) : '';
   throw new DockhandError('bad_request', `${source}: ${field ? `${field}: ` : ''}${issue?.message ?? 'invalid'}`, {
     ...(field ? { field } : {}),
     hint: 'see server/src/model/replay/README.md for the cassette format',
   });
+}
+
+interface Issue {
+  path: PropertyKey[];
+  message: string;
+  code?: string;
+  errors?: Issue[][];
+}
+
+/**
+ * A step is a turn or a `oneOf`; zod reports a bad one as "Invalid input" for the union. The
+ * branch that got furthest before failing is the one the author meant, so report its issue.
+ */
+function mostSpecific(issue: Issue): Issue {
+  if (issue.code !== 'invalid_union' || !issue.errors?.length) return issue;
+  let best: Issue | undefined;
+  for (const branch of issue.errors) {
+    const first = branch[0];
+    if (!first) continue;
+    const candidate = mostSpecific(first);
+    if (!best || candidate.path.length > best.path.length) best = candidate;
+  }
+  return best ? { ...best, path: [...issue.path, ...best.path] } : issue;
 }
 
 /** Reads a `.json`, `.yaml` or `.yml` cassette file. */

@@ -108,6 +108,20 @@ describe('replay server with the real SDK', () => {
     expect(again.content[0]).toMatchObject({ type: 'tool_use', name: 'edit_file' });
   });
 
+  it('finds the turn of an agent resumed from its log, even after old turns were compacted away', async () => {
+    const first = await sdk('fix').messages.create({ model: MODEL, max_tokens: 1024, messages: [firstUser] });
+    const afterTests = [firstUser, ...toolResult(first, '2 failed')];
+    const second = await sdk('fix').messages.create({ model: MODEL, max_tokens: 1024, messages: afterTests });
+    // A fresh SDK client (a restarted server) with a compacted history: a summary instead of the
+    // first exchange, then the last assistant turn. Its tool_use id says which turn it was.
+    const compacted: Anthropic.MessageParam[] = [
+      { role: 'user', content: 'Summary: ran the tests, 2 failed in src/math.test.ts.' },
+      ...toolResult(second, 'edited src/math.ts'),
+    ];
+    const resumed = await sdk('fix').messages.create({ model: MODEL, max_tokens: 1024, messages: compacted });
+    expect(resumed.content[0]).toMatchObject({ type: 'text', text: 'Fixed the sign error in add().' });
+  });
+
   it('fails an unmet expectation with a 400 that names it and shows what came instead', async () => {
     const client = sdk('fix');
     const first = await client.messages.create({ model: MODEL, max_tokens: 1024, messages: [firstUser] });
