@@ -1,0 +1,11 @@
+export { runAgent, resolveConfig, DEFAULT_AGENT_CONFIG } from './loop';
+export type { AgentTask, AgentConfig, AgentConfigInput, AgentOutcome, AgentStatus, RunAgentOptions, SteeringSource } from './loop';
+export { rebuildConversation, INTERRUPTED_TOOL_OUTPUT } from './conversation';
+export type { RebuiltConversation } from './conversation';
+export { checkCommand, RULES as GUARD_RULES } from './guard';
+export type { GuardMatch } from './guard';
+export { SimpleFeedbackEngine, parseTestCounts } from './simple-feedback';
+export { defaultTools, executeTool, ToolError, isTestPath, isCiConfigPath } from './tools';
+export type { AgentTool, ToolContext } from './tools';
+export type { EventSink, Approver, ApprovalRequest, ApprovalDecision } from './ports';
+export type { ReviewVerdict } from './review';

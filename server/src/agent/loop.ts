@@ -1,0 +1,306 @@
+import type Anthropic from '@anthropic-ai/sdk';
+import { Budgets, type TaskEvent, type TaskUsage, type Ticket } from '@dockhand/protocol';
+import type { FeedbackEngine, TestReport } from '../feedback/types';
+import type { ModelClient, ModelTurnResult } from '../model/types';
+import type { Sandbox } from '../sandbox/types';
+import { BudgetTracker, type BudgetExceeded } from './budget';
+import { withCacheBreakpoints } from './cache';
+import { ContextMeter, charsOf, compactIfNeeded, type CompactionConfig } from './compaction';
+import {
+  DEFAULT_KEEP_RECENT_TURNS,
+  START_TEXT,
+  appendUserBlocks,
+  assistantContent,
+  rebuildConversation,
+  toolUsesOf,
+  userText,
+} from './conversation';
+import { contextTokensOf, recordModelTurn, textOf } from './model-turn';
+import type { Approver, EventSink } from './ports';
+import { buildSystemPrompt, gatherRepoContext } from './prompt';
+import type { ReviewVerdict } from './review';
+import { StuckDetector } from './stuck';
+import { TallyingSink, UsageTally } from './tally';
+import { FINISH_TOOL_NAME, FinishInput, defaultTools, executeTool, type AgentTool, type ToolContext } from './tools';
+import { verifyFinish } from './verify';
+
+/*
+ * The agent loop: model turn → tool calls in the sandbox → results back, until a verified finish,
+ * a budget, a stop (stuck, refusal, model failure) or cancellation. The pieces it composes are
+ * separate modules: prompt (system prompt), cache (breakpoints), compaction, budget, stuck,
+ * verify (the verified stop), conversation (messages ⇄ event log). Every step is an event.
+ *
+ * Task state (task.state, task.failed) belongs to the caller, which turns the outcome into state.
+ */
+
+export interface AgentTask {
+  ticket: Ticket;
+  budgets?: Partial<Budgets>;
+  /** The ticket explicitly allows changing tests. */
+  allowTestEdits?: boolean;
+}
+
+export interface AgentConfig {
+  /** max_tokens per model turn. */
+  maxTokens: number;
+  /** Characters of one tool result the model sees (head and tail kept). */
+  toolOutputCapChars: number;
+  /** The same failing tool call this many times → one redirect, then stop. */
+  stuckRepeatLimit: number;
+  /** Consecutive turns without any tool call before the loop gives up. */
+  maxTextOnlyTurns: number;
+  /** Prompt-cache breakpoints (off only to measure what caching saves). */
+  cacheBreakpoints: boolean;
+  /** The self-review model call in the verified stop. */
+  review: boolean;
+  compaction: CompactionConfig;
+  instructionFileCapChars: number;
+  repoMapCapChars: number;
+  now: () => number;
+}
+
+export const DEFAULT_AGENT_CONFIG: AgentConfig = {
+  maxTokens: 8192,
+  toolOutputCapChars: 20_000,
+  stuckRepeatLimit: 3,
+  maxTextOnlyTurns: 3,
+  cacheBreakpoints: true,
+  review: true,
+  compaction: { enabled: true, thresholdTokens: 120_000, targetRatio: 0.6, keepRecentTurns: DEFAULT_KEEP_RECENT_TURNS },
+  instructionFileCapChars: 12_000,
+  repoMapCapChars: 4_000,
+  now: Date.now,
+};
+
+export type AgentConfigInput = Partial<Omit<AgentConfig, 'compaction'>> & { compaction?: Partial<CompactionConfig> };
+
+/**
+ * Steering messages from the developer. The API records each as a `user.message` event when it
+ * arrives and queues its text here; the loop injects queued texts before its next model call
+ * (it does not record them again). The loop's own notes are recorded by the loop.
+ */
+export interface SteeringSource {
+  take(): string[];
+}
+
+export interface RunAgentOptions {
+  task: AgentTask;
+  sandbox: Sandbox;
+  model: ModelClient;
+  events: EventSink;
+  approver: Approver;
+  feedback: FeedbackEngine;
+  /** The task's event log so far: the conversation is rebuilt from it and continued. */
+  priorEvents?: readonly TaskEvent[];
+  signal?: AbortSignal;
+  config?: AgentConfigInput;
+  steering?: SteeringSource;
+  tools?: AgentTool[];
+}
+
+export type AgentStatus = 'finished_verified' | 'budget_exhausted' | 'failed' | 'cancelled';
+
+export interface AgentOutcome {
+  status: AgentStatus;
+  /** The finish summary (for the PR) or what stopped the loop. */
+  summary: string;
+  /** The workspace diff against the base commit, kept whatever the status. */
+  diff: string;
+  /** Machine-readable cause for failed/budget_exhausted: 'stuck', 'refusal', 'no_finish', 'model_unavailable', budget name. */
+  reason?: string;
+  budget?: BudgetExceeded;
+  usage: TaskUsage;
+  tests?: TestReport;
+  review?: ReviewVerdict;
+}
+
+export const NUDGE_TEXT =
+  'You replied without calling a tool. If the ticket is done, call finish with a summary; otherwise continue with the tools.';
+const MAX_TOKENS_TEXT = 'Your last reply was cut off at the output limit. Continue, with shorter replies and smaller edits.';
+
+export function resolveConfig(input: AgentConfigInput = {}): AgentConfig {
+  return {
+    ...DEFAULT_AGENT_CONFIG,
+    ...input,
+    compaction: { ...DEFAULT_AGENT_CONFIG.compaction, ...input.compaction },
+  };
+}
+
+export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> {
+  const config = resolveConfig(options.config);
+  const budgets = Budgets.parse(options.task.budgets ?? {});
+  const prior = options.priorEvents && options.priorEvents.length > 0
+    ? rebuildConversation(options.priorEvents, { keepRecentTurns: config.compaction.keepRecentTurns })
+    : undefined;
+  const budget = new BudgetTracker(budgets, config.now, prior?.elapsedMs ?? 0);
+  const tally = new UsageTally(budget, prior);
+  const events = new TallyingSink(options.events, tally);
+  const { sandbox, model, feedback, approver, task } = options;
+  const allowTestEdits = task.allowTestEdits ?? false;
+
+  // Wall clock: one timer aborts whatever is running (model stream, tool, approval wait).
+  const wallClock = new AbortController();
+  const timer = setTimeout(() => wallClock.abort(), budget.remainingMs());
+  const signal = options.signal ? AbortSignal.any([options.signal, wallClock.signal]) : wallClock.signal;
+
+  const pendingWrites: Array<Promise<unknown>> = [];
+  const previousOnFallback = model.onFallback;
+  model.onFallback = (notice) => {
+    previousOnFallback?.(notice);
+    pendingWrites.push(events.append({ type: 'model.fell_back', data: notice }).catch(() => undefined));
+  };
+
+  const outcome = async (status: AgentStatus, summary: string, extra: Partial<AgentOutcome> = {}): Promise<AgentOutcome> => {
+    const diff = extra.diff ?? (await sandbox.diff().catch(() => ''));
+    return { status, summary, diff, usage: tally.usage(), ...extra };
+  };
+  const stopForBudget = async (exceeded: BudgetExceeded): Promise<AgentOutcome> => {
+    await events.append({ type: 'budget.exceeded', data: exceeded });
+    return outcome('budget_exhausted', `Stopped: the ${exceeded.budget} budget is used up (${exceeded.used} of ${exceeded.limit}).`, {
+      reason: exceeded.budget,
+      budget: exceeded,
+    });
+  };
+  const stopForAbort = (): Promise<AgentOutcome> =>
+    options.signal?.aborted ? outcome('cancelled', 'Cancelled.', { reason: 'cancelled' }) : stopForBudget(budget.wallClockExceeded());
+
+  let messages: Anthropic.MessageParam[] = prior?.messages ?? [{ role: 'user', content: [userText(START_TEXT)] }];
+  const addNote = async (text: string) => {
+    appendUserBlocks(messages, [userText(text)]);
+    await events.append({ type: 'user.message', data: { from: 'dockhand', text } });
+  };
+
+  try {
+    const repo = await gatherRepoContext(sandbox, config);
+    const system = buildSystemPrompt({ ticket: task.ticket, allowTestEdits, repo });
+    const tools = options.tools ?? defaultTools();
+    const toolDefinitions = tools.map((tool) => tool.definition);
+    const meter = new ContextMeter(charsOf(system) + charsOf(toolDefinitions));
+    const stuck = new StuckDetector(config.stuckRepeatLimit);
+    let textOnlyTurns = 0;
+
+    for (;;) {
+      if (signal.aborted) return await stopForAbort();
+      const exceeded = budget.exceeded();
+      if (exceeded) return await stopForBudget(exceeded);
+
+      const steering = options.steering?.take() ?? [];
+      if (steering.length > 0) appendUserBlocks(messages, steering.map(userText));
+      if (messages[messages.length - 1]?.role === 'assistant') await addNote(NUDGE_TEXT);
+
+      const turn = budget.turns + 1;
+      messages = await compactIfNeeded({
+        messages,
+        meter,
+        config: config.compaction,
+        model,
+        system,
+        tools: toolDefinitions,
+        events,
+        turn,
+        maxTokens: config.maxTokens,
+        cacheBreakpoints: config.cacheBreakpoints,
+        signal,
+      });
+      const request = withCacheBreakpoints({ system, tools: toolDefinitions, messages }, config.cacheBreakpoints);
+      let result: ModelTurnResult;
+      try {
+        result = await model.turn({ ...request, maxTokens: config.maxTokens, signal });
+      } catch (error) {
+        if (signal.aborted) return await stopForAbort();
+        const message = error instanceof Error ? error.message : String(error);
+        return await outcome('failed', `The model could not be reached: ${message}`, { reason: 'model_unavailable' });
+      }
+      await Promise.all(pendingWrites.splice(0));
+      const usage = await recordModelTurn(events, turn, result, 'agent');
+      meter.observe(contextTokensOf(usage), messages);
+      const text = textOf(result.message);
+      if (text) await events.append({ type: 'assistant.text', data: { turn, text } });
+      messages.push({ role: 'assistant', content: assistantContent(result.message.content) });
+
+      if (result.message.stop_reason === 'refusal') {
+        return await outcome('failed', 'The model refused to continue with this ticket.', { reason: 'refusal' });
+      }
+      const uses = toolUsesOf(result.message.content);
+      if (uses.length === 0) {
+        textOnlyTurns += 1;
+        if (textOnlyTurns >= config.maxTextOnlyTurns) {
+          return await outcome('failed', `The model stopped using tools without calling finish: ${text.slice(0, 500)}`, {
+            reason: 'no_finish',
+          });
+        }
+        await addNote(result.message.stop_reason === 'max_tokens' ? MAX_TOKENS_TEXT : NUDGE_TEXT);
+        continue;
+      }
+      textOnlyTurns = 0;
+
+      const results: Anthropic.ToolResultBlockParam[] = [];
+      const notes: string[] = [];
+      let stopReason: string | undefined;
+      let verified: Awaited<ReturnType<typeof verifyFinish>> | undefined;
+      let finishSummary = '';
+      for (const use of uses) {
+        if (signal.aborted) break;
+        await events.append({ type: 'tool.called', data: { turn, toolUseId: use.id, name: use.name, input: use.input } });
+        const started = performance.now();
+        let output: string;
+        let isError: boolean;
+        let truncated = false;
+        if (use.name === FINISH_TOOL_NAME) {
+          const finish = FinishInput.safeParse(use.input);
+          if (!finish.success) {
+            output = 'Invalid input for finish:\nsummary: give a non-empty summary for the pull request';
+            isError = true;
+          } else {
+            try {
+              const verification = await verifyFinish({
+                sandbox, feedback, model, events, ticket: task.ticket, allowTestEdits,
+                summary: finish.data.summary, signal, review: config.review, turn, maxTokens: config.maxTokens,
+              });
+              output = verification.feedback;
+              isError = !verification.verified;
+              if (verification.verified) {
+                verified = verification;
+                finishSummary = finish.data.summary;
+              }
+            } catch (error) {
+              if (signal.aborted) break;
+              output = `Finish could not be verified: ${error instanceof Error ? error.message : String(error)}. Try finish again.`;
+              isError = true;
+            }
+          }
+        } else {
+          const context: ToolContext = { sandbox, signal, toolUseId: use.id, events, approver, feedback, allowTestEdits };
+          const executed = await executeTool(tools, use.name, use.input, context, config.toolOutputCapChars);
+          if (signal.aborted) break;
+          ({ output, isError, truncated } = executed);
+        }
+        await events.append({
+          type: 'tool.finished',
+          data: { toolUseId: use.id, name: use.name, isError, output, truncated, durationMs: performance.now() - started },
+        });
+        results.push({ type: 'tool_result', tool_use_id: use.id, content: output, is_error: isError });
+        const verdict = stuck.record(use.name, use.input, isError);
+        if (verdict.action === 'redirect') notes.push(verdict.note);
+        if (verdict.action === 'stop') stopReason = verdict.reason;
+      }
+      if (signal.aborted) return await stopForAbort();
+      appendUserBlocks(messages, results);
+      if (verified) {
+        return await outcome('finished_verified', finishSummary, {
+          diff: verified.diff,
+          ...(verified.tests ? { tests: verified.tests } : {}),
+          ...(verified.review ? { review: verified.review } : {}),
+        });
+      }
+      if (stopReason !== undefined) {
+        return await outcome('failed', `Stopped: the agent is stuck (${stopReason}).`, { reason: 'stuck' });
+      }
+      for (const note of notes) await addNote(note);
+    }
+  } finally {
+    clearTimeout(timer);
+    model.onFallback = previousOnFallback;
+    await Promise.all(pendingWrites);
+  }
+}

@@ -1,0 +1,101 @@
+import { z } from 'zod';
+import { capLine } from './output';
+import { asArgument, toWorkspacePath } from './paths';
+import { ToolError, defineTool } from './types';
+
+const MAX_LINE_CHARS = 300;
+
+const RipgrepText = z.object({ text: z.string().optional(), bytes: z.string().optional() });
+const RipgrepLine = z.discriminatedUnion('type', [
+  z.object({
+    type: z.enum(['match', 'context']),
+    data: z.object({ path: RipgrepText, lines: RipgrepText, line_number: z.number().nullable() }),
+  }),
+  z.object({ type: z.enum(['begin', 'end', 'summary']), data: z.unknown() }),
+]);
+
+const SearchInput = z.object({
+  pattern: z.string().min(1).describe('Regular expression (Rust regex syntax) or, with fixed_strings, a literal'),
+  path: z.string().default('.').describe('File or directory to search, relative to the repository root'),
+  glob: z.string().optional().describe('Only files matching this glob, e.g. "*.ts" or "src/**/*.py"; prefix ! to exclude'),
+  context_lines: z.number().int().min(0).max(10).default(0).describe('Lines of context around each match'),
+  max_results: z.number().int().min(1).max(500).default(100).describe('Cap on matching lines returned'),
+  case_insensitive: z.boolean().default(false),
+  fixed_strings: z.boolean().default(false).describe('Treat pattern as a literal string'),
+});
+
+interface Hit {
+  line: number;
+  text: string;
+  isMatch: boolean;
+}
+
+function textOf(value: z.infer<typeof RipgrepText>): string {
+  if (value.text !== undefined) return value.text;
+  return value.bytes !== undefined ? Buffer.from(value.bytes, 'base64').toString('utf8') : '';
+}
+
+export const searchTool = defineTool({
+  name: 'search',
+  description:
+    'Search file contents with ripgrep. Respects .gitignore. Returns matching lines grouped by file with line numbers ' +
+    '(":" marks a match, "-" a context line). Use it to find definitions, call sites and error messages.',
+  input: SearchInput,
+  async run(input, { sandbox, signal }) {
+    const path = toWorkspacePath(input.path);
+    const args = ['rg', '--json', '--no-require-git', '--hidden', '-g', '!.git', '--max-count', String(input.max_results + 1)];
+    if (input.context_lines > 0) args.push('-C', String(input.context_lines));
+    if (input.case_insensitive) args.push('-i');
+    if (input.fixed_strings) args.push('-F');
+    if (input.glob) args.push('-g', input.glob);
+    args.push('-e', input.pattern, '--', asArgument(path));
+    const result = await sandbox.exec({ cmd: args, timeoutMs: 60_000, outputCapBytes: 8 * 1024 * 1024, signal });
+    if (result.timedOut) throw new ToolError('search timed out after 60 s; narrow the path or the glob');
+    if (result.exitCode === 1) return { output: `No matches for ${JSON.stringify(input.pattern)} in ${path}.`, isError: false };
+    if (result.exitCode !== 0) {
+      throw new ToolError(`search failed: ${(result.stderr || result.stdout).trim().slice(0, 2000)}`);
+    }
+
+    const files = new Map<string, Hit[]>();
+    let matches = 0;
+    let shownMatches = 0;
+    for (const raw of result.stdout.split('\n')) {
+      if (!raw.startsWith('{')) continue;
+      let json: unknown;
+      try {
+        json = JSON.parse(raw);
+      } catch {
+        continue;
+      }
+      const line = RipgrepLine.safeParse(json);
+      if (!line.success || (line.data.type !== 'match' && line.data.type !== 'context')) continue;
+      const data = line.data.data;
+      const isMatch = line.data.type === 'match';
+      if (isMatch) matches += 1;
+      if (isMatch && shownMatches >= input.max_results) continue;
+      if (!isMatch && shownMatches >= input.max_results) continue;
+      if (isMatch) shownMatches += 1;
+      const file = textOf(data.path);
+      const hits = files.get(file) ?? [];
+      hits.push({ line: data.line_number ?? 0, text: capLine(textOf(data.lines).replace(/\r?\n$/, ''), MAX_LINE_CHARS), isMatch });
+      files.set(file, hits);
+    }
+
+    const blocks: string[] = [];
+    for (const [file, hits] of files) {
+      const lines = [file.replace(/^\.\//, '')];
+      let previous = -1;
+      for (const hit of hits) {
+        if (previous !== -1 && hit.line > previous + 1) lines.push('--');
+        lines.push(`${hit.line}${hit.isMatch ? ':' : '-'}${hit.text}`);
+        previous = hit.line;
+      }
+      blocks.push(lines.join('\n'));
+    }
+    const truncated = matches > shownMatches;
+    const header = truncated
+      ? `At least ${matches} matching lines; showing the first ${shownMatches} (raise max_results or narrow the search).`
+      : `${matches} matching lines in ${files.size} files.`;
+    return { output: `${header}\n\n${blocks.join('\n\n')}`, isError: false, truncated };
+  },
+});
