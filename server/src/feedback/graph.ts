@@ -2,13 +2,22 @@ import { createHash } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, posix } from 'node:path';
 import { z } from 'zod';
-import { isJsTestFile, JsResolver, parseJsImports } from './js-imports';
-import { isPyTestFile, parsePython, PyResolver, type PyParsed } from './py-imports';
+import { isJsTestFile, JsResolver, parseJsModule } from './js-imports';
+import { isPyTestFile, parsePython, PyResolver } from './py-imports';
 import { isSourcePath, type BaseSnapshot, type WorkspaceChanges } from './snapshot';
 
 /** What parsing one file yields; the expensive part, cached per base SHA. */
 const FileRecord = z.union([
-  z.object({ kind: z.literal('js'), specifiers: z.array(z.string()) }),
+  z.object({
+    kind: z.literal('js'),
+    parsed: z.object({
+      specifiers: z.array(z.string()),
+      defined: z.array(z.string()),
+      words: z.array(z.string()),
+      topLevel: z.array(z.string()),
+      hub: z.boolean(),
+    }),
+  }),
   z.object({
     kind: z.literal('py'),
     parsed: z.object({
@@ -22,7 +31,7 @@ const FileRecord = z.union([
 type FileRecord = z.infer<typeof FileRecord>;
 
 const CachedSnapshot = z.object({
-  version: z.literal(1),
+  version: z.literal(2),
   baseSha: z.string(),
   files: z.array(z.string()),
   manifests: z.record(z.string(), z.string()),
@@ -33,7 +42,7 @@ type CachedSnapshot = z.infer<typeof CachedSnapshot>;
 export function parseRecord(path: string, text: string): FileRecord | undefined {
   if (!isSourcePath(path)) return undefined;
   if (path.endsWith('.py')) return { kind: 'py', parsed: parsePython(text) };
-  return { kind: 'js', specifiers: parseJsImports(text) };
+  return { kind: 'js', parsed: parseJsModule(path, text) };
 }
 
 function isManifest(path: string): boolean {
@@ -49,7 +58,7 @@ export function indexSnapshot(snapshot: BaseSnapshot): CachedSnapshot {
     const record = parseRecord(path, text);
     if (record) records[path] = record;
   }
-  return { version: 1, baseSha: snapshot.baseSha, files: snapshot.files, manifests, records };
+  return { version: 2, baseSha: snapshot.baseSha, files: snapshot.files, manifests, records };
 }
 
 /**
@@ -99,6 +108,7 @@ export interface ImpactGraph {
   effective: Map<string, Set<string>>;
   tests: Set<string>;
   records: Map<string, FileRecord>;
+  hubs: Set<string>;
 }
 
 export function overlayChanges(base: CachedSnapshot, changes: WorkspaceChanges): { files: Set<string>; records: Map<string, FileRecord>; manifests: Map<string, string> } {
@@ -139,7 +149,12 @@ export function buildGraph(files: Set<string>, records: Map<string, FileRecord>,
     const targets = new Set<string>();
     const hubs = new Set<string>();
     if (record.kind === 'js') {
-      for (const specifier of record.specifiers) for (const target of js.resolve(path, specifier)) targets.add(target);
+      for (const specifier of record.parsed.specifiers) {
+        for (const target of js.resolve(path, specifier)) {
+          targets.add(target);
+          if (records.get(target)?.kind === 'js' && isHubRecord(target, records.get(target))) hubs.add(target);
+        }
+      }
       if (isJsTestFile(path)) tests.add(path);
     } else {
       for (const entry of record.parsed.imports) {
@@ -166,6 +181,8 @@ export function buildGraph(files: Set<string>, records: Map<string, FileRecord>,
     }
   }
 
+  const hubSet = new Set<string>();
+  for (const [path, record] of records) if (isHubRecord(path, record)) hubSet.add(path);
   const members = new Map<string, string[]>();
   const membersOf = (hub: string): string[] => {
     const known = members.get(hub);
@@ -179,7 +196,7 @@ export function buildGraph(files: Set<string>, records: Map<string, FileRecord>,
         if (seen.has(target)) continue;
         seen.add(target);
         found.push(target);
-        if (isHub(target)) queue.push(target);
+        if (hubSet.has(target)) queue.push(target);
       }
     }
     members.set(hub, found);
@@ -187,9 +204,9 @@ export function buildGraph(files: Set<string>, records: Map<string, FileRecord>,
   };
   const namesOf = new Map<string, Set<string>>();
   for (const [path, record] of records) {
-    if (record.kind !== 'py') continue;
     const names = new Set(record.parsed.defined);
-    names.add(posix.basename(path, '.py') === '__init__' ? posix.basename(posix.dirname(path)) : posix.basename(path, '.py'));
+    const stem = posix.basename(path).replace(/\.[^.]+$/, '');
+    names.add(stem === '__init__' || stem === 'index' ? posix.basename(posix.dirname(path)) : stem);
     namesOf.set(path, names);
   }
   const mentions = (words: Set<string>, target: string): boolean => {
@@ -200,16 +217,12 @@ export function buildGraph(files: Set<string>, records: Map<string, FileRecord>,
   const effective = new Map<string, Set<string>>();
   for (const [path, record] of records) {
     const targets = raw.get(path) ?? new Set<string>();
-    if (record.kind === 'js') {
-      effective.set(path, targets);
-      continue;
-    }
     const words = new Set(record.parsed.words);
     const edges = new Set<string>();
-    const selfIsHub = isHub(path);
+    const selfIsHub = hubSet.has(path);
     for (const target of targets) {
       // A hub's own imports are what it re-exports: only the ones its code uses are its edges.
-      if (!selfIsHub || isHub(target) || target.endsWith('conftest.py') || mentions(words, target)) edges.add(target);
+      if (!selfIsHub || hubSet.has(target) || target.endsWith('conftest.py') || mentions(words, target)) edges.add(target);
     }
     for (const hub of hubTargets.get(path) ?? []) {
       for (const member of membersOf(hub)) if (mentions(words, member)) edges.add(member);
@@ -217,11 +230,13 @@ export function buildGraph(files: Set<string>, records: Map<string, FileRecord>,
     edges.delete(path);
     effective.set(path, edges);
   }
-  return { files, raw, effective, tests, records };
+  return { files, raw, effective, tests, records, hubs: hubSet };
 }
 
-export function isHub(path: string): boolean {
-  return posix.basename(path) === '__init__.py';
+/** Python package `__init__.py` files and JS barrels (index files, modules made of re-exports). */
+export function isHubRecord(path: string, record: FileRecord | undefined): boolean {
+  if (!record) return false;
+  return record.kind === 'py' ? posix.basename(path) === '__init__.py' : record.parsed.hub;
 }
 
 function reverse(edges: Map<string, Set<string>>): Map<string, string[]> {
@@ -259,13 +274,13 @@ export function dependentTests(graph: ImpactGraph, start: string, useRaw: boolea
   return found;
 }
 
-/** Did a Python change touch statements that run at import time (beyond def/class bodies)? */
+/** Did a change touch statements that run at import time (beyond function and method bodies)? */
 export function changesImportTime(before: FileRecord | undefined, after: FileRecord | undefined): boolean {
-  if (before?.kind !== 'py' || after?.kind !== 'py') return true;
+  if (!before || !after || before.kind !== after.kind) return true;
   return !sameLines(before.parsed, after.parsed);
 }
 
-function sameLines(before: PyParsed, after: PyParsed): boolean {
+function sameLines(before: { topLevel: string[] }, after: { topLevel: string[] }): boolean {
   if (before.topLevel.length !== after.topLevel.length) return false;
   return before.topLevel.every((line, index) => line === after.topLevel[index]);
 }

@@ -1,6 +1,6 @@
 import { posix } from 'node:path';
 import picomatch from 'picomatch';
-import { changesImportTime, dependentTests, isHub, type ImpactGraph } from './graph';
+import { changesImportTime, dependentTests, type ImpactGraph } from './graph';
 import { isSourcePath, type WorkspaceChanges } from './snapshot';
 
 export type Selection =
@@ -34,13 +34,12 @@ export function selectTests(
     const deleted = changes.deleted.includes(path);
     const graphForPath = deleted ? base.graph() : graph;
     // A changed package __init__ or import-time statement can break every importer: plain reachability.
-    const useRaw =
-      deleted || isHub(path) || (path.endsWith('.py') && changesImportTime(base.records.get(path), graph.records.get(path)));
+    const useRaw = deleted || graph.hubs.has(path) || changesImportTime(base.records.get(path), graph.records.get(path));
     const tests = dependentTests(graphForPath, path, useRaw, deleted ? reversedBefore : reversedCache);
     if (tests.length === 0) return { mode: 'full', reason: `no test reaches ${path}: full suite` };
     for (const test of tests) selected.add(test);
     const how = graph.tests.has(path) ? 'is a test' : `reached by ${tests.length} test file(s)`;
-    reasons.push(`${path} ${how}${useRaw && path.endsWith('.py') && !graph.tests.has(path) ? ' (import-time change)' : ''}`);
+    reasons.push(`${path} ${how}${useRaw && !graph.tests.has(path) ? ' (import-time change: every importer)' : ''}`);
   }
   const tests = [...selected].sort();
   return { mode: 'selected', tests, reason: `${tests.length} of ${graph.tests.size} test files: ${reasons.join('; ')}` };
