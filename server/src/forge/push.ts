@@ -68,6 +68,7 @@ export function branchName(ticketId: string, title: string): string {
     text
       .toLowerCase()
       .normalize('NFKD')
+      .replace(/[\u0300-\u036f]/g, '') // accents off: é → e
       .replace(/[^a-z0-9]+/g, '-')
       .replace(/^-+|-+$/g, '')
       .slice(0, max)
