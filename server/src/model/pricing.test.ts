@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_PRICES, costOf, mergePrices, pricesFor } from './pricing';
+import { DEFAULT_PRICES, costOf, mergePrices, pricesFor, promptTokensOf } from './pricing';
 
 const sonnet = { input: 3, output: 15, cacheWrite: 3.75, cacheRead: 0.3 };
 
@@ -71,5 +71,13 @@ describe('pricesFor', () => {
     expect(pricesFor('claude-sonnet-4-5-20250929', table).input).toBe(2);
     expect(pricesFor('in-house-model', table).output).toBe(1);
     expect(pricesFor('claude-opus-4-5', table).input).toBe(5);
+  });
+});
+
+describe('promptTokensOf', () => {
+  it('adds the uncached, read and written parts of the prompt', () => {
+    expect(
+      promptTokensOf({ input_tokens: 6_000, cache_read_input_tokens: 54_000, cache_creation_input_tokens: 1_000, output_tokens: 9 }),
+    ).toBe(61_000);
   });
 });

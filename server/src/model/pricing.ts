@@ -119,3 +119,8 @@ export function costOf(usage: BilledUsage, prices: ModelPrices): number {
     (usage.cache_read_input_tokens ?? 0) * prices.cacheRead;
   return dollars / 1_000_000;
 }
+
+/** The whole prompt of a response: the uncached, cache-read and cache-written parts together. */
+export function promptTokensOf(usage: BilledUsage): number {
+  return usage.input_tokens + (usage.cache_read_input_tokens ?? 0) + (usage.cache_creation_input_tokens ?? 0);
+}
