@@ -1,0 +1,95 @@
+import { describe, expect, it } from 'vitest';
+import { sampleTask } from '../../webview-ui/src/test/recorded-stream';
+import { ApiClient, type FetchLike } from './api-client';
+import { DockhandError } from './errors';
+
+function client(respond: (url: string, init: Parameters<FetchLike>[1]) => { status: number; body?: unknown }, token: string | null = 'tok') {
+  const calls: Array<{ url: string; method: string; headers: Record<string, string>; body?: unknown }> = [];
+  const api = new ApiClient({
+    baseUrl: 'http://dockhand.test:8080/',
+    token: async () => token ?? undefined,
+    fetch: async (url, init) => {
+      calls.push({ url, method: init.method, headers: init.headers, body: init.body ? JSON.parse(init.body) : undefined });
+      const { status, body } = respond(url, init);
+      return { ok: status < 400, status, text: async () => (body === undefined ? '' : JSON.stringify(body)) };
+    },
+  });
+  return { api, calls };
+}
+
+const sha = 'c'.repeat(40);
+
+describe('ApiClient', () => {
+  it('sends a validated task with the bearer token and returns its id', async () => {
+    const { api, calls } = client(() => ({ status: 202, body: { id: 'task-1' } }));
+    const id = await api.createTask({ ticket: { kind: 'text', title: 'Fix paginate' }, context: { repo: '/r', baseSha: sha } });
+    expect(id).toBe('task-1');
+    expect(calls[0]).toMatchObject({
+      url: 'http://dockhand.test:8080/v1/tasks',
+      method: 'POST',
+      headers: { authorization: 'Bearer tok', 'content-type': 'application/json' },
+      body: { ticket: { kind: 'text', title: 'Fix paginate', body: '' }, context: { repo: '/r', baseSha: sha, dirty: false }, priority: 'normal' },
+    });
+  });
+
+  it('refuses a bad task before sending it, naming the field', async () => {
+    const { api, calls } = client(() => ({ status: 202, body: { id: 'x' } }));
+    const error = await api.createTask({ ticket: { kind: 'text', title: 'x' }, context: { repo: '/r', baseSha: 'HEAD' } }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(DockhandError);
+    expect((error as DockhandError).details.field).toBe('context.baseSha');
+    expect(calls).toHaveLength(0);
+  });
+
+  it('turns the server error body into a DockhandError with field and hint', async () => {
+    const { api } = client(() => ({ status: 400, body: { error: { code: 'bad_request', message: 'must be a full SHA', field: 'context.baseSha', hint: 'push first' } } }));
+    const error = (await api.listTasks().catch((e: unknown) => e)) as DockhandError;
+    expect(error.code).toBe('bad_request');
+    expect(error.describe()).toBe('must be a full SHA (context.baseSha). push first');
+  });
+
+  it('maps bare statuses and unreachable servers to plain words', async () => {
+    const notFound = client(() => ({ status: 404 }));
+    expect(((await notFound.api.getTask('t').catch((e: unknown) => e)) as DockhandError).code).toBe('not_found');
+    const down = new ApiClient({ baseUrl: 'http://127.0.0.1:1', token: async () => 't', fetch: async () => Promise.reject(new Error('ECONNREFUSED')) });
+    const error = (await down.listTasks().catch((e: unknown) => e)) as DockhandError;
+    expect(error.code).toBe('network');
+    expect(error.describe()).toContain('Cannot reach the Dockhand server at http://127.0.0.1:1');
+  });
+
+  it('rejects a response that does not match the protocol', async () => {
+    const { api } = client(() => ({ status: 200, body: { tasks: [{ id: 'x' }] } }));
+    const error = (await api.listTasks().catch((e: unknown) => e)) as DockhandError;
+    expect(error.code).toBe('bad_response');
+  });
+
+  it('accepts the task list wrapped or bare', async () => {
+    const task = sampleTask();
+    expect(await client(() => ({ status: 200, body: { tasks: [task] } })).api.listTasks()).toEqual([task]);
+    expect(await client(() => ({ status: 200, body: [task] })).api.listTasks()).toEqual([task]);
+  });
+
+  it('needs a token', async () => {
+    const { api, calls } = client(() => ({ status: 200, body: [] }), null);
+    const error = (await api.listTasks().catch((e: unknown) => e)) as DockhandError;
+    expect(error.code).toBe('not_signed_in');
+    expect(calls).toHaveLength(0);
+  });
+
+  it('builds the review, approval, message and file requests from the protocol', async () => {
+    const { api, calls } = client((url) => ({ status: 200, body: url.includes('/files') ? { path: 'a.js', base: null, after: 'x' } : {} }));
+    await api.review('t 1', 'request_changes', [{ path: 'a.js', line: 3, body: 'rename' }]);
+    await api.decideApproval('t1', 'ap/1', 'denied');
+    await api.sendMessage('t1', 'also page 0');
+    expect(await api.getFile('t1', 'src/a b.js')).toEqual({ path: 'a.js', base: null, after: 'x' });
+    expect(calls.map((c) => `${c.method} ${c.url.replace('http://dockhand.test:8080', '')}`)).toEqual([
+      'POST /v1/tasks/t%201/review',
+      'POST /v1/tasks/t1/approvals/ap%2F1',
+      'POST /v1/tasks/t1/messages',
+      'GET /v1/tasks/t1/files?path=src%2Fa%20b.js',
+    ]);
+    expect(calls[0]!.body).toEqual({ action: 'request_changes', comments: [{ path: 'a.js', line: 3, body: 'rename' }] });
+    expect(calls[1]!.body).toEqual({ decision: 'denied' });
+    expect(api.eventsUrl('t1', 41)).toBe('ws://dockhand.test:8080/v1/tasks/t1/events?after=41');
+    expect(new ApiClient({ baseUrl: 'https://d.example', token: async () => 't' }).eventsUrl('t', 0)).toBe('wss://d.example/v1/tasks/t/events?after=0');
+  });
+});

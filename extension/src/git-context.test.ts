@@ -1,0 +1,34 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { createFixtureRepo } from '../../test/support/fixture-repo';
+import { readGitState } from './git-context';
+
+const git = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd, encoding: 'utf8' }).trim();
+
+describe('readGitState (real git)', () => {
+  it('reads HEAD, branch and a clean tree; the path stands in for a missing remote', async () => {
+    const repo = createFixtureRepo('buggy-calc');
+    const state = await readGitState(join(repo.path, 'src'));
+    expect(state).toEqual({ root: repo.path, repo: repo.path, hasRemote: false, branch: 'main', headSha: repo.sha, dirty: false, pushed: false });
+  });
+
+  it('notices uncommitted changes and whether HEAD is on the remote', async () => {
+    const repo = createFixtureRepo('buggy-calc');
+    const remote = mkdtempSync(join(tmpdir(), 'dockhand-remote-'));
+    git(remote, 'init', '-q', '--bare');
+    git(repo.path, 'remote', 'add', 'origin', remote);
+    git(repo.path, 'push', '-q', 'origin', 'main');
+    git(repo.path, 'fetch', '-q', 'origin');
+    expect(await readGitState(repo.path)).toMatchObject({ repo: remote, hasRemote: true, pushed: true, dirty: false });
+    repo.commit({ 'NOTES.md': 'local only\n' }, 'local commit');
+    writeFileSync(join(repo.path, 'scratch.txt'), 'x');
+    expect(await readGitState(repo.path)).toMatchObject({ headSha: repo.sha, pushed: false, dirty: true });
+  });
+
+  it('explains a folder that is not a repository', async () => {
+    await expect(readGitState(mkdtempSync(join(tmpdir(), 'not-a-repo-')))).rejects.toThrow(/is not inside a git repository/);
+  });
+});

@@ -1,0 +1,116 @@
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+
+vi.mock('vscode', () => import('./test/vscode-stub'));
+
+import { sampleTask } from '../../webview-ui/src/test/recorded-stream';
+import type { ApiClient } from './api-client';
+import type { DockhandState } from './controller';
+import type { WorkspaceGitState } from './git-context';
+import { sendTicket } from './send-ticket';
+import { Selection, Uri, commands, logChannel, settings, ui, window } from './test/vscode-stub';
+
+const sha = 'd'.repeat(40);
+const cleanGit: WorkspaceGitState = { root: '/repo', repo: 'https://forge.example/acme/app.git', hasRemote: true, branch: 'main', headSha: sha, dirty: false, pushed: true };
+
+function harness(git: Partial<WorkspaceGitState> = {}) {
+  const created: unknown[] = [];
+  const selected: string[] = [];
+  const api = {
+    listTickets: vi.fn(async () => [{ id: '42', title: 'paginate() skips the first item', body: 'Page 1 starts at 2.', url: 'https://forge.example/acme/app/issues/42' }]),
+    createTask: vi.fn(async (request: unknown) => {
+      created.push(request);
+      return 'task-9';
+    }),
+    getTask: vi.fn(async () => sampleTask({ id: 'task-9' })),
+  };
+  const state = {
+    addTask: vi.fn(),
+    select: (id: string) => selected.push(id),
+    onDidReceiveEvents: () => ({ dispose() {} }),
+  };
+  const revealPanel = vi.fn();
+  const deps = {
+    api: () => api as unknown as ApiClient,
+    state: state as unknown as DockhandState,
+    log: logChannel(),
+    revealPanel,
+    readGit: async () => ({ ...cleanGit, ...git }),
+  };
+  return { deps, api, created, selected, revealPanel };
+}
+
+beforeEach(() => {
+  ui.reset();
+  commands.executed.length = 0;
+});
+
+describe('Send ticket to agent', () => {
+  it('sends an open issue with the workspace context and opens the panel', async () => {
+    const h = harness();
+    ui.answers.push('paginate()', 'Send with budgets');
+    expect(await sendTicket(h.deps)).toBe('task-9');
+    expect(h.api.listTickets).toHaveBeenCalledWith('https://forge.example/acme/app.git');
+    expect(ui.quickPickItems[0]).toEqual(['$(edit) Describe the task', '$(link) Paste an issue URL', 'Open issues', '#42 paginate() skips the first item']);
+    expect(h.created[0]).toEqual({
+      ticket: { kind: 'issue', id: '42', title: 'paginate() skips the first item', body: 'Page 1 starts at 2.', url: 'https://forge.example/acme/app/issues/42' },
+      context: { repo: 'https://forge.example/acme/app.git', baseSha: sha, branch: 'main', dirty: false, contextFiles: [] },
+      budgets: { maxTurns: 40, maxCostUsd: 5, maxWallClockSeconds: 1800 },
+      priority: 'normal',
+      allowTestEdits: false,
+    });
+    expect(h.selected).toEqual(['task-9']);
+    expect(h.revealPanel).toHaveBeenCalled();
+    expect(ui.shown.some((s) => s.kind === 'progress' && s.message.includes('waiting for a sandbox'))).toBe(true);
+  });
+
+  it('warns about a dirty tree and unpushed HEAD; cancelling sends nothing', async () => {
+    const h = harness({ dirty: true, pushed: false });
+    ui.answers.push(undefined);
+    expect(await sendTicket(h.deps)).toBeUndefined();
+    expect(ui.shown[0]!.kind).toBe('warning');
+    expect(ui.shown[0]!.message).toContain('uncommitted changes');
+    expect(ui.shown[0]!.message).toContain('is not pushed');
+    expect(h.api.createTask).not.toHaveBeenCalled();
+  });
+
+  it('describes a task in words, with adjusted budgets and the editor selection', async () => {
+    const h = harness();
+    settings.set('dockhand.budgets.maxTurns', 25);
+    window.activeTextEditor = {
+      document: { uri: Uri.file('/repo/src/paginate.js'), getText: () => 'const start = page * size + 1;' },
+      selection: new Selection(1, 0, 1, 30),
+    };
+    ui.answers.push('Describe the task', 'Fix the off-by-one', 'Page 1 must start at item 1', 'Include', 'Adjust budgets', '12', '1.5', '20');
+    await sendTicket(h.deps);
+    expect(ui.quickPickItems[1]).toEqual(['Include src/paginate.js and lines 2–2', 'Do not include the editor']);
+    expect(ui.quickPickItems[2]![0]).toBe('Send with budgets: 25 turns, $5.00, 30 min');
+    expect(h.created[0]).toMatchObject({
+      ticket: { kind: 'text', title: 'Fix the off-by-one', body: 'Page 1 must start at item 1' },
+      context: {
+        activeFile: 'src/paginate.js',
+        contextFiles: ['src/paginate.js'],
+        selection: { path: 'src/paginate.js', startLine: 2, endLine: 2, text: 'const start = page * size + 1;' },
+      },
+      budgets: { maxTurns: 12, maxCostUsd: 1.5, maxWallClockSeconds: 1200 },
+    });
+  });
+
+  it('takes a pasted issue URL and rejects one that is not an issue', async () => {
+    const h = harness();
+    ui.answers.push('Paste an issue URL', 'https://forge.example/acme/app/issues/77', 'Send');
+    await sendTicket(h.deps);
+    expect(h.created[0]).toMatchObject({ ticket: { kind: 'issue', id: '77', title: 'Issue #77', url: 'https://forge.example/acme/app/issues/77' } });
+    ui.answers.push('Paste an issue URL', 'https://forge.example/acme/app/pull/3');
+    await expect(sendTicket(h.deps)).rejects.toThrow(/Paste an issue URL ending in \/issues/);
+  });
+
+  it('reports a server refusal in words and selects nothing', async () => {
+    const h = harness();
+    h.api.createTask.mockRejectedValueOnce(new Error('the server is at capacity'));
+    ui.answers.push('paginate()', 'Send with budgets');
+    expect(await sendTicket(h.deps)).toBeUndefined();
+    expect(ui.shown.find((s) => s.kind === 'error')?.message).toBe('Dockhand: sending the task failed: the server is at capacity');
+    expect(h.selected).toEqual([]);
+  });
+});
+

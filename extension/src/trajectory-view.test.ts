@@ -1,0 +1,170 @@
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+
+vi.mock('vscode', () => import('./test/vscode-stub'));
+
+import type { TaskEvent } from '@dockhand/protocol';
+import { ToWebview } from '@dockhand/webview-ui/messages';
+import { TASK_ID, longRun, runUntilApproval, sampleTask, stamp } from '../../webview-ui/src/test/recorded-stream';
+import type { TaskActions } from './actions';
+import type { ApiClient } from './api-client';
+import { DockhandState } from './controller';
+import type { SessionListener, TaskSessions } from './task-sessions';
+import { TaskStatusBar } from './status-bar';
+import { TrajectoryViewProvider, webviewHtml } from './trajectory-view';
+import { EventEmitter, Uri, env, logChannel, memento, ui } from './test/vscode-stub';
+import type * as vscode from 'vscode';
+
+/** Sessions without sockets: the test pushes events as the stream would. */
+function fakeSessions() {
+  const listeners = new Set<SessionListener>();
+  const logs = new Map<string, TaskEvent[]>();
+  const followed: string[] = [];
+  const sessions = {
+    subscribe: (listener: SessionListener) => {
+      listeners.add(listener);
+      return { dispose: () => listeners.delete(listener) };
+    },
+    follow: (taskId: string) => {
+      followed.push(taskId);
+      return logs.get(taskId) ?? [];
+    },
+    events: (taskId: string) => logs.get(taskId) ?? [],
+    status: () => ({ status: 'live' as const }),
+    event: (taskId: string, seq: number) => logs.get(taskId)?.find((e) => e.seq === seq),
+  };
+  const push = (taskId: string, events: TaskEvent[]) => {
+    logs.set(taskId, [...(logs.get(taskId) ?? []), ...events]);
+    for (const listener of listeners) listener.onEvents(taskId, events);
+  };
+  return { sessions: sessions as unknown as TaskSessions, push, followed };
+}
+
+function fakeView() {
+  const posted: ToWebview[] = [];
+  const receive = new EventEmitter<unknown>();
+  const dispose = new EventEmitter<void>();
+  const view = {
+    webview: {
+      options: {},
+      html: '',
+      cspSource: 'https://webview.test',
+      asWebviewUri: (uri: Uri) => uri,
+      postMessage: async (message: unknown) => {
+        // Everything the extension posts must pass the webview's own schema.
+        posted.push(ToWebview.parse(message));
+        return true;
+      },
+      onDidReceiveMessage: receive.event,
+    },
+    onDidDispose: dispose.event,
+    show: vi.fn(),
+  };
+  return { view: view as unknown as vscode.WebviewView, posted, send: (m: unknown) => receive.fire(m) };
+}
+
+function setup() {
+  const { sessions, push, followed } = fakeSessions();
+  const api = { listTasks: vi.fn(async () => [sampleTask()]) };
+  const state = new DockhandState(() => api as unknown as ApiClient, sessions, memento());
+  const actions = { interrupt: vi.fn(async () => true), sendMessage: vi.fn(async () => true), decideApproval: vi.fn(async () => false) };
+  const commands = { sendTicket: vi.fn(), openDiff: vi.fn(), review: vi.fn(async () => true) };
+  const provider = new TrajectoryViewProvider(Uri.file('/ext'), state, actions as unknown as TaskActions, commands, logChannel());
+  return { state, provider, push, followed, actions, commands, api };
+}
+
+beforeEach(() => ui.reset());
+
+describe('Trajectory view provider', () => {
+  it('posts nothing before ready, then the task list and the whole log of the selected task', async () => {
+    const t = setup();
+    await t.state.refreshTasks();
+    t.state.select(TASK_ID);
+    t.push(TASK_ID, stamp(TASK_ID, runUntilApproval()).slice(0, 5));
+    const { view, posted, send } = fakeView();
+    t.provider.resolveWebviewView(view);
+    t.push(TASK_ID, stamp(TASK_ID, runUntilApproval()).slice(5, 7));
+    expect(posted).toEqual([]);
+    send({ type: 'ready' });
+    expect(posted.map((m) => m.type)).toEqual(['tasks', 'events', 'connection']);
+    const replay = posted[1] as Extract<ToWebview, { type: 'events' }>;
+    expect(replay.reset).toBe(true);
+    expect(replay.events.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    // Live events after that are appended.
+    t.push(TASK_ID, stamp(TASK_ID, runUntilApproval()).slice(7, 9));
+    expect(posted.at(-1)).toMatchObject({ type: 'events', reset: false });
+    // A reloaded webview says ready again and gets everything again.
+    send({ type: 'ready' });
+    expect((posted.at(-2) as Extract<ToWebview, { type: 'events' }>).events).toHaveLength(9);
+  });
+
+  it('clips long outputs and serves the rest on request', async () => {
+    const t = setup();
+    t.state.select(TASK_ID);
+    const events = stamp(TASK_ID, longRun(210, 50_000));
+    t.push(TASK_ID, events);
+    const { view, posted, send } = fakeView();
+    t.provider.resolveWebviewView(view);
+    send({ type: 'ready' });
+    const replay = posted.find((m) => m.type === 'events') as Extract<ToWebview, { type: 'events' }>;
+    const big = events.find((e) => e.type === 'tool.finished' && e.data.output.length > 50_000)!;
+    expect(replay.clipped).toContainEqual({ seq: big.seq, totalChars: big.type === 'tool.finished' ? big.data.output.length : 0 });
+    const sent = replay.events.find((e) => e.seq === big.seq)!;
+    expect(sent.type === 'tool.finished' && sent.data.output.length).toBe(2000);
+    send({ type: 'loadOutput', taskId: TASK_ID, seq: big.seq });
+    expect(posted.at(-1)).toEqual({ type: 'output', taskId: TASK_ID, seq: big.seq, text: big.type === 'tool.finished' ? big.data.output : '' });
+  });
+
+  it('routes decisions and ignores malformed messages; a refused action sends a notice', async () => {
+    const t = setup();
+    const { view, posted, send } = fakeView();
+    t.provider.resolveWebviewView(view);
+    send({ type: 'ready' });
+    send({ type: 'interrupt', taskId: 't1' });
+    send({ type: 'review', taskId: 't1', action: 'request_changes', comment: 'add a test' });
+    send({ type: 'openDiff', taskId: 't1', path: 'src/a.js' });
+    send({ type: 'openExternal', url: 'https://forge.example/pull/1' });
+    send({ type: 'review', taskId: 't1', action: 'merge' });
+    send({ type: 'sendMessage', taskId: 't1', text: '' });
+    send({ type: 'decideApproval', taskId: 't1', approvalId: 'ap', decision: 'approved' });
+    await new Promise((r) => setTimeout(r, 0));
+    expect(t.actions.interrupt).toHaveBeenCalledWith('t1');
+    expect(t.commands.review).toHaveBeenCalledWith('t1', 'request_changes', 'add a test');
+    expect(t.commands.review).toHaveBeenCalledTimes(1);
+    expect(t.commands.openDiff).toHaveBeenCalledWith('t1', 'src/a.js');
+    expect(t.actions.sendMessage).not.toHaveBeenCalled();
+    expect(env.opened).toContain('https://forge.example/pull/1');
+    expect(posted.at(-1)).toMatchObject({ type: 'notice', level: 'error' });
+  });
+
+  it('selecting a task in the panel follows it and sends its log', async () => {
+    const t = setup();
+    const { view, posted, send } = fakeView();
+    t.provider.resolveWebviewView(view);
+    send({ type: 'ready' });
+    t.push('task-b', stamp('task-b', runUntilApproval()).slice(0, 3));
+    send({ type: 'selectTask', taskId: 'task-b' });
+    expect(t.followed).toContain('task-b');
+    expect(posted.at(-2)).toMatchObject({ type: 'events', taskId: 'task-b', reset: true });
+  });
+
+  it('serves HTML with a nonce CSP and no inline script', () => {
+    const { view } = fakeView();
+    const html = webviewHtml(view.webview, Uri.file('/ext/dist/webview'));
+    const nonce = /'nonce-([A-Za-z0-9]+)'/.exec(html)?.[1];
+    expect(nonce).toHaveLength(32);
+    expect(html).toContain("default-src 'none'");
+    expect(html.match(/<script/g)).toHaveLength(1);
+    expect(html).toContain(`<script nonce="${nonce}" src="file:/ext/dist/webview/webview.js"></script>`);
+  });
+});
+
+describe('status bar', () => {
+  it('shows state, turns and cost of the selected task as events arrive', async () => {
+    const t = setup();
+    const bar = new TaskStatusBar(t.state);
+    expect(bar.text).toBe('$(rocket) Dockhand');
+    t.state.select(TASK_ID);
+    t.push(TASK_ID, stamp(TASK_ID, runUntilApproval()));
+    expect(bar.text).toBe('$(bell) Dockhand: awaiting approval · 3 turns · $0.08');
+  });
+});
