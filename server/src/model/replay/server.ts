@@ -56,6 +56,8 @@ export interface ReplayServer {
   close(): Promise<void>;
 }
 
+const MAX_LOGGED_REQUESTS = 2000;
+
 interface Session {
   cassette: Cassette;
   cache: PromptCache;
@@ -121,6 +123,8 @@ export async function startReplayServer(options: ReplayServerOptions = {}): Prom
       body,
     };
     log.push(record);
+    // A demo server can run for days; the log is for tests and debugging, not an archive.
+    if (log.length > MAX_LOGGED_REQUESTS) log.splice(0, log.length - MAX_LOGGED_REQUESTS);
     try {
       const { turn, alternative } = selectTurn(session.cassette, position, body, name);
       record.turn = turn.name ?? `turn ${position + 1}`;
