@@ -23,3 +23,4 @@ export {
   verifyWebhookSignature,
 } from './webhook';
 export type { PullRequestWebhookOutcome, WebhookRequest } from './webhook';
+export { loadRepoPolicy, readFileAtCommit } from './repo-files';

@@ -1,4 +1,4 @@
-import { DockhandError, notFound } from '../errors';
+import { notFound } from '../errors';
 import type { NewPullRequestRecord, PullRequestRecord, PullRequestState, PullRequestStore } from './types';
 
 /** `PullRequestStore` in memory: for tests and for a server run without persistence. */
@@ -40,9 +40,6 @@ export class InMemoryPullRequestStore implements PullRequestStore {
     const index = list.findIndex((record) => record.number === number);
     if (index < 0) throw notFound('pull request', `${repo}#${number}`);
     const current = list[index]!;
-    if (patch.headSha !== undefined && current.state !== 'open' && patch.headSha !== current.headSha) {
-      throw new DockhandError('conflict', `pull request ${repo}#${number} is ${current.state}`);
-    }
     const updated: PullRequestRecord = { ...current, ...patch };
     list[index] = updated;
     return { ...updated };

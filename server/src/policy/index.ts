@@ -16,3 +16,5 @@ export { DEFAULT_REPO_POLICY, POLICY_FILE_PATH, RepoPolicy, parseRepoPolicy } fr
 export { maskSecret, scanSecrets, shannonEntropy } from './secrets';
 export type { SecretFinding } from './secrets';
 export { SECRET_RULES } from './secret-rules';
+export { pushApprovalStatus } from './approvals';
+export type { ApprovalStatus, PushDecision } from './approvals';
