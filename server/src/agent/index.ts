@@ -1,5 +1,5 @@
 export { runAgent, resolveConfig, DEFAULT_AGENT_CONFIG } from './loop';
-export type { AgentTask, AgentConfig, AgentConfigInput, AgentOutcome, AgentStatus, RunAgentOptions, SteeringSource } from './loop';
+export type { AgentTask, AgentConfig, AgentConfigInput, AgentOutcome, AgentStatus, RunAgentOptions, SteeringSource, SteeringMessage } from './loop';
 export { rebuildConversation, INTERRUPTED_TOOL_OUTPUT } from './conversation';
 export type { RebuiltConversation } from './conversation';
 export { checkCommand, RULES as GUARD_RULES } from './guard';

@@ -75,12 +75,18 @@ export const DEFAULT_AGENT_CONFIG: AgentConfig = {
 export type AgentConfigInput = Partial<Omit<AgentConfig, 'compaction'>> & { compaction?: Partial<CompactionConfig> };
 
 /**
- * Steering messages from the developer. The API records each as a `user.message` event when it
- * arrives and queues its text here; the loop injects queued texts before its next model call
- * (it does not record them again). The loop's own notes are recorded by the loop.
+ * Steering messages from the developer, queued by the API. The loop takes them before its next
+ * model call and records each as a `user.message` event at that moment, so the log's order is the
+ * conversation's order and a rebuild puts them where the model saw them. (The API therefore must
+ * not record them itself; a message still queued when the server dies is lost with the process.)
  */
+export interface SteeringMessage {
+  from: string;
+  text: string;
+}
+
 export interface SteeringSource {
-  take(): string[];
+  take(): SteeringMessage[];
 }
 
 export interface RunAgentOptions {
@@ -165,9 +171,9 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
     options.signal?.aborted ? outcome('cancelled', 'Cancelled.', { reason: 'cancelled' }) : stopForBudget(budget.wallClockExceeded());
 
   let messages: Anthropic.MessageParam[] = prior?.messages ?? [{ role: 'user', content: [userText(START_TEXT)] }];
-  const addNote = async (text: string) => {
+  const addNote = async (text: string, from = 'dockhand') => {
     appendUserBlocks(messages, [userText(text)]);
-    await events.append({ type: 'user.message', data: { from: 'dockhand', text } });
+    await events.append({ type: 'user.message', data: { from, text } });
   };
 
   try {
@@ -184,8 +190,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
       const exceeded = budget.exceeded();
       if (exceeded) return await stopForBudget(exceeded);
 
-      const steering = options.steering?.take() ?? [];
-      if (steering.length > 0) appendUserBlocks(messages, steering.map(userText));
+      for (const steering of options.steering?.take() ?? []) await addNote(steering.text, steering.from);
       if (messages[messages.length - 1]?.role === 'assistant') await addNote(NUDGE_TEXT);
 
       const turn = budget.turns + 1;
