@@ -46,7 +46,10 @@ export class AnthropicModelClient implements ModelClient {
   constructor(private readonly options: AnthropicModelOptions) {
     this.client = new Anthropic({
       apiKey: options.apiKey,
-      baseURL: options.baseURL ?? null,
+      // Only the configured key: an ANTHROPIC_AUTH_TOKEN in the environment is not sent along.
+      authToken: null,
+      // Absent: the SDK's own default (ANTHROPIC_BASE_URL, else Anthropic's API).
+      ...(options.baseURL ? { baseURL: options.baseURL } : {}),
       maxRetries: 0,
       timeout: options.timeoutMs ?? 600_000,
     });
