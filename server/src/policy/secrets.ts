@@ -150,7 +150,8 @@ export function classSwitchRate(value: string): number {
   return switches / (value.length - 1);
 }
 
-const ENTROPY_CANDIDATE = /[A-Za-z0-9+/=_-]{32,}/g;
+// The lookbehind starts a match only at the start of a run, which keeps the scan linear.
+const ENTROPY_CANDIDATE = /(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/=_-]{32,}/g;
 const ENTROPY_MIN_LENGTH = 32;
 
 /** A long string that looks randomly generated: mixed case and digits, busy, high entropy. */
@@ -185,34 +186,49 @@ function scanEntropy(line: AddedLine, taken: Span[], lineStart: number): SecretF
   return findings;
 }
 
+function matchesKeywords(rule: SecretRule, lower: string): boolean {
+  return rule.keywords.some((keyword) => lower.includes(keyword));
+}
+
+const MULTILINE_RULES = SECRET_RULES.filter((rule) => rule.multiline === true);
+const LINE_RULES = SECRET_RULES.filter((rule) => rule.multiline !== true);
+
+/**
+ * Runs one rule over `text` (which starts at `offset` within its block) and records findings
+ * whose span is not already taken by an earlier rule.
+ */
+function applyRule(rule: SecretRule, block: Block, text: string, offset: number, taken: Span[], findings: SecretFinding[]): void {
+  rule.regex.lastIndex = 0;
+  for (const match of text.matchAll(rule.regex)) {
+    const secret = match.groups?.['secret'] ?? match[0];
+    const start = offset + match.index + Math.max(0, match[0].indexOf(secret));
+    const span = { start, end: start + secret.length };
+    if (overlaps(taken, span)) continue;
+    if (!passesRuleFilters(rule, secret, match.groups?.['name'])) continue;
+    taken.push(span);
+    const line = lineAt(block, start);
+    findings.push({ rule: rule.id, description: rule.description, line: line.line, excerpt: excerptOf(line.text, secretParts(secret)), secret });
+  }
+}
+
 /** Scans the added lines of one file. */
 export function scanSecrets(path: string, added: AddedLine[]): SecretFinding[] {
   const exempt = isEntropyExempt(path);
   const findings: SecretFinding[] = [];
   for (const block of toBlocks(added)) {
     const taken: Span[] = [];
-    for (const rule of SECRET_RULES) {
-      if (exempt && rule.id === 'generic-api-key') continue;
-      rule.regex.lastIndex = 0;
-      for (const match of block.text.matchAll(rule.regex)) {
-        const secret = match.groups?.['secret'] ?? match[0];
-        const start = match.index + Math.max(0, match[0].indexOf(secret));
-        const span = { start, end: start + secret.length };
-        if (overlaps(taken, span)) continue;
-        if (!passesRuleFilters(rule, secret, match.groups?.['name'])) continue;
-        taken.push(span);
-        const line = lineAt(block, start);
-        findings.push({
-          rule: rule.id,
-          description: rule.description,
-          line: line.line,
-          excerpt: excerptOf(line.text, secretParts(secret)),
-          secret,
-        });
-      }
+    const lowerBlock = block.text.toLowerCase();
+    for (const rule of MULTILINE_RULES) {
+      if (matchesKeywords(rule, lowerBlock)) applyRule(rule, block, block.text, 0, taken, findings);
     }
-    if (exempt) continue;
-    for (const start of block.starts) findings.push(...scanEntropy(start.line, taken, start.offset));
+    for (const start of block.starts) {
+      const lower = start.line.text.toLowerCase();
+      for (const rule of LINE_RULES) {
+        if (exempt && rule.id === 'generic-api-key') continue;
+        if (matchesKeywords(rule, lower)) applyRule(rule, block, start.line.text, start.offset, taken, findings);
+      }
+      if (!exempt) findings.push(...scanEntropy(start.line, taken, start.offset));
+    }
   }
-  return findings;
+  return findings.sort((a, b) => a.line - b.line);
 }
