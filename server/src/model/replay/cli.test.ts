@@ -25,21 +25,23 @@ describe('replay-server CLI', () => {
         sleep: async () => {},
         onRetry: (notice) => retries.push(notice.reason),
       });
-      const messages: Anthropic.MessageParam[] = [{ role: 'user', content: 'Fix add() in src/math.js' }];
-      const toolOutputs = ['Tests: 2 failed, 3 passed', 'edited src/math.js', 'Tests: 5 passed'];
-      let final: Anthropic.Message | undefined;
-      for (let turn = 0; turn < 4; turn++) {
-        const { message } = await client.turn({ system: [], tools: [], messages });
-        messages.push({ role: 'assistant', content: message.content });
-        const toolUse = message.content.find((block) => block.type === 'tool_use');
-        if (toolUse?.type !== 'tool_use') {
-          final = message;
-          break;
+      const play = async (secondRun: string): Promise<Anthropic.Message | undefined> => {
+        const messages: Anthropic.MessageParam[] = [{ role: 'user', content: 'Fix add() in src/math.js' }];
+        const toolOutputs = ['Tests: 2 failed, 3 passed', 'edited src/math.js', secondRun];
+        for (let turn = 0; turn < 4; turn++) {
+          const { message } = await client.turn({ system: [], tools: [], messages });
+          messages.push({ role: 'assistant', content: message.content });
+          const toolUse = message.content.find((block) => block.type === 'tool_use');
+          if (toolUse?.type !== 'tool_use') return message;
+          messages.push({ role: 'user', content: [{ type: 'tool_result', tool_use_id: toolUse.id, content: toolOutputs[turn] ?? '' }] });
         }
-        messages.push({ role: 'user', content: [{ type: 'tool_result', tool_use_id: toolUse.id, content: toolOutputs[turn] ?? '' }] });
-      }
-      expect(final?.content[0]).toMatchObject({ text: 'The tests pass now. add() subtracted instead of adding.' });
+        return undefined;
+      };
+      const green = await play('Tests: 0 failed, 5 passed');
+      expect(green?.content[0]).toMatchObject({ text: 'The tests pass now. add() subtracted instead of adding.' });
       expect(retries).toEqual(['529 overloaded_error']);
+      const red = await play('Tests: 1 failed, 4 passed');
+      expect(red?.content[0]).toMatchObject({ text: 'The tests still fail; I need help.' });
     } finally {
       await server.close();
     }
