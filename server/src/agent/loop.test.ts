@@ -250,7 +250,16 @@ describe('runAgent', () => {
     ]);
     await runAgent(options(model, { steering: { take: () => queue.splice(0) } }));
     expect(lastUserText(model.requests[1]!)).toMatch(/tool_result[\s\S]*keep the empty-list behaviour/);
-    expect(events.ofType('user.message')[0]?.data).toEqual({ from: 'dev@example.com', text: 'Please also keep the empty-list behaviour.' });
+    // The API records steering when it arrives; the loop does not record it a second time.
+    expect(events.ofType('user.message')).toHaveLength(0);
+  });
+
+  it('skips its own notes if a steering source hands them back', async () => {
+    const model = new ScriptedModel([{ text: 'Hmm.' }, { tools: [FIX] }, { tools: [{ name: 'finish', input: { summary: 'Fixed.' } }] }]);
+    const steering = { take: () => events.ofType('user.message').map((event) => ({ from: event.data.from, text: event.data.text })) };
+    await runAgent(options(model, { steering }));
+    const nudges = JSON.stringify(model.requests.at(-2)?.messages).match(/You replied without calling a tool/g) ?? [];
+    expect(nudges).toHaveLength(1);
   });
 
   it('is cancelled through its AbortSignal', async () => {
@@ -280,23 +289,38 @@ describe('runAgent', () => {
 
 describe('rebuildConversation', () => {
   it('rebuilds exactly the conversation the model saw, from the event log', async () => {
-    const queue: Array<{ from: string; text: string }> = [];
     const bad = { name: 'edit_file', input: { path: 'src/calc.js', command: 'replace', old_text: 'nope', new_text: 'x' } };
     const model = new ScriptedModel([
       { text: 'Start.', tools: [{ name: 'search', input: { pattern: 'average' } }, { name: 'read_file', input: { path: 'src/calc.js' } }] },
-      () => {
-        queue.push({ from: 'dev@example.com', text: 'Keep it minimal.' });
-        return { tools: [bad] };
-      },
+      { tools: [bad] },
       { tools: [bad] },
       { tools: [bad] },
       { text: 'Thinking.' },
       { tools: [FIX] },
       { tools: [{ name: 'finish', input: { summary: 'Fixed.' } }] },
     ]);
-    await runAgent(options(model, { steering: { take: () => queue.splice(0) } }));
-    expect(events.ofType('user.message').map((event) => event.data.from)).toEqual(['dev@example.com', 'dockhand', 'dockhand']);
+    await runAgent(options(model));
+    expect(events.ofType('user.message').map((event) => event.data.from)).toEqual(['dockhand', 'dockhand']);
     expectRebuildMatches(model);
+  });
+
+  it('keeps a steering message that arrived during a model call, one turn earlier, in a valid conversation', async () => {
+    const model = new ScriptedModel([
+      { tools: [{ name: 'list_files', input: {} }] },
+      () => {
+        // What the API does: record on arrival, queue for the loop.
+        void events.append({ type: 'user.message', data: { from: 'dev@example.com', text: 'Keep it minimal.' } });
+        queue.push({ from: 'dev@example.com', text: 'Keep it minimal.' });
+        return { tools: [FIX] };
+      },
+      { tools: [{ name: 'finish', input: { summary: 'Fixed.' } }] },
+    ]);
+    const queue: Array<{ from: string; text: string }> = [];
+    await runAgent(options(model, { steering: { take: () => queue.splice(0) } }));
+    expect(lastUserText(model.requests[2]!)).toContain('Keep it minimal.');
+    const rebuilt = rebuildConversation(events.events);
+    expect(rebuilt.messages.map((message) => message.role)).toEqual(['user', 'assistant', 'user', 'assistant', 'user', 'assistant', 'user']);
+    expect(JSON.stringify(rebuilt.messages)).toContain('Keep it minimal.');
   });
 
   it('reports a tool call that never finished as interrupted instead of re-running it', () => {

@@ -75,10 +75,13 @@ export const DEFAULT_AGENT_CONFIG: AgentConfig = {
 export type AgentConfigInput = Partial<Omit<AgentConfig, 'compaction'>> & { compaction?: Partial<CompactionConfig> };
 
 /**
- * Steering messages from the developer, queued by the API. The loop takes them before its next
- * model call and records each as a `user.message` event at that moment, so the log's order is the
- * conversation's order and a rebuild puts them where the model saw them. (The API therefore must
- * not record them itself; a message still queued when the server dies is lost with the process.)
+ * Steering messages from the developer. The API records each as a `user.message` event when it
+ * arrives (durable, visible at once) and the steering source delivers it here; the loop injects
+ * it before its next model call without recording it again. The loop's own notes are recorded
+ * with from 'dockhand' and are skipped if a source hands them back.
+ *
+ * On a rebuild the message sits where the log has it: if it arrived while a model call was in
+ * flight, one turn earlier than the loop injected it. The rebuilt conversation is still valid.
  */
 export interface SteeringMessage {
   from: string;
@@ -119,6 +122,9 @@ export interface AgentOutcome {
   tests?: TestReport;
   review?: ReviewVerdict;
 }
+
+/** `from` of the loop's own user.message notes (nudges, stuck redirects). */
+export const NOTE_AUTHOR = 'dockhand';
 
 export const NUDGE_TEXT =
   'You replied without calling a tool. If the ticket is done, call finish with a summary; otherwise continue with the tools.';
@@ -171,9 +177,9 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
     options.signal?.aborted ? outcome('cancelled', 'Cancelled.', { reason: 'cancelled' }) : stopForBudget(budget.wallClockExceeded());
 
   let messages: Anthropic.MessageParam[] = prior?.messages ?? [{ role: 'user', content: [userText(START_TEXT)] }];
-  const addNote = async (text: string, from = 'dockhand') => {
+  const addNote = async (text: string) => {
     appendUserBlocks(messages, [userText(text)]);
-    await events.append({ type: 'user.message', data: { from, text } });
+    await events.append({ type: 'user.message', data: { from: NOTE_AUTHOR, text } });
   };
 
   try {
@@ -190,7 +196,8 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
       const exceeded = budget.exceeded();
       if (exceeded) return await stopForBudget(exceeded);
 
-      for (const steering of options.steering?.take() ?? []) await addNote(steering.text, steering.from);
+      const steering = (options.steering?.take() ?? []).filter((message) => message.from !== NOTE_AUTHOR);
+      appendUserBlocks(messages, steering.map((message) => userText(message.text)));
       if (messages[messages.length - 1]?.role === 'assistant') await addNote(NUDGE_TEXT);
 
       const turn = budget.turns + 1;
