@@ -2,22 +2,23 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFixtureRepo, type FixtureRepo } from '../support/fixture-repo';
 import { launchChromium, packageExtension, startCodeServer, Workbench, type CodeServer } from '../vscode/code-server';
-import { startFakeServer, type FakeServer } from '../vscode/fake-server';
+import { FIXED_FILE, startRealServer, type RealServer } from '../vscode/real-server';
 
 /*
- * The packaged extension in the real VS Code workbench (code-server) in Chromium: sign in, send a
+ * The packaged extension in the real VS Code workbench (code-server) in Chromium, against the real
+ * Dockhand server (see test/vscode/real-server.ts for its two stand-in parts): sign in, send a
  * ticket from the command palette, watch the trajectory in the side panel, open the changed
  * file's diff, approve, and see the pull request link. Screenshots per step in test-artifacts/.
  */
 
-let server: FakeServer;
+let server: RealServer;
 let codeServer: CodeServer;
 let browser: Browser;
 let repo: FixtureRepo;
 
 beforeAll(async () => {
   repo = createFixtureRepo('buggy-calc');
-  server = await startFakeServer({ stepMs: 120 });
+  server = await startRealServer(repo);
   const vsix = packageExtension();
   codeServer = await startCodeServer({ vsix, settings: { 'dockhand.serverUrl': server.url } });
   browser = await launchChromium();
@@ -44,7 +45,8 @@ describe('Dockhand in VS Code (code-server)', () => {
       await workbench.notification('signed in');
 
       await workbench.runCommand('Dockhand: Send ticket to agent');
-      await workbench.pick('paginate() skips the first item');
+      // The open issue comes from the server's forge.
+      await workbench.pick('#1 average() ignores the first value');
       await workbench.screenshot('vscode-02-budgets');
       await workbench.pick('Send with budgets');
 
@@ -52,31 +54,33 @@ describe('Dockhand in VS Code (code-server)', () => {
       const panel = workbench.webview();
       await panel.locator('.row-file').waitFor({ timeout: 30_000 });
       await panel.locator('.badge.state', { hasText: 'awaiting review' }).waitFor({ timeout: 30_000 });
-      const created = server.requests.find((r) => r.method === 'POST' && r.path === '/v1/tasks');
-      expect(created?.body).toMatchObject({
-        ticket: { kind: 'issue', id: '42', title: 'paginate() skips the first item of every page' },
-        context: { repo: repo.path, baseSha: repo.sha, branch: 'main', dirty: false },
+      const [task] = (await server.fleet.store.listTasks({ owner: 'dev' })).tasks;
+      expect(task).toMatchObject({
+        ticket: { kind: 'issue', id: '1', title: 'average() ignores the first value', body: 'average([2, 4]) returns 2 instead of 3.' },
+        context: { repo: server.forgeRepo, baseSha: repo.sha, branch: 'main', dirty: false },
       });
-      expect(await panel.locator('.trajectory').textContent()).toContain('Reading paginate() to find the off-by-one.');
-      expect(await page.locator('.statusbar').textContent()).toContain('Dockhand: awaiting review · 2 turns · $0.04');
+      const trajectory = await panel.locator('.trajectory').textContent();
+      expect(trajectory).toContain('average() starts summing at index 1; reading calc.js.');
+      expect(await panel.locator('.review .policy').textContent()).toContain('Policy checks passed');
+      expect(await page.locator('.statusbar').textContent()).toContain('Dockhand: awaiting review · 2 turns · $0.02');
       await workbench.screenshot('vscode-03-trajectory');
 
       // The Changes view lists the file; clicking opens base ↔ agent in the diff editor.
-      const change = page.locator('.pane-body .monaco-list-row', { hasText: 'paginate.js' }).first();
+      const change = page.locator('.pane-body .monaco-list-row', { hasText: FIXED_FILE.split('/').pop()! }).first();
       await change.waitFor({ timeout: 20_000 });
       await change.click();
-      const diff = page.locator('.monaco-diff-editor');
-      await diff.waitFor({ timeout: 20_000 });
-      await page.locator('.monaco-diff-editor .modified .view-lines', { hasText: '(page - 1) * size' }).waitFor({ timeout: 20_000 });
-      await page.locator('.monaco-diff-editor .original .view-lines', { hasText: 'page * size + 1' }).waitFor({ timeout: 20_000 });
+      await page.locator('.monaco-diff-editor').waitFor({ timeout: 20_000 });
+      await page.locator('.monaco-diff-editor .modified .view-lines', { hasText: 'let index = 0;' }).waitFor({ timeout: 20_000 });
+      await page.locator('.monaco-diff-editor .original .view-lines', { hasText: 'let index = 1;' }).waitFor({ timeout: 20_000 });
       await workbench.screenshot('vscode-04-diff');
 
-      // Approve from the panel; the PR link arrives as a notification and in the panel.
+      // Approve from the panel; the server pushes once and the PR link arrives as a notification and in the panel.
       await panel.locator('button.review-approve').click();
-      const message = await workbench.notification('opened a pull request', 30_000);
-      expect(message).toContain('https://forge.example/acme/app/pull/7');
-      await panel.locator('button.open-pr', { hasText: 'https://forge.example/acme/app/pull/7' }).waitFor();
-      expect(server.requests.some((r) => r.method === 'POST' && r.path.endsWith('/review') && JSON.stringify(r.body).includes('"approve"'))).toBe(true);
+      const message = await workbench.notification('opened a pull request', 60_000);
+      const events = await server.fleet.store.listEvents(task!.id);
+      const opened = events.find((event) => event.type === 'pr.opened');
+      expect(opened?.type === 'pr.opened' && message).toContain(opened?.type === 'pr.opened' ? opened.data.url : 'no pr.opened event');
+      await panel.locator('button.open-pr').waitFor();
       await workbench.screenshot('vscode-05-pr-open');
     } catch (error) {
       await workbench.screenshot('vscode-failure').catch(() => undefined);

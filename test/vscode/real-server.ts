@@ -1,0 +1,86 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createTwoFilesPatch } from 'diff';
+import { loadConfig } from '../../server/src/config';
+import { LocalForge } from '../../server/src/forge';
+import { createFleet, type Fleet } from '../../server/src/runner/fleet';
+import type { AgentInput, AgentResult } from '../../server/src/runner/ports';
+import { FakeSandboxProvider, ScriptedAgent } from '../../server/src/runner/testing/fakes';
+import type { FixtureRepo } from '../support/fixture-repo';
+
+/*
+ * The real Dockhand server (createFleet: SQLite store, HTTP + WebSocket API, auth, scheduler, task
+ * runner, policy gate, local forge and publisher) listening on 127.0.0.1, for the extension's
+ * end-to-end test. Two parts are stand-ins until the full stack is wired into one process:
+ * an in-memory sandbox holding the fixture's files, and a scripted agent that does what the
+ * replay model's agent would (read, edit through the sandbox, test) and emits the same events.
+ */
+
+export const FIXED_FILE = 'src/calc.js';
+const BUG = 'let index = 1;';
+const FIX = 'let index = 0;';
+
+export interface RealServer {
+  url: string;
+  token: string;
+  /** The forge's bare repository the workspace clone now has as `origin`. */
+  forgeRepo: string;
+  fleet: Fleet;
+  close(): Promise<void>;
+}
+
+async function fixAverage(input: AgentInput): Promise<AgentResult> {
+  const turn = (number: number) =>
+    input.events.append({
+      type: 'model.turn',
+      data: {
+        turn: number,
+        model: 'claude-sonnet-4-5',
+        usage: { inputTokens: 3200, outputTokens: 180, cacheReadTokens: 2800, cacheWriteTokens: 0 },
+        costUsd: 0.012,
+        stopReason: 'tool_use',
+        contextTokens: 6000,
+        content: [],
+      },
+    });
+  await turn(1);
+  await input.events.append({ type: 'assistant.text', data: { turn: 1, text: 'average() starts summing at index 1; reading calc.js.' } });
+  await input.events.append({ type: 'tool.called', data: { turn: 1, toolUseId: 'tu_read', name: 'read_file', input: { path: FIXED_FILE } } });
+  const before = (await input.sandbox.readFile(FIXED_FILE)).toString();
+  await input.events.append({ type: 'tool.finished', data: { toolUseId: 'tu_read', name: 'read_file', isError: false, output: before, truncated: false, durationMs: 9 } });
+  await turn(2);
+  await input.events.append({ type: 'tool.called', data: { turn: 2, toolUseId: 'tu_edit', name: 'edit_file', input: { path: FIXED_FILE, old_text: BUG, new_text: FIX } } });
+  const after = before.replace(BUG, FIX);
+  await input.sandbox.writeFile(FIXED_FILE, after);
+  await input.events.append({ type: 'tool.finished', data: { toolUseId: 'tu_edit', name: 'edit_file', isError: false, output: 'Replaced 1 occurrence.', truncated: false, durationMs: 4 } });
+  const patch = createTwoFilesPatch(`a/${FIXED_FILE}`, `b/${FIXED_FILE}`, before, after, undefined, undefined, { context: 3 });
+  await input.events.append({ type: 'file.changed', data: { path: FIXED_FILE, change: 'modified', patch } });
+  await input.events.append({
+    type: 'tests.finished',
+    data: { command: 'node --test test', scope: 'selected', passed: 9, failed: 0, skipped: 0, ok: true, quarantined: [], output: '# pass 9\n# fail 0', durationMs: 640 },
+  });
+  return { outcome: 'finished', summary: 'Fix average() so it sums from the first value.', diff: await input.sandbox.diff() };
+}
+
+export async function startRealServer(repo: FixtureRepo): Promise<RealServer> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'dockhand-server-'));
+  const config = loadConfig({}, { dataDir, logLevel: 'silent', 'scheduler.pollMs': 50 });
+  const base = { [FIXED_FILE]: readFileSync(join(repo.path, FIXED_FILE), 'utf8') };
+  const fleet = await createFleet(config, { sandboxes: new FakeSandboxProvider(base), agent: new ScriptedAgent(fixAverage) });
+  await fleet.store.createUser('dev', 'user');
+  const { token } = await fleet.store.createToken('dev');
+  // As a developer would have it: the workspace is a clone of a forge repository with open issues.
+  if (!(fleet.forge instanceof LocalForge)) throw new Error('expected the local forge');
+  const forgeRepo = await fleet.forge.createRepository('buggy-calc', repo.path);
+  await fleet.forge.createIssue('buggy-calc', { title: 'average() ignores the first value', body: 'average([2, 4]) returns 2 instead of 3.' });
+  execFileSync('git', ['remote', 'add', 'origin', forgeRepo], { cwd: repo.path });
+  execFileSync('git', ['fetch', '-q', 'origin'], { cwd: repo.path });
+  execFileSync('git', ['branch', '-q', '--set-upstream-to=origin/main', 'main'], { cwd: repo.path });
+  await fleet.app.listen({ host: '127.0.0.1', port: 0 });
+  fleet.scheduler.start();
+  const address = fleet.app.server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  return { url: `http://127.0.0.1:${port}`, token, forgeRepo, fleet, close: () => fleet.close() };
+}
