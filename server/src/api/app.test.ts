@@ -66,6 +66,7 @@ describe('tasks API', () => {
     expect((await h.store.getApproval(approval.id))?.state).toBe('pending');
     expect((await h.store.getTask(task.id))?.state).toBe('queued');
     expect((await h.store.listEvents(task.id)).some((e) => e.type === 'user.message')).toBe(false);
+    expect(await h.store.pendingSteering(task.id)).toEqual([]);
     const list = TaskListResponse.parse(JSON.parse((await h.app.inject({ url: '/v1/tasks', headers: h.auth('bob') })).body));
     expect(list.tasks).toEqual([]);
     const admin = await h.app.inject({ url: `/v1/tasks/${task.id}`, headers: h.auth('admin') });
@@ -88,18 +89,26 @@ describe('tasks API', () => {
     expect(errorOf(badState.body).field).toBe('state');
   });
 
-  it('steers with a user.message and interrupts to cancelled', async () => {
+  it('steers: queued durably while the loop works, recorded directly on a finished diff; interrupt cancels', async () => {
     const task = await h.createTask('alice');
     const steer = await h.app.inject({ method: 'POST', url: `/v1/tasks/${task.id}/messages`, headers: h.auth('alice'), payload: { text: 'use the helper in utils.ts' } });
     expect(steer.statusCode).toBe(202);
+    expect(JSON.parse(steer.body)).toEqual({ queued: true });
+    expect((await h.store.pendingSteering(task.id)).map((m) => [m.from, m.text])).toEqual([['alice', 'use the helper in utils.ts']]);
+    await h.events.append(task.id, { type: 'task.state', data: { state: 'awaiting_review' } });
+    const more = await h.app.inject({ method: 'POST', url: `/v1/tasks/${task.id}/messages`, headers: h.auth('alice'), payload: { text: 'also rename it' } });
+    expect(JSON.parse(more.body)).toMatchObject({ queued: false });
     const events = await h.store.listEvents(task.id);
-    expect(events.at(-1)).toMatchObject({ type: 'user.message', data: { from: 'alice', text: 'use the helper in utils.ts' } });
+    expect(events.at(-2)).toMatchObject({ type: 'user.message', data: { from: 'alice', text: 'also rename it' } });
+    expect(events.at(-1)).toMatchObject({ type: 'task.state', data: { state: 'running' } });
     const stop = await h.app.inject({ method: 'POST', url: `/v1/tasks/${task.id}/interrupt`, headers: h.auth('alice') });
     expect(stop.statusCode).toBe(202);
     expect(Task.parse(JSON.parse(stop.body)).state).toBe('cancelled');
     expect(h.control.interrupted).toEqual([task.id]);
     const again = await h.app.inject({ method: 'POST', url: `/v1/tasks/${task.id}/interrupt`, headers: h.auth('alice') });
     expect(again.statusCode).toBe(409);
+    const late = await h.app.inject({ method: 'POST', url: `/v1/tasks/${task.id}/messages`, headers: h.auth('alice'), payload: { text: 'x' } });
+    expect(late.statusCode).toBe(409);
   });
 
   it('resolves a command approval once', async () => {

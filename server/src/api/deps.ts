@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { TicketSummary } from '@dockhand/protocol';
+import type { Task, TicketSummary } from '@dockhand/protocol';
 import type { EventHub, EventLog } from '../store/hub';
 import type { Store } from '../store/types';
 
@@ -9,6 +9,8 @@ export interface TaskControl {
   wake(): void;
   /** Aborts the task's in-process work, if this server runs it. */
   interrupt(taskId: string): void;
+  /** A steering message was queued for the task; a running loop should pick it up. */
+  steer?(taskId: string): void;
   /** The current diff of a task that is still being worked on (its sandbox), if this server has it. */
   liveDiff?(taskId: string): Promise<string | undefined>;
 }
@@ -32,7 +34,7 @@ export interface AppDeps {
   /** Throws when the sandbox host (Docker + runsc) is not usable; used by /readyz. */
   sandboxCheck?: () => Promise<void>;
   /** Pushes needed before a PR may open (the repo policy may raise it). */
-  requiredApprovals?: (repo: string) => Promise<number>;
+  requiredApprovals?: (task: Task) => Promise<number>;
   logger?: Logger;
   limits?: {
     /** Requests per minute per user. */

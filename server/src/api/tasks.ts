@@ -87,18 +87,31 @@ export async function taskRoutes(app: FastifyInstance, deps: AppDeps): Promise<v
   }, async (request) => loadOwnedTask(deps.store, requireUser(request), request.params.id));
 
   api.post('/tasks/:id/messages', {
-    schema: { tags: ['tasks'], summary: 'Steer: a message the agent reads before its next turn', params: TaskParams, body: SendMessageRequest, response: { 202: z.object({ seq: z.number() }) } },
+    schema: {
+      tags: ['tasks'],
+      summary: 'Steer: a message the agent reads before its next model call',
+      params: TaskParams,
+      body: SendMessageRequest,
+      response: { 202: z.object({ queued: z.boolean(), seq: z.number().optional() }) },
+    },
   }, async (request, reply) => {
     const user = requireUser(request);
     const task = await loadOwnedTask(deps.store, user, request.params.id);
-    if (isFinalState(task.state)) throw new DockhandError('conflict', `task ${task.id} is ${task.state}; it takes no more messages`);
-    const event = await deps.events.append(task.id, { type: 'user.message', data: { from: user.name, text: request.body.text } });
+    if (isFinalState(task.state) || task.state === 'pr_open' || task.state === 'pushing') {
+      throw new DockhandError('conflict', `task ${task.id} is ${task.state}; it takes no more messages`);
+    }
     if (task.state === 'awaiting_review') {
-      // A message on a finished diff means "keep working on it".
+      // A message on a finished diff means "keep working on it": recorded now, the loop resumes.
+      const event = await deps.events.append(task.id, { type: 'user.message', data: { from: user.name, text: request.body.text } });
       await deps.events.append(task.id, { type: 'task.state', data: { state: 'running', reason: `message from ${user.name}` } });
       deps.control.wake();
+      return reply.code(202).send({ queued: false, seq: event.seq });
     }
-    return reply.code(202).send({ seq: event.seq });
+    // While the loop works, the message is queued durably; the loop records it as `user.message`
+    // when it hands it to the model, so the log keeps the order the model saw.
+    await deps.store.queueSteering(task.id, user.name, request.body.text);
+    deps.control.steer?.(task.id);
+    return reply.code(202).send({ queued: true });
   });
 
   api.post('/tasks/:id/interrupt', {

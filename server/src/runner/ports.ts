@@ -1,4 +1,5 @@
 import type { EventPayload, Task, TaskEvent } from '@dockhand/protocol';
+import type { SteeringSource } from '../agent';
 import type { Approver, EventSink } from '../agent/ports';
 import type { Sandbox } from '../sandbox/types';
 
@@ -38,6 +39,8 @@ export interface AgentInput {
   approver: Approver;
   /** The task's log so far: the loop rebuilds its conversation from it when resuming. */
   priorEvents: TaskEvent[];
+  /** Developer messages queued while the loop runs (durable; see QueuedSteering). */
+  steering: SteeringSource;
   signal: AbortSignal;
 }
 

@@ -13,7 +13,7 @@ export interface DecisionDeps {
   store: Store;
   events: EventLog;
   wake: () => void;
-  requiredApprovals?: (repo: string) => Promise<number>;
+  requiredApprovals?: (task: Task) => Promise<number>;
 }
 
 /** Distinct approvers of the current review round (after the last move to `awaiting_review`). */
@@ -52,7 +52,7 @@ async function approve(deps: DecisionDeps, task: Task, user: User, comment?: str
   if (!target) target = (await deps.store.requestApproval(task.id, { kind: 'push', reason: 'review the diff before it is pushed' })).approval;
   const resolved = await deps.store.resolveApproval(task.id, target.id, { decision: 'approved', by: user.name, ...(comment ? { comment } : {}) });
   if (resolved) deps.events.published([resolved.event]);
-  const required = deps.requiredApprovals ? await deps.requiredApprovals(task.context.repo) : 1;
+  const required = deps.requiredApprovals ? await deps.requiredApprovals(task) : 1;
   const approvers = approversThisRound(await deps.store.listEvents(task.id));
   if (approvers.size >= required) {
     await deps.events.append(task.id, {

@@ -1,0 +1,125 @@
+import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../app';
+import type { AgentConfigInput } from '../agent';
+import type { Config } from '../config';
+import { SmartFeedbackEngine } from '../feedback/engine';
+import type { FeedbackEngine } from '../feedback/types';
+import { LocalForge, type Forge } from '../forge';
+import type { Logger } from '../log';
+import { AnthropicModelClient } from '../model/anthropic-client';
+import type { ModelClient } from '../model/types';
+import { Scheduler } from '../scheduler/scheduler';
+import { EventHub, EventLog } from '../store/hub';
+import { SqliteStore } from '../store/sqlite';
+import type { AgentPort, SandboxProvider } from './ports';
+import { TaskRunner } from './task-runner';
+import { agentPort, forgeTickets, gitBaseFiles, policyPort, publisherPort, repoPolicy } from './wiring';
+
+/** Everything one server process runs, composed once from the configuration. */
+export interface Fleet {
+  app: FastifyInstance;
+  store: SqliteStore;
+  hub: EventHub;
+  scheduler: Scheduler;
+  runner: TaskRunner;
+  forge: Forge;
+  /** Stops taking work, aborts running tasks (they stay resumable), closes the API and store. */
+  close(): Promise<void>;
+}
+
+export interface FleetParts {
+  sandboxes: SandboxProvider;
+  /** Throws when the sandbox host is not usable (readiness). */
+  sandboxCheck?: () => Promise<void>;
+  agent?: AgentPort;
+  model?: ModelClient;
+  feedback?: FeedbackEngine;
+  forge?: Forge;
+  agentConfig?: AgentConfigInput;
+  logger?: Logger;
+  /** Extra clean-up on close (e.g. draining a warm pool). */
+  onClose?: () => Promise<void>;
+}
+
+export function modelFromConfig(config: Config): ModelClient {
+  const apiKey = config.model.replaySession ? `replay:${config.model.replaySession}` : config.model.apiKey;
+  if (!apiKey) throw new Error('no model credentials: set DOCKHAND_MODEL_API_KEY (or DOCKHAND_REPLAY_SESSION with DOCKHAND_MODEL_BASE_URL)');
+  return new AnthropicModelClient({
+    apiKey,
+    baseURL: config.model.baseURL,
+    model: config.model.name,
+    fallbackModel: config.model.fallback,
+  });
+}
+
+export async function createFleet(config: Config, parts: FleetParts): Promise<Fleet> {
+  const store = new SqliteStore(join(config.dataDir, 'dockhand.db'));
+  const hub = new EventHub();
+  const events = new EventLog(store, hub);
+  const forgeDir = join(config.dataDir, 'forge');
+  const localForge = parts.forge ? undefined : new LocalForge({ dataDir: forgeDir, store: store.pullRequests });
+  const forge: Forge = parts.forge ?? localForge ?? new LocalForge({ dataDir: forgeDir, store: store.pullRequests });
+  // Local forge repos are named or given as paths of their bare repositories.
+  const repoPath = (repo: string) => (localForge && !repo.startsWith('/') ? localForge.repositoryPath(repo) : repo);
+  const baseFiles = gitBaseFiles(repoPath);
+  const model = parts.model;
+  const agent = parts.agent ?? agentPort({
+    model: () => model ?? modelFromConfig(config),
+    feedback: (task) => parts.feedback ?? new SmartFeedbackEngine({ repo: task.context.repo, flakyStore: store.flaky }),
+    ...(parts.agentConfig ? { config: parts.agentConfig } : {}),
+  });
+  const runner = new TaskRunner({
+    log: events,
+    sandboxes: parts.sandboxes,
+    agent,
+    policy: policyPort(baseFiles),
+    publisher: publisherPort({
+      forge,
+      clonesDir: join(config.dataDir, 'clones'),
+      ...(config.forge.pushToken ? { secrets: [config.forge.pushToken] } : {}),
+    }),
+    ...(parts.logger ? { logger: parts.logger } : {}),
+  });
+  const scheduler = new Scheduler({
+    store,
+    run: (taskId, signal) => runner.run(taskId, signal),
+    concurrency: config.scheduler.concurrency,
+    leaseMs: config.scheduler.leaseSeconds * 1000,
+    pollMs: config.scheduler.pollMs,
+    ...(parts.logger ? { logger: parts.logger } : {}),
+  });
+  const app = await buildApp({
+    store,
+    hub,
+    events,
+    control: {
+      wake: () => scheduler.wake(),
+      interrupt: (taskId) => scheduler.interrupt(taskId),
+      steer: (taskId) => runner.steer(taskId),
+      liveDiff: (taskId) => runner.liveDiff(taskId),
+    },
+    baseFiles,
+    tickets: forgeTickets(forge),
+    ...(parts.sandboxCheck ? { sandboxCheck: parts.sandboxCheck } : {}),
+    requiredApprovals: async (task) => {
+      const policy = await repoPolicy(baseFiles, task).catch(() => undefined);
+      return Math.max(config.forge.requiredApprovals, policy?.requiredApprovals ?? 1);
+    },
+    limits: { ratePerMinute: config.rateLimit.perMinute },
+    ...(parts.logger ? { logger: parts.logger } : {}),
+  });
+  let closed = false;
+  return {
+    app, store, hub, scheduler, runner, forge,
+    async close() {
+      if (closed) return;
+      closed = true;
+      await scheduler.stop();
+      await app.close();
+      await runner.releaseAll();
+      await parts.onClose?.();
+      await store.close();
+    },
+  };
+}

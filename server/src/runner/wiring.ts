@@ -1,0 +1,149 @@
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import type { Task, TaskEvent } from '@dockhand/protocol';
+import { runAgent, type AgentConfigInput } from '../agent';
+import type { FeedbackEngine } from '../feedback/types';
+import { buildPullRequestBody, branchName, deliverPullRequest, type Forge } from '../forge';
+import type { ModelClient } from '../model/types';
+import { checkPolicy, parseRepoPolicy, POLICY_FILE_PATH, type RepoPolicy } from '../policy';
+import type { BaseFiles, TicketSource } from '../api/deps';
+import type { AgentPort, AgentResult, PolicyPort, PublisherPort } from './ports';
+
+const execFileAsync = promisify(execFile);
+
+/**
+ * Reads files at a commit of a repository the server can reach on disk (a local path, the local
+ * forge's bare repo, or a server-side mirror). Remote-only repos need a mirror first.
+ */
+export function gitBaseFiles(resolveRepoPath: (repo: string) => string = (repo) => repo): BaseFiles {
+  return {
+    async read(repo, sha, path) {
+      const dir = resolveRepoPath(repo);
+      if (!existsSync(dir)) return null;
+      try {
+        const { stdout } = await execFileAsync('git', ['-C', dir, 'show', `${sha}:${path}`], { maxBuffer: 64 * 1024 * 1024, encoding: 'utf8' });
+        return stdout;
+      } catch {
+        return null;
+      }
+    },
+  };
+}
+
+/** The repo's `.dockhand/policy.yml` at the task's base SHA (defaults when absent). */
+export async function repoPolicy(baseFiles: BaseFiles, task: Pick<Task, 'context'>): Promise<RepoPolicy> {
+  return parseRepoPolicy((await baseFiles.read(task.context.repo, task.context.baseSha, POLICY_FILE_PATH)) ?? undefined);
+}
+
+export function policyPort(baseFiles: BaseFiles): PolicyPort {
+  return {
+    async check({ task, diff, stage }) {
+      const policy = await repoPolicy(baseFiles, task);
+      const { stats: _stats, ...result } = checkPolicy({ diff, policy, allowTestEdits: task.allowTestEdits, stage });
+      return result;
+    },
+  };
+}
+
+export interface AgentPortOptions {
+  model: (task: Task) => ModelClient;
+  feedback: (task: Task) => FeedbackEngine;
+  config?: AgentConfigInput;
+}
+
+/** The real agent loop behind the runner's `AgentPort`. */
+export function agentPort(options: AgentPortOptions): AgentPort {
+  return {
+    async run(input): Promise<AgentResult> {
+      {
+        const outcome = await runAgent({
+          task: { ticket: input.task.ticket, budgets: input.task.budgets, allowTestEdits: input.task.allowTestEdits },
+          sandbox: input.sandbox,
+          model: options.model(input.task),
+          events: input.events,
+          approver: input.approver,
+          feedback: options.feedback(input.task),
+          priorEvents: input.priorEvents,
+          signal: input.signal,
+          steering: input.steering,
+          ...(options.config ? { config: options.config } : {}),
+        });
+        const outcomeKind = outcome.status === 'finished_verified' ? 'finished' : outcome.status;
+        const result: AgentResult = { outcome: outcomeKind, summary: outcome.summary, diff: outcome.diff };
+        if (outcome.status === 'failed') result.error = { code: outcome.reason ?? 'internal', message: outcome.summary };
+        return result;
+      }
+    },
+  };
+}
+
+function lastOf<T extends TaskEvent['type']>(events: TaskEvent[], type: T): Extract<TaskEvent, { type: T }> | undefined {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const event = events[i];
+    if (event?.type === type) return event as Extract<TaskEvent, { type: T }>;
+  }
+  return undefined;
+}
+
+export interface PublisherOptions {
+  forge: Forge;
+  /** Where the server keeps its own clones (one per repo). */
+  clonesDir: string;
+  /** The forge's name for the task's repo (local forge: name or bare path; GitHub: owner/name). */
+  forgeRepo?: (repo: string) => string;
+  /** Secrets to keep out of the PR body (the push token). */
+  secrets?: string[];
+}
+
+/** Push + draft PR through the forge helper's `deliverPullRequest` (idempotent by design). */
+export function publisherPort(options: PublisherOptions): PublisherPort {
+  return {
+    async publish({ task, diff, summary, events }) {
+      const repo = options.forgeRepo ? options.forgeRepo(task.context.repo) : task.context.repo;
+      const tests = lastOf(events, 'tests.finished');
+      const turn = lastOf(events, 'model.turn');
+      const approved = [...events].reverse().find((e) => e.type === 'task.state' && e.data.state === 'pushing');
+      const ticketId = task.ticket.kind === 'issue' ? task.ticket.id : task.id.slice(-8);
+      const body = buildPullRequestBody(
+        {
+          ticket: { title: task.ticket.title, ...(task.ticket.kind === 'issue' ? { id: task.ticket.id, ...(task.ticket.url ? { url: task.ticket.url } : {}) } : {}) },
+          summary,
+          taskId: task.id,
+          requester: task.owner,
+          ...(tests ? { tests: { command: tests.data.command, passed: tests.data.passed, failed: tests.data.failed, skipped: tests.data.skipped, log: tests.data.output } } : {}),
+          quarantined: tests?.data.quarantined ?? [],
+          usage: task.usage,
+          ...(turn ? { model: turn.data.model } : {}),
+        },
+        options.secrets ?? [],
+      );
+      const cloneDir = join(options.clonesDir, createHash('sha256').update(repo).digest('hex').slice(0, 16));
+      const delivered = await deliverPullRequest({
+        forge: options.forge,
+        repo,
+        cloneDir,
+        baseSha: task.context.baseSha,
+        diff,
+        branch: branchName(ticketId, task.ticket.title),
+        title: task.ticket.title,
+        body,
+        requester: { name: task.owner, email: `${task.owner}@users.dockhand.invalid` },
+        // The same commit on a retry: the time the push was approved, not the time of the attempt.
+        ...(approved ? { date: approved.ts } : {}),
+      });
+      return { number: delivered.pr.number, url: delivered.pr.url, branch: delivered.pr.branch, headSha: delivered.pr.headSha };
+    },
+  };
+}
+
+export function forgeTickets(forge: Forge, forgeRepo: (repo: string) => string = (repo) => repo): TicketSource {
+  return {
+    async listOpenIssues(repo) {
+      const issues = await forge.listOpenIssues(forgeRepo(repo));
+      return issues.map((issue) => ({ id: String(issue.number), title: issue.title, body: issue.body, url: issue.url }));
+    },
+  };
+}
