@@ -1,5 +1,6 @@
 import { createVerify, generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { appInstallationTokens, appJwt, PUSH_PERMISSIONS, staticToken } from './github-auth';
 import { GitHubForge, parseGitHubRepo } from './github-forge';
 
@@ -14,6 +15,8 @@ interface Call {
   body: unknown;
   authorization: string | null;
 }
+
+const DraftBody = z.object({ draft: z.boolean() });
 
 type Route = (call: Call) => { status?: number; body: unknown };
 
@@ -86,6 +89,20 @@ describe('GitHubForge', () => {
 
     expect((await forge.openPullRequest(input)).number).toBe(7);
     expect(calls.filter((call) => call.method === 'POST')).toHaveLength(1);
+  });
+
+  it('falls back to a ready PR where the plan has no drafts', async () => {
+    const { fetch, calls } = fakeFetch({
+      'GET /repos/acme/app/pulls': () => ({ body: [] }),
+      'POST /repos/acme/app/pulls': (call) =>
+        DraftBody.parse(call.body).draft
+          ? { status: 422, body: { message: 'Validation Failed', errors: [{ message: 'Draft pull requests are not supported in this repository.' }] } }
+          : { status: 201, body: pull({ draft: false }) },
+    });
+    const forge = new GitHubForge({ tokens: staticToken('t0ken-for-tests'), fetch });
+    const pr = await forge.openPullRequest({ repo: 'acme/app', branch: 'dockhand/42-fix', base: 'main', title: 't', body: 'b' });
+    expect(pr.draft).toBe(false);
+    expect(calls.filter((call) => call.method === 'POST').map((call) => DraftBody.parse(call.body).draft)).toEqual([true, false]);
   });
 
   it('lists open issues without pull requests', async () => {

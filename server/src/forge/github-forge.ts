@@ -74,14 +74,23 @@ function toPullRequest(repo: GitHubRepo, pull: RestPull): PullRequest {
   return pr;
 }
 
+function isDraftUnsupported(error: unknown): boolean {
+  return (
+    error instanceof Error &&
+    'status' in error &&
+    error.status === 422 &&
+    /draft pull requests are not supported/i.test(error.message)
+  );
+}
+
 export class GitHubForge implements Forge {
   readonly kind = 'github' as const;
 
   constructor(private readonly options: GitHubForgeOptions) {}
 
-  private async client(repo: GitHubRepo): Promise<Octokit> {
+  private async client(repo: GitHubRepo, token?: string): Promise<Octokit> {
     return new Octokit({
-      auth: await this.options.tokens.token(repo),
+      auth: token ?? (await this.options.tokens.token(repo)),
       userAgent: 'dockhand',
       ...(this.options.baseUrl ? { baseUrl: this.options.baseUrl } : {}),
       ...(this.options.fetch ? { request: { fetch: this.options.fetch } } : {}),
@@ -90,12 +99,14 @@ export class GitHubForge implements Forge {
 
   async pushTarget(repo: string): Promise<PushTarget> {
     const target = parseGitHubRepo(repo);
-    const octokit = await this.client(target);
+    // One token per push: minted here, used for the default-branch lookup and handed to git.
+    const token = await this.options.tokens.token(target);
+    const octokit = await this.client(target, token);
     const { data } = await octokit.rest.repos.get({ owner: target.owner, repo: target.name });
     const web = (this.options.webUrl ?? 'https://github.com').replace(/\/$/, '');
     return {
       url: `${web}/${target.owner}/${target.name}.git`,
-      token: await this.options.tokens.token(target),
+      token,
       username: 'x-access-token',
       defaultBranch: data.default_branch,
     };
@@ -122,16 +133,24 @@ export class GitHubForge implements Forge {
     if (existing && existing.state === 'open') return existing;
     const target = parseGitHubRepo(input.repo);
     const octokit = await this.client(target);
-    const { data } = await octokit.rest.pulls.create({
-      owner: target.owner,
-      repo: target.name,
-      head: input.branch,
-      base: input.base,
-      title: input.title,
-      body: input.body,
-      draft: input.draft ?? true,
-    });
-    return toPullRequest(target, data);
+    const create = (draft: boolean) =>
+      octokit.rest.pulls.create({
+        owner: target.owner,
+        repo: target.name,
+        head: input.branch,
+        base: input.base,
+        title: input.title,
+        body: input.body,
+        draft,
+      });
+    const draft = input.draft ?? true;
+    try {
+      return toPullRequest(target, (await create(draft)).data);
+    } catch (error) {
+      // Repositories on plans without draft PRs answer 422 "Draft pull requests are not supported".
+      if (draft && isDraftUnsupported(error)) return toPullRequest(target, (await create(false)).data);
+      throw error;
+    }
   }
 
   async getPullRequest(repo: string, number: number): Promise<PullRequest> {
