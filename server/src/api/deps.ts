@@ -9,8 +9,6 @@ export interface TaskControl {
   wake(): void;
   /** Aborts the task's in-process work, if this server runs it. */
   interrupt(taskId: string): void;
-  /** A steering message was queued for the task; a running loop should pick it up. */
-  steer?(taskId: string): void;
   /** The current diff of a task that is still being worked on (its sandbox), if this server has it. */
   liveDiff?(taskId: string): Promise<string | undefined>;
 }

@@ -92,7 +92,7 @@ export async function taskRoutes(app: FastifyInstance, deps: AppDeps): Promise<v
       summary: 'Steer: a message the agent reads before its next model call',
       params: TaskParams,
       body: SendMessageRequest,
-      response: { 202: z.object({ queued: z.boolean(), seq: z.number().optional() }) },
+      response: { 202: z.object({ seq: z.number() }) },
     },
   }, async (request, reply) => {
     const user = requireUser(request);
@@ -100,18 +100,15 @@ export async function taskRoutes(app: FastifyInstance, deps: AppDeps): Promise<v
     if (isFinalState(task.state) || task.state === 'pr_open' || task.state === 'pushing') {
       throw new DockhandError('conflict', `task ${task.id} is ${task.state}; it takes no more messages`);
     }
+    // Recorded on arrival (durable, visible at once); a running loop gets it through its
+    // steering source and injects it before its next model call.
+    const event = await deps.events.append(task.id, { type: 'user.message', data: { from: user.name, text: request.body.text } });
     if (task.state === 'awaiting_review') {
-      // A message on a finished diff means "keep working on it": recorded now, the loop resumes.
-      const event = await deps.events.append(task.id, { type: 'user.message', data: { from: user.name, text: request.body.text } });
+      // A message on a finished diff means "keep working on it".
       await deps.events.append(task.id, { type: 'task.state', data: { state: 'running', reason: `message from ${user.name}` } });
       deps.control.wake();
-      return reply.code(202).send({ queued: false, seq: event.seq });
     }
-    // While the loop works, the message is queued durably; the loop records it as `user.message`
-    // when it hands it to the model, so the log keeps the order the model saw.
-    await deps.store.queueSteering(task.id, user.name, request.body.text);
-    deps.control.steer?.(task.id);
-    return reply.code(202).send({ queued: true });
+    return reply.code(202).send({ seq: event.seq });
   });
 
   api.post('/tasks/:id/interrupt', {

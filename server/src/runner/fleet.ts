@@ -96,7 +96,6 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
     control: {
       wake: () => scheduler.wake(),
       interrupt: (taskId) => scheduler.interrupt(taskId),
-      steer: (taskId) => runner.steer(taskId),
       liveDiff: (taskId) => runner.liveDiff(taskId),
     },
     baseFiles,

@@ -142,23 +142,18 @@ describe('TaskRunner', () => {
     }
   });
 
-  it('hands queued steering to the loop, which records it; untaken messages survive for the next run', async () => {
+  it('hands developer messages that arrive during the run to the loop, but not ones already in its log', async () => {
     const { task } = await store.createTask('alice', request);
-    await store.queueSteering(task.id, 'alice', 'before start');
+    await log.append(task.id, { type: 'user.message', data: { from: 'alice', text: 'before start' } });
     const { runner: r } = runner(async (input) => {
-      const first = input.steering.take();
-      expect(first).toEqual([{ from: 'alice', text: 'before start' }]);
-      await input.events.append({ type: 'user.message', data: first[0]! });
-      await store.queueSteering(task.id, 'alice', 'while running');
-      r.steer(task.id);
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      const second = input.steering.take();
-      expect(second).toEqual([{ from: 'alice', text: 'while running' }]);
-      // Taken but never recorded (the process "dies" before the next model call).
+      expect(input.priorEvents.some((e) => e.type === 'user.message' && e.data.text === 'before start')).toBe(true);
+      expect(input.steering.take()).toEqual([]);
+      await log.append(task.id, { type: 'user.message', data: { from: 'alice', text: 'while running' } });
+      await input.events.append({ type: 'user.message', data: { from: 'dockhand', text: 'a loop note' } });
+      expect(input.steering.take()).toEqual([{ from: 'alice', text: 'while running' }]);
       return finishing(input, 1);
     });
     await r.run(task.id, new AbortController().signal);
-    expect((await store.pendingSteering(task.id)).map((m) => m.text)).toEqual(['while running']);
   });
 
   it('an interrupt wins: the runner never moves a cancelled task', async () => {

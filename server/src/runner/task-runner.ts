@@ -5,7 +5,7 @@ import type { Logger } from '../log';
 import type { Sandbox } from '../sandbox/types';
 import type { EventLog } from '../store/hub';
 import { StoreApprover } from './approver';
-import { QueuedSteering } from './steering';
+import { hubSteering } from './steering';
 import type { AgentPort, PolicyPort, PublisherPort, SandboxProvider } from './ports';
 
 /*
@@ -38,12 +38,6 @@ const RESUMABLE: readonly TaskState[] = ['queued', 'provisioning', 'running', 'a
 export class TaskRunner {
   /** Sandboxes this process holds, by task (released when the task stops needing one). */
   private readonly sandboxes = new Map<string, Sandbox>();
-  private readonly steering = new Map<string, QueuedSteering>();
-
-  /** A steering message was queued: the running loop of this task (if here) picks it up. */
-  steer(taskId: string): void {
-    void this.steering.get(taskId)?.refresh().catch((error: unknown) => this.deps.logger?.warn({ err: error, taskId }, 'steering refresh failed'));
-  }
 
   constructor(private readonly deps: RunnerDeps) {}
 
@@ -100,29 +94,22 @@ export class TaskRunner {
     const sandbox = await this.ensureSandbox(task);
     if (signal.aborted || !(await this.setState(task.id, 'running'))) return;
     const current = await this.task(task.id);
-    const priorEvents = await this.deps.log.store.listEvents(task.id);
-    const steering = new QueuedSteering(this.deps.log.store, task.id);
-    this.steering.set(task.id, steering);
-    await steering.refresh();
+    const steering = hubSteering(this.deps.log.hub, task.id);
     let result;
     try {
+      const priorEvents = await this.deps.log.store.listEvents(task.id);
+      steering.startAfter(priorEvents.at(-1)?.seq ?? 0);
       result = await this.deps.agent.run({
         task: current,
         sandbox,
-        events: {
-          append: async (event) => {
-            const stored = await this.deps.log.append(task.id, event);
-            await steering.recorded(stored);
-            return stored;
-          },
-        },
+        events: this.deps.log.sinkFor(task.id),
         approver: new StoreApprover(this.deps.log, task.id),
         priorEvents,
         steering,
         signal,
       });
     } finally {
-      this.steering.delete(task.id);
+      steering.close();
     }
     // Aborted: interrupted (the API already wrote `cancelled`), lease lost or server stopping (the
     // task stays active and is resumed from its log by whoever leases it next). Write nothing.

@@ -83,23 +83,6 @@ export const MIGRATIONS: ReadonlyArray<{ id: number; name: string; sql: string }
       );
     `,
   },
-  {
-    id: 2,
-    name: 'steering queue',
-    // Steering messages wait here until the loop takes them and records its own user.message
-    // (so the log's order is the order the model saw them). Untaken ones survive a restart.
-    sql: `
-      CREATE TABLE steering (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        task_id TEXT NOT NULL,
-        sender TEXT NOT NULL,
-        text TEXT NOT NULL,
-        created_at TEXT NOT NULL,
-        taken_seq INTEGER
-      );
-      CREATE INDEX steering_task ON steering(task_id, taken_seq);
-    `,
-  },
 ];
 
 export function migrate(db: Database.Database): number[] {

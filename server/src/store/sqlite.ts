@@ -28,7 +28,6 @@ import type {
   ApprovalState,
   Lease,
   Role,
-  SteeringMessage,
   Store,
   TaskListQuery,
   TaskPage,
@@ -257,29 +256,6 @@ export class SqliteStore implements Store {
     const parsed = z.object({ diff: z.string().nullable(), summary: z.string().nullable() }).optional().parse(row);
     if (!parsed || parsed.diff === null) return undefined;
     return { diff: parsed.diff, summary: parsed.summary ?? '' };
-  }
-
-  // ---- steering ----
-
-  async queueSteering(taskId: string, from: string, text: string): Promise<SteeringMessage> {
-    const createdAt = now();
-    const result = this.db.prepare('INSERT INTO steering (task_id, sender, text, created_at) VALUES (?, ?, ?, ?)').run(taskId, from, text, createdAt);
-    return { id: Number(result.lastInsertRowid), taskId, from, text, createdAt };
-  }
-
-  async pendingSteering(taskId: string): Promise<SteeringMessage[]> {
-    const Row = z.object({ id: z.number().int(), task_id: z.string(), sender: z.string(), text: z.string(), created_at: z.string() });
-    return this.db
-      .prepare('SELECT id, task_id, sender, text, created_at FROM steering WHERE task_id = ? AND taken_seq IS NULL ORDER BY id')
-      .all(taskId)
-      .map((row) => {
-        const r = Row.parse(row);
-        return { id: r.id, taskId: r.task_id, from: r.sender, text: r.text, createdAt: r.created_at };
-      });
-  }
-
-  async markSteeringTaken(id: number, seq: number): Promise<void> {
-    this.db.prepare('UPDATE steering SET taken_seq = ? WHERE id = ? AND taken_seq IS NULL').run(seq, id);
   }
 
   // ---- approvals ----

@@ -41,14 +41,6 @@ export interface Approval {
   resolvedAt?: string;
 }
 
-export interface SteeringMessage {
-  id: number;
-  taskId: string;
-  from: string;
-  text: string;
-  createdAt: string;
-}
-
 export interface TaskListQuery {
   /** Only this owner's tasks; absent = every task (admins). */
   owner?: string;
@@ -96,12 +88,6 @@ export interface Store {
   /** The final diff and PR summary of a task (set when it reaches review). */
   setResult(taskId: string, result: { diff: string; summary: string }): Promise<void>;
   getResult(taskId: string): Promise<{ diff: string; summary: string } | undefined>;
-
-  // steering messages queued for a running loop
-  queueSteering(taskId: string, from: string, text: string): Promise<SteeringMessage>;
-  pendingSteering(taskId: string): Promise<SteeringMessage[]>;
-  /** Marks a queued message as taken; the loop recorded it as the `user.message` at `seq`. */
-  markSteeringTaken(id: number, seq: number): Promise<void>;
 
   // approvals (pending ones survive restarts)
   /** Creates a pending approval and appends `approval.requested` in one transaction. */
