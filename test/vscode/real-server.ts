@@ -31,7 +31,23 @@ export interface RealServer {
   close(): Promise<void>;
 }
 
-async function fixAverage(input: AgentInput): Promise<AgentResult> {
+/** The scripted agent; `stepDelayMs` spaces its events out like a real run's. */
+function fixAverage(stepDelayMs: number) {
+  return async (original: AgentInput): Promise<AgentResult> => {
+    const input: AgentInput = {
+      ...original,
+      events: {
+        append: async (event) => {
+          if (stepDelayMs) await new Promise((resolve) => setTimeout(resolve, stepDelayMs));
+          return original.events.append(event);
+        },
+      },
+    };
+    return runFix(input);
+  };
+}
+
+async function runFix(input: AgentInput): Promise<AgentResult> {
   const turn = (number: number) =>
     input.events.append({
       type: 'model.turn',
@@ -64,11 +80,11 @@ async function fixAverage(input: AgentInput): Promise<AgentResult> {
   return { outcome: 'finished', summary: 'Fix average() so it sums from the first value.', diff: await input.sandbox.diff() };
 }
 
-export async function startRealServer(repo: FixtureRepo): Promise<RealServer> {
+export async function startRealServer(repo: FixtureRepo, options: { stepDelayMs?: number } = {}): Promise<RealServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'dockhand-server-'));
   const config = loadConfig({}, { dataDir, logLevel: 'silent', 'scheduler.pollMs': 50 });
   const base = { [FIXED_FILE]: readFileSync(join(repo.path, FIXED_FILE), 'utf8') };
-  const fleet = await createFleet(config, { sandboxes: new FakeSandboxProvider(base), agent: new ScriptedAgent(fixAverage) });
+  const fleet = await createFleet(config, { sandboxes: new FakeSandboxProvider(base), agent: new ScriptedAgent(fixAverage(options.stepDelayMs ?? 0)) });
   await fleet.store.createUser('dev', 'user');
   const { token } = await fleet.store.createToken('dev');
   // As a developer would have it: the workspace is a clone of a forge repository with open issues.
