@@ -1,4 +1,9 @@
 import type { NewEvent } from '@dockhand/protocol';
+import { DockhandError } from '../errors';
+import { pushApprovalStatus, type PushDecision } from '../policy/approvals';
+import { checkPolicy, type PolicyCheckResult } from '../policy/check';
+import { isOverrideFor } from '../policy/override';
+import type { RepoPolicy } from '../policy/repo-policy';
 import { pushChange, type Person, type PushChangeResult } from './push';
 import { redact } from './redact';
 import type { Forge, PullRequest, PullRequestOutcome } from './types';
@@ -7,7 +12,23 @@ import type { Forge, PullRequest, PullRequestOutcome } from './types';
  * Push, then open the draft PR: the last step of a task. Both halves are idempotent (the push
  * checks the remote branch, the forge returns the open PR of the branch), so the runner may call
  * this again after a crash without a second push or a second PR.
+ *
+ * It is also the last gate: the policy is checked again on the exact diff being pushed, and the
+ * repo's required number of human approvals must be there. Nothing is pushed otherwise, whatever
+ * the caller believed.
  */
+
+export interface PushGate {
+  /** The repo policy at the base SHA (`loadRepoPolicy`). */
+  policy: RepoPolicy;
+  allowTestEdits: boolean;
+  /** Human decisions on the push (`approval.resolved` of kind `push`). */
+  decisions: PushDecision[];
+  /** Events that may hold an owner's override of this diff's violations. */
+  overrides?: NewEvent[];
+  /** Names that never count as approvers (the bot itself). */
+  bots?: string[];
+}
 
 export interface DeliverInput {
   forge: Forge;
@@ -27,14 +48,39 @@ export interface DeliverInput {
   base?: string;
   /** Fixed commit date (ISO 8601), e.g. the time the push was approved. */
   date?: string;
+  gate: PushGate;
 }
 
 export interface DeliverResult {
   pr: PullRequest;
   push: PushChangeResult;
+  /** The push-stage check (record it as `policy.checked`); `overridden` when an owner let it through. */
+  policy: PolicyCheckResult & { overridden: boolean };
+}
+
+/** Throws `policy_violation` / `forbidden` unless the diff may be pushed now. */
+export function enforcePushGate(diff: string, gate: PushGate): PolicyCheckResult & { overridden: boolean } {
+  const result = checkPolicy({ diff, policy: gate.policy, allowTestEdits: gate.allowTestEdits, stage: 'push' });
+  const checked = { ok: result.ok, stage: result.stage, violations: result.violations };
+  const overridden = !result.ok && (gate.overrides ?? []).some((event) => isOverrideFor(diff, event, gate.policy));
+  if (!result.ok && !overridden) {
+    const rules = [...new Set(result.violations.map((violation) => violation.rule))].join(', ');
+    throw new DockhandError('policy_violation', `push blocked by policy: ${rules}`, {
+      hint: 'fix the violations, or ask a repo owner to override them',
+    });
+  }
+  const approvals = pushApprovalStatus(gate.policy, gate.decisions, gate.bots);
+  if (!approvals.satisfied) {
+    const why = approvals.deniedBy.length > 0
+      ? `denied by ${approvals.deniedBy.join(', ')}`
+      : `${approvals.approvers.length} of ${approvals.required} required approvals`;
+    throw new DockhandError('forbidden', `push not approved: ${why}`, { hint: 'a reviewer must approve the push' });
+  }
+  return { ...checked, overridden };
 }
 
 export async function deliverPullRequest(input: DeliverInput): Promise<DeliverResult> {
+  const policy = enforcePushGate(input.diff, input.gate);
   const target = await input.forge.pushTarget(input.repo);
   const push = await pushChange({
     cloneDir: input.cloneDir,
@@ -56,7 +102,7 @@ export async function deliverPullRequest(input: DeliverInput): Promise<DeliverRe
     body: redact(input.body, [target.token]),
     draft: true,
   });
-  return { pr, push };
+  return { pr, push, policy };
 }
 
 export function prOpenedEvent(pr: PullRequest): NewEvent {

@@ -1,5 +1,5 @@
-export { deliverPullRequest, prOpenedEvent, prOutcomeEvent } from './deliver';
-export type { DeliverInput, DeliverResult } from './deliver';
+export { deliverPullRequest, enforcePushGate, prOpenedEvent, prOutcomeEvent } from './deliver';
+export type { DeliverInput, DeliverResult, PushGate } from './deliver';
 export { appInstallationTokens, appJwt, staticToken, PUSH_PERMISSIONS } from './github-auth';
 export type { GitHubAppOptions, GitHubRepo, GitHubTokenProvider } from './github-auth';
 export { GitHubForge, parseGitHubRepo } from './github-forge';

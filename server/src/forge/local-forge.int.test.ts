@@ -2,7 +2,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { deliverPullRequest } from './deliver';
+import { DEFAULT_REPO_POLICY, parseRepoPolicy } from '../policy/repo-policy';
+import { policyOverride } from '../policy/override';
+import { checkPolicy } from '../policy/check';
+import { deliverPullRequest, type PushGate } from './deliver';
 import { LocalForge } from './local-forge';
 import { InMemoryPullRequestStore } from './memory-store';
 import { buildPullRequestBody } from './pr-body';
@@ -10,6 +13,7 @@ import { branchName, pushChange } from './push';
 import { createSourceRepo, diffOf, git, PAGINATE_FIXED } from './testing/repo';
 
 const DAY_MS = 86_400_000;
+const approved: PushGate = { policy: DEFAULT_REPO_POLICY, allowTestEdits: false, decisions: [{ by: 'ada', decision: 'approved' }] };
 
 describe('LocalForge with real git', () => {
   let root: string;
@@ -55,6 +59,7 @@ describe('LocalForge with real git', () => {
       title: 'Fix paginate() off-by-one',
       body,
       requester: { name: 'Ada Dev', email: 'ada@example.invalid' },
+      gate: approved,
     });
 
     expect(push.pushed).toBe(true);
@@ -104,7 +109,7 @@ describe('LocalForge with real git', () => {
     const oldForge = new LocalForge({ dataDir: join(root, 'forge'), store, now: () => longAgo });
     const diff = diffOf(source.path, { 'src/paginate.js': PAGINATE_FIXED });
     const branch = branchName('7', 'old fix');
-    await deliverPullRequest({ forge: oldForge, repo: 'sample', cloneDir: join(root, 'clone'), baseSha: source.sha, diff, branch, title: 'old fix', body: 'b' });
+    await deliverPullRequest({ forge: oldForge, repo: 'sample', cloneDir: join(root, 'clone'), baseSha: source.sha, diff, branch, title: 'old fix', body: 'b', gate: approved });
     const merged = await oldForge.merge('sample', 1);
     const dev = mkdtempSync(join(tmpdir(), 'dockhand-forge-dev-'));
     git(dev, 'clone', '-q', bare(), '.');
@@ -126,7 +131,7 @@ describe('LocalForge with real git', () => {
     expect(retry).toMatchObject({ pushed: false, headSha: first.headSha });
     expect(git(bare(), 'rev-parse', `refs/heads/${branch}`)).toBe(first.headSha);
 
-    const delivery = { forge, repo: 'sample', cloneDir: join(root, 'clone'), baseSha: source.sha, diff, branch, title: 'fix', body: 'body' };
+    const delivery = { forge, repo: 'sample', cloneDir: join(root, 'clone'), baseSha: source.sha, diff, branch, title: 'fix', body: 'body', gate: approved };
     const a = await deliverPullRequest(delivery);
     const b = await deliverPullRequest(delivery);
     expect(a.push.pushed).toBe(false);
@@ -153,7 +158,7 @@ describe('LocalForge with real git', () => {
 
   it('closes a PR, and serves issues from issues.json', async () => {
     const diff = diffOf(source.path, { 'src/paginate.js': PAGINATE_FIXED });
-    await deliverPullRequest({ forge, repo: 'sample', cloneDir: join(root, 'clone'), baseSha: source.sha, diff, branch: 'dockhand/45-a', title: 'a', body: 'b' });
+    await deliverPullRequest({ forge, repo: 'sample', cloneDir: join(root, 'clone'), baseSha: source.sha, diff, branch: 'dockhand/45-a', title: 'a', body: 'b', gate: approved });
     const closed = await forge.close('sample', 1);
     expect(closed.state).toBe('closed');
     expect(await forge.getOutcome('sample', 1)).toEqual({ outcome: 'closed', at: closed.closedAt });
@@ -168,5 +173,31 @@ describe('LocalForge with real git', () => {
     ]);
     await expect(forge.listOpenIssues('missing')).rejects.toMatchObject({ code: 'not_found' });
     await expect(forge.listOpenIssues('../etc')).rejects.toMatchObject({ code: 'bad_request' });
+  });
+
+  it('pushes nothing past the gate: violations need an owner override, pushes need the required approvals', async () => {
+    const diff = diffOf(source.path, { 'src/paginate.js': PAGINATE_FIXED, '.github/workflows/ci.yml': 'on: push\n' });
+    const policy = parseRepoPolicy('owners: [olive]\nrequiredApprovals: 2');
+    const delivery = { forge, repo: 'sample', cloneDir: join(root, 'clone'), baseSha: source.sha, diff, branch: 'dockhand/46-gate', title: 'gate', body: 'b' };
+    const twoApprovals = [
+      { by: 'ada', decision: 'approved' as const },
+      { by: 'bob', decision: 'approved' as const },
+    ];
+
+    await expect(deliverPullRequest({ ...delivery, gate: { policy, allowTestEdits: false, decisions: twoApprovals } })).rejects.toMatchObject({
+      code: 'policy_violation',
+      message: expect.stringContaining('ci-config'),
+    });
+    expect(git(bare(), 'branch', '--list', 'dockhand/*')).toBe('');
+
+    const override = policyOverride({ diff, result: checkPolicy({ diff, policy, allowTestEdits: false, stage: 'push' }), policy, by: 'olive', comment: 'adds the missing trigger' });
+    await expect(
+      deliverPullRequest({ ...delivery, gate: { policy, allowTestEdits: false, decisions: twoApprovals.slice(0, 1), overrides: [override] } }),
+    ).rejects.toMatchObject({ code: 'forbidden', message: expect.stringContaining('1 of 2') });
+    expect(git(bare(), 'branch', '--list', 'dockhand/*')).toBe('');
+
+    const done = await deliverPullRequest({ ...delivery, gate: { policy, allowTestEdits: false, decisions: twoApprovals, overrides: [override] } });
+    expect(done.policy).toMatchObject({ ok: false, overridden: true, stage: 'push' });
+    expect(done.push.pushed).toBe(true);
   });
 });
