@@ -1,0 +1,54 @@
+import type { Task, TaskEvent } from '@dockhand/protocol';
+
+function oneLine(text: string, max = 100): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
+
+/** One progress line per event (or nothing for the noisy ones). */
+export function describeEvent(event: TaskEvent): string | undefined {
+  const d = event.data;
+  switch (event.type) {
+    case 'task.state':
+      return event.data.state + (event.data.reason ? ` (${event.data.reason})` : '');
+    case 'sandbox.ready':
+      return `sandbox ready (${event.data.source}, ${event.data.startMs} ms)`;
+    case 'model.turn':
+      return `turn ${event.data.turn}: ${event.data.model}, $${event.data.costUsd.toFixed(4)}`;
+    case 'assistant.text':
+      return `  ${oneLine(event.data.text)}`;
+    case 'tool.called':
+      return `  → ${event.data.name} ${oneLine(JSON.stringify(event.data.input ?? {}), 80)}`;
+    case 'tool.finished':
+      return event.data.isError ? `  ✗ ${event.data.name}: ${oneLine(event.data.output)}` : undefined;
+    case 'file.changed':
+      return `  ✎ ${event.data.change} ${event.data.path}`;
+    case 'tests.finished':
+      return `tests ${event.data.ok ? 'green' : 'red'}: ${event.data.passed} passed, ${event.data.failed} failed (${event.data.scope})`;
+    case 'review.finished':
+      return `self-review: ${event.data.approved ? 'approved' : `problems: ${event.data.problems.join('; ')}`}`;
+    case 'policy.checked':
+      return `policy (${event.data.stage}): ${event.data.ok ? 'ok' : event.data.violations.map((v) => `${v.rule} ${v.path}`).join(', ')}`;
+    case 'approval.requested':
+      return `approval needed [${event.data.approvalId}] ${event.data.kind}: ${event.data.command ?? event.data.reason}`;
+    case 'approval.resolved':
+      return `approval ${event.data.approvalId} ${event.data.decision} by ${event.data.by}`;
+    case 'budget.exceeded':
+      return `budget exceeded: ${event.data.budget} (${event.data.used}/${event.data.limit})`;
+    case 'pr.opened':
+      return `PR opened: ${event.data.url}`;
+    case 'pr.outcome':
+      return `PR ${event.data.outcome}`;
+    case 'user.message':
+      return `${event.data.from}: ${oneLine(event.data.text)}`;
+    case 'task.failed':
+      return `failed: ${event.data.code}: ${event.data.message}`;
+    default:
+      return d === undefined ? undefined : undefined;
+  }
+}
+
+export function taskLine(task: Task): string {
+  const cost = `$${task.usage.costUsd.toFixed(2)}`;
+  return [task.id, task.state.padEnd(16), cost.padStart(7), oneLine(task.ticket.title, 60), task.prUrl ?? ''].join('  ').trimEnd();
+}

@@ -1,0 +1,189 @@
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { Command, Option } from 'commander';
+import { z } from 'zod';
+import { CreateTaskRequest, CreateTaskResponse, Task, TaskListResponse, isFinalState, type TaskState } from '@dockhand/protocol';
+import { loadConfig } from '../config';
+import { DockhandError } from '../errors';
+import { LocalForge, prOutcomeEvent } from '../forge';
+import { startServer } from '../server';
+import { SqliteStore } from '../store/sqlite';
+import { ApiClient } from './client';
+import { describeEvent, taskLine } from './format';
+
+/*
+ * `dockhand` — the server and a thin client of its API.
+ *   serve                          run the fleet server (config from DOCKHAND_* env / DOCKHAND_CONFIG)
+ *   submit                         POST a ticket, stream the trajectory, print the PR link
+ *   tasks                          list tasks
+ *   approve|reject <task> [appr]   decide a review (or one approval request)
+ *   token create|revoke|list       manage API tokens (direct on the data dir)
+ *   pr merge|close <repo> <n>      local forge only (direct on the data dir)
+ * Client commands read DOCKHAND_URL and DOCKHAND_TOKEN (or --server/--token).
+ */
+
+const out = (line: string) => process.stdout.write(`${line}\n`);
+
+function client(options: { server?: string; token?: string }): ApiClient {
+  return new ApiClient(options.server ?? process.env.DOCKHAND_URL ?? 'http://127.0.0.1:8737', options.token ?? process.env.DOCKHAND_TOKEN);
+}
+
+function git(cwd: string, ...args: string[]): string | undefined {
+  try {
+    return execFileSync('git', ['-C', cwd, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  } catch {
+    return undefined;
+  }
+}
+
+function withStore<T>(fn: (store: SqliteStore, dataDir: string) => Promise<T>): Promise<T> {
+  const config = loadConfig();
+  const store = new SqliteStore(join(config.dataDir, 'dockhand.db'));
+  return fn(store, config.dataDir).finally(() => store.close());
+}
+
+const clientOptions = (command: Command) =>
+  command.option('--server <url>', 'server URL (DOCKHAND_URL)').option('--token <token>', 'API token (DOCKHAND_TOKEN)');
+
+export function buildCli(): Command {
+  const program = new Command('dockhand').description('Ticket-to-pull-request coding agent').showHelpAfterError();
+
+  program.command('serve').description('run the fleet server').action(async () => {
+    await startServer(loadConfig());
+  });
+
+  clientOptions(program.command('submit'))
+    .description('submit a ticket, stream the trajectory and print the PR link')
+    .requiredOption('--title <title>', 'ticket title')
+    .option('--body <text>', 'ticket body', '')
+    .option('--issue <id>', 'forge issue number (makes it an issue ticket)')
+    .option('--repo <repo>', 'repo path or URL (default: origin of the current repo)')
+    .option('--base <sha>', 'base commit (default: HEAD of the current repo)')
+    .addOption(new Option('--priority <priority>', 'scheduling priority').choices(['normal', 'routine']).default('normal'))
+    .option('--approve', 'approve the diff when it reaches review (push + PR)')
+    .option('--no-follow', 'return after submitting')
+    .action(async (options: { title: string; body: string; issue?: string; repo?: string; base?: string; priority: string; approve?: boolean; follow: boolean; server?: string; token?: string }) => {
+      const api = client(options);
+      const cwd = process.cwd();
+      const repo = options.repo ?? git(cwd, 'remote', 'get-url', 'origin') ?? git(cwd, 'rev-parse', '--show-toplevel');
+      const baseSha = options.base ?? git(options.repo && options.repo.startsWith('/') ? options.repo : cwd, 'rev-parse', 'HEAD');
+      const body = CreateTaskRequest.safeParse({
+        ticket: options.issue ? { kind: 'issue', id: options.issue, title: options.title, body: options.body } : { kind: 'text', title: options.title, body: options.body },
+        context: { repo, baseSha, dirty: (git(cwd, 'status', '--porcelain') ?? '') !== '' },
+        priority: options.priority,
+      });
+      if (!body.success) throw new DockhandError('bad_request', `${body.error.issues[0]?.path.join('.')}: ${body.error.issues[0]?.message}`, { hint: 'pass --repo and --base' });
+      const { id } = await api.request('POST', '/v1/tasks', CreateTaskResponse, body.data);
+      out(`task ${id} submitted`);
+      if (!options.follow) return;
+      let finalState: TaskState | undefined;
+      await api.streamEvents(id, 0, (event) => {
+        const line = describeEvent(event);
+        if (line) out(`[${event.seq}] ${line}`);
+        if (event.type !== 'task.state') return false;
+        const state = event.data.state;
+        if (state === 'awaiting_review' && options.approve) {
+          void api.request('POST', `/v1/tasks/${id}/review`, Task, { action: 'approve', comments: [] }).catch((error: unknown) => out(`approve failed: ${String(error)}`));
+          return false;
+        }
+        if (state === 'awaiting_review' || state === 'pr_open' || isFinalState(state)) {
+          finalState = state;
+          return true;
+        }
+        return false;
+      });
+      const task = await api.request('GET', `/v1/tasks/${id}`, Task);
+      if (task.prUrl) out(`PR: ${task.prUrl}`);
+      else if (finalState === 'awaiting_review') out(`review the diff, then: dockhand approve ${id}`);
+      if (finalState && ['failed', 'cancelled', 'budget_exhausted'].includes(finalState)) process.exitCode = 1;
+    });
+
+  clientOptions(program.command('tasks'))
+    .description('list tasks (yours; admins see all)')
+    .option('--state <state>', 'only this state')
+    .option('--repo <repo>', 'only this repo')
+    .action(async (options: { state?: string; repo?: string; server?: string; token?: string }) => {
+      const query = new URLSearchParams();
+      if (options.state) query.set('state', options.state);
+      if (options.repo) query.set('repo', options.repo);
+      const page = await client(options).request('GET', `/v1/tasks?${query}`, TaskListResponse);
+      for (const task of page.tasks) out(taskLine(task));
+    });
+
+  for (const [name, decision] of [['approve', 'approved'], ['reject', 'denied']] as const) {
+    clientOptions(program.command(`${name} <task> [approval]`))
+      .description(`${name} a task's diff (review) or one approval request`)
+      .option('--comment <text>', 'comment')
+      .action(async (taskId: string, approvalId: string | undefined, options: { comment?: string; server?: string; token?: string }) => {
+        const api = client(options);
+        if (approvalId) {
+          const result = await api.request('POST', `/v1/tasks/${taskId}/approvals/${approvalId}`, z.object({ state: z.string() }), {
+            decision, ...(options.comment ? { comment: options.comment } : {}),
+          });
+          out(`approval ${approvalId}: ${result.state}`);
+          return;
+        }
+        const comments = options.comment ? [{ body: options.comment }] : [];
+        const task = await api.request('POST', `/v1/tasks/${taskId}/review`, Task, { action: name === 'approve' ? 'approve' : 'reject', comments });
+        out(`task ${taskId}: ${task.state}`);
+      });
+  }
+
+  const token = program.command('token').description('API tokens (run on the server machine; uses DOCKHAND_DATA_DIR)');
+  token.command('create')
+    .requiredOption('--user <name>', 'user name (created if missing)')
+    .addOption(new Option('--role <role>', 'role for a new user').choices(['user', 'admin']).default('user'))
+    .option('--label <label>', 'what the token is for', '')
+    .action((options: { user: string; role: 'user' | 'admin'; label: string }) => withStore(async (store) => {
+      const existing = await store.getUser(options.user);
+      if (!existing || existing.role !== options.role) await store.createUser(options.user, options.role);
+      const { token: secret, info } = await store.createToken(options.user, options.label);
+      out(`token ${info.id} for ${options.user} (shown once):`);
+      out(secret);
+    }));
+  token.command('revoke <id>').action((id: string) => withStore(async (store) => {
+    if (!(await store.revokeToken(id))) throw new DockhandError('not_found', `token ${id} not found or already revoked`);
+    out(`token ${id} revoked`);
+  }));
+  token.command('list').action(() => withStore(async (store) => {
+    for (const info of await store.listTokens()) out(`${info.id}  ${info.user.padEnd(16)} ${info.label}${info.revokedAt ? '  (revoked)' : ''}`);
+  }));
+
+  const pr = program.command('pr').description('pull requests of the local forge (uses DOCKHAND_DATA_DIR)');
+  for (const action of ['merge', 'close'] as const) {
+    pr.command(`${action} <repo> <number>`).action((repo: string, number: string) => withStore(async (store, dataDir) => {
+      const forge = new LocalForge({ dataDir: join(dataDir, 'forge'), store: store.pullRequests });
+      const result = action === 'merge' ? await forge.merge(repo, Number(number)) : await forge.close(repo, Number(number));
+      out(`${result.url}: ${result.state}${result.mergeSha ? ` at ${result.mergeSha}` : ''}`);
+      // Record the outcome on the task that opened it.
+      const outcome = await forge.getOutcome(repo, Number(number));
+      const tasks = (await store.listTasks({ state: 'pr_open', limit: 200 })).tasks.filter((task) => task.prUrl === result.url);
+      for (const task of tasks) {
+        if (!outcome) continue;
+        await store.appendEvent(task.id, prOutcomeEvent(outcome));
+        await store.appendEvent(task.id, { type: 'task.state', data: { state: outcome.outcome } });
+        out(`task ${task.id}: ${outcome.outcome}`);
+      }
+    }));
+  }
+  program.command('repo-create <name>').description('create a local forge repository (optionally from a local repo)')
+    .option('--from <path>', 'push the branches of this repository into it')
+    .action((name: string, options: { from?: string }) => withStore(async (store, dataDir) => {
+      const forge = new LocalForge({ dataDir: join(dataDir, 'forge'), store: store.pullRequests });
+      out(await forge.createRepository(name, options.from));
+    }));
+  return program;
+}
+
+export async function main(argv: string[]): Promise<void> {
+  try {
+    await buildCli().parseAsync(argv);
+  } catch (error) {
+    if (error instanceof DockhandError) {
+      process.stderr.write(`error: ${error.message}${error.hint ? `\nhint: ${error.hint}` : ''}\n`);
+    } else {
+      process.stderr.write(`error: ${error instanceof Error ? error.message : String(error)}\n`);
+    }
+    process.exitCode = 1;
+  }
+}
