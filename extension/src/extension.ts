@@ -5,6 +5,7 @@ import { TokenStore } from './auth';
 import { AGENT_SCHEME, BASE_SCHEME, ChangeContentProvider, ChangesTreeProvider, openChangeDiff } from './changes';
 import { DockhandState } from './controller';
 import { describeError } from './errors';
+import { applyDiffOnNewBranch, readGitState } from './git-context';
 import { ReviewComments } from './review-comments';
 import { sendTicket } from './send-ticket';
 import { affectsServerUrl, readSettings, setServerUrl } from './settings';
@@ -185,6 +186,17 @@ export function activate(context: vscode.ExtensionContext): void {
       return;
     }
     await vscode.env.openExternal(vscode.Uri.parse(url));
+  });
+  command('dockhand.applyLocally', async (arg) => {
+    const taskId = await targetTask(arg);
+    const folder = vscode.workspace.workspaceFolders?.[0];
+    if (!taskId || !folder) return;
+    const diff = await api().getDiff(taskId);
+    const branch = `dockhand/${taskId.replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 40)}`;
+    const root = (await readGitState(folder.uri.fsPath)).root;
+    await applyDiffOnNewBranch(root, { branch, baseSha: diff.baseSha, diff: diff.diff });
+    log.info(`Applied ${diff.files.length} changed file(s) of ${taskId} on ${branch}`);
+    void vscode.window.showInformationMessage(`Dockhand: the agent's changes are on the new branch ${branch} (staged, not committed).`);
   });
   command('dockhand.openChange', (taskId, path) => {
     if (typeof taskId === 'string' && typeof path === 'string') openDiff(taskId, path);

@@ -32,3 +32,33 @@ describe('readGitState (real git)', () => {
     await expect(readGitState(mkdtempSync(join(tmpdir(), 'not-a-repo-')))).rejects.toThrow(/is not inside a git repository/);
   });
 });
+
+describe('applyDiffOnNewBranch (real git)', () => {
+  it('puts the agent diff on a new branch from the base, staged', async () => {
+    const { applyDiffOnNewBranch } = await import('./git-context');
+    const repo = createFixtureRepo('buggy-calc');
+    const base = repo.sha;
+    repo.commit({ 'NOTES.md': 'moved on\n' }, 'developer kept working');
+    const diff = `diff --git a/src/calc.js b/src/calc.js
+--- a/src/calc.js
++++ b/src/calc.js
+@@ -14,3 +14,3 @@
+   let total = 0;
+-  for (let index = 1; index < values.length; index += 1) {
++  for (let index = 0; index < values.length; index += 1) {
+     total += values[index];
+`;
+    await applyDiffOnNewBranch(repo.path, { branch: 'dockhand/task-1', baseSha: base, diff });
+    expect(git(repo.path, 'rev-parse', '--abbrev-ref', 'HEAD')).toBe('dockhand/task-1');
+    expect(git(repo.path, 'rev-parse', 'HEAD')).toBe(base);
+    expect(git(repo.path, 'diff', '--cached', '--name-only')).toBe('src/calc.js');
+    expect(git(repo.path, 'show', ':src/calc.js')).toContain('let index = 0;');
+  });
+
+  it('refuses a dirty tree', async () => {
+    const { applyDiffOnNewBranch } = await import('./git-context');
+    const repo = createFixtureRepo('buggy-calc');
+    writeFileSync(join(repo.path, 'src/calc.js'), 'local edit\n');
+    await expect(applyDiffOnNewBranch(repo.path, { branch: 'x', baseSha: repo.sha, diff: 'diff' })).rejects.toThrow(/uncommitted changes/);
+  });
+});

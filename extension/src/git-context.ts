@@ -59,3 +59,21 @@ export async function readGitState(folder: string): Promise<WorkspaceGitState> {
     pushed: containing.length > 0,
   };
 }
+
+/**
+ * Applies the agent's diff to the developer's clone on a new branch started at the task's base
+ * commit, so it can be run and edited locally. Refuses a dirty tree rather than mixing changes.
+ */
+export async function applyDiffOnNewBranch(root: string, input: { branch: string; baseSha: string; diff: string }): Promise<void> {
+  const status = await gitOr(root, ['status', '--porcelain'], '');
+  if (status) throw new Error('The working tree has uncommitted changes; commit or stash them before applying the agent\'s changes.');
+  if (!input.diff.trim()) throw new Error('The task has no changes to apply.');
+  await git(root, ['switch', '--quiet', '-c', input.branch, input.baseSha]);
+  await new Promise<void>((resolve, reject) => {
+    const child = execFile('git', ['apply', '--index', '--whitespace=nowarn', '-'], { cwd: root }, (error, _stdout, stderr) => {
+      if (error) reject(new Error(`git apply failed: ${stderr.trim() || error.message}`));
+      else resolve();
+    });
+    child.stdin?.end(input.diff);
+  });
+}

@@ -33,7 +33,7 @@ export class ReviewComments implements vscode.Disposable {
     const thread = reply.thread;
     thread.comments = [...thread.comments, new DraftComment(body)];
     thread.canReply = true;
-    thread.label = 'Sent with "Request changes"';
+    thread.label = 'Pending: sent with "Dockhand: Request changes"';
     this.threads.add(thread);
   }
 

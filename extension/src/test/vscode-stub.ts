@@ -224,6 +224,30 @@ export const workspace = {
   },
 };
 
+export interface StubThread {
+  uri: Uri;
+  range: Range | undefined;
+  comments: vscode.Comment[];
+  canReply?: boolean;
+  label?: string;
+  disposed: boolean;
+  dispose(): void;
+}
+
+export const comments = {
+  controllers: [] as Array<{ id: string; label: string; options?: unknown; commentingRangeProvider?: unknown; disposed: boolean; dispose(): void }>,
+  createCommentController(id: string, label: string) {
+    const controller = { id, label, options: undefined as unknown, commentingRangeProvider: undefined as unknown, disposed: false, dispose: () => (controller.disposed = true) };
+    comments.controllers.push(controller);
+    return controller;
+  },
+  /** A thread as VS Code creates it when the developer starts commenting on a line. */
+  thread(uri: Uri, line: number): StubThread {
+    const thread: StubThread = { uri, range: new Range(line, 0, line, 0), comments: [], disposed: false, dispose: () => (thread.disposed = true) };
+    return thread;
+  },
+};
+
 export const commands = {
   executed: [] as Array<{ command: string; args: unknown[] }>,
   async executeCommand(command: string, ...args: unknown[]): Promise<undefined> {
