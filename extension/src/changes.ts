@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import type { ApiClient } from './api-client';
-import type { DockhandState } from './controller';
+import type { DockhandState } from './dockhand-state';
 
 /*
  * Inline diff review: a "Changes" tree of the files the agent changed in the selected task, and a

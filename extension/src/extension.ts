@@ -3,7 +3,7 @@ import { TaskActions } from './actions';
 import { ApiClient } from './api-client';
 import { TokenStore } from './auth';
 import { AGENT_SCHEME, BASE_SCHEME, ChangeContentProvider, ChangesTreeProvider, openChangeDiff } from './changes';
-import { DockhandState } from './controller';
+import { DockhandState } from './dockhand-state';
 import { describeError } from './errors';
 import { applyDiffOnNewBranch, readGitState } from './git-context';
 import { ReviewComments } from './review-comments';

@@ -4,7 +4,7 @@ vi.mock('vscode', () => import('./test/vscode-stub'));
 
 import { sampleTask } from '../../webview-ui/src/test/recorded-stream';
 import type { ApiClient } from './api-client';
-import type { DockhandState } from './controller';
+import type { DockhandState } from './dockhand-state';
 import type { WorkspaceGitState } from './git-context';
 import { sendTicket } from './send-ticket';
 import { Selection, Uri, commands, logChannel, settings, ui, window } from './test/vscode-stub';

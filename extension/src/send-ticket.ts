@@ -2,7 +2,7 @@ import type { Budgets, CreateTaskRequest, Selection, Ticket, TicketSummary } fro
 import { relative, isAbsolute } from 'node:path';
 import * as vscode from 'vscode';
 import type { ApiClient } from './api-client';
-import type { DockhandState } from './controller';
+import type { DockhandState } from './dockhand-state';
 import { describeError } from './errors';
 import { readGitState, type WorkspaceGitState } from './git-context';
 import { readSettings } from './settings';

@@ -1,7 +1,7 @@
-import { isFinalState } from '@dockhand/protocol';
+import { ACTIVE_STATES, isFinalState } from '@dockhand/protocol';
 import { stateLabel } from '@dockhand/webview-ui/trajectory';
 import * as vscode from 'vscode';
-import type { DockhandState } from './controller';
+import type { DockhandState } from './dockhand-state';
 
 /** One status bar item: the selected task's state, turns and cost; a click opens the task list. */
 export class TaskStatusBar implements vscode.Disposable {
@@ -39,7 +39,15 @@ export class TaskStatusBar implements vscode.Disposable {
     const state = summary.title ? summary.state : (task?.state ?? summary.state);
     const turns = Math.max(summary.turnsUsed, task?.usage.turns ?? 0);
     const cost = Math.max(summary.costUsd, task?.usage.costUsd ?? 0);
-    const icon = isFinalState(state) ? '$(check)' : state === 'awaiting_approval' || state === 'awaiting_review' ? '$(bell)' : '$(sync~spin)';
+    const icon = isFinalState(state)
+      ? '$(check)'
+      : state === 'awaiting_approval' || state === 'awaiting_review'
+        ? '$(bell)'
+        : state === 'pr_open'
+          ? '$(git-pull-request)'
+          : ACTIVE_STATES.includes(state) || state === 'queued'
+            ? '$(sync~spin)'
+            : '$(circle-outline)';
     this.item.text = `${icon} Dockhand: ${stateLabel(state)} · ${turns} turn${turns === 1 ? '' : 's'} · $${cost.toFixed(2)}`;
     this.item.tooltip = `${summary.title || task?.ticket.title || taskId}\nClick to show tasks.`;
     this.item.show();

@@ -7,7 +7,7 @@ import { ToWebview } from '@dockhand/webview-ui/messages';
 import { TASK_ID, longRun, runUntilApproval, sampleTask, stamp } from '../../webview-ui/src/test/recorded-stream';
 import type { TaskActions } from './actions';
 import type { ApiClient } from './api-client';
-import { DockhandState } from './controller';
+import { DockhandState } from './dockhand-state';
 import type { SessionListener, TaskSessions } from './task-sessions';
 import { TaskStatusBar } from './status-bar';
 import { TrajectoryViewProvider, webviewHtml } from './trajectory-view';

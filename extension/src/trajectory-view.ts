@@ -2,7 +2,7 @@ import type { TaskEvent } from '@dockhand/protocol';
 import { FromWebview, clipEventOutput, type ClippedOutput, type ToWebview } from '@dockhand/webview-ui/messages';
 import * as vscode from 'vscode';
 import type { TaskActions } from './actions';
-import type { DockhandState } from './controller';
+import type { DockhandState } from './dockhand-state';
 
 /*
  * The side panel (a webview view in its own activity bar container). The extension keeps the

@@ -82,6 +82,21 @@ describe('Dockhand in VS Code (code-server)', () => {
       expect(opened?.type === 'pr.opened' && message).toContain(opened?.type === 'pr.opened' ? opened.data.url : 'no pr.opened event');
       await panel.locator('button.open-pr').waitFor();
       await workbench.screenshot('vscode-05-pr-open');
+
+      // Hidden and shown again: the panel still shows the task.
+      await page.locator('.activitybar .action-item a[aria-label^="Explorer"]').click();
+      await activity.click();
+      await panel.locator('button.open-pr').waitFor({ timeout: 20_000 });
+
+      // A window reload: the extension restarts, re-follows the selected task and replays its log.
+      await page.reload();
+      await page.waitForSelector('.monaco-workbench', { timeout: 60_000 });
+      await activity.click();
+      const reloaded = workbench.webview();
+      await reloaded.locator('.badge.state', { hasText: 'pr open' }).waitFor({ timeout: 30_000 });
+      await reloaded.locator('button.open-pr').waitFor({ timeout: 20_000 });
+      expect(await reloaded.locator('.trajectory').textContent()).toContain('Pull request #1 opened');
+      await workbench.screenshot('vscode-06-after-reload');
     } catch (error) {
       await workbench.screenshot('vscode-failure').catch(() => undefined);
       throw new Error(`${error instanceof Error ? error.message : String(error)}\n--- code-server log ---\n${codeServer.log().slice(-4000)}`);
