@@ -10,6 +10,7 @@ import type { TestCaseResult, TestRunner } from './types';
  */
 
 export const RESULT_MARKER = '@@DOCKHAND-RESULT@@';
+const FILE_MARKER = 'dockhand-file:';
 const REPORT_FILE = '/tmp/dockhand-test-report.json';
 
 export function shellQuote(value: string): string {
@@ -33,8 +34,13 @@ export function testCommand(runner: TestRunner, targets: TestTarget[] | undefine
       const ids = (targets ?? []).flatMap((target) => target.names ?? [target.file]).map(shellQuote).join(' ');
       return `python3 -m pytest -q -rA --tb=short -p no:cacheprovider ${ids}`.trim();
     }
-    case 'node-test':
-      return `node --test --test-reporter=tap${pattern ? ` --test-name-pattern=${shellQuote(pattern)}` : ''} ${files}`.trim();
+    case 'node-test': {
+      const base = `node --test --test-reporter=tap${pattern ? ` --test-name-pattern=${shellQuote(pattern)}` : ''}`;
+      if (!targets) return base;
+      // One process per file: node's TAP names the file only for failures, and a flaky test's
+      // rerun must match its first run by id, passing or not.
+      return `status=0; for file in ${files}; do echo "# ${FILE_MARKER} $file"; ${base} "$file" || status=1; done; exit $status`;
+    }
     case 'vitest':
       return `npx --no-install vitest run --reporter=json --outputFile=${REPORT_FILE}${pattern ? ` -t ${shellQuote(pattern)}` : ''} ${files}; status=$?; echo ${RESULT_MARKER}; cat ${REPORT_FILE}; exit $status`;
     case 'jest':
@@ -92,6 +98,8 @@ interface TapEntry {
   yaml: string[];
   children: number;
   path: string[];
+  /** The file announced by the per-file loop, when there is one. */
+  file?: string;
 }
 
 /** Node's TAP: nested subtests indented by four spaces, a YAML block after each result line. */
@@ -102,6 +110,7 @@ export function parseTap(stdout: string, files: Set<string>): ParsedRun {
   const open: Array<{ depth: number; children: number }> = [];
   let current: TapEntry | undefined;
   let inYaml = false;
+  let currentFile: string | undefined;
   for (const line of lines) {
     const indent = line.length - line.trimStart().length;
     const depth = Math.floor(indent / 4);
@@ -109,6 +118,10 @@ export function parseTap(stdout: string, files: Set<string>): ParsedRun {
     if (inYaml) {
       if (text === '...') inYaml = false;
       else current?.yaml.push(line.slice(Math.min(indent, depth * 4 + 2)));
+      continue;
+    }
+    if (text.startsWith(`# ${FILE_MARKER} `)) {
+      currentFile = text.slice(FILE_MARKER.length + 3);
       continue;
     }
     const subtest = /^# Subtest: (.*)$/.exec(text);
@@ -133,6 +146,7 @@ export function parseTap(stdout: string, files: Set<string>): ParsedRun {
         path: [...stack.slice(0, depth), name],
       };
       if (result[3]) entry.directive = result[3].toLowerCase() === 'todo' ? 'todo' : 'skip';
+      if (currentFile) entry.file = currentFile;
       entries.push(entry);
       current = entry;
       continue;
@@ -141,17 +155,24 @@ export function parseTap(stdout: string, files: Set<string>): ParsedRun {
   }
   const cases: TestCaseResult[] = [];
   const failures: string[] = [];
-  for (const entry of entries) {
+  const locationOf = (entry: TapEntry): string | undefined =>
+    entry.yaml.map((line) => /^location: '(.*)'$/.exec(line.trim())?.[1]).find(Boolean);
+  for (const [index, entry] of entries.entries()) {
     if (entry.children > 0) continue;
-    const location = entry.yaml.map((line) => /^location: '(.*)'$/.exec(line.trim())?.[1]).find(Boolean);
-    const file = location ? toRepoPath(location, files) : undefined;
+    // Skipped tests carry no location: the enclosing suite (reported after its children) does.
+    let location = locationOf(entry);
+    for (let next = index + 1; !location && next < entries.length; next++) {
+      const candidate = entries[next];
+      if (candidate && candidate.depth < entry.depth) location = locationOf(candidate);
+    }
+    const file = entry.file ?? (location ? toRepoPath(location, files) : undefined);
     const outcome = entry.directive ? 'skipped' : entry.ok ? 'passed' : 'failed';
-    const id = [file ?? entry.path[0], ...entry.path.filter((part) => part !== file && !files.has(toRepoPath(part, files)))].filter(Boolean).join(' > ');
+    const id = [file, ...entry.path.filter((part) => part !== file && !files.has(toRepoPath(part, files)))].filter(Boolean).join(' > ');
     const testCase: TestCaseResult = { id, outcome };
     if (file) testCase.file = file;
     if (outcome === 'failed') {
       const error = entry.yaml.filter((line) => !/^\s*(duration_ms|location|failureType|code|stack|name):/.test(line)).slice(0, 12).join('\n');
-      testCase.message = firstLine(error.replace(/^error: \|-\n?/, '').replace(/^\s+/, ''));
+      testCase.message = firstLine(error.replace(/^error: (\|-\n?)?/, '').replace(/^\s+/, '').replace(/^'(.*)'$/m, '$1'));
       failures.push(`✗ ${id}\n${error}`);
     }
     cases.push(testCase);
@@ -165,6 +186,11 @@ export function parsePytest(stdout: string): ParsedRun {
   const summary = stdout.lastIndexOf('short test summary info');
   const tail = summary >= 0 ? stdout.slice(summary) : stdout;
   for (const line of tail.split('\n')) {
+    const skip = /^SKIPPED \[\d+\] ([^:\s]+):\d+: (.*)$/.exec(line.trim());
+    if (skip?.[1]) {
+      cases.push({ id: skip[1], file: skip[1], outcome: 'skipped', message: skip[2] ?? '' });
+      continue;
+    }
     const match = /^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (?:\[\d+\] )?(\S+?)(?::\d+)?(?: - (.*))?$/.exec(line.trim());
     if (!match?.[1] || !match[2]) continue;
     const [status, id, message] = [match[1], match[2].replace(/:$/, ''), match[3]];
