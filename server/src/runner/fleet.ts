@@ -77,6 +77,7 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
     publisher: publisherPort({
       forge,
       clonesDir: join(config.dataDir, 'clones'),
+      baseFiles,
       ...(config.forge.pushToken ? { secrets: [config.forge.pushToken] } : {}),
     }),
     ...(parts.logger ? { logger: parts.logger } : {}),

@@ -96,6 +96,23 @@ export interface PublisherOptions {
   forgeRepo?: (repo: string) => string;
   /** Secrets to keep out of the PR body (the push token). */
   secrets?: string[];
+  /** For the repo policy at the base SHA (the forge's push gate re-checks it). */
+  baseFiles: BaseFiles;
+}
+
+/** Push decisions of the current review round (after the task last entered awaiting_review). */
+export function pushDecisions(events: TaskEvent[]): Array<{ by: string; decision: 'approved' | 'denied' }> {
+  let start = 0;
+  const pushIds = new Set<string>();
+  for (const event of events) {
+    if (event.type === 'task.state' && event.data.state === 'awaiting_review') start = event.seq;
+    if (event.type === 'approval.requested' && event.data.kind === 'push') pushIds.add(event.data.approvalId);
+  }
+  return events.flatMap((event) =>
+    event.seq > start && event.type === 'approval.resolved' && pushIds.has(event.data.approvalId)
+      ? [{ by: event.data.by, decision: event.data.decision }]
+      : [],
+  );
 }
 
 /** Push + draft PR through the forge helper's `deliverPullRequest` (idempotent by design). */
@@ -133,6 +150,13 @@ export function publisherPort(options: PublisherOptions): PublisherPort {
         requester: { name: task.owner, email: `${task.owner}@users.dockhand.invalid` },
         // The same commit on a retry: the time the push was approved, not the time of the attempt.
         ...(approved ? { date: approved.ts } : {}),
+        gate: {
+          policy: await repoPolicy(options.baseFiles, task),
+          allowTestEdits: task.allowTestEdits,
+          decisions: pushDecisions(events),
+          overrides: events,
+          bots: ['dockhand', 'dockhand-policy'],
+        },
       });
       return { number: delivered.pr.number, url: delivered.pr.url, branch: delivered.pr.branch, headSha: delivered.pr.headSha };
     },

@@ -1,0 +1,92 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { Task } from '@dockhand/protocol';
+import { loadConfig } from '../config';
+import { LocalForge } from '../forge';
+import { createFleet, type Fleet } from './fleet';
+import { FakeSandboxProvider, ScriptedAgent, editLikeTheAgent } from './testing/fakes';
+
+const gitEnv = { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' };
+const git = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd, env: gitEnv, encoding: 'utf8' }).trim();
+
+let dir: string;
+let fleet: Fleet;
+let bare: string;
+let sha: string;
+let token: string;
+
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'dockhand-fleet-'));
+  const work = join(dir, 'work');
+  mkdirSync(join(work, 'src'), { recursive: true });
+  writeFileSync(join(work, 'src/a.ts'), 'one\ntwo\nthree\n');
+  git(work, 'init', '-q', '-b', 'main');
+  git(work, 'add', '-A');
+  git(work, 'commit', '-q', '-m', 'base');
+  sha = git(work, 'rev-parse', 'HEAD');
+  const config = loadConfig({ DOCKHAND_DATA_DIR: join(dir, 'data'), DOCKHAND_POLL_MS: '20' });
+  fleet = await createFleet(config, {
+    sandboxes: new FakeSandboxProvider(),
+    agent: new ScriptedAgent(async (input) => {
+      await editLikeTheAgent(input, 'two', 'TWO');
+      return { outcome: 'finished', summary: 'Made two loud.', diff: await input.sandbox.diff() };
+    }),
+  });
+  bare = await new LocalForge({ dataDir: join(config.dataDir, 'forge'), store: fleet.store.pullRequests }).createRepository('app', work);
+  await fleet.store.createUser('alice', 'user');
+  token = (await fleet.store.createToken('alice')).token;
+  fleet.scheduler.start();
+});
+afterEach(async () => {
+  await fleet.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function waitFor(id: string, state: string) {
+  for (let i = 0; i < 500; i++) {
+    const res = await fleet.app.inject({ url: `/v1/tasks/${id}`, headers: { authorization: `Bearer ${token}` } });
+    const task = Task.parse(JSON.parse(res.body));
+    if (task.state === state) return task;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`task never reached ${state}`);
+}
+
+describe('the composed fleet (real store, API, scheduler, runner, policy, local forge, git push)', () => {
+  it('takes a ticket to an open draft PR on the local forge, pushing once', async () => {
+    const headers = { authorization: `Bearer ${token}` };
+    const created = await fleet.app.inject({
+      method: 'POST', url: '/v1/tasks', headers,
+      payload: { ticket: { kind: 'issue', id: '7', title: 'Make two loud' }, context: { repo: bare, baseSha: sha } },
+    });
+    expect(created.statusCode).toBe(202);
+    const { id } = JSON.parse(created.body);
+    await waitFor(id, 'awaiting_review');
+    const diff = JSON.parse((await fleet.app.inject({ url: `/v1/tasks/${id}/diff`, headers })).body);
+    expect(diff.files).toEqual([{ path: 'src/a.ts', change: 'modified' }]);
+    const file = JSON.parse((await fleet.app.inject({ url: `/v1/tasks/${id}/files?path=src/a.ts`, headers })).body);
+    expect(file).toEqual({ path: 'src/a.ts', base: 'one\ntwo\nthree\n', after: 'one\nTWO\nthree\n' });
+    await fleet.app.inject({ method: 'POST', url: `/v1/tasks/${id}/review`, headers, payload: { action: 'approve' } });
+    const done = await waitFor(id, 'pr_open');
+    expect(done.prUrl).toBe('dockhand-local://app/pulls/1');
+    const events = await fleet.store.listEvents(id);
+    expect(events.filter((e) => e.type === 'pr.opened')).toHaveLength(1);
+    expect(events.filter((e) => e.type === 'policy.checked').map((e) => e.type === 'policy.checked' && e.data.stage)).toEqual(['review', 'push']);
+    const branch = events.find((e) => e.type === 'pr.opened');
+    const branchName = branch?.type === 'pr.opened' ? branch.data.branch : '';
+    expect(git(bare, 'show', `${branchName}:src/a.ts`)).toBe('one\nTWO\nthree');
+    expect(git(bare, 'log', '-1', '--format=%an%n%B', branchName)).toMatch(/Dockhand Bot[\s\S]*Co-authored-by: alice/);
+    const seqs = events.map((e) => e.seq);
+    expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, i) => i + 1));
+  });
+
+  it('tickets come from the forge issues', async () => {
+    const res = await fleet.app.inject({ url: `/v1/tickets?repo=app`, headers: { authorization: `Bearer ${token}` } });
+    expect(res.statusCode).toBe(200);
+    expect(JSON.parse(res.body)).toEqual({ tickets: [] });
+  });
+});
+
