@@ -96,6 +96,10 @@ export interface RunAgentOptions {
   task: AgentTask;
   sandbox: Sandbox;
   model: ModelClient;
+  /** The verified stop's reviewer (default: `model`); a separate client may use another model or session. */
+  reviewModel?: ModelClient;
+  /** Writes compaction summaries (default: `model`, which reads the cached prefix). */
+  compactionModel?: ModelClient;
   events: EventSink;
   approver: Approver;
   feedback: FeedbackEngine;
@@ -205,7 +209,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
         messages,
         meter,
         config: config.compaction,
-        model,
+        model: options.compactionModel ?? model,
         system,
         tools: toolDefinitions,
         events,
@@ -266,7 +270,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
           } else {
             try {
               const verification = await verifyFinish({
-                sandbox, feedback, model, events, ticket: task.ticket, allowTestEdits,
+                sandbox, feedback, model: options.reviewModel ?? model, events, ticket: task.ticket, allowTestEdits,
                 summary: finish.data.summary, signal, review: config.review, turn, maxTokens: config.maxTokens,
               });
               output = verification.feedback;
