@@ -1,0 +1,184 @@
+import { randomBytes } from 'node:crypto';
+import type Docker from 'dockerode';
+import type { Logger } from 'pino';
+import { DockhandError } from '../errors';
+import { DockerSandbox, isNotFound } from './docker-sandbox';
+import { SANDBOX_HOME } from './environment';
+import type { SandboxRuntime } from './host-check';
+import { WORKSPACE } from './paths';
+import type { CreateSandboxOptions, Sandbox, SandboxDriver, SandboxLimits } from './types';
+import { checkoutFromBundle } from './workspace';
+
+/** Label keys on every container we create; `reconcile()` finds orphans by them. */
+export const LABELS = {
+  sandbox: 'dockhand.sandbox',
+  owner: 'dockhand.owner',
+  task: 'dockhand.task',
+  pool: 'dockhand.pool',
+  deadline: 'dockhand.deadline',
+} as const;
+
+/** Node 18's npm aborts at start-up below about 1 GiB of container memory under gVisor. */
+export const DEFAULT_LIMITS: SandboxLimits = { cpus: 1, memoryMiB: 2048, pids: 256, wallClockSeconds: 3600 };
+
+export interface DockerSandboxDriverOptions {
+  docker: Docker;
+  /** This server instance; written to `dockhand.owner` on every container. */
+  ownerId: string;
+  /** From `checkSandboxHost`. */
+  runtime: SandboxRuntime;
+  logger?: Logger;
+  limits?: Partial<SandboxLimits>;
+}
+
+export interface DriverCreateOptions extends CreateSandboxOptions {
+  /** A git bundle holding baseSha, for when the image's workspace is at another commit. */
+  bundle?: () => Promise<Buffer>;
+}
+
+/**
+ * Sandboxes as gVisor containers: no network, uid 1000, every capability dropped, no new
+ * privileges, a read-only root file system. /workspace is an anonymous volume, which Docker seeds
+ * from the image's /workspace (the snapshot's checkout and installed dependencies) when the
+ * container is created; /tmp and HOME are tmpfs. A tmpfs workspace would start empty and need the
+ * snapshot copied in on every start, which is what the image copy-up already does more cheaply.
+ */
+export class DockerSandboxDriver implements SandboxDriver {
+  readonly docker: Docker;
+  readonly ownerId: string;
+  readonly runtime: SandboxRuntime;
+  private readonly logger: Logger | undefined;
+  private readonly limits: SandboxLimits;
+  private readonly live = new Map<string, DockerSandbox>();
+
+  constructor(options: DockerSandboxDriverOptions) {
+    this.docker = options.docker;
+    this.ownerId = options.ownerId;
+    this.runtime = options.runtime;
+    this.logger = options.logger;
+    this.limits = { ...DEFAULT_LIMITS, ...options.limits };
+  }
+
+  /** Containers this driver created and has not destroyed. */
+  get liveSandboxes(): ReadonlyMap<string, DockerSandbox> {
+    return this.live;
+  }
+
+  async create(opts: DriverCreateOptions): Promise<DockerSandbox> {
+    const sandbox = await this.start(opts);
+    try {
+      const state = await sandbox.workspaceState();
+      if (state.head !== opts.baseSha) {
+        if (!opts.bundle) {
+          throw new DockhandError('sandbox_unavailable', `image ${opts.image} has its workspace at ${state.head || 'no commit'}, not ${opts.baseSha}, and no bundle was given to move it`);
+        }
+        await checkoutFromBundle(sandbox, opts.baseSha, await opts.bundle());
+      } else if (!state.clean) {
+        throw new DockhandError('sandbox_unavailable', `workspace of image ${opts.image} is not clean:\n${state.status}`);
+      }
+      return sandbox;
+    } catch (error) {
+      await sandbox.destroy().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /** Creates and starts the container without checking the workspace (the pool checks later). */
+  async start(opts: CreateSandboxOptions): Promise<DockerSandbox> {
+    const limits = { ...this.limits, ...opts.limits };
+    const name = `dockhand-${randomBytes(6).toString('hex')}`;
+    const deadline = Date.now() + limits.wallClockSeconds * 1000;
+    if (opts.network === 'package-mirror') {
+      // Task sandboxes never get egress: only the snapshot builder's install step does.
+      throw new DockhandError('forbidden', 'task sandboxes have no network; dependency installs happen when the snapshot is built');
+    }
+    const memory = limits.memoryMiB * 1024 * 1024;
+    const container = await this.docker.createContainer({
+      name,
+      Image: opts.image,
+      Cmd: ['sleep', 'infinity'],
+      User: '1000:1000',
+      WorkingDir: WORKSPACE,
+      Env: [],
+      Labels: {
+        ...opts.labels,
+        [LABELS.sandbox]: '1',
+        [LABELS.owner]: this.ownerId,
+        [LABELS.deadline]: String(deadline),
+      },
+      NetworkDisabled: true,
+      HostConfig: {
+        Runtime: this.runtime,
+        NetworkMode: 'none',
+        // tini as PID 1 reaps orphans, so killed process trees do not linger as zombies.
+        Init: true,
+        CapDrop: ['ALL'],
+        SecurityOpt: ['no-new-privileges'],
+        ReadonlyRootfs: true,
+        Tmpfs: {
+          '/tmp': 'rw,nosuid,nodev,size=512m',
+          [SANDBOX_HOME]: 'rw,nosuid,nodev,size=256m,uid=1000,gid=1000,mode=0700',
+        },
+        Mounts: [{ Type: 'volume', Source: '', Target: WORKSPACE }],
+        NanoCpus: Math.round(limits.cpus * 1e9),
+        Memory: memory,
+        MemorySwap: memory,
+        // Under gVisor the host pids cgroup counts the sentry's own threads, which grow with blocked
+        // tasks: a tight cgroup limit kills the whole sandbox (seen: `setsid -w` at 64). Processes
+        // are capped inside the sandbox kernel by RLIMIT_NPROC instead; the cgroup is a backstop.
+        PidsLimit: this.runtime === 'runsc' ? Math.max(4096, limits.pids * 16) : limits.pids,
+        Ulimits: [{ Name: 'nproc', Soft: limits.pids, Hard: limits.pids }],
+        AutoRemove: false,
+      },
+    });
+    const sandbox = new DockerSandbox(this.docker, container, container.id, opts.image, opts.baseSha, opts.env ?? {}, Math.floor(limits.memoryMiB * 1024 * 0.75), (gone) => {
+      this.live.delete(gone.id);
+    });
+    this.live.set(container.id, sandbox);
+    try {
+      await container.start();
+    } catch (error) {
+      await sandbox.destroy().catch(() => undefined);
+      throw new DockhandError('sandbox_unavailable', `sandbox container failed to start from ${opts.image}`, { cause: error });
+    }
+    const timer = setTimeout(() => {
+      this.logger?.warn({ sandbox: container.id, wallClockSeconds: limits.wallClockSeconds }, 'sandbox reached its wall-clock limit; destroying it');
+      void sandbox.destroy().catch(() => undefined);
+    }, limits.wallClockSeconds * 1000);
+    timer.unref();
+    sandbox.addDisposer(() => clearTimeout(timer));
+    return sandbox;
+  }
+
+  /**
+   * Removes every container labelled as a Dockhand sandbox that this driver does not hold: left
+   * over by a crashed server (same or previous instance id) or past its wall-clock deadline.
+   * `keepOwners` protects other live servers sharing this engine (a fleet); by default there are none.
+   */
+  async reconcile(options: { keepOwners?: string[] } = {}): Promise<{ removed: string[] }> {
+    const keep = new Set(options.keepOwners ?? []);
+    const containers = await this.docker.listContainers({ all: true, filters: { label: [LABELS.sandbox] } });
+    const removed: string[] = [];
+    for (const info of containers) {
+      if (this.live.has(info.Id)) continue;
+      const owner = info.Labels?.[LABELS.owner];
+      const deadline = Number(info.Labels?.[LABELS.deadline] ?? 0);
+      if (owner && keep.has(owner) && !(deadline > 0 && deadline < Date.now())) continue;
+      try {
+        await this.docker.getContainer(info.Id).remove({ force: true, v: true });
+        removed.push(info.Id);
+      } catch (error) {
+        if (!isNotFound(error)) throw error;
+      }
+    }
+    if (removed.length > 0) this.logger?.info({ removed }, 'reconcile removed orphaned sandbox containers');
+    return { removed };
+  }
+
+  /** Destroys every sandbox this driver still holds (shutdown). */
+  async destroyAll(): Promise<void> {
+    await Promise.all([...this.live.values()].map((sandbox) => sandbox.destroy().catch(() => undefined)));
+  }
+}
+
+export type { Sandbox };

@@ -1,0 +1,31 @@
+import { DockhandError } from '../errors';
+import type { DockerSandbox } from './docker-sandbox';
+
+/**
+ * Moves a sandbox's workspace to `baseSha` without network: the bundle (made from the server's
+ * mirror) is streamed in over exec stdin, fetched from, and checked out. Ends by verifying HEAD and
+ * a clean tree; anything else fails loudly rather than handing out a workspace at the wrong commit.
+ */
+export async function checkoutFromBundle(sandbox: DockerSandbox, baseSha: string, bundle: Buffer): Promise<void> {
+  const path = `/tmp/.dockhand-${baseSha.slice(0, 12)}.bundle`;
+  const script =
+    'set -e; cat > "$0"; ' +
+    'git fetch -q --no-tags "$0" "+refs/dockhand/*:refs/dockhand/*"; rm -f "$0"; ' +
+    'git checkout -q --detach "$1"; git clean -fdq';
+  const result = await sandbox.raw(['sh', '-c', script, path, baseSha], { stdin: bundle, timeoutMs: 120_000 });
+  if (result.exitCode !== 0) {
+    throw new DockhandError('sandbox_unavailable', `moving the workspace to ${baseSha} failed: ${result.stderr.toString('utf8').trim()}`);
+  }
+  await verifyWorkspace(sandbox, baseSha);
+}
+
+export async function verifyWorkspace(sandbox: DockerSandbox, baseSha: string): Promise<void> {
+  const state = await sandbox.workspaceState();
+  if (state.head !== baseSha) {
+    throw new DockhandError('sandbox_unavailable', `workspace is at ${state.head || 'no commit'}, expected ${baseSha}`);
+  }
+  if (!state.clean) {
+    throw new DockhandError('sandbox_unavailable', `workspace at ${baseSha} is not clean:\n${state.status}`);
+  }
+  sandbox.baseSha = baseSha;
+}
