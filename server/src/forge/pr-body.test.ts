@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { buildPullRequestBody, BODY_LIMIT, TEST_LOG_BUDGET } from './pr-body';
+import { samples } from '../policy/testing/samples';
 import { branchName } from './push';
 
 const report = {
@@ -36,7 +37,7 @@ describe('buildPullRequestBody', () => {
   });
 
   it('redacts the given secrets', () => {
-    const secret = 'ghs_abcdefghijklmnopqrstuvwxyz0123456789';
+    const secret = samples(5).github('ghs');
     const body = buildPullRequestBody({ ...report, summary: `used ${secret}` }, [secret]);
     expect(body).not.toContain(secret);
   });

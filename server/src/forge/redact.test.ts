@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { samples } from '../policy/testing/samples';
 import { createRedactor, redact, REDACTED } from './redact';
 
 describe('redact', () => {
-  const token = 'ghs_16C7e42F292c6912E7710c838347Ae178B4a';
+  const token = samples(11).github('ghs');
 
   it('removes every occurrence, URL-encoded and Basic-auth forms included', () => {
     const basic = Buffer.from(`x-access-token:${token}`).toString('base64');

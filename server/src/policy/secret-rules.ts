@@ -181,12 +181,15 @@ export const SECRET_RULES: readonly SecretRule[] = [
   },
   {
     // gitleaks requires the whole block (header, at least 64 characters of body, footer), so code
-    // that merely compares against a `-----BEGIN … PRIVATE KEY-----` header is not a finding.
+    // that merely compares against a `-----BEGIN … PRIVATE KEY-----` header is not a finding. We
+    // also require the body to look like PEM/armour (base64, whitespace, `\n` escapes as in JSON
+    // service-account files, and `Proc-Type:`/`DEK-Info:`/`Version:` header lines), so source
+    // that mentions two headers a few lines apart is not a finding either.
     id: 'private-key',
     keywords: ['-----begin'],
     multiline: true,
     description: 'Private key block (RSA, EC, DSA, OpenSSH, PKCS#8, PGP, …)',
-    regex: rx(String.raw`-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----[\s\S-]{64,}?KEY(?: BLOCK)?-----`, 'i'),
+    regex: rx(String.raw`-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----[A-Za-z0-9+/=\s\\:,.()_-]{64,}?KEY(?: BLOCK)?-----`, 'i'),
   },
   {
     id: 'jwt',

@@ -93,6 +93,7 @@ const CASES: Case[] = [
       'class AbstractSingletonProxyFactoryBeanHTTP2024Handler {}',
       'const sha = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";',
       'import x from "src/components/UserProfileSettingsPanel/index2";',
+      '// from https://github.com/JS-DevTools/host-environment/blob/b1ab79ecde37db5d6e163c050e54fe7d287d7c92/src/isomorphic.browser.ts',
       'background: url(data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==)',
     ],
   },
@@ -132,11 +133,21 @@ describe('scanSecrets', () => {
     expect(findings[0]!.excerpt).toContain('*');
   });
 
+  it('finds a private key written as one JSON string with \\n escapes (service-account files)', () => {
+    const key = s.privateKey('RSA');
+    const json = `  "private_key": "${key.join('\\n')}\\n",`;
+    expect(rulesFound('sa.json', json)).toContain('private-key');
+  });
+
   it('reports a private key at its BEGIN line without leaking key material', () => {
     const key = s.privateKey('RSA');
     const findings = scanSecrets('deploy/key.pem', key.map((text, index) => ({ line: 20 + index, text })));
     expect(findings.map((finding) => [finding.rule, finding.line])).toEqual([['private-key', 20]]);
     for (const bodyLine of key.slice(1, -1)) expect(findings[0]!.excerpt).not.toContain(bodyLine);
+  });
+
+  it('still finds a random token inside a URL', () => {
+    expect(rulesFound('src/a.ts', `fetch("https://api.example.com/v1/hooks/${s.randomBlob(40)}?x=1")`)).toEqual(['high-entropy-string']);
   });
 
   it('does not report one secret twice (specific rule wins over generic and entropy)', () => {
@@ -167,7 +178,7 @@ describe('entropy helpers', () => {
   });
 
   it('masks all but a short prefix', () => {
-    expect(maskSecret('ghp_abcdefghijklmnopqrstuvwxyz0123456789')).toBe('ghp_************');
+    expect(maskSecret(`ghp_${'abcdefghijklmnopqrstuvwxyz0123456789'}`)).toBe('ghp_************');
     expect(maskSecret('abcd')).toBe('a****');
   });
 });

@@ -153,6 +153,7 @@ export function classSwitchRate(value: string): number {
 // The lookbehind starts a match only at the start of a run, which keeps the scan linear.
 const ENTROPY_CANDIDATE = /(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/=_-]{32,}/g;
 const ENTROPY_MIN_LENGTH = 32;
+const URL_BEFORE = /[a-z][a-z0-9+.-]*:\/\/[^\s'"`]*$/i;
 
 /** A long string that looks randomly generated: mixed case and digits, busy, high entropy. */
 export function looksRandom(candidate: string): boolean {
@@ -174,7 +175,11 @@ function scanEntropy(line: AddedLine, taken: Span[], lineStart: number): SecretF
     if (overlaps(taken, { start, end: start + candidate.length })) continue;
     const before = line.text.slice(Math.max(0, match.index - 8), match.index);
     if (/base64,$/.test(before) || /sha(?:1|256|384|512)-$/.test(before)) continue; // data URIs, SRI hashes
-    if (!looksRandom(candidate)) continue;
+    // Inside a URL, path segments are judged one by one: `owner/repo/blob/<sha>/src` is a link,
+    // while a token as one segment or query value is still caught.
+    const inUrl = URL_BEFORE.test(line.text.slice(0, match.index));
+    const random = inUrl ? candidate.split('/').some(looksRandom) : looksRandom(candidate);
+    if (!random) continue;
     findings.push({
       rule: HIGH_ENTROPY_RULE,
       description: `Random-looking string of ${candidate.length} characters (entropy ${shannonEntropy(candidate).toFixed(2)} bits/char)`,
