@@ -24,3 +24,5 @@ export {
 } from './webhook';
 export type { PullRequestWebhookOutcome, WebhookRequest } from './webhook';
 export { loadRepoPolicy, readFileAtCommit } from './repo-files';
+export { pollOutcome } from './outcome';
+export type { OutcomePoll } from './outcome';

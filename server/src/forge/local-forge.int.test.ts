@@ -8,9 +8,10 @@ import { checkPolicy } from '../policy/check';
 import { deliverPullRequest, type PushGate } from './deliver';
 import { LocalForge } from './local-forge';
 import { InMemoryPullRequestStore } from './memory-store';
+import { pollOutcome } from './outcome';
 import { buildPullRequestBody } from './pr-body';
 import { branchName, pushChange } from './push';
-import { createSourceRepo, diffOf, git, PAGINATE_FIXED } from './testing/repo';
+import { createSourceRepo, diffOf, git, mixedChange, PAGINATE_FIXED } from './testing/repo';
 
 const DAY_MS = 86_400_000;
 const approved: PushGate = { policy: DEFAULT_REPO_POLICY, allowTestEdits: false, decisions: [{ by: 'ada', decision: 'approved' }] };
@@ -90,6 +91,8 @@ describe('LocalForge with real git', () => {
     expect(git(bare(), 'rev-parse', `${main}^2`)).toBe(push.headSha);
     expect(git(bare(), 'show', 'main:src/paginate.js')).toBe(PAGINATE_FIXED.trim());
     expect(await forge.getOutcome('sample', 1)).toEqual({ outcome: 'merged', at: merged.mergedAt });
+    const mergedPoll = await pollOutcome(forge, pr, undefined);
+    expect(mergedPoll).toMatchObject({ final: false, event: { type: 'pr.outcome', data: { outcome: 'merged' } } });
     await expect(forge.merge('sample', 1)).rejects.toThrow(/is merged/);
 
     // Someone reverts the merge on main.
@@ -102,6 +105,10 @@ describe('LocalForge with real git', () => {
 
     const outcome = await forge.getOutcome('sample', 1);
     expect(outcome).toMatchObject({ outcome: 'reverted', revertSha });
+    const poll = await pollOutcome(forge, pr, 'merged');
+    expect(poll.final).toBe(true);
+    expect(poll.event).toEqual({ type: 'pr.outcome', data: { outcome: 'reverted', at: outcome?.at } });
+    expect((await pollOutcome(forge, pr, 'reverted')).event).toBeUndefined();
   });
 
   it('does not count a revert outside the 14-day window', async () => {
@@ -144,6 +151,16 @@ describe('LocalForge with real git', () => {
     expect(next.push).toMatchObject({ pushed: true, replaced: true });
     expect(next.pr.number).toBe(a.pr.number);
     expect(next.pr.headSha).toBe(next.push.headSha);
+  });
+
+  it('reproduces the exact tree of a change with binary files, renames, deletions and mode changes', async () => {
+    const { diff, tree } = mixedChange(source.path);
+    expect(diff).toContain('GIT binary patch');
+    expect(diff).toContain('deleted file mode');
+    expect(diff).toContain('rename from README.md');
+    const result = await pushChange({ cloneDir: join(root, 'clone'), remoteUrl: bare(), baseSha: source.sha, diff, branch: 'dockhand/47-mixed', message: 'mixed' });
+    expect(git(bare(), 'rev-parse', `${result.headSha}^{tree}`)).toBe(tree);
+    expect(git(bare(), 'ls-tree', result.headSha, 'scripts/run.sh').split(/\s+/)[0]).toBe('100755');
   });
 
   it('refuses a diff that does not apply and leaves the remote untouched', async () => {
