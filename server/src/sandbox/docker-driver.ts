@@ -31,7 +31,12 @@ export interface DockerSandboxDriverOptions {
   limits?: Partial<SandboxLimits>;
 }
 
-export interface DriverCreateOptions extends CreateSandboxOptions {
+export interface DriverStartOptions extends CreateSandboxOptions {
+  /** Do not start the wall-clock limit yet (warm pool); call `armWallClock` when handing it out. */
+  deferWallClock?: boolean;
+}
+
+export interface DriverCreateOptions extends DriverStartOptions {
   /** A git bundle holding baseSha, for when the image's workspace is at another commit. */
   bundle?: () => Promise<Buffer>;
 }
@@ -84,7 +89,7 @@ export class DockerSandboxDriver implements SandboxDriver {
   }
 
   /** Creates and starts the container without checking the workspace (the pool checks later). */
-  async start(opts: CreateSandboxOptions): Promise<DockerSandbox> {
+  async start(opts: DriverStartOptions): Promise<DockerSandbox> {
     const limits = { ...this.limits, ...opts.limits };
     const name = `dockhand-${randomBytes(6).toString('hex')}`;
     const deadline = Date.now() + limits.wallClockSeconds * 1000;
@@ -104,7 +109,7 @@ export class DockerSandboxDriver implements SandboxDriver {
         ...opts.labels,
         [LABELS.sandbox]: '1',
         [LABELS.owner]: this.ownerId,
-        [LABELS.deadline]: String(deadline),
+        [LABELS.deadline]: opts.deferWallClock ? '0' : String(deadline),
       },
       NetworkDisabled: true,
       HostConfig: {
@@ -141,13 +146,18 @@ export class DockerSandboxDriver implements SandboxDriver {
       await sandbox.destroy().catch(() => undefined);
       throw new DockhandError('sandbox_unavailable', `sandbox container failed to start from ${opts.image}`, { cause: error });
     }
+    if (!opts.deferWallClock) this.armWallClock(sandbox, limits.wallClockSeconds);
+    return sandbox;
+  }
+
+  /** Starts the wall-clock limit: the sandbox is destroyed when it runs out, whatever it is doing. */
+  armWallClock(sandbox: DockerSandbox, seconds = this.limits.wallClockSeconds): void {
     const timer = setTimeout(() => {
-      this.logger?.warn({ sandbox: container.id, wallClockSeconds: limits.wallClockSeconds }, 'sandbox reached its wall-clock limit; destroying it');
+      this.logger?.warn({ sandbox: sandbox.id, wallClockSeconds: seconds }, 'sandbox reached its wall-clock limit; destroying it');
       void sandbox.destroy().catch(() => undefined);
-    }, limits.wallClockSeconds * 1000);
+    }, seconds * 1000);
     timer.unref();
     sandbox.addDisposer(() => clearTimeout(timer));
-    return sandbox;
   }
 
   /**

@@ -6,7 +6,7 @@ export const SANDBOX_HOME = '/home/dockhand';
 
 export function sandboxEnvironment(extra: Record<string, string> = {}): string[] {
   const base: Record<string, string> = {
-    PATH: '/workspace/node_modules/.bin:/home/dockhand/.venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+    PATH: '/workspace/node_modules/.bin:/workspace/.venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
     HOME: SANDBOX_HOME,
     LANG: 'C.UTF-8',
     CI: 'true',

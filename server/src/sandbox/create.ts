@@ -1,0 +1,53 @@
+import { existsSync } from 'node:fs';
+import Docker from 'dockerode';
+import type { Logger } from 'pino';
+import { DockerSandboxDriver } from './docker-driver';
+import { checkSandboxHost } from './host-check';
+import { RepoMirror } from './mirror';
+import { WarmPool } from './pool';
+import { SandboxService } from './service';
+import { SnapshotManager, type InstallEgress } from './snapshots';
+import type { SandboxLimits } from './types';
+
+export interface SandboxServiceConfig {
+  dataDir: string;
+  /** This server instance (labels every container; reconcile keys on it). */
+  ownerId: string;
+  baseImage?: string;
+  warmPoolSize?: number;
+  unsafeRunc?: boolean;
+  limits?: Partial<SandboxLimits>;
+  installEgress?: InstallEgress;
+  registryHosts?: string[];
+  /** Extra CA bundle for dependency installs; default the host's bundle when it exists. */
+  extraCaBundle?: string;
+  docker?: Docker;
+  logger?: Logger;
+}
+
+const HOST_CA_BUNDLE = '/etc/ssl/certs/ca-certificates.crt';
+
+/** Wires the sandbox layer: host check, driver, mirror, snapshots, pool; reconciles leftovers. */
+export async function createSandboxService(config: SandboxServiceConfig): Promise<SandboxService> {
+  const docker = config.docker ?? new Docker();
+  const logger = config.logger;
+  const host = await checkSandboxHost(docker, { ...(config.unsafeRunc ? { unsafeRunc: true } : {}), ...(logger ? { logger } : {}) });
+  const driver = new DockerSandboxDriver({ docker, ownerId: config.ownerId, runtime: host.runtime, ...(logger ? { logger } : {}), ...(config.limits ? { limits: config.limits } : {}) });
+  const mirror = new RepoMirror(config.dataDir);
+  const extraCaBundle = config.extraCaBundle ?? (existsSync(HOST_CA_BUNDLE) ? HOST_CA_BUNDLE : undefined);
+  const egress = config.installEgress ?? (host.egressRuntime ? 'proxy' : 'runc-bridge');
+  const snapshots = new SnapshotManager({
+    docker,
+    mirror,
+    ownerId: config.ownerId,
+    egress,
+    ...(config.baseImage ? { baseImage: config.baseImage } : {}),
+    ...(config.registryHosts ? { registryHosts: config.registryHosts } : {}),
+    ...(extraCaBundle ? { extraCaBundle } : {}),
+    ...(logger ? { logger } : {}),
+  });
+  const pool = (config.warmPoolSize ?? 0) > 0 ? new WarmPool({ driver, size: config.warmPoolSize ?? 0, ...(logger ? { logger } : {}), ...(config.limits ? { limits: config.limits } : {}) }) : undefined;
+  const service = new SandboxService({ driver, mirror, snapshots, ...(pool ? { pool } : {}), ...(logger ? { logger } : {}) });
+  await service.reconcile();
+  return service;
+}

@@ -1,0 +1,10 @@
+export * from './types';
+export { checkSandboxHost, type HostCheck, type SandboxRuntime } from './host-check';
+export { DockerSandboxDriver, DEFAULT_LIMITS, LABELS, type DockerSandboxDriverOptions } from './docker-driver';
+export { DockerSandbox, type ListOptions } from './docker-sandbox';
+export { RepoMirror } from './mirror';
+export { SnapshotManager, computeFingerprint, type InstallEgress, type Snapshot, type SnapshotManagerOptions } from './snapshots';
+export { WarmPool, type WarmPoolOptions } from './pool';
+export { SandboxService, type AcquireRequest, type AcquiredSandbox, type SandboxSource } from './service';
+export { startEgressProxy, DEFAULT_REGISTRY_HOSTS, type EgressProxy } from './egress-proxy';
+export { createSandboxService, type SandboxServiceConfig } from './create';

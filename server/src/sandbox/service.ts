@@ -1,0 +1,98 @@
+import type { Logger } from 'pino';
+import { DockhandError } from '../errors';
+import { LABELS, type DockerSandboxDriver } from './docker-driver';
+import type { DockerSandbox } from './docker-sandbox';
+import type { RepoMirror } from './mirror';
+import type { WarmPool } from './pool';
+import type { SnapshotManager } from './snapshots';
+import type { Sandbox } from './types';
+
+export type SandboxSource = 'warm_pool' | 'snapshot' | 'cold';
+
+export interface AcquireRequest {
+  /** Local path or remote URL of the repository. */
+  repo: string;
+  baseSha: string;
+  taskId: string;
+}
+
+export interface AcquiredSandbox {
+  sandbox: Sandbox;
+  /** warm_pool: an idle started sandbox; snapshot: a new container of an existing snapshot; cold: the snapshot was built for this task. */
+  source: SandboxSource;
+  startMs: number;
+  snapshotImage: string;
+}
+
+/**
+ * What the task runner calls: a sandbox whose workspace is verified to be at the task's base
+ * commit, from the warm pool when one is idle, else a fresh container of the repo's snapshot
+ * (built first when missing). It owns every sandbox it hands out until `release` or `shutdown`.
+ */
+export class SandboxService {
+  private readonly held = new Map<string, DockerSandbox>();
+  private closed = false;
+
+  constructor(
+    private readonly parts: {
+      driver: DockerSandboxDriver;
+      mirror: RepoMirror;
+      snapshots: SnapshotManager;
+      pool?: WarmPool;
+      logger?: Logger;
+    },
+  ) {}
+
+  async acquire(request: AcquireRequest): Promise<AcquiredSandbox> {
+    if (this.closed) throw new DockhandError('sandbox_unavailable', 'the sandbox service is shutting down');
+    const started = Date.now();
+    const { driver, mirror, snapshots, pool } = this.parts;
+    const mirrorPath = await mirror.ensure(request.repo, request.baseSha);
+    const snapshot = await snapshots.resolve(mirrorPath, request.baseSha);
+    // A thin bundle on top of the snapshot's commit is enough to move its workspace.
+    const bundle = (): Promise<Buffer> => mirror.bundle(mirrorPath, request.baseSha, snapshot.sha);
+    let sandbox: DockerSandbox | undefined;
+    let source: SandboxSource = snapshot.built ? 'cold' : 'snapshot';
+    if (pool) {
+      sandbox = await pool.claim(snapshot.image, request.baseSha, bundle).catch((error: unknown) => {
+        this.parts.logger?.warn({ taskId: request.taskId, error: String(error) }, 'warm sandbox could not be moved; starting a fresh one');
+        return undefined;
+      });
+      if (sandbox) source = 'warm_pool';
+      pool.warm(snapshot.image, snapshot.sha);
+    }
+    sandbox ??= await driver.create({
+      image: snapshot.image,
+      baseSha: request.baseSha,
+      labels: { [LABELS.task]: request.taskId },
+      bundle,
+    });
+    if (this.closed) {
+      await sandbox.destroy();
+      throw new DockhandError('sandbox_unavailable', 'the sandbox service is shutting down');
+    }
+    this.held.set(sandbox.id, sandbox);
+    const startMs = Date.now() - started;
+    this.parts.logger?.info({ taskId: request.taskId, sandbox: sandbox.id, source, startMs }, 'sandbox ready');
+    return { sandbox, source, startMs, snapshotImage: snapshot.image };
+  }
+
+  async release(sandbox: Sandbox): Promise<void> {
+    this.held.delete(sandbox.id);
+    await sandbox.destroy();
+  }
+
+  /** Removes leftovers of a previous run (crash recovery). Call once at start-up, before `acquire`. */
+  async reconcile(): Promise<{ removed: string[] }> {
+    return this.parts.driver.reconcile();
+  }
+
+  /** Drains the pool and destroys every sandbox handed out; nothing of ours keeps running. */
+  async shutdown(): Promise<void> {
+    this.closed = true;
+    await this.parts.pool?.drain();
+    await Promise.all([...this.held.values()].map((sandbox) => sandbox.destroy().catch(() => undefined)));
+    this.held.clear();
+    await this.parts.driver.destroyAll();
+  }
+}
