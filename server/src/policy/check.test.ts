@@ -144,6 +144,27 @@ describe('checkPolicy', () => {
     expect(rules(checkPolicy({ diff, allowTestEdits: false, stage: 'push' }))).toEqual(['secret:private-key-file']);
   });
 
+  it('fails closed on a diff it cannot read', () => {
+    const truncated = modifiedFile('src/a.ts', ['a', 'b'], ['c']).replace('@@ -1,2 +1,1 @@', '@@ -1,5 +1,5 @@');
+    expect(rules(checkPolicy({ diff: truncated, allowTestEdits: false, stage: 'push' }))).toEqual(['diff-unparseable']);
+    expect(rules(checkPolicy({ diff: 'not a diff at all\n', allowTestEdits: false, stage: 'push' }))).toEqual(['diff-unparseable']);
+  });
+
+  it('sees CI edits hidden behind quoted (non-ASCII) paths', () => {
+    const diff = [
+      'diff --git "a/.github/workflows/\\303\\251.yml" "b/.github/workflows/\\303\\251.yml"',
+      'new file mode 100644',
+      '--- /dev/null',
+      '+++ "b/.github/workflows/\\303\\251.yml"',
+      '@@ -0,0 +1 @@',
+      '+on: push',
+      '',
+    ].join('\n');
+    expect(checkPolicy({ diff, allowTestEdits: false, stage: 'push' }).violations).toEqual([
+      expect.objectContaining({ rule: 'ci-config', path: '.github/workflows/é.yml' }),
+    ]);
+  });
+
   it('passes a clean diff', () => {
     const diff = modifiedFile('src/paginate.ts', ['  return items.slice(start, start + size - 1);'], ['  return items.slice(start, start + size);'], 12);
     expect(checkPolicy({ diff, allowTestEdits: false, stage: 'review' })).toEqual({

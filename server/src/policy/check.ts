@@ -14,6 +14,7 @@ import { scanSecrets } from './secrets';
  * - `protected-path`   built-in infra-as-code globs plus the repo's `protectedPaths`
  * - `diff-size:lines`, `diff-size:files`   the size caps
  * - `test-edit`        changing existing tests or test configuration when the ticket did not ask
+ * - `diff-unparseable` a diff the gate cannot read (fails closed)
  */
 
 export type PolicyStage = 'review' | 'push';
@@ -75,9 +76,25 @@ function secretViolations(file: ChangedFile): PolicyViolation[] {
   return violations;
 }
 
+function unreadable(stage: PolicyStage, why: string): PolicyCheckResult & { stats: DiffStats } {
+  return {
+    ok: false,
+    stage,
+    violations: [{ rule: 'diff-unparseable', path: '', message: `the diff cannot be parsed (${why}); nothing is pushed` }],
+    stats: { changedFiles: 0, changedLines: 0 },
+  };
+}
+
 export function checkPolicy(input: PolicyCheckInput): PolicyCheckResult & { stats: DiffStats } {
   const policy = input.policy ?? DEFAULT_REPO_POLICY;
-  const files = parseUnifiedDiff(input.diff);
+  // Fail closed: a diff the gate cannot read is a diff it cannot vouch for.
+  let files: ChangedFile[];
+  try {
+    files = parseUnifiedDiff(input.diff);
+  } catch (error) {
+    return unreadable(input.stage, error instanceof Error ? error.message : String(error));
+  }
+  if (files.length === 0 && input.diff.trim() !== '') return unreadable(input.stage, 'no file headers found');
   const isProtected = globMatcher([...DEFAULT_PROTECTED_GLOBS, ...policy.protectedPaths]);
   const violations: PolicyViolation[] = [];
 
