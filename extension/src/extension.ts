@@ -108,7 +108,7 @@ export function activate(context: vscode.ExtensionContext): void {
     );
   };
 
-  command('dockhand.sendTicket', (arg) => sendTicket({ api, state, log, revealPanel }, arg instanceof vscode.Uri));
+  command('dockhand.sendTicket', (arg) => sendTicket({ api, state, log, revealPanel, signedIn: async () => Boolean(await tokens.get()) }, arg instanceof vscode.Uri));
   command('dockhand.signIn', async () => {
     const token = await vscode.window.showInputBox({
       title: 'Dockhand: Sign in',

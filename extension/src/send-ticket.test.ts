@@ -6,7 +6,7 @@ import { sampleTask } from '../../webview-ui/src/test/recorded-stream';
 import type { ApiClient } from './api-client';
 import type { DockhandState } from './dockhand-state';
 import type { WorkspaceGitState } from './git-context';
-import { sendTicket } from './send-ticket';
+import { sendTicket, type SendTicketDeps } from './send-ticket';
 import { Selection, Uri, commands, logChannel, settings, ui, window } from './test/vscode-stub';
 
 const sha = 'd'.repeat(40);
@@ -29,7 +29,7 @@ function harness(git: Partial<WorkspaceGitState> = {}) {
     onDidReceiveEvents: () => ({ dispose() {} }),
   };
   const revealPanel = vi.fn();
-  const deps = {
+  const deps: SendTicketDeps = {
     api: () => api as unknown as ApiClient,
     state: state as unknown as DockhandState,
     log: logChannel(),
@@ -102,6 +102,14 @@ describe('Send ticket to agent', () => {
     expect(h.created[0]).toMatchObject({ ticket: { kind: 'issue', id: '77', title: 'Issue #77', url: 'https://forge.example/acme/app/issues/77' } });
     ui.answers.push('Paste an issue URL', 'https://forge.example/acme/app/pull/3');
     await expect(sendTicket(h.deps)).rejects.toThrow(/Paste an issue URL ending in \/issues/);
+  });
+
+  it('offers to sign in first when there is no token', async () => {
+    const h = harness();
+    h.deps.signedIn = async () => false;
+    expect(await sendTicket(h.deps)).toBeUndefined();
+    expect(ui.shown[0]).toMatchObject({ kind: 'error', message: 'Dockhand: sign in to the Dockhand server before sending a ticket.' });
+    expect(h.api.listTickets).not.toHaveBeenCalled();
   });
 
   it('reports a server refusal in words and selects nothing', async () => {

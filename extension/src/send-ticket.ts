@@ -19,11 +19,18 @@ export interface SendTicketDeps {
   log: vscode.LogOutputChannel;
   revealPanel(): void;
   readGit?: (folder: string) => Promise<WorkspaceGitState>;
+  /** False when there is no token: the developer is offered "Sign in" before anything else. */
+  signedIn?: () => Promise<boolean>;
 }
 
 type TicketPick = vscode.QuickPickItem & { ticket?: TicketSummary; action?: 'url' | 'text' };
 
 export async function sendTicket(deps: SendTicketDeps, fromEditor = false): Promise<string | undefined> {
+  if (deps.signedIn && !(await deps.signedIn())) {
+    const choice = await vscode.window.showErrorMessage('Dockhand: sign in to the Dockhand server before sending a ticket.', 'Sign in');
+    if (choice === 'Sign in') void vscode.commands.executeCommand('dockhand.signIn');
+    return undefined;
+  }
   const folder = pickFolder();
   if (!folder) {
     void vscode.window.showErrorMessage('Dockhand: open a folder with a git repository first.');

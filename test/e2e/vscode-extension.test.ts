@@ -104,4 +104,52 @@ describe('Dockhand in VS Code (code-server)', () => {
       await page.close();
     }
   });
+
+  it('sends line comments on the agent version as "request changes"', async () => {
+    const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+    const workbench = new Workbench(page);
+    try {
+      await workbench.open(codeServer.url, repo.path);
+      await page.locator('.activitybar .action-item a[aria-label^="Dockhand"]').waitFor({ timeout: 60_000 });
+      await workbench.runCommand('Dockhand: Sign in');
+      await workbench.answer(server.token);
+      await workbench.notification('signed in');
+      await workbench.runCommand('Dockhand: Send ticket to agent');
+      await workbench.pick('Describe the task');
+      await workbench.answer('Make average() count every value', 'describe the task (1/2)');
+      await workbench.answer('', 'describe the task (2/2)');
+      await workbench.pick('Send with budgets');
+      const panel = workbench.webview();
+      await panel.locator('.task-title', { hasText: 'Make average() count every value' }).waitFor({ timeout: 30_000 });
+      await panel.locator('.badge.state', { hasText: 'awaiting review' }).waitFor({ timeout: 30_000 });
+      const { tasks } = await server.fleet.store.listTasks({ owner: 'dev' });
+      const task = tasks.find((t) => t.ticket.title === 'Make average() count every value')!;
+
+      const change = page.locator('.pane-body .monaco-list-row', { hasText: FIXED_FILE.split('/').pop()! }).first();
+      await change.click();
+      const fixedLine = page.locator('.monaco-diff-editor .modified .view-line', { hasText: 'let index = 0;' });
+      await fixedLine.waitFor({ timeout: 20_000 });
+      await fixedLine.click();
+      await workbench.runCommand('Comments: Add Comment on Current Selection');
+      const form = page.locator('.review-widget .comment-form').first();
+      await form.waitFor({ timeout: 20_000 });
+      await page.keyboard.type('Also skip NaN values');
+      await page.getByRole('button', { name: 'Add review comment' }).click();
+      await page.locator('.review-widget .review-comment-contents', { hasText: 'Also skip NaN values' }).waitFor({ timeout: 20_000 });
+      await workbench.screenshot('vscode-07-review-comment');
+
+      await workbench.runCommand('Dockhand: Request changes');
+      await workbench.notification('Sent 1 review comment', 30_000);
+      const events = await server.fleet.store.listEvents(task.id);
+      const requested = events.find((event) => event.type === 'review.requested_changes');
+      expect(requested?.data).toEqual({ by: 'dev', comments: [{ path: FIXED_FILE, line: 15, body: 'Also skip NaN values' }] });
+      await panel.locator('.trajectory', { hasText: 'dev requested changes: src/calc.js:15 Also skip NaN values' }).waitFor({ timeout: 20_000 });
+      await workbench.screenshot('vscode-08-changes-requested');
+    } catch (error) {
+      await workbench.screenshot('vscode-failure-comments').catch(() => undefined);
+      throw error;
+    } finally {
+      await page.close();
+    }
+  });
 });

@@ -136,8 +136,9 @@ export class Workbench {
     await this.page.keyboard.press('Enter');
   }
 
-  /** Answers the open input box (or filters a quick pick) and accepts. */
-  async answer(text: string): Promise<void> {
+  /** Answers the open input box (or filters a quick pick) and accepts; `title` waits for that box. */
+  async answer(text: string, title?: string): Promise<void> {
+    if (title) await this.page.locator('.quick-input-widget .quick-input-title', { hasText: title }).waitFor({ timeout: 20_000 });
     const input = this.page.locator('.quick-input-widget input');
     await input.waitFor({ state: 'visible' });
     await input.fill(text);

@@ -145,7 +145,7 @@ function record(kind: string) {
   return async (message: string, ...rest: unknown[]): Promise<string | undefined> => {
     ui.shown.push({ kind, message });
     const buttons = rest.filter((value): value is string => typeof value === 'string');
-    if (kind === 'warning' && buttons.length) return ui.next('warning');
+    if ((kind === 'warning' && buttons.length) || (kind === 'error' && buttons.length && ui.answers.length)) return ui.next(kind);
     return undefined;
   };
 }
