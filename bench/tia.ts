@@ -341,7 +341,7 @@ async function benchCodebase(codebase: Codebase): Promise<ChangeResult[]> {
   const step = Math.max(1, Math.floor(usable.length / PER_CODEBASE));
   const chosen = usable.filter((_, index) => index % step === 0).slice(0, PER_CODEBASE);
 
-  const engine = new SmartFeedbackEngine({ repo: codebase.name, checks: codebase.language === 'typescript' ? { runner: 'vitest' } : {} });
+  const engine = new SmartFeedbackEngine({ repo: codebase.name, checks: codebase.language === 'typescript' ? { runner: 'vitest' } : { python: '/usr/bin/python3' } });
   const sandbox = new HostSandbox(codebase.repo, codebase.sha, codebase.extraPath);
   const results: ChangeResult[] = [];
   for (const candidate of chosen) {

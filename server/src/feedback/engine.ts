@@ -91,15 +91,15 @@ export class SmartFeedbackEngine implements FeedbackEngine {
       plans.push({ runner: 'custom', command: this.checks.preMerge });
     } else if (opts.scope === 'full' || selection.mode === 'full') {
       reason = opts.scope === 'full' ? 'scope full: the whole suite' : selection.reason;
-      if (hasJsTests && jsRunner) plans.push({ runner: jsRunner, command: testCommand(jsRunner, undefined) });
-      if (hasPyTests) plans.push({ runner: 'pytest', command: testCommand('pytest', undefined) });
+      if (hasJsTests && jsRunner) plans.push({ runner: jsRunner, command: testCommand(jsRunner, undefined, this.commandOptions()) });
+      if (hasPyTests) plans.push({ runner: 'pytest', command: testCommand('pytest', undefined, this.commandOptions()) });
     } else {
       reason = selection.reason;
       if (selection.mode === 'selected') {
         const js = selection.tests.filter((test) => !test.endsWith('.py')).map((file) => ({ file }));
         const py = selection.tests.filter((test) => test.endsWith('.py')).map((file) => ({ file }));
-        if (js.length > 0 && jsRunner) plans.push({ runner: jsRunner, command: testCommand(jsRunner, js) });
-        if (py.length > 0) plans.push({ runner: 'pytest', command: testCommand('pytest', py) });
+        if (js.length > 0 && jsRunner) plans.push({ runner: jsRunner, command: testCommand(jsRunner, js, this.commandOptions()) });
+        if (py.length > 0) plans.push({ runner: 'pytest', command: testCommand('pytest', py, this.commandOptions()) });
       }
     }
 
@@ -132,6 +132,10 @@ export class SmartFeedbackEngine implements FeedbackEngine {
     };
     report.output = this.compactOutput(report, runs, quarantinedIds, rerunNotes);
     return report;
+  }
+
+  private commandOptions(): { python?: string } {
+    return this.checks.python ? { python: this.checks.python } : {};
   }
 
   private async runSuite(sandbox: Sandbox, runner: TestRunner | 'custom', command: string, files: Set<string>, signal?: AbortSignal): Promise<SuiteRun> {
@@ -179,7 +183,7 @@ export class SmartFeedbackEngine implements FeedbackEngine {
         continue;
       }
       const targets = rerunTargets(run.runner, failing);
-      const rerun = await this.runSuite(sandbox, run.runner, testCommand(run.runner, targets), files, signal);
+      const rerun = await this.runSuite(sandbox, run.runner, testCommand(run.runner, targets, this.commandOptions()), files, signal);
       const diffAfter = await workspaceDiffHash(sandbox);
       if (diffAfter !== diffBefore) {
         notes.push('workspace changed during the run: no flakiness judged');

@@ -25,14 +25,14 @@ export interface TestTarget {
 }
 
 /** The shell command that runs `targets` (or the whole suite when `targets` is undefined). */
-export function testCommand(runner: TestRunner, targets: TestTarget[] | undefined): string {
+export function testCommand(runner: TestRunner, targets: TestTarget[] | undefined, options: { python?: string } = {}): string {
   const files = [...new Set((targets ?? []).map((target) => target.file))].map(shellQuote).join(' ');
   const names = (targets ?? []).flatMap((target) => target.names ?? []);
   const pattern = names.length > 0 ? names.map(escapeRegex).join('|') : undefined;
   switch (runner) {
     case 'pytest': {
       const ids = (targets ?? []).flatMap((target) => target.names ?? [target.file]).map(shellQuote).join(' ');
-      return `python3 -m pytest -q -rA --tb=short -p no:cacheprovider ${ids}`.trim();
+      return `${shellQuote(options.python ?? 'python3')} -m pytest -q -rA --tb=short -p no:cacheprovider ${ids}`.trim();
     }
     case 'node-test': {
       const base = `node --test --test-reporter=tap${pattern ? ` --test-name-pattern=${shellQuote(pattern)}` : ''}`;

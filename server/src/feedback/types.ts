@@ -56,6 +56,8 @@ export interface ChecksConfig {
   linters?: Array<'tsc' | 'eslint' | 'ruff' | 'flake8' | 'pyflakes' | 'py_compile' | 'node_check' | 'go_vet'>;
   /** Extra globs whose change always means the full suite (beyond the built-in config/lockfile list). */
   fullSuiteOn?: string[];
+  /** The interpreter that runs pytest (a repo's virtualenv, e.g. `.venv/bin/python`). Default `python3`. */
+  python?: string;
   /** Seconds a test run may take. Default 600. */
   timeoutSeconds?: number;
 }

@@ -1,0 +1,103 @@
+import { execFileSync } from 'node:child_process';
+import { join, resolve } from 'node:path';
+import Docker from 'dockerode';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createFixtureRepo, type FixtureRepo } from '../../../test/support/fixture-repo';
+import { DockerSandboxDriver } from '../sandbox/docker-driver';
+import { checkSandboxHost } from '../sandbox/host-check';
+import type { Sandbox } from '../sandbox/types';
+import { SmartFeedbackEngine } from './engine';
+import { InMemoryFlakyStore } from './flaky';
+
+/*
+ * The feedback engine inside a real gVisor sandbox of `dockhand/base:latest` (node 18, python3 +
+ * pytest): the base commit is read out of the container, the selected suites run in it, results
+ * come back parsed. No mocks: Docker, runsc, git and the runners are the real ones.
+ */
+
+const ROOT = resolve(import.meta.dirname, '../../..');
+const IMAGE = 'dockhand/base:latest';
+let driver: DockerSandboxDriver;
+const sandboxes: Sandbox[] = [];
+
+/**
+ * A per-repo snapshot image the way the snapshot manager makes them: the base image plus the
+ * repo checked out in /workspace. Tagged by SHA, so reruns reuse it.
+ */
+function snapshotImage(repo: FixtureRepo, name: string): string {
+  const tag = `dockhand-test/feedback-${name}:${repo.sha.slice(0, 12)}`;
+  execFileSync('docker', ['build', '-q', '-t', tag, '-f-', repo.path], {
+    input: `FROM ${IMAGE}\nCOPY --chown=1000:1000 . /workspace\n`,
+    stdio: ['pipe', 'ignore', 'inherit'],
+  });
+  return tag;
+}
+
+async function sandboxFor(name: 'tia-ts' | 'tia-py'): Promise<{ sandbox: Sandbox; edit: (file: string, from: string, to: string) => Promise<void> }> {
+  const repo = createFixtureRepo(name);
+  const sandbox = await driver.create({ image: snapshotImage(repo, name), baseSha: repo.sha, labels: { 'dockhand.task': `feedback-int-${name}` } });
+  sandboxes.push(sandbox);
+  const edit = async (file: string, from: string, to: string): Promise<void> => {
+    const text = (await sandbox.readFile(file)).toString('utf8');
+    if (!text.includes(from)) throw new Error(`${file} has no ${from}`);
+    await sandbox.writeFile(file, text.replace(from, to));
+  };
+  return { sandbox, edit };
+}
+
+beforeAll(async () => {
+  execFileSync(join(ROOT, 'sandbox-images/base/build.sh'), { stdio: ['ignore', 'ignore', 'inherit'] });
+  const docker = new Docker();
+  const host = await checkSandboxHost(docker);
+  expect(host.runtime).toBe('runsc');
+  driver = new DockerSandboxDriver({ docker, ownerId: 'feedback-int', runtime: host.runtime });
+});
+
+afterAll(async () => {
+  await Promise.all(sandboxes.map((sandbox) => sandbox.destroy()));
+});
+
+describe('SmartFeedbackEngine inside gVisor', () => {
+  it('selects, runs (node 18 test runner) and catches a planted bug in the JS fixture', async () => {
+    const { sandbox, edit } = await sandboxFor('tia-ts');
+    await edit('src/math.js', 'return a + b;', 'return a - b;');
+    const engine = new SmartFeedbackEngine({ repo: 'fixture/tia-ts' });
+    const analysis = await engine.analyze(sandbox);
+    expect(analysis.selection).toMatchObject({ mode: 'selected', tests: ['test/cart.test.js', 'test/math.test.js', 'test/report.test.js'] });
+    const report = await engine.runTests(sandbox, { scope: 'selected' });
+    expect(report.ok).toBe(false);
+    expect(report.cases.filter((c) => c.outcome === 'failed').map((c) => c.id)).toContain('test/math.test.js > add sums two numbers');
+    expect(report.cases.some((c) => c.file === 'test/strings.test.js')).toBe(false);
+    expect(report.passed).toBe(1);
+  });
+
+  it('selects by name through the package, catches the bug with pytest and quarantines a flaky test', async () => {
+    const { sandbox, edit } = await sandboxFor('tia-py');
+    await edit('shop/pricing.py', '(100 - percent)', '(100 + percent)');
+    await sandbox.writeFile(
+      'tests/test_flaky.py',
+      'import os\n\n\ndef test_sometimes():\n    if not os.path.exists("/tmp/flaky-marker"):\n        open("/tmp/flaky-marker", "w").close()\n        assert False, "first run fails"\n',
+    );
+    const store = new InMemoryFlakyStore();
+    const engine = new SmartFeedbackEngine({ repo: 'fixture/tia-py', flakyStore: store });
+    const report = await engine.runTests(sandbox, { scope: 'selected' });
+    expect(report.selectionReason).toContain('3 of 4 test files');
+    expect(report.command).toBe('python3 -m pytest -q -rA --tb=short -p no:cacheprovider tests/test_flaky.py tests/test_pricing.py tests/test_report.py');
+    expect(report).toMatchObject({ ok: false, failed: 1, quarantined: ['tests/test_flaky.py::test_sometimes'] });
+    expect(report.cases.find((c) => c.outcome === 'failed' && c.id === 'tests/test_pricing.py::test_discount')).toBeDefined();
+    expect((await store.list('fixture/tia-py')).map((t) => t.testId)).toEqual(['tests/test_flaky.py::test_sometimes']);
+    expect(await sandbox.diff()).not.toContain('__pycache__');
+  });
+
+  it('reports syntax errors from the checkers the image has (py_compile, node --check)', async () => {
+    const py = await sandboxFor('tia-py');
+    await py.edit('shop/pricing.py', 'def discount(price, percent):', 'def discount(price, percent)');
+    const pyDiagnostics = await new SmartFeedbackEngine({ repo: 'fixture/tia-py' }).diagnostics(py.sandbox);
+    expect(pyDiagnostics).toContainEqual(expect.objectContaining({ tool: 'py_compile', path: 'shop/pricing.py', line: 8, severity: 'error' }));
+
+    const js = await sandboxFor('tia-ts');
+    await js.edit('src/strings.js', 'return text.charAt(0)', 'return text.charAt(0) +');
+    const jsDiagnostics = await new SmartFeedbackEngine({ repo: 'fixture/tia-ts' }).diagnostics(js.sandbox);
+    expect(jsDiagnostics).toContainEqual(expect.objectContaining({ tool: 'node_check', path: 'src/strings.js', severity: 'error' }));
+  });
+});
