@@ -79,6 +79,22 @@ export function enforcePushGate(diff: string, gate: PushGate): PolicyCheckResult
   return { ...checked, overridden };
 }
 
+/**
+ * The commit git built must not carry a violation the checked diff did not: guards against any
+ * difference between how the gate parsed the diff and how `git apply` applied it.
+ */
+function verifyCommitted(checked: PolicyCheckResult, gate: PushGate): (committedDiff: string) => void {
+  const key = (violation: { rule: string; path: string }) => `${violation.rule}\u0000${violation.path}`;
+  const known = new Set(checked.violations.map(key));
+  return (committedDiff) => {
+    const actual = checkPolicy({ diff: committedDiff, policy: gate.policy, allowTestEdits: gate.allowTestEdits, stage: 'push' });
+    const extra = actual.violations.filter((violation) => !known.has(key(violation)));
+    if (extra.length > 0) {
+      throw new DockhandError('policy_violation', `the commit differs from the checked diff: ${extra.map((v) => `${v.rule} ${v.path}`.trim()).join(', ')}`);
+    }
+  };
+}
+
 export async function deliverPullRequest(input: DeliverInput): Promise<DeliverResult> {
   const policy = enforcePushGate(input.diff, input.gate);
   const target = await input.forge.pushTarget(input.repo);
@@ -93,6 +109,7 @@ export async function deliverPullRequest(input: DeliverInput): Promise<DeliverRe
     message: input.commitMessage ?? input.title,
     requester: input.requester,
     date: input.date,
+    verifyCommit: verifyCommitted(policy, input.gate),
   });
   const pr = await input.forge.openPullRequest({
     repo: input.repo,

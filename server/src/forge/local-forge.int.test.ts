@@ -163,6 +163,27 @@ describe('LocalForge with real git', () => {
     expect(git(bare(), 'ls-tree', result.headSha, 'scripts/run.sh').split(/\s+/)[0]).toBe('100755');
   });
 
+  it('checks the commit git built before pushing it', async () => {
+    const diff = diffOf(source.path, { 'src/paginate.js': PAGINATE_FIXED });
+    const seen: string[] = [];
+    await expect(
+      pushChange({
+        cloneDir: join(root, 'clone'),
+        remoteUrl: bare(),
+        baseSha: source.sha,
+        diff,
+        branch: 'dockhand/48-verify',
+        message: 'x',
+        verifyCommit: (committed) => {
+          seen.push(committed);
+          throw new Error('verifier says no');
+        },
+      }),
+    ).rejects.toThrow(/verifier says no/);
+    expect(seen[0]).toContain('+  return items.slice(start, start + size);');
+    expect(git(bare(), 'branch', '--list', 'dockhand/*')).toBe('');
+  });
+
   it('refuses a diff that does not apply and leaves the remote untouched', async () => {
     const diff = diffOf(source.path, { 'src/paginate.js': PAGINATE_FIXED });
     // The context line no longer matches the base: `git apply` must refuse it.

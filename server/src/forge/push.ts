@@ -46,6 +46,11 @@ export interface PushChangeInput {
   bot?: Person;
   /** Fixed author/committer date (ISO 8601): a retried push then builds the identical commit. */
   date?: string;
+  /**
+   * Called with `git diff <base> <commit>` of the commit about to be pushed; throwing stops the
+   * push. The push gate uses it to check what git actually built, not only what the sandbox sent.
+   */
+  verifyCommit?: (committedDiff: string) => void | Promise<void>;
 }
 
 export interface PushChangeResult {
@@ -150,6 +155,9 @@ export async function pushChange(input: PushChangeInput): Promise<PushChangeResu
     await work.raw(['-c', `user.name=${bot.name}`, '-c', `user.email=${bot.email}`, 'commit', '--quiet', '--no-verify', '-F', messageFile]);
     headSha = (await work.raw(['rev-parse', 'HEAD'])).trim();
     tree = (await work.raw(['rev-parse', 'HEAD^{tree}'])).trim();
+    if (input.verifyCommit) {
+      await input.verifyCommit(await work.raw(['diff', '--binary', '--find-renames', input.baseSha, headSha]));
+    }
   } finally {
     await tryRaw(clone, ['worktree', 'remove', '--force', worktree]);
     await rm(scratch, { recursive: true, force: true });
