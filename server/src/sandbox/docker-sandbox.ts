@@ -68,17 +68,24 @@ export class DockerSandbox implements Sandbox {
     const stdout = new CappedOutput(opts.outputCapBytes ?? DEFAULT_OUTPUT_CAP);
     const stderr = new CappedOutput(opts.outputCapBytes ?? DEFAULT_OUTPUT_CAP);
     const pidFile = `/tmp/.dockhand-exec-${randomBytes(6).toString('hex')}`;
-    // setsid gives the command its own session and process group; `timeout` inside it kills that
-    // whole group at the deadline from within, needing no new process (a fork bomb that exhausted
-    // RLIMIT_NPROC leaves no room for a killer exec). The host-side timer is a backstop for what
-    // escapes the group (a process that calls setsid itself); destroy() ends everything.
-    // `ulimit -v` bounds each process's address space so a memory hog fails inside the sandbox
-    // (ENOMEM, V8 "out of memory") instead of pushing the whole gVisor sandbox over its cgroup
-    // limit, where the host kills the sentry and with it every process of the task.
-    const seconds = Math.max(0.1, timeoutMs / 1000);
-    // $PPID is `timeout`, the leader of the group and session the host-side backstop kills.
-    const script = `ulimit -v ${this.processMemoryKiB}; echo $PPID > "$0"; "$@"`;
-    const cmd = ['setsid', '-w', 'timeout', '-s', 'KILL', seconds.toFixed(3), 'sh', '-c', script, pidFile, ...opts.cmd];
+    // The command runs as a job with its own process group (set -m) inside a session of its own
+    // (setsid). `timeout` kills the job at the deadline from within, needing no new process (a
+    // fork bomb that exhausted RLIMIT_NPROC leaves no room for a killer exec). When the job ends,
+    // for whatever reason, the wrapper kills what is left of its group and session, so background
+    // processes never outlive their command. A process that calls setsid itself escapes that
+    // sweep; the host-side backstop and destroy() remain. `ulimit -v` bounds each process's
+    // address space so a memory hog fails inside the sandbox (ENOMEM, V8 "out of memory")
+    // instead of pushing the gVisor sandbox over its cgroup limit, where the host would kill the
+    // whole sandbox.
+    const seconds = Math.max(0.1, timeoutMs / 1000).toFixed(3);
+    const script = [
+      'pidfile=$1; shift; exec 3<&0; set -m 2>/dev/null',
+      `timeout -s KILL ${seconds} sh -c 'ulimit -v ${this.processMemoryKiB}; "$@"' sh "$@" <&3 &`,
+      'job=$!; echo $$ > "$pidfile"; wait $job; code=$?; exec 3<&-',
+      'kill -KILL -- -$job 2>/dev/null; for p in $(pgrep -s $$); do [ "$p" = $$ ] || kill -KILL "$p" 2>/dev/null; done',
+      'rm -f "$pidfile"; exit $code',
+    ].join('\n');
+    const cmd = ['setsid', '-w', 'sh', '-c', script, 'sh', pidFile, ...opts.cmd];
     let timedOut = false;
     const run = this.start(cmd, {
       cwd: opts.cwd === undefined ? WORKSPACE : workspacePath(opts.cwd, 'cwd'),
@@ -97,7 +104,7 @@ export class DockerSandbox implements Sandbox {
       await Promise.race([run.done, delay(KILL_GRACE_MS)]);
       run.abort();
     };
-    const timer = setTimeout(() => void kill('timeout'), seconds * 1000 + BACKSTOP_MS);
+    const timer = setTimeout(() => void kill('timeout'), timeoutMs + BACKSTOP_MS);
     const onAbort = (): void => void kill('abort');
     opts.signal?.addEventListener('abort', onAbort, { once: true });
     if (opts.signal?.aborted) void kill('abort');
@@ -109,8 +116,7 @@ export class DockerSandbox implements Sandbox {
       opts.signal?.removeEventListener('abort', onAbort);
     }
     const durationMs = Date.now() - started;
-    if (!aborted && durationMs >= seconds * 1000 && exitCode !== 0) timedOut = true;
-    if (!timedOut && !aborted) void this.raw(['rm', '-f', pidFile]).catch(() => undefined);
+    if (!aborted && durationMs >= timeoutMs && exitCode !== 0) timedOut = true;
     return {
       // 124 is GNU timeout's convention for "killed at the deadline".
       exitCode: timedOut ? 124 : exitCode,
@@ -216,7 +222,8 @@ export class DockerSandbox implements Sandbox {
   }
 
   private async killTree(pidFile: string): Promise<void> {
-    const script = 'p=$(cat "$0" 2>/dev/null) || exit 0; kill -KILL -- "-$p" 2>/dev/null; pkill -KILL -s "$p" 2>/dev/null; rm -f "$0"; exit 0';
+    // The pid file holds the wrapper's pid, which is the session id of everything the command started.
+    const script = 'p=$(cat "$0" 2>/dev/null) || exit 0; pkill -KILL -s "$p" 2>/dev/null; rm -f "$0"; exit 0';
     await this.raw(['sh', '-c', script, pidFile], { timeoutMs: 10_000 }).catch(() => undefined);
   }
 

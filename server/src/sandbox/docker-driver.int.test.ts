@@ -1,0 +1,173 @@
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { hostname, networkInterfaces } from 'node:os';
+import Docker from 'dockerode';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DockerSandboxDriver, LABELS } from './docker-driver';
+import type { DockerSandbox } from './docker-sandbox';
+import { checkSandboxHost } from './host-check';
+import { ensureBaseImage } from './test-support';
+
+/*
+ * The isolation promises of a task sandbox, checked against the real engine under gVisor. One
+ * sandbox is shared by the read-mostly checks; the destructive ones (fork bomb, memory hog, wall
+ * clock) get their own.
+ */
+const docker = new Docker();
+const ownerId = `test-driver-${process.pid}`;
+const image = `dockhand/test-workspace:${process.pid}`;
+const marker = `/root/dockhand-host-marker-${process.pid}`;
+let sha: string;
+let driver: DockerSandboxDriver;
+let sandbox: DockerSandbox;
+
+/** A small image whose /workspace is a git repo with one commit (snapshots are tested elsewhere). */
+async function buildWorkspaceImage(): Promise<string> {
+  const container = await docker.createContainer({
+    Image: 'dockhand/base:latest',
+    Cmd: ['sh', '-c', 'cd /workspace && git init -q && printf "hello\\n" > README.md && printf "node_modules/\\n" > .gitignore && git add -A && git commit -qm init && git rev-parse HEAD'],
+    User: '1000:1000',
+    HostConfig: { Runtime: 'runsc', NetworkMode: 'none' },
+  });
+  await container.start();
+  await container.wait();
+  const logs = await container.logs({ stdout: true, stderr: true });
+  const head = /[0-9a-f]{40}/.exec(logs.toString('latin1'))?.[0];
+  await container.commit({ repo: image.split(':')[0], tag: image.split(':')[1], changes: 'CMD ["sleep", "infinity"]' });
+  await container.remove({ force: true });
+  if (!head) throw new Error(`could not read the workspace commit: ${logs.toString('latin1')}`);
+  return head;
+}
+
+function hostAddress(): string {
+  for (const list of Object.values(networkInterfaces())) {
+    for (const address of list ?? []) if (address.family === 'IPv4' && !address.internal) return address.address;
+  }
+  return '127.0.0.1';
+}
+
+beforeAll(async () => {
+  ensureBaseImage();
+  writeFileSync(marker, 'host secret\n');
+  process.env.DOCKHAND_TEST_SERVER_SECRET = 'must-not-leak';
+  const host = await checkSandboxHost(docker);
+  expect(host.runtime).toBe('runsc');
+  sha = await buildWorkspaceImage();
+  driver = new DockerSandboxDriver({ docker, ownerId, runtime: host.runtime, limits: { memoryMiB: 1024, pids: 128 } });
+  sandbox = await driver.create({ image, baseSha: sha, labels: { [LABELS.task]: 'isolation' } });
+});
+
+afterAll(async () => {
+  await driver?.destroyAll();
+  rmSync(marker, { force: true });
+  await docker.getImage(image).remove({ force: true }).catch(() => undefined);
+});
+
+describe('DockerSandboxDriver isolation (runsc)', () => {
+  it('runs as uid 1000 with no capabilities, a read-only root and an allowlisted environment', async () => {
+    const result = await sandbox.exec({ cmd: ['sh', '-c', 'id -u; grep CapEff /proc/self/status; touch /etc/x 2>&1 || echo ro; env'] });
+    expect(result.stdout).toMatch(/^1000\n/);
+    expect(result.stdout).toMatch(/CapEff:\s+0+\n/);
+    expect(result.stdout).toContain('ro\n');
+    expect(result.stdout).toContain('CI=true');
+    expect(result.stdout).not.toContain('must-not-leak');
+    expect(result.stdout).not.toContain('DOCKHAND_TEST_SERVER_SECRET');
+  });
+
+  it('has no route out: outside addresses and the host are unreachable', async () => {
+    const targets = ['1.1.1.1/443', `${hostAddress()}/22`, '172.17.0.1/2375', '127.0.0.1/8737'];
+    const script = targets.map((target) => `timeout 5 bash -c 'echo > /dev/tcp/${target}' 2>/dev/null && echo "OPEN ${target}" || echo "closed ${target}"`).join('; ');
+    const result = await sandbox.exec({ cmd: ['bash', '-c', script], timeoutMs: 30_000 });
+    expect(result.stdout).not.toContain('OPEN');
+    expect(result.stdout.match(/closed/g)).toHaveLength(targets.length);
+  });
+
+  it('does not see host files', async () => {
+    expect(existsSync(marker)).toBe(true);
+    const result = await sandbox.exec({ cmd: ['sh', '-c', `cat ${marker} 2>&1; cat /etc/hostname`] });
+    expect(result.stdout).not.toContain('host secret');
+    expect(result.stdout).not.toContain(readFileSync('/etc/hostname', 'utf8').trim() || hostname());
+  });
+
+  it('kills an endless command at its timeout with its whole process tree', async () => {
+    const result = await sandbox.exec({ cmd: ['bash', '-c', 'sleep 1000 & (sleep 1001 &); sleep 1002'], timeoutMs: 1500 });
+    expect(result.timedOut).toBe(true);
+    expect(result.exitCode).toBe(124);
+    expect(result.durationMs).toBeLessThan(6000);
+    const ps = await sandbox.exec({ cmd: ['ps', '-eo', 'args'] });
+    expect(ps.stdout).not.toMatch(/sleep 100[012]/);
+  });
+
+  it('streams output, caps it keeping head and tail, and passes stdin', async () => {
+    const chunks: string[] = [];
+    const result = await sandbox.exec({
+      cmd: ['sh', '-c', 'cat; seq 1 20000'],
+      stdin: 'from-stdin\n',
+      outputCapBytes: 1000,
+      onOutput: (chunk) => chunks.push(chunk),
+    });
+    expect(result.exitCode).toBe(0);
+    expect(result.truncated).toBe(true);
+    expect(result.stdout.startsWith('from-stdin\n1\n2\n')).toBe(true);
+    expect(result.stdout.endsWith('19999\n20000\n')).toBe(true);
+    expect(result.stdout).toMatch(/\[\.\.\. \d+ bytes of output cut \.\.\.\]/);
+    expect(chunks.join('').length).toBeGreaterThan(100_000);
+  });
+
+  it('reads and writes files binary-safe and refuses paths that escape the workspace', async () => {
+    const bytes = Buffer.from([0, 1, 2, 200, 255, 10, 13]);
+    await sandbox.writeFile('data/blob.bin', bytes);
+    expect(Buffer.compare(await sandbox.readFile('data/blob.bin'), bytes)).toBe(0);
+    expect((await sandbox.listFiles('data')).map((entry) => entry.path)).toEqual(['data/blob.bin']);
+    await sandbox.exec({ cmd: ['ln', '-sfn', '/etc', 'etc-link'] });
+    await expect(sandbox.readFile('../etc/passwd')).rejects.toThrow(/leaves the workspace/);
+    await expect(sandbox.readFile('data/../../etc/passwd')).rejects.toThrow(/leaves the workspace/);
+    await expect(sandbox.readFile('/etc/passwd')).rejects.toThrow(/absolute/);
+    await expect(sandbox.readFile('etc-link/passwd')).rejects.toThrow(/outside the workspace/);
+    await expect(sandbox.writeFile('etc-link/evil', 'x')).rejects.toThrow(/outside the workspace/);
+    await expect(sandbox.listFiles('etc-link')).rejects.toThrow(/outside the workspace/);
+    await expect(sandbox.readFile('missing.txt')).rejects.toThrow(/does not exist/);
+  });
+
+  it('diffs tracked and untracked changes against the base commit, ignoring ignored files', async () => {
+    await sandbox.writeFile('README.md', 'hello\nworld\n');
+    await sandbox.writeFile('node_modules/dep/index.js', 'ignored\n');
+    const diff = await sandbox.diff();
+    expect(diff).toContain('+world');
+    expect(diff).toContain('diff --git a/data/blob.bin b/data/blob.bin');
+    expect(diff).not.toContain('node_modules');
+    // The sandbox's own index is untouched by diff().
+    const status = await sandbox.exec({ cmd: ['git', 'diff', '--cached', '--name-only'] });
+    expect(status.stdout).toBe('');
+  });
+
+  it('stops a fork bomb at the process limit; the sandbox and host keep working', async () => {
+    const bomb = await driver.create({ image, baseSha: sha, limits: { pids: 64 } });
+    const result = await bomb.exec({ cmd: ['bash', '-c', 'bomb() { bomb | bomb & }; bomb; sleep 3'], timeoutMs: 6000 });
+    expect(result.stderr).toMatch(/fork: .*Resource temporarily unavailable/);
+    // The bomb's background processes did not outlive the command.
+    const after = await bomb.exec({ cmd: ['sh', '-c', 'echo still here; ps -eo args'] });
+    expect(after.stdout).toMatch(/^still here\n/);
+    expect(after.stdout).not.toContain('bomb');
+    await bomb.destroy();
+    expect((await docker.info()).ServerVersion).toBeTruthy();
+    expect((await sandbox.exec({ cmd: ['true'] })).exitCode).toBe(0);
+  });
+
+  it('kills a memory hog inside the sandbox while the sandbox survives', async () => {
+    const hog = await driver.create({ image, baseSha: sha, limits: { memoryMiB: 1024 } });
+    const result = await hog.exec({ cmd: ['node', '-e', 'const a = []; for (;;) a.push(Buffer.alloc(1 << 20, 1));'], timeoutMs: 60_000 });
+    expect(result.exitCode).not.toBe(0);
+    expect(result.timedOut).toBe(false);
+    expect(result.stderr).toMatch(/out of memory|Allocation failed|Cannot allocate/i);
+    const after = await hog.exec({ cmd: ['echo', 'survived'] });
+    expect(after.stdout).toBe('survived\n');
+    await hog.destroy();
+  });
+
+  it('destroys a sandbox at its wall-clock limit', async () => {
+    const short = await driver.create({ image, baseSha: sha, limits: { wallClockSeconds: 2 } });
+    await new Promise((resolve) => setTimeout(resolve, 3500));
+    expect(short.isDestroyed).toBe(true);
+    await expect(docker.getContainer(short.id).inspect()).rejects.toThrow(/no such container/i);
+  });
+});
