@@ -80,7 +80,8 @@ export class SmartFeedbackEngine implements FeedbackEngine {
     const started = Date.now();
     const analysis = await this.analyze(sandbox);
     const { graph, selection } = analysis;
-    const jsRunner = this.checks.runner && this.checks.runner !== 'pytest' ? this.checks.runner : detectJsRunner(await readText(sandbox, 'package.json'));
+    const jsRunner: TestRunner =
+      this.checks.runner && this.checks.runner !== 'pytest' ? this.checks.runner : (detectJsRunner(await readText(sandbox, 'package.json')) ?? 'node-test');
     const hasJsTests = [...graph.tests].some((test) => !test.endsWith('.py'));
     const hasPyTests = [...graph.tests].some((test) => test.endsWith('.py'));
 
@@ -91,14 +92,14 @@ export class SmartFeedbackEngine implements FeedbackEngine {
       plans.push({ runner: 'custom', command: this.checks.preMerge });
     } else if (opts.scope === 'full' || selection.mode === 'full') {
       reason = opts.scope === 'full' ? 'scope full: the whole suite' : selection.reason;
-      if (hasJsTests && jsRunner) plans.push({ runner: jsRunner, command: testCommand(jsRunner, undefined, this.commandOptions()) });
+      if (hasJsTests) plans.push({ runner: jsRunner, command: testCommand(jsRunner, undefined, this.commandOptions()) });
       if (hasPyTests) plans.push({ runner: 'pytest', command: testCommand('pytest', undefined, this.commandOptions()) });
     } else {
       reason = selection.reason;
       if (selection.mode === 'selected') {
         const js = selection.tests.filter((test) => !test.endsWith('.py')).map((file) => ({ file }));
         const py = selection.tests.filter((test) => test.endsWith('.py')).map((file) => ({ file }));
-        if (js.length > 0 && jsRunner) plans.push({ runner: jsRunner, command: testCommand(jsRunner, js, this.commandOptions()) });
+        if (js.length > 0) plans.push({ runner: jsRunner, command: testCommand(jsRunner, js, this.commandOptions()) });
         if (py.length > 0) plans.push({ runner: 'pytest', command: testCommand('pytest', py, this.commandOptions()) });
       }
     }
