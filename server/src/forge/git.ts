@@ -7,6 +7,10 @@ import { redact } from './redact';
  *
  * - Its environment is built from a short allowlist, never the server's whole environment, so
  *   no server secret (model API key, webhook secret) and no ambient `GIT_*` override reaches git.
+ *   System and global git config are not read either (`GIT_CONFIG_NOSYSTEM`, `GIT_CONFIG_GLOBAL`
+ *   = /dev/null): a stray `core.fsmonitor`, `core.hooksPath` or `url.*.insteadOf` on the server
+ *   cannot run programs or reroute the push. Proxies and extra CA bundles still pass through
+ *   their environment variables.
  * - Configured credential helpers are reset (`credential.helper=` empties the list), so a global
  *   `store` helper can never be handed the push token to write to disk. When a token is given,
  *   the only helper is a shell function that prints it from `DOCKHAND_PUSH_TOKEN`, a variable
@@ -17,8 +21,14 @@ import { redact } from './redact';
 export const TOKEN_ENV = 'DOCKHAND_PUSH_TOKEN';
 export const DEFAULT_TOKEN_USERNAME = 'x-access-token';
 
-const PASSED_ENV = ['PATH', 'HOME', 'LANG', 'LC_ALL', 'TMPDIR', 'TZ', 'SSL_CERT_FILE', 'SSL_CERT_DIR'] as const;
-const ALLOWED_GIT_ENV = ['GIT_TERMINAL_PROMPT', 'GIT_AUTHOR_DATE', 'GIT_COMMITTER_DATE'];
+const PASSED_ENV = [
+  'PATH', 'HOME', 'LANG', 'LC_ALL', 'TMPDIR', 'TZ',
+  'SSL_CERT_FILE', 'SSL_CERT_DIR', 'GIT_SSL_CAINFO',
+  'HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy', 'NO_PROXY', 'no_proxy',
+] as const;
+const ALLOWED_GIT_ENV = [
+  'GIT_TERMINAL_PROMPT', 'GIT_AUTHOR_DATE', 'GIT_COMMITTER_DATE', 'GIT_SSL_CAINFO', 'GIT_CONFIG_NOSYSTEM', 'GIT_CONFIG_GLOBAL',
+];
 
 export interface GitOptions {
   /** Token for commands that talk to a remote; omit for local-only work. */
@@ -41,6 +51,8 @@ export function childEnvironment(options: GitOptions = {}): Record<string, strin
     if (value !== undefined) env[name] = value;
   }
   env['GIT_TERMINAL_PROMPT'] = '0';
+  env['GIT_CONFIG_NOSYSTEM'] = '1';
+  env['GIT_CONFIG_GLOBAL'] = '/dev/null';
   if (options.date !== undefined) {
     env['GIT_AUTHOR_DATE'] = options.date;
     env['GIT_COMMITTER_DATE'] = options.date;
@@ -60,7 +72,8 @@ export function createGit(dir: string, options: GitOptions = {}): SimpleGit {
     baseDir: dir,
     config,
     allowEnvironment: ALLOWED_GIT_ENV,
-    unsafe: { allowUnsafeCredentialHelper: true },
+    // Credential helper: ours, above. Config paths: only to point GIT_CONFIG_GLOBAL at /dev/null.
+    unsafe: { allowUnsafeCredentialHelper: true, allowUnsafeConfigPaths: true },
     timeout: { block: options.timeoutMs ?? 120_000 },
   }).env(childEnvironment(options));
 }
