@@ -42,8 +42,13 @@ export interface FleetParts {
   onClose?: () => Promise<void>;
 }
 
-export function modelFromConfig(config: Config): ModelClient {
-  const apiKey = config.model.replaySession ? `replay:${config.model.replaySession}` : config.model.apiKey;
+/**
+ * The model client from the configuration. With a replay session the API key selects the
+ * cassette (`replay:<session>`); the self-review call uses `<session>-review`.
+ */
+export function modelFromConfig(config: Config, purpose: 'agent' | 'review' = 'agent'): ModelClient {
+  const session = config.model.replaySession && (purpose === 'review' ? `${config.model.replaySession}-review` : config.model.replaySession);
+  const apiKey = session ? `replay:${session}` : config.model.apiKey;
   if (!apiKey) throw new Error('no model credentials: set DOCKHAND_MODEL_API_KEY (or DOCKHAND_REPLAY_SESSION with DOCKHAND_MODEL_BASE_URL)');
   return new AnthropicModelClient({
     apiKey,
@@ -66,6 +71,7 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
   const model = parts.model;
   const agent = parts.agent ?? agentPort({
     model: () => model ?? modelFromConfig(config),
+    ...(model ? {} : { reviewModel: () => modelFromConfig(config, 'review') }),
     feedback: (task) => parts.feedback ?? new SmartFeedbackEngine({ repo: task.context.repo, flakyStore: store.flaky }),
     ...(parts.agentConfig ? { config: parts.agentConfig } : {}),
   });

@@ -50,6 +50,8 @@ export function policyPort(baseFiles: BaseFiles): PolicyPort {
 
 export interface AgentPortOptions {
   model: (task: Task) => ModelClient;
+  /** A separate client for the self-review call (the replay server plays it from its own cassette). */
+  reviewModel?: (task: Task) => ModelClient;
   feedback: (task: Task) => FeedbackEngine;
   config?: AgentConfigInput;
 }
@@ -63,6 +65,7 @@ export function agentPort(options: AgentPortOptions): AgentPort {
           task: { ticket: input.task.ticket, budgets: input.task.budgets, allowTestEdits: input.task.allowTestEdits },
           sandbox: input.sandbox,
           model: options.model(input.task),
+          ...(options.reviewModel ? { reviewModel: options.reviewModel(input.task) } : {}),
           events: input.events,
           approver: input.approver,
           feedback: options.feedback(input.task),

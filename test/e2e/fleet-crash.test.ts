@@ -1,0 +1,219 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Task, TaskEvent } from '@dockhand/protocol';
+import { z } from 'zod';
+import { INTERRUPTED_TOOL_OUTPUT } from '../../server/src/agent/conversation';
+import { InMemoryPullRequestStore, LocalForge } from '../../server/src/forge';
+import { startReplayServer, type ReplayServer } from '../../server/src/model/replay/server';
+import { SqliteStore } from '../../server/src/store/sqlite';
+import { createFixtureRepo, type FixtureRepo } from '../support/fixture-repo';
+
+/*
+ * Crash safety of the real server process: SIGKILL it while the agent is in the middle of a tool
+ * call inside its gVisor sandbox, start it again on the same data directory, and watch the task
+ * resume from its event log (fresh sandbox with the recorded edit replayed, conversation rebuilt
+ * with the interrupted call reported as such), reach review, and — after approval — push once and
+ * open one PR on the local forge, with a gap-free event log.
+ *
+ * Real pieces: the CLI's `dockhand serve` (tsx), SQLite, the scheduler's leases, the agent loop, the
+ * Anthropic SDK against the replay server (in this process), DockerSandboxDriver on runsc, git.
+ */
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const SESSION = 'fleet-crash';
+
+let replay: ReplayServer;
+let dataDir: string;
+let fixture: FixtureRepo;
+let bare: string;
+let token: string;
+let port: number;
+let server: ChildProcess | undefined;
+let serverLog = '';
+
+function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const probe = createServer();
+    probe.listen(0, '127.0.0.1', () => {
+      const address = probe.address();
+      const found = typeof address === 'object' && address ? address.port : 0;
+      probe.close(() => resolvePort(found));
+    });
+    probe.on('error', reject);
+  });
+}
+
+async function startServer(): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'server/src/cli/bin.ts', 'serve'], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      DOCKHAND_DATA_DIR: dataDir,
+      DOCKHAND_PORT: String(port),
+      DOCKHAND_MODEL_BASE_URL: replay.url,
+      DOCKHAND_REPLAY_SESSION: SESSION,
+      DOCKHAND_LEASE_SECONDS: '3',
+      DOCKHAND_POLL_MS: '200',
+      DOCKHAND_LOG_LEVEL: 'warn',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout?.on('data', (chunk: Buffer) => { serverLog += chunk.toString(); });
+  child.stderr?.on('data', (chunk: Buffer) => { serverLog += chunk.toString(); });
+  for (let i = 0; i < 600; i++) {
+    if (child.exitCode !== null) throw new Error(`server exited early:\n${serverLog}`);
+    const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false);
+    if (ok) return child;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`server did not start:\n${serverLog}`);
+}
+
+async function api<T>(method: string, path: string, schema: z.ZodType<T>, body?: unknown): Promise<T> {
+  const response = await fetch(`http://127.0.0.1:${port}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await response.text();
+  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${text}`);
+  return schema.parse(JSON.parse(text));
+}
+
+const Events = z.object({ events: z.array(TaskEvent) });
+const events = (id: string) => api('GET', `/v1/tasks/${id}/events?after=0&limit=10000`, Events).then((r) => r.events);
+
+async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, ms = 240_000): Promise<T> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    let value: T | undefined;
+    try {
+      value = await probe();
+    } catch (error) {
+      if (error instanceof Error && /failed|ended/.test(error.message)) throw error;
+    }
+    if (value !== undefined) return value;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`timed out waiting for ${what}\n${serverLog.slice(-4000)}`);
+}
+
+function stopped(child: ChildProcess): Promise<number | null> {
+  return new Promise((done) => {
+    if (child.exitCode !== null || child.signalCode !== null) done(child.exitCode);
+    else child.once('exit', (code) => done(code));
+  });
+}
+
+beforeAll(async () => {
+  execFileSync('bash', ['sandbox-images/base/build.sh'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+  replay = await startReplayServer({});
+  replay.addCassette(SESSION, {
+    turns: [
+      { name: 'fix', content: [{ type: 'tool_use', name: 'edit_file', input: { path: 'src/calc.js', command: 'replace', old_text: 'let index = 1;', new_text: 'let index = 0;' } }] },
+      { name: 'slow command (the server is killed during it)', content: [{ type: 'tool_use', name: 'run_command', input: { command: 'sleep 90' } }] },
+      {
+        name: 'finish after the restart',
+        expect: { toolResultContains: 'Interrupted: the server stopped while this tool call was running' },
+        content: [{ type: 'tool_use', name: 'finish', input: { summary: 'average() now starts summing at index 0.' } }],
+      },
+    ],
+  });
+  replay.addCassette(`${SESSION}-review`, {
+    turns: [{ content: [{ type: 'tool_use', name: 'submit_review', input: { approved: true, problems: [], summary: 'Minimal, correct fix.' } }] }],
+  });
+  dataDir = mkdtempSync(join(tmpdir(), 'dockhand-crash-'));
+  fixture = createFixtureRepo('buggy-calc');
+  // A lockfile so the snapshot's dependency step is `npm ci` (nothing to install) rather than an
+  // `npm install` that would leave a new package-lock.json in the snapshot's workspace.
+  fixture.commit({
+    'package-lock.json': `${JSON.stringify({ name: 'buggy-calc', version: '1.0.0', lockfileVersion: 3, requires: true, packages: { '': { name: 'buggy-calc', version: '1.0.0' } } }, null, 2)}\n`,
+  }, 'lockfile');
+  bare = await new LocalForge({ dataDir: join(dataDir, 'forge'), store: new InMemoryPullRequestStore() }).createRepository('calc', fixture.path);
+  const store = new SqliteStore(join(dataDir, 'dockhand.db'));
+  await store.createUser('alice', 'user');
+  token = (await store.createToken('alice')).token;
+  await store.close();
+  port = await freePort();
+});
+
+afterAll(async () => {
+  if (server && server.exitCode === null) {
+    server.kill('SIGTERM');
+    await stopped(server);
+  }
+  await replay?.close();
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+});
+
+describe('fleet server crash safety', () => {
+  it('resumes a task after SIGKILL from its event log and pushes exactly once', async () => {
+    server = await startServer();
+    const { id } = await api('POST', '/v1/tasks', z.object({ id: z.string() }), {
+      ticket: { kind: 'text', title: 'average() returns the wrong value', body: 'average([1, 2, 3]) should be 2.' },
+      context: { repo: bare, baseSha: fixture.sha },
+    });
+
+    // Kill the server while `sleep 90` runs in the sandbox: the edit is recorded, the tool call is not finished.
+    await waitFor('the slow command to start', async () => {
+      const log = await events(id);
+      const failed = log.find((e) => e.type === 'task.failed');
+      if (failed) throw new Error(`task failed before the crash: ${JSON.stringify(failed.data)}`);
+      return log.some((e) => e.type === 'tool.called' && e.data.name === 'run_command') ? true : undefined;
+    });
+    const before = await events(id);
+    expect(before.filter((e) => e.type === 'file.changed')).toHaveLength(1);
+    server.kill('SIGKILL');
+    await stopped(server);
+
+    server = await startServer();
+    const review = await waitFor('awaiting_review after the restart', async () => {
+      const task = await api('GET', `/v1/tasks/${id}`, Task);
+      if (['failed', 'cancelled', 'budget_exhausted'].includes(task.state)) throw new Error(`task ended ${task.state}: ${task.error}`);
+      return task.state === 'awaiting_review' ? task : undefined;
+    });
+    expect(review.state).toBe('awaiting_review');
+
+    const diff = await api('GET', `/v1/tasks/${id}/diff`, z.object({ diff: z.string() }));
+    expect(diff.diff).toMatch(/^\+  for \(let index = 0;/m);
+    await api('POST', `/v1/tasks/${id}/review`, Task, { action: 'approve', comments: [] });
+    const done = await waitFor('pr_open', async () => {
+      const task = await api('GET', `/v1/tasks/${id}`, Task);
+      if (task.state === 'failed') throw new Error(`push failed: ${task.error}`);
+      return task.state === 'pr_open' ? task : undefined;
+    });
+    expect(done.prUrl).toBe('dockhand-local://calc/pulls/1');
+
+    const log = await events(id);
+    // Gap-free, duplicate-free log across the crash.
+    expect(log.map((e) => e.seq)).toEqual(Array.from({ length: log.length }, (_, i) => i + 1));
+    // Two sandboxes (the first died with the server); the one edit was replayed, not redone.
+    expect(log.filter((e) => e.type === 'sandbox.ready')).toHaveLength(2);
+    expect(log.filter((e) => e.type === 'file.changed')).toHaveLength(1);
+    // The interrupted call never finished; the model was told so (the cassette's expectation).
+    const slow = log.find((e) => e.type === 'tool.called' && e.data.name === 'run_command');
+    const slowId = slow?.type === 'tool.called' ? slow.data.toolUseId : '';
+    expect(log.some((e) => e.type === 'tool.finished' && e.data.toolUseId === slowId)).toBe(false);
+    expect(INTERRUPTED_TOOL_OUTPUT).toContain('Interrupted');
+    // Verified by the server after the restart, then one push and one PR.
+    expect(log.filter((e) => e.type === 'tests.finished').at(-1)).toMatchObject({ data: { ok: true } });
+    expect(log.filter((e) => e.type === 'pr.opened')).toHaveLength(1);
+    const opened = log.find((e) => e.type === 'pr.opened');
+    const branch = opened?.type === 'pr.opened' ? opened.data.branch : '';
+    const commits = execFileSync('git', ['-C', bare, 'rev-list', `${fixture.sha}..${branch}`], { encoding: 'utf8' }).trim().split('\n');
+    expect(commits).toHaveLength(1);
+    expect(execFileSync('git', ['-C', bare, 'show', `${branch}:src/calc.js`], { encoding: 'utf8' })).toContain('let index = 0;');
+    const states = log.flatMap((e) => (e.type === 'task.state' ? [e.data.state] : []));
+    expect(states.slice(-3)).toEqual(['awaiting_review', 'pushing', 'pr_open']);
+
+    // A graceful stop leaves no sandbox of ours running.
+    server.kill('SIGTERM');
+    expect(await stopped(server)).toBe(0);
+    const left = execFileSync('docker', ['ps', '-aq', '--filter', `label=dockhand.task=${id}`], { encoding: 'utf8' }).trim();
+    expect(left).toBe('');
+  });
+});
