@@ -22,7 +22,7 @@ export type StepInput = CassetteInput['turns'][number];
 type TurnInput = Extract<StepInput, { content: unknown }>;
 
 export const BASE_IMAGE = 'dockhand/base:latest';
-export const PRIMARY_MODEL = 'claude-sonnet-4-5';
+export const PRIMARY_MODEL = 'claude-sonnet-4-6';
 export const FALLBACK_MODEL = 'claude-haiku-4-5';
 
 export const APPROVE_REVIEW: StepInput = {
