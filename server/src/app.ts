@@ -14,6 +14,7 @@ import { TicketListResponse, formatFieldPath } from '@dockhand/protocol';
 import { authHook, requireUser, WS_PROTOCOL } from './api/auth';
 import type { AppDeps } from './api/deps';
 import { eventRoutes } from './api/events';
+import { flakyRoutes } from './api/flaky';
 import { metricsRoutes } from './api/metrics';
 import { taskRoutes } from './api/tasks';
 import { DockhandError, asDockhandError } from './errors';
@@ -115,7 +116,15 @@ export async function app(fastify: FastifyInstance, deps: AppDeps): Promise<void
     });
     await authed.register(metricsRoutes, deps);
     await authed.register(async (v1) => {
+      // Every log line of a task's request carries its id.
+      v1.addHook('preHandler', async (request) => {
+        const params = request.params;
+        if (typeof params === 'object' && params !== null && 'id' in params && typeof params.id === 'string') {
+          request.log = request.log.child({ taskId: params.id });
+        }
+      });
       await v1.register(taskRoutes, deps);
+      await v1.register(flakyRoutes, deps);
       await v1.register(eventRoutes, deps);
       v1.withTypeProvider<ZodTypeProvider>().get('/tickets', {
         schema: { tags: ['tickets'], querystring: z.object({ repo: z.string().min(1) }), response: { 200: TicketListResponse } },

@@ -1,0 +1,42 @@
+import { Writable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from './config';
+import { DockhandError } from './errors';
+import { createLogger } from './log';
+
+describe('loadConfig', () => {
+  it('has defaults and reads DOCKHAND_* variables into a typed object', () => {
+    const defaults = loadConfig({});
+    expect(defaults.port).toBe(8737);
+    expect(defaults.dataDir).toMatch(/\.dockhand-data$/);
+    const config = loadConfig({ DOCKHAND_PORT: '9000', DOCKHAND_CONCURRENCY: '4', DOCKHAND_UNSAFE_RUNC: '0', DOCKHAND_FORGE: 'github' });
+    expect(config).toMatchObject({ port: 9000, scheduler: { concurrency: 4 }, sandbox: { unsafeRunc: false }, forge: { kind: 'github' } });
+  });
+
+  it('names the bad variable', () => {
+    let error: unknown;
+    try {
+      loadConfig({ DOCKHAND_PORT: 'eighty' });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(DockhandError);
+    expect(error instanceof DockhandError && error.field).toBe('DOCKHAND_PORT');
+    expect(() => loadConfig({ DOCKHAND_FORGE: 'gitlab' })).toThrow(/DOCKHAND_FORGE/);
+  });
+});
+
+describe('logger redaction', () => {
+  it('never writes the push token, in messages or in fields', () => {
+    const lines: string[] = [];
+    const sink = new Writable({ write(chunk, _encoding, done) { lines.push(chunk.toString()); done(); } });
+    const token = 'ghs_abcdefghijklmnopqrstuvwxyz0123456789';
+    const logger = createLogger({ level: 'info', secrets: [token], destination: sink });
+    logger.info({ pushToken: token, config: { forge: { pushToken: token } }, req: { method: 'GET', url: `/v1/x?token=${token}` } }, `pushing with ${token}`);
+    logger.child({ taskId: 't1' }).warn(`git said: remote: invalid credentials ${token}`);
+    const text = lines.join('');
+    expect(text).not.toContain(token);
+    expect(text).toContain('[REDACTED]');
+    expect(text).toContain('"taskId":"t1"');
+  });
+});
