@@ -209,9 +209,12 @@ async function startFleet(bundle, modelEnv) {
     DOCKHAND_HOST: '127.0.0.1',
     DOCKHAND_PORT: String(port),
     DOCKHAND_POLL_MS: '100',
+    // The configuration's default (claude-sonnet-4-5) reaches end-of-life on 2026-11-30.
+    DOCKHAND_MODEL: process.env.DOCKHAND_MODEL || 'claude-sonnet-4-6',
     ...modelEnv,
   };
   const log = createWriteStream(logPath, { flags: 'a' });
+  const spawnedAt = Date.now();
   const child = spawn(process.execPath, [bundle, 'serve'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
   child.stdout.pipe(log, { end: false });
   child.stderr.pipe(log, { end: false });
@@ -240,7 +243,7 @@ async function startFleet(bundle, modelEnv) {
     }
     await new Promise((r) => setTimeout(r, 200));
   }
-  say(`      dockhand serve on ${url} (pid ${child.pid}; log ${logPath})`);
+  say(`      dockhand serve on ${url} ${dim(`(ready in ${((Date.now() - spawnedAt) / 1000).toFixed(1)}s; pid ${child.pid}; log ${logPath})`)}`);
   return {
     url,
     logPath,
@@ -491,11 +494,18 @@ async function main() {
   const { tsImport } = await import('tsx/esm/api');
   const sample = await prepareSample(tsImport);
   step(4, 'fleet server (gVisor sandboxes, local forge, SQLite)');
+  const token = createToken(bundle);
+  say(`      API token created for user "developer" (admin)`);
   const model = await startModel(tsImport);
-  const server = await startFleet(bundle, model.env);
+  let server;
+  try {
+    server = await startFleet(bundle, model.env);
+  } catch (error) {
+    await model.close();
+    throw error;
+  }
   let exitCode = 1;
   try {
-    const token = createToken(bundle);
     const outcome = await runTask(server.url, token, sample);
     taskIds.push(outcome.taskId);
     exitCode = outcome.ok ? 0 : 1;
