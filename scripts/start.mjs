@@ -91,7 +91,7 @@ async function prepareHost() {
   if (options['skip-host-setup'] || !isRoot) {
     if (!dockerUsable()) {
       throw new StartError(
-        'the Docker engine with the gVisor runtime (runsc) is not usable by this user',
+        'the Docker engine with the gVisor runtime (runsc) is not usable here (`docker info` failed or does not list runsc)',
         'run once as root: sudo bash scripts/setup-host.sh   (then `npm start` again, as root or as a member of the docker group)',
       );
     }
@@ -359,12 +359,14 @@ async function runTask(url, token, sample) {
     ticket: { kind: 'issue', id: String(sample.issue.number), title: sample.issue.title, body: sample.issue.body, ...(sample.issue.url ? { url: sample.issue.url } : {}) },
     context: { repo: sample.bare, baseSha: sample.baseSha },
   });
+  taskIds.push(id);
   say(`      task ${id} submitted (repo ${REPO_NAME} at ${sample.baseSha.slice(0, 12)})`);
   const totals = { turns: 0, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0 };
   let pr;
   let finalState;
   let failure;
   let reviewed = false;
+  let rejectedByYou = false;
   await streamEvents(url, token, id, 0, async (event) => {
     const data = event.data;
     switch (event.type) {
@@ -383,7 +385,8 @@ async function runTask(url, token, sample) {
           }
           if (!approve) {
             await api(url, token, 'POST', `/v1/tasks/${id}/review`, { action: 'reject', comments: [] });
-            say('    rejected; nothing is pushed');
+            rejectedByYou = true;
+            say('    rejected by you; nothing is pushed');
           } else {
             await api(url, token, 'POST', `/v1/tasks/${id}/review`, { action: 'approve', comments: [] });
             say(`    approved by you → the server pushes once and opens the PR`);
@@ -467,7 +470,8 @@ async function runTask(url, token, sample) {
   const cacheShare = prompt > 0 ? (100 * (usage.cacheReadTokens ?? totals.cacheRead)) / prompt : 0;
   return {
     taskId: id,
-    ok: finalState === 'pr_open' && pr !== undefined,
+    // Saying no at the review is a normal end, not a failure.
+    ok: (finalState === 'pr_open' && pr !== undefined) || (rejectedByYou && finalState === 'cancelled'),
     state: finalState ?? task.state,
     print() {
       if (pr) {
@@ -504,25 +508,31 @@ async function main() {
     await model.close();
     throw error;
   }
+  // From here on Ctrl-C (or SIGTERM) stops the server before leaving.
+  const interrupted = new Promise((resolveSignal) => {
+    for (const signal of ['SIGINT', 'SIGTERM']) process.once(signal, () => resolveSignal(signal));
+  });
   let exitCode = 1;
   try {
-    const outcome = await runTask(server.url, token, sample);
-    taskIds.push(outcome.taskId);
+    const outcome = await Promise.race([
+      runTask(server.url, token, sample),
+      interrupted.then((signal) => {
+        throw new StartError(`interrupted (${signal})`, 'the task stays in the server\'s store; `npm start -- --keep-serving` to look at it from VS Code');
+      }),
+    ]);
     exitCode = outcome.ok ? 0 : 1;
-    step(6, outcome.ok ? green('done') : red(`the task ended ${outcome.state}`));
+    step(6, outcome.ok ? green(outcome.state === 'pr_open' ? 'done' : `done: ${outcome.state}, nothing pushed`) : red(`the task ended ${outcome.state}`));
     outcome.print();
     say();
     say(`${bold('API')}    ${server.url}`);
     say(`${bold('Token')}  ${token}`);
     say(dim(`       VS Code: "Dockhand: Set server URL" → ${server.url}, then "Dockhand: Sign in" with the token${options['keep-serving'] ? '' : ' (start with `npm start -- --keep-serving` to keep the server up)'}`));
     say(dim(`       CLI: DOCKHAND_URL=${server.url} DOCKHAND_TOKEN=<token> node server/dist/cli.js tasks`));
+    say(dim(`       the sample in an editor: git clone ${sample.bare} sample-repo && code sample-repo   (its origin is the forge's repo)`));
     if (options['keep-serving']) {
       say();
-      say(`${bold('Serving')} until Ctrl-C${model.replay ? ' (the replay model plays the demo cassette once per task; set ANTHROPIC_API_KEY for real tickets)' : ''}.`);
-      await new Promise((resolveWait) => {
-        process.once('SIGINT', resolveWait);
-        process.once('SIGTERM', resolveWait);
-      });
+      say(`${bold('Serving')} until Ctrl-C${model.replay ? ' (the replay model only knows the sample ticket; set ANTHROPIC_API_KEY for your own)' : ''}.`);
+      await interrupted;
     }
   } finally {
     say(dim(`stopping the server… (${elapsed()})`));
