@@ -28,6 +28,7 @@ export async function startServer(config: Config, options: { logger?: Logger; pa
   });
   const address = await fleet.app.listen({ host: config.host, port: config.port });
   fleet.scheduler.start();
+  fleet.outcomes.start();
   logger.info({ address, dataDir: config.dataDir, worker: fleet.scheduler.workerId }, 'dockhand server listening');
 
   let closing: Promise<void> | undefined;

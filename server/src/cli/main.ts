@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { CreateTaskRequest, CreateTaskResponse, Task, TaskListResponse, isFinalState, type TaskState } from '@dockhand/protocol';
 import { loadConfig } from '../config';
 import { DockhandError } from '../errors';
-import { LocalForge, prOutcomeEvent } from '../forge';
+import { LocalForge } from '../forge';
 import { startServer } from '../server';
 import { SqliteStore } from '../store/sqlite';
 import { ApiClient } from './client';
@@ -155,15 +155,7 @@ export function buildCli(): Command {
       const forge = new LocalForge({ dataDir: join(dataDir, 'forge'), store: store.pullRequests });
       const result = action === 'merge' ? await forge.merge(repo, Number(number)) : await forge.close(repo, Number(number));
       out(`${result.url}: ${result.state}${result.mergeSha ? ` at ${result.mergeSha}` : ''}`);
-      // Record the outcome on the task that opened it.
-      const outcome = await forge.getOutcome(repo, Number(number));
-      const tasks = (await store.listTasks({ state: 'pr_open', limit: 200 })).tasks.filter((task) => task.prUrl === result.url);
-      for (const task of tasks) {
-        if (!outcome) continue;
-        await store.appendEvent(task.id, prOutcomeEvent(outcome));
-        await store.appendEvent(task.id, { type: 'task.state', data: { state: outcome.outcome } });
-        out(`task ${task.id}: ${outcome.outcome}`);
-      }
+      out('the server records the outcome on the task at its next PR poll');
     }));
   }
   program.command('repo-create <name>').description('create a local forge repository (optionally from a local repo)')

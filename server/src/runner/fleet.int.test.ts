@@ -17,6 +17,7 @@ let fleet: Fleet;
 let bare: string;
 let sha: string;
 let token: string;
+let forge: LocalForge;
 
 beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'dockhand-fleet-'));
@@ -35,7 +36,8 @@ beforeEach(async () => {
       return { outcome: 'finished', summary: 'Made two loud.', diff: await input.sandbox.diff() };
     }),
   });
-  bare = await new LocalForge({ dataDir: join(config.dataDir, 'forge'), store: fleet.store.pullRequests }).createRepository('app', work);
+  forge = new LocalForge({ dataDir: join(config.dataDir, 'forge'), store: fleet.store.pullRequests });
+  bare = await forge.createRepository('app', work);
   await fleet.store.createUser('alice', 'user');
   token = (await fleet.store.createToken('alice')).token;
   fleet.scheduler.start();
@@ -81,6 +83,18 @@ describe('the composed fleet (real store, API, scheduler, runner, policy, local 
     expect(git(bare, 'log', '-1', '--format=%an%n%B', branchName)).toMatch(/Dockhand Bot[\s\S]*Co-authored-by: alice/);
     const seqs = events.map((e) => e.seq);
     expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, i) => i + 1));
+
+    // The PR is merged on the forge; the outcome poller records it and the metrics see it.
+    expect(await fleet.outcomes.pollOnce()).toEqual([]);
+    await forge.merge('app', 1);
+    expect(await fleet.outcomes.pollOnce()).toEqual([id]);
+    expect((await fleet.store.getTask(id))?.state).toBe('merged');
+    expect(await fleet.outcomes.pollOnce()).toEqual([]);
+    await fleet.store.createUser('root', 'admin');
+    const admin = (await fleet.store.createToken('root')).token;
+    const metrics = await fleet.app.inject({ url: '/metrics', headers: { authorization: `Bearer ${admin}` } });
+    expect(metrics.body).toMatch(/dockhand_merge_rate\{repo="[^"]+",model="none"\} 1/);
+    expect(metrics.body).toMatch(/dockhand_prs_opened_total\{[^}]*\} 1/);
   });
 
   it('tickets come from the forge issues', async () => {

@@ -9,6 +9,7 @@ import { LocalForge, type Forge } from '../forge';
 import type { Logger } from '../log';
 import { AnthropicModelClient } from '../model/anthropic-client';
 import type { ModelClient } from '../model/types';
+import { OutcomePoller } from '../scheduler/outcomes';
 import { Scheduler } from '../scheduler/scheduler';
 import { EventHub, EventLog } from '../store/hub';
 import { SqliteStore } from '../store/sqlite';
@@ -22,6 +23,8 @@ export interface Fleet {
   store: SqliteStore;
   hub: EventHub;
   scheduler: Scheduler;
+  /** Follows opened PRs to merged / closed / reverted (started by `start`). */
+  outcomes: OutcomePoller;
   runner: TaskRunner;
   forge: Forge;
   /** Stops taking work, aborts running tasks (they stay resumable), closes the API and store. */
@@ -96,6 +99,12 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
     pollMs: config.scheduler.pollMs,
     ...(parts.logger ? { logger: parts.logger } : {}),
   });
+  const outcomes = new OutcomePoller({
+    log: events,
+    forge,
+    intervalMs: config.scheduler.outcomePollSeconds * 1000,
+    ...(parts.logger ? { logger: parts.logger } : {}),
+  });
   const app = await buildApp({
     store,
     hub,
@@ -117,10 +126,11 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
   });
   let closed = false;
   return {
-    app, store, hub, scheduler, runner, forge,
+    app, store, hub, scheduler, outcomes, runner, forge,
     async close() {
       if (closed) return;
       closed = true;
+      outcomes.stop();
       await scheduler.stop();
       await app.close();
       await runner.releaseAll();
