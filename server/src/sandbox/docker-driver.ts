@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 import type Docker from 'dockerode';
 import type { Logger } from 'pino';
 import { DockhandError } from '../errors';
@@ -13,6 +14,9 @@ import { checkoutFromBundle } from './workspace';
 export const LABELS = {
   sandbox: 'dockhand.sandbox',
   owner: 'dockhand.owner',
+  /** Host name and pid of the owning server process: reconcile tells a crashed owner from a live one. */
+  ownerHost: 'dockhand.owner.host',
+  ownerPid: 'dockhand.owner.pid',
   task: 'dockhand.task',
   pool: 'dockhand.pool',
   deadline: 'dockhand.deadline',
@@ -108,7 +112,7 @@ export class DockerSandboxDriver implements SandboxDriver {
       Labels: {
         ...opts.labels,
         [LABELS.sandbox]: '1',
-        [LABELS.owner]: this.ownerId,
+        ...ownerLabels(this.ownerId),
         [LABELS.deadline]: opts.deferWallClock ? '0' : String(deadline),
       },
       NetworkDisabled: true,
@@ -161,24 +165,24 @@ export class DockerSandboxDriver implements SandboxDriver {
   }
 
   /**
-   * Removes every container labelled as a Dockhand sandbox that this driver does not hold: left
-   * over by a crashed server (same or previous instance id) or past its wall-clock deadline.
-   * `keepOwners` protects other live servers sharing this engine (a fleet); by default there are none.
+   * Removes labelled containers no live owner holds: ours that this driver does not hold (a
+   * previous run with the same owner id), those past their wall-clock deadline, and those whose
+   * owning server process on this host is gone (a crash). Containers of other live servers and of
+   * other hosts sharing the engine are left alone, so concurrent servers (and test runs) do not
+   * remove each other's sandboxes.
    */
-  async reconcile(options: { keepOwners?: string[] } = {}): Promise<{ removed: string[] }> {
-    const keep = new Set(options.keepOwners ?? []);
+  async reconcile(): Promise<{ removed: string[] }> {
     const containers = await this.docker.listContainers({ all: true, filters: { label: [LABELS.sandbox] } });
     const removed: string[] = [];
     for (const info of containers) {
       if (this.live.has(info.Id)) continue;
-      const owner = info.Labels?.[LABELS.owner];
-      const deadline = Number(info.Labels?.[LABELS.deadline] ?? 0);
-      if (owner && keep.has(owner) && !(deadline > 0 && deadline < Date.now())) continue;
+      if (!isOrphan(info.Labels ?? {}, this.ownerId)) continue;
       try {
         await this.docker.getContainer(info.Id).remove({ force: true, v: true });
         removed.push(info.Id);
       } catch (error) {
-        if (!isNotFound(error)) throw error;
+        // Gone already, or another reconcile is removing it (409 "removal already in progress").
+        if (!isNotFound(error) && !isConflict(error)) throw error;
       }
     }
     if (removed.length > 0) this.logger?.info({ removed }, 'reconcile removed orphaned sandbox containers');
@@ -192,3 +196,32 @@ export class DockerSandboxDriver implements SandboxDriver {
 }
 
 export type { Sandbox };
+
+/** The labels that tie a container to this server process. */
+export function ownerLabels(ownerId: string): Record<string, string> {
+  return { [LABELS.owner]: ownerId, [LABELS.ownerHost]: hostname(), [LABELS.ownerPid]: String(process.pid) };
+}
+
+export function isOrphan(labels: Record<string, string>, ownerId: string, now = Date.now()): boolean {
+  if (labels[LABELS.owner] === ownerId) return true;
+  const deadline = Number(labels[LABELS.deadline] ?? 0);
+  if (deadline > 0 && deadline < now) return true;
+  const host = labels[LABELS.ownerHost];
+  const pid = Number(labels[LABELS.ownerPid] ?? Number.NaN);
+  if (host === undefined || !Number.isInteger(pid)) return true;
+  return host === hostname() && !processAlive(pid);
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: alive but not ours to signal.
+    return typeof error === 'object' && error !== null && 'code' in error && error.code === 'EPERM';
+  }
+}
+
+function isConflict(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && 'statusCode' in error && error.statusCode === 409;
+}

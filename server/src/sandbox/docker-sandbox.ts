@@ -279,9 +279,13 @@ export class DockerSandbox implements Sandbox {
         if (options.stdin !== undefined) stream.end(options.stdin);
         await ended;
         markDone();
-        const info = await exec.inspect();
-        if (info.Running) return -1;
-        return info.ExitCode ?? -1;
+        // The stream can end a moment before the engine records the exit; poll briefly.
+        for (let attempt = 0; ; attempt += 1) {
+          const info = await exec.inspect();
+          if (!info.Running) return info.ExitCode ?? -1;
+          if (aborted || attempt >= 200) return -1;
+          await delay(10);
+        }
       } catch (error) {
         markDone();
         if (this.destroyed || isNotFound(error)) {

@@ -1,5 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,6 +18,8 @@ import { ensureBaseImage } from './test-support';
  */
 const docker = new Docker();
 const ownerId = `test-snapshots-${process.pid}`;
+/** A repository of our own, so earlier runs' snapshots are not reused and gc touches nothing else. */
+const repository = `dockhand/snapshot-test-${process.pid}`;
 let dataDir: string;
 let fixture: FixtureRepo;
 let driver: DockerSandboxDriver;
@@ -31,13 +33,16 @@ beforeAll(async () => {
   fixture = createFixtureRepo('ts-lib');
   driver = new DockerSandboxDriver({ docker, ownerId, runtime: 'runsc' });
   const mirror = new RepoMirror(dataDir);
-  snapshots = new SnapshotManager({ docker, mirror, ownerId, egress: 'proxy', extraCaBundle: '/etc/ssl/certs/ca-certificates.crt' });
+  snapshots = new SnapshotManager({ docker, mirror, ownerId, repository, egress: 'proxy', extraCaBundle: '/etc/ssl/certs/ca-certificates.crt' });
   pool = new WarmPool({ driver, size: 2 });
   service = new SandboxService({ driver, mirror, snapshots, pool });
 });
 
 afterAll(async () => {
   await service?.shutdown();
+  for (const image of await docker.listImages({ filters: { reference: [repository] } })) {
+    await docker.getImage(image.Id).remove({ force: true }).catch(() => undefined);
+  }
   rmSync(dataDir, { recursive: true, force: true });
   rmSync(fixture.path, { recursive: true, force: true });
 });
@@ -88,26 +93,56 @@ describe('snapshots and provisioning', () => {
   });
 
   it('leaves nothing running after shutdown, and reconcile removes orphans', async () => {
-    // An orphan: a labelled container a crashed server left behind.
-    const orphan = await docker.createContainer({
-      Image: 'dockhand/base:latest',
-      Cmd: ['sleep', 'infinity'],
-      Labels: { [LABELS.sandbox]: '1', [LABELS.owner]: ownerId },
-      HostConfig: { Runtime: 'runsc', NetworkMode: 'none' },
-    });
-    await orphan.start();
+    const labelled = async (labels: Record<string, string>): Promise<string> => {
+      const container = await docker.createContainer({
+        Image: 'dockhand/base:latest',
+        Cmd: ['sleep', 'infinity'],
+        Labels: { [LABELS.sandbox]: '1', ...labels },
+        HostConfig: { Runtime: 'runsc', NetworkMode: 'none' },
+      });
+      await container.start();
+      return container.id;
+    };
+    // Orphans: one of ours this driver does not hold, one of a crashed server on this host (a pid
+    // that is not running). Not an orphan: one of another live server (this test process's pid).
+    const ownLeftover = await labelled({ [LABELS.owner]: ownerId });
+    const crashed = await labelled({ [LABELS.owner]: 'crashed-server', [LABELS.ownerHost]: hostname(), [LABELS.ownerPid]: '999999' });
+    const otherLive = await labelled({ [LABELS.owner]: 'other-live-server', [LABELS.ownerHost]: hostname(), [LABELS.ownerPid]: String(process.pid) });
     const { removed } = await driver.reconcile();
-    expect(removed).toContain(orphan.id);
+    expect(removed).toEqual(expect.arrayContaining([ownLeftover, crashed]));
+    expect(removed).not.toContain(otherLive);
+    await docker.getContainer(otherLive).remove({ force: true });
     await pool.ready();
     expect((await ours()).length).toBeGreaterThan(0);
     await service.shutdown();
     expect(await ours()).toEqual([]);
   });
 
+  it('gives the install step only the allowlisted registries: no direct route, proxy refuses other hosts', async () => {
+    const probe = createFixtureRepo('ts-lib');
+    const check = [
+      'set -u',
+      'if timeout 5 bash -c "echo > /dev/tcp/1.1.1.1/443" 2>/dev/null; then echo "direct egress is open" >&2; exit 1; fi',
+      'proxy=${HTTPS_PROXY#http://}; host=${proxy%:*}; port=${proxy##*:}',
+      'code=$(node -e "require(\'http\').request({host:process.argv[1],port:+process.argv[2],method:\'CONNECT\',path:\'example.com:443\'}).on(\'connect\',r=>{console.log(r.statusCode);process.exit(0)}).on(\'error\',e=>{console.log(e.code);process.exit(0)}).end()" "$host" "$port")',
+      '[ "$code" = 403 ] || { echo "proxy let example.com through: $code" >&2; exit 1; }',
+      '',
+    ].join('\n');
+    const sha = probe.commit({ '.dockhand/setup.sh': check }, 'egress probe');
+    const mirror = new RepoMirror(dataDir);
+    const probeSnapshots = new SnapshotManager({ docker, mirror, ownerId, repository, egress: 'proxy', extraCaBundle: '/etc/ssl/certs/ca-certificates.crt' });
+    const snapshot = await probeSnapshots.resolve(await mirror.ensure(probe.path, sha), sha);
+    expect(snapshot.built).toBe(true);
+    rmSync(probe.path, { recursive: true, force: true });
+  });
+
   it('removes old snapshots but keeps the newest', async () => {
+    // Two images now: the ts-lib snapshot and the (newer) egress-probe snapshot.
+    expect(await docker.listImages({ filters: { reference: [repository] } })).toHaveLength(2);
     const result = await snapshots.gcSnapshots({ maxAgeDays: 0, keep: 1 });
-    const left = await docker.listImages({ filters: { label: ['dockhand.snapshot'] } });
-    expect(left.length).toBeGreaterThanOrEqual(1);
-    expect(result.removed.every((tag) => tag.startsWith('dockhand/snapshot:'))).toBe(true);
+    expect(result.removed).toHaveLength(1);
+    const left = await docker.listImages({ filters: { reference: [repository] } });
+    expect(left).toHaveLength(1);
+    expect(result.removed.every((tag) => tag.startsWith(`${repository}:`))).toBe(true);
   });
 });

@@ -3,7 +3,7 @@ import type Docker from 'dockerode';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { DockhandError } from '../errors';
-import { LABELS } from './docker-driver';
+import { LABELS, ownerLabels } from './docker-driver';
 import { DockerSandbox, isNotFound } from './docker-sandbox';
 import { DEFAULT_REGISTRY_HOSTS, startEgressProxy, type EgressProxy } from './egress-proxy';
 import type { RepoMirror } from './mirror';
@@ -48,6 +48,8 @@ export interface SnapshotManagerOptions {
   mirror: RepoMirror;
   ownerId: string;
   baseImage?: string;
+  /** Image repository snapshots are tagged in (`<repository>:<fingerprint>`). Default dockhand/snapshot. */
+  repository?: string;
   egress?: InstallEgress;
   /** Hosts the install step may reach (port 443 only). */
   registryHosts?: string[];
@@ -115,6 +117,10 @@ export class SnapshotManager {
     this.options = options;
   }
 
+  get repository(): string {
+    return this.options.repository ?? SNAPSHOT_REPOSITORY;
+  }
+
   get baseImage(): string {
     return this.options.baseImage ?? 'dockhand/base:latest';
   }
@@ -128,7 +134,7 @@ export class SnapshotManager {
       });
     });
     const fingerprint = await computeFingerprint(this.options.mirror, mirrorPath, sha, base.Id);
-    const image = `${SNAPSHOT_REPOSITORY}:${fingerprint}`;
+    const image = `${this.repository}:${fingerprint}`;
     if (!options.rebuild) {
       const existing = await this.inspect(image);
       if (existing) return { image, fingerprint, sha: existing.sha, built: false };
@@ -144,9 +150,12 @@ export class SnapshotManager {
     }
   }
 
-  /** Removes snapshot images older than `maxAgeDays`, always keeping the `keep` newest. Images in use stay. */
+  /**
+   * Removes this manager's snapshot images (its repository only) older than `maxAgeDays`, always
+   * keeping the `keep` newest. Images a container still uses stay.
+   */
   async gcSnapshots(options: { maxAgeDays: number; keep: number }): Promise<{ removed: string[] }> {
-    const images = await this.docker.listImages({ filters: { label: [SNAPSHOT_LABELS.snapshot] } });
+    const images = await this.docker.listImages({ filters: { label: [SNAPSHOT_LABELS.snapshot], reference: [this.repository] } });
     const sorted = [...images].sort((a, b) => b.Created - a.Created);
     const cutoff = Date.now() / 1000 - options.maxAgeDays * 86_400;
     const removed: string[] = [];
@@ -211,7 +220,7 @@ export class SnapshotManager {
         User: '1000:1000',
         WorkingDir: WORKSPACE,
         Env: env,
-        Labels: { [LABELS.sandbox]: '1', [LABELS.owner]: this.options.ownerId, [LABELS.pool]: 'snapshot-build' },
+        Labels: { [LABELS.sandbox]: '1', ...ownerLabels(this.options.ownerId), [LABELS.pool]: 'snapshot-build' },
         HostConfig: {
           Runtime: runtime,
           NetworkMode: networkMode,

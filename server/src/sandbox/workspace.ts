@@ -14,7 +14,7 @@ export async function checkoutFromBundle(sandbox: DockerSandbox, baseSha: string
     'git checkout -q --detach "$1"; git clean -fdq';
   const result = await sandbox.raw(['sh', '-c', script, path, baseSha], { stdin: bundle, timeoutMs: 120_000 });
   if (result.exitCode !== 0) {
-    throw new DockhandError('sandbox_unavailable', `moving the workspace to ${baseSha} failed: ${result.stderr.toString('utf8').trim()}`);
+    throw new DockhandError('sandbox_unavailable', `moving the workspace to ${baseSha} failed (exit ${result.exitCode}): ${result.stderr.toString('utf8').trim()}`);
   }
   await verifyWorkspace(sandbox, baseSha);
 }

@@ -1,0 +1,32 @@
+import { describe, expect, it } from 'vitest';
+import { sandboxEnvironment } from './environment';
+import { workspacePath } from './paths';
+
+describe('workspacePath', () => {
+  it('maps relative paths into /workspace', () => {
+    expect(workspacePath('src/index.ts')).toBe('/workspace/src/index.ts');
+    expect(workspacePath('./a/../b')).toBe('/workspace/b');
+    expect(workspacePath('')).toBe('/workspace');
+    expect(workspacePath('.')).toBe('/workspace');
+  });
+
+  it('refuses absolute paths, .. escapes and NUL bytes, naming the field', () => {
+    expect(() => workspacePath('/etc/passwd')).toThrow(/path "\/etc\/passwd" is absolute/);
+    expect(() => workspacePath('..')).toThrow(/leaves the workspace/);
+    expect(() => workspacePath('a/../../etc')).toThrow(/leaves the workspace/);
+    expect(() => workspacePath('a\0b', 'cwd')).toThrow(/cwd "a\0b" contains a NUL byte/);
+    expect(() => workspacePath('C:\\x')).toThrow(/absolute/);
+  });
+});
+
+describe('sandboxEnvironment', () => {
+  it('is built from the allowlist and explicit values only, never process.env', () => {
+    process.env.DOCKHAND_UNIT_SECRET = 'leak';
+    const env = sandboxEnvironment({ FOO: 'bar' });
+    expect(env).toContain('CI=true');
+    expect(env).toContain('HOME=/home/dockhand');
+    expect(env).toContain('FOO=bar');
+    expect(env.join('\n')).not.toContain('leak');
+    expect(env.some((line) => line.startsWith('PATH='))).toBe(true);
+  });
+});
