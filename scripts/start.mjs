@@ -75,6 +75,15 @@ function run(command, args, { env = process.env, cwd = root, quiet = false } = {
 
 const git = (cwd, ...args) => execFileSync('git', ['-C', cwd, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
 
+function hasCommit(repo, sha) {
+  try {
+    git(repo, 'cat-file', '-e', `${sha}^{commit}`);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 function dockerUsable() {
   try {
     const runtimes = execFileSync('docker', ['info', '--format', '{{json .Runtimes}}'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
@@ -136,22 +145,29 @@ async function prepareSample(tsImport) {
   // Only the repository and issue files are touched here; pull requests live in the server's store.
   const forge = new LocalForge({ dataDir: join(dataDir, 'forge'), store: {} });
   const bare = forge.repositoryPath(REPO_NAME);
-  if (!existsSync(join(bare, 'HEAD'))) {
-    const work = mkdtempSync(join(tmpdir(), 'dockhand-sample-'));
-    try {
-      cpSync(join(root, 'examples/sample-repo'), work, { recursive: true });
-      // A fixed identity and date: the same sample always has the same commit.
-      const env = { ...process.env, GIT_AUTHOR_NAME: 'Invoice Kit', GIT_AUTHOR_EMAIL: 'dev@invoice-kit.invalid', GIT_COMMITTER_NAME: 'Invoice Kit', GIT_COMMITTER_EMAIL: 'dev@invoice-kit.invalid', GIT_AUTHOR_DATE: '2026-11-01T09:00:00Z', GIT_COMMITTER_DATE: '2026-11-01T09:00:00Z' };
-      execFileSync('git', ['init', '-q', '-b', 'main', work]);
-      execFileSync('git', ['-C', work, 'add', '-A'], { env });
-      execFileSync('git', ['-C', work, 'commit', '-q', '-m', 'invoice-kit: totals, VAT, payment terms'], { env });
+  const work = mkdtempSync(join(tmpdir(), 'dockhand-sample-'));
+  let sampleSha;
+  try {
+    cpSync(join(root, 'examples/sample-repo'), work, { recursive: true });
+    // A fixed identity and date: the same sample always makes the same commit, so a second run
+    // finds it in the forge and starts from it again, even after its PR was merged.
+    const env = { ...process.env, GIT_AUTHOR_NAME: 'Invoice Kit', GIT_AUTHOR_EMAIL: 'dev@invoice-kit.invalid', GIT_COMMITTER_NAME: 'Invoice Kit', GIT_COMMITTER_EMAIL: 'dev@invoice-kit.invalid', GIT_AUTHOR_DATE: '2026-11-01T09:00:00Z', GIT_COMMITTER_DATE: '2026-11-01T09:00:00Z' };
+    execFileSync('git', ['init', '-q', '-b', 'main', work]);
+    execFileSync('git', ['-C', work, 'add', '-A'], { env });
+    execFileSync('git', ['-C', work, 'commit', '-q', '-m', 'invoice-kit: totals, VAT, payment terms'], { env });
+    sampleSha = git(work, 'rev-parse', 'HEAD');
+    if (!existsSync(join(bare, 'HEAD'))) {
       await forge.createRepository(REPO_NAME, work);
       say(`      created ${bare}`);
-    } finally {
-      rmSync(work, { recursive: true, force: true });
+    } else if (!hasCommit(bare, sampleSha)) {
+      // examples/sample-repo changed since this data dir was made: its main starts over from it.
+      await forge.createRepository(REPO_NAME, work);
+      say(`      updated ${bare}: main reset to the current examples/sample-repo`);
+    } else {
+      say(`      exists: ${bare}`);
     }
-  } else {
-    say(`      exists: ${bare}`);
+  } finally {
+    rmSync(work, { recursive: true, force: true });
   }
   const ticket = JSON.parse(readFileSync(join(root, 'examples/sample-repo.issue.json'), 'utf8'));
   let issue = (await forge.listOpenIssues(REPO_NAME)).find((open) => open.title === ticket.title);
@@ -160,7 +176,7 @@ async function prepareSample(tsImport) {
     issue = await forge.createIssue(REPO_NAME, ticket);
     say(`      opened issue #${issue.number}: ${issue.title}`);
   }
-  return { bare, issue, baseSha: git(bare, 'rev-parse', 'refs/heads/main') };
+  return { bare, issue, baseSha: sampleSha };
 }
 
 // 4. Model + server ------------------------------------------------------------------------------
