@@ -145,7 +145,7 @@ export interface RebuiltConversation {
   outputTokens: number;
   cacheReadTokens: number;
   cacheWriteTokens: number;
-  /** Milliseconds between the first and the last event: time the task already ran. */
+  /** Wall-clock time the task already ran (see activeMs). */
   elapsedMs: number;
   /** Tool calls that were started but never finished (reported to the model as interrupted). */
   interrupted: string[];
@@ -233,12 +233,30 @@ export function rebuildConversation(
     }
   }
   flush();
-  const first = events[0];
-  const last = events[events.length - 1];
-  if (first !== undefined && last !== undefined) {
-    rebuilt.elapsedMs = Math.max(0, Date.parse(last.ts) - Date.parse(first.ts)) || 0;
-  }
+  rebuilt.elapsedMs = activeMs(events);
   return { messages, ...rebuilt };
+}
+
+/** States in which the task's wall clock runs; time queued or waiting for a human review does not count. */
+const CLOCKED_STATES = new Set(['provisioning', 'running', 'awaiting_approval', 'verifying']);
+
+/**
+ * Wall-clock time the task has already used: the gaps between consecutive events while the task
+ * was in a clocked state. A task resumed hours after a review request is not out of time because
+ * of the wait.
+ */
+export function activeMs(events: readonly TaskEvent[]): number {
+  let state = 'running';
+  let total = 0;
+  let previous: number | undefined;
+  for (const event of events) {
+    const at = Date.parse(event.ts);
+    if (Number.isNaN(at)) continue;
+    if (previous !== undefined && CLOCKED_STATES.has(state)) total += Math.max(0, at - previous);
+    previous = at;
+    if (event.type === 'task.state') state = event.data.state;
+  }
+  return total;
 }
 
 export const DEFAULT_KEEP_RECENT_TURNS = 4;

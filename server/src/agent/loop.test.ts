@@ -1,4 +1,5 @@
 import type Anthropic from '@anthropic-ai/sdk';
+import type { TaskEvent, TaskState } from '@dockhand/protocol';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
@@ -370,5 +371,21 @@ describe('rebuildConversation', () => {
     expect(firstResumed.messages).toHaveLength(5);
     expect(JSON.stringify(firstResumed.messages)).toMatch(/Edited src\/calc.js/);
     expect(readFileSync(join(repo.path, 'src/calc.js'), 'utf8')).toMatch(/let index = 0;/);
+  });
+});
+
+describe('activeMs', () => {
+  it('counts time while running, not while queued or awaiting review', async () => {
+    const { activeMs } = await import('./conversation');
+    const at = (seconds: number) => new Date(Date.UTC(2026, 10, 29, 9, 0, seconds)).toISOString();
+    const event = (seq: number, seconds: number, state?: TaskState): TaskEvent => ({
+      taskId: 't', seq, ts: at(seconds),
+      ...(state ? { type: 'task.state' as const, data: { state } } : { type: 'user.message' as const, data: { from: 'x', text: 'y' } }),
+    });
+    const log = [
+      event(1, 0, 'queued'), event(2, 10, 'running'), event(3, 25), event(4, 30, 'awaiting_review'),
+      event(5, 50, 'running'), event(6, 55),
+    ];
+    expect(activeMs(log)).toBe(25_000);
   });
 });
