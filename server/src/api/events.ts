@@ -17,23 +17,25 @@ const Query = z.object({
 export const DEFAULT_WS_MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
 const REPLAY_PAGE = 500;
 
-/** Each event is serialised once, however many subscribers it goes to. */
-const frameCache = new WeakMap<TaskEvent, string>();
-function eventFrame(event: TaskEvent): string {
+/** Each event is serialised and encoded once, however many subscribers it goes to. */
+const frameCache = new WeakMap<TaskEvent, Buffer>();
+function eventFrame(event: TaskEvent): Buffer {
   let frame = frameCache.get(event);
   if (frame === undefined) {
-    frame = JSON.stringify({ kind: 'event', event } satisfies ServerFrame);
+    frame = Buffer.from(JSON.stringify({ kind: 'event', event } satisfies ServerFrame));
     frameCache.set(event, frame);
   }
   return frame;
 }
 
+const TEXT = { binary: false } as const;
+
 function sendFrame(socket: WebSocket, frame: ServerFrame): void {
   socket.send(JSON.stringify(frame));
 }
 
-function flushed(socket: WebSocket, data: string): Promise<void> {
-  return new Promise((resolve) => socket.send(data, () => resolve()));
+function flushed(socket: WebSocket, data: Buffer): Promise<void> {
+  return new Promise((resolve) => socket.send(data, TEXT, () => resolve()));
 }
 
 /**
@@ -102,7 +104,7 @@ export async function eventRoutes(app: FastifyInstance, deps: AppDeps): Promise<
         socket.close(4008, 'resync');
         return;
       }
-      socket.send(eventFrame(event));
+      socket.send(eventFrame(event), TEXT);
       lastSent = event.seq;
     };
     const unsubscribe = deps.hub.subscribe(taskId, (event) => {
@@ -129,10 +131,10 @@ export async function eventRoutes(app: FastifyInstance, deps: AppDeps): Promise<
     for (;;) {
       const page = await deps.store.listEvents(taskId, lastSent, REPLAY_PAGE);
       if (closed) return;
-      let last: string | undefined;
+      let last: Buffer | undefined;
       for (const event of page) {
         last = eventFrame(event);
-        if (event !== page[page.length - 1]) socket.send(last);
+        if (event !== page[page.length - 1]) socket.send(last, TEXT);
         lastSent = event.seq;
       }
       if (last !== undefined) await flushed(socket, last);
