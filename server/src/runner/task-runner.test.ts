@@ -156,6 +156,18 @@ describe('TaskRunner', () => {
     await r.run(task.id, new AbortController().signal);
   });
 
+  it('closes a command approval left pending by a run that died, before the loop resumes', async () => {
+    const { task } = await store.createTask('alice', request);
+    await log.append(task.id, { type: 'task.state', data: { state: 'running' } });
+    const { approval } = await store.requestApproval(task.id, { kind: 'command', reason: 'destructive', command: 'rm -rf dist', toolUseId: 'tu1' });
+    await log.append(task.id, { type: 'task.state', data: { state: 'awaiting_approval' } });
+    const { runner: r } = runner(finishing);
+    await r.run(task.id, new AbortController().signal);
+    expect((await store.getApproval(approval.id))?.state).toBe('denied');
+    expect((await store.getApproval(approval.id))?.decidedBy).toBe('dockhand');
+    expect((await store.getTask(task.id))?.state).toBe('awaiting_review');
+  });
+
   it('an interrupt wins: the runner never moves a cancelled task', async () => {
     const { task } = await store.createTask('alice', request);
     const controller = new AbortController();

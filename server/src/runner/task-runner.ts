@@ -92,6 +92,7 @@ export class TaskRunner {
   private async work(task: Task, signal: AbortSignal): Promise<void> {
     if (task.state === 'queued' && !(await this.setState(task.id, 'provisioning'))) return;
     const sandbox = await this.ensureSandbox(task);
+    await this.closeStaleApprovals(task.id);
     if (signal.aborted || !(await this.setState(task.id, 'running'))) return;
     const current = await this.task(task.id);
     const steering = hubSteering(this.deps.log.hub, task.id);
@@ -132,6 +133,23 @@ export class TaskRunner {
       return;
     }
     await this.afterFinish(now, result.diff, result.summary);
+  }
+
+  /**
+   * A command approval still pending when the loop (re)starts belongs to a tool call of a run
+   * that died: the rebuilt conversation reports that call as interrupted and never re-runs it, so
+   * the approval is closed as denied instead of waiting forever in the UI.
+   */
+  private async closeStaleApprovals(taskId: string): Promise<void> {
+    for (const approval of await this.deps.log.store.listApprovals(taskId, 'pending')) {
+      if (approval.kind !== 'command') continue;
+      const resolved = await this.deps.log.store.resolveApproval(taskId, approval.id, {
+        decision: 'denied',
+        by: 'dockhand',
+        comment: 'the server restarted while this was pending; the command did not run',
+      });
+      if (resolved) this.deps.log.published([resolved.event]);
+    }
   }
 
   private async afterFinish(task: Task, diff: string, summary: string): Promise<void> {
