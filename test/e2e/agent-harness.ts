@@ -92,12 +92,31 @@ export async function runOnFixture(
     fixture?: string;
   },
 ): Promise<RunOnFixture> {
+  const repo = createFixtureRepo(input.fixture ?? 'buggy-calc');
+  const sandbox = await fixtureSandbox(world, repo);
+  const events = new MemoryEventSink();
+  const approver = input.approver ?? new RecordingApprover('denied');
+  const { outcome, session } = await playCassette(world, { ...input, sandbox, events, approver });
+  return { outcome, events, approver, sandbox, session };
+}
+
+/** One runAgent call on an existing sandbox and event log, with a fresh replay session for `turns`. */
+export async function playCassette(
+  world: AgentWorld,
+  input: {
+    turns: StepInput[];
+    reviewTurns?: StepInput[];
+    sandbox: Sandbox;
+    events: MemoryEventSink;
+    approver: RecordingApprover;
+    task?: Partial<RunAgentOptions['task']>;
+    priorEvents?: RunAgentOptions['priorEvents'];
+  },
+): Promise<{ outcome: AgentOutcome; session: string }> {
   sessionCounter += 1;
   const session = `agent-e2e-${sessionCounter}`;
   world.replay.addCassette(session, { turns: input.turns });
   world.replay.addCassette(`${session}-review`, { turns: input.reviewTurns ?? [APPROVE_REVIEW] });
-  const repo = createFixtureRepo(input.fixture ?? 'buggy-calc');
-  const sandbox = await fixtureSandbox(world, repo);
   const fastRetry = { baseDelayMs: 5, maxDelayMs: 20, jitter: 0, fallbackAfter: 3, maxAttempts: 8 };
   const model = new AnthropicModelClient({
     apiKey: `replay:${session}`,
@@ -107,18 +126,17 @@ export async function runOnFixture(
     retry: fastRetry,
   });
   const reviewModel = new AnthropicModelClient({ apiKey: `replay:${session}-review`, baseURL: world.replay.url, model: PRIMARY_MODEL, retry: fastRetry });
-  const events = new MemoryEventSink(session);
-  const approver = input.approver ?? new RecordingApprover('denied');
   const outcome = await runAgent({
     task: { ticket: { kind: 'text', title: 'average() returns the wrong value', body: 'average([1, 2, 3]) should be 2.' }, ...input.task },
-    sandbox,
+    sandbox: input.sandbox,
     model,
     reviewModel,
-    events,
-    approver,
+    events: input.events,
+    approver: input.approver,
     feedback: new SimpleFeedbackEngine(),
+    ...(input.priorEvents ? { priorEvents: input.priorEvents } : {}),
   });
-  return { outcome, events, approver, sandbox, session };
+  return { outcome, session };
 }
 
 export const FIX_TURN: StepInput = {

@@ -1,6 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RecordingApprover } from '../../server/src/agent/testing/context';
-import { FALLBACK_MODEL, FIX_TURN, PRIMARY_MODEL, finishTurn, runOnFixture, startWorld, type AgentWorld } from './agent-harness';
+import { createFixtureRepo } from '../support/fixture-repo';
+import { MemoryEventSink } from '../../server/src/agent/testing/memory-sink';
+import {
+  FALLBACK_MODEL, FIX_TURN, PRIMARY_MODEL, finishTurn, fixtureSandbox, playCassette, runOnFixture, startWorld,
+  type AgentWorld, type StepInput,
+} from './agent-harness';
 
 /*
  * The agent loop end to end: real loop, real SDK against the replay server, real gVisor sandbox
@@ -147,5 +152,30 @@ describe('agent loop in a gVisor sandbox with the replay model', () => {
     expect(huge?.data.output.length).toBeLessThan(25_000);
     expect(huge?.data.output).toMatch(/^2000000$/m);
     expect(run.outcome.status).toBe('finished_verified');
+  });
+
+  it('resumes from its event log after the model became unreachable, and finishes', async () => {
+    const read: StepInput = { name: 'read', content: [{ type: 'tool_use', name: 'read_file', input: { path: 'src/calc.js' } }] };
+    const tests: StepInput = { name: 'tests', content: [{ type: 'tool_use', name: 'run_tests', input: {} }] };
+    const finish = finishTurn('Fixed after a resume.', { toolResultContains: 'Tests PASSED' });
+    const repo = createFixtureRepo('buggy-calc');
+    const sandbox = await fixtureSandbox(world, repo);
+    const events = new MemoryEventSink();
+    const approver = new RecordingApprover('denied');
+    const first = await playCassette(world, {
+      turns: [read, FIX_TURN, { ...tests, faults: [{ kind: 'api_error', times: 100 }] }, finish],
+      sandbox, events, approver,
+    });
+    expect(first.outcome.status).toBe('failed');
+    expect(first.outcome.reason).toBe('model_unavailable');
+    expect(events.ofType('model.turn')).toHaveLength(2);
+
+    // A new process: same sandbox and log, the cassette without the outage.
+    const second = await playCassette(world, { turns: [read, FIX_TURN, tests, finish], sandbox, events, approver, priorEvents: [...events.events] });
+    expect(second.outcome.status).toBe('finished_verified');
+    expect(second.outcome.usage.turns).toBe(4);
+    const played = world.replay.requests(second.session).filter((request) => request.status === 200);
+    expect(played.map((request) => request.position)).toEqual([2, 3]);
+    expect(events.ofType('file.changed')).toHaveLength(1);
   });
 });
