@@ -24,6 +24,7 @@ const FileRecord = z.union([
       imports: z.array(z.object({ module: z.string(), level: z.number(), names: z.array(z.string()) })),
       defined: z.array(z.string()),
       words: z.array(z.string()),
+      attributes: z.array(z.string()),
       topLevel: z.array(z.string()),
     }),
   }),
@@ -31,7 +32,7 @@ const FileRecord = z.union([
 type FileRecord = z.infer<typeof FileRecord>;
 
 const CachedSnapshot = z.object({
-  version: z.literal(2),
+  version: z.literal(3),
   baseSha: z.string(),
   files: z.array(z.string()),
   manifests: z.record(z.string(), z.string()),
@@ -58,7 +59,7 @@ export function indexSnapshot(snapshot: BaseSnapshot): CachedSnapshot {
     const record = parseRecord(path, text);
     if (record) records[path] = record;
   }
-  return { version: 2, baseSha: snapshot.baseSha, files: snapshot.files, manifests, records };
+  return { version: 3, baseSha: snapshot.baseSha, files: snapshot.files, manifests, records };
 }
 
 /**
@@ -203,29 +204,32 @@ export function buildGraph(files: Set<string>, records: Map<string, FileRecord>,
     return found;
   };
   const namesOf = new Map<string, Set<string>>();
+  const moduleName = new Map<string, string>();
   for (const [path, record] of records) {
-    const names = new Set(record.parsed.defined);
+    namesOf.set(path, new Set(record.parsed.defined));
     const stem = posix.basename(path).replace(/\.[^.]+$/, '');
-    names.add(stem === '__init__' || stem === 'index' ? posix.basename(posix.dirname(path)) : stem);
-    namesOf.set(path, names);
+    moduleName.set(path, stem === '__init__' || stem === 'index' ? posix.basename(posix.dirname(path)) : stem);
   }
-  const mentions = (words: Set<string>, target: string): boolean => {
+  // A file reaches a module behind a hub by one of its names, or by the module's own name used
+  // as an attribute (`nx.community.louvain`); a bare word in prose does not count.
+  const mentions = (words: Set<string>, attributes: Set<string>, target: string): boolean => {
     for (const name of namesOf.get(target) ?? []) if (words.has(name)) return true;
-    return false;
+    return attributes.has(moduleName.get(target) ?? '');
   };
 
   const effective = new Map<string, Set<string>>();
   for (const [path, record] of records) {
     const targets = raw.get(path) ?? new Set<string>();
     const words = new Set(record.parsed.words);
+    const attributes = record.kind === 'py' ? new Set(record.parsed.attributes) : words;
     const edges = new Set<string>();
     const selfIsHub = hubSet.has(path);
     for (const target of targets) {
       // A hub's own imports are what it re-exports: only the ones its code uses are its edges.
-      if (!selfIsHub || hubSet.has(target) || target.endsWith('conftest.py') || mentions(words, target)) edges.add(target);
+      if (!selfIsHub || hubSet.has(target) || target.endsWith('conftest.py') || mentions(words, attributes, target)) edges.add(target);
     }
     for (const hub of hubTargets.get(path) ?? []) {
-      for (const member of membersOf(hub)) if (mentions(words, member)) edges.add(member);
+      for (const member of membersOf(hub)) if (mentions(words, attributes, member)) edges.add(member);
     }
     edges.delete(path);
     effective.set(path, edges);

@@ -20,8 +20,10 @@ export interface PyParsed {
   imports: PyImport[];
   /** Names the module defines or re-exports at top level (what `pkg.name` can reach). */
   defined: string[];
-  /** Identifiers used anywhere outside import statements and `__all__`. */
+  /** Identifiers used anywhere outside import statements, `__all__` and triple-quoted strings. */
   words: string[];
+  /** Identifiers used as attributes (`nx.cycles`): how code reaches a submodule by its name. */
+  attributes: string[];
   /** Top-level statements that run at import time (not def/class/decorator lines), for change classification. */
   topLevel: string[];
 }
@@ -33,11 +35,25 @@ export function parsePython(text: string): PyParsed {
   const imports: PyImport[] = [];
   const defined = new Set<string>();
   const words = new Set<string>();
+  const fromImported = new Set<string>();
+  const attributes = new Set<string>();
+  const exported = new Set<string>();
   const topLevel: string[] = [];
   const lines = text.split('\n');
   let inTopLevelBlock = false;
+  let openString: string | undefined;
   for (let index = 0; index < lines.length; index++) {
-    const raw = lines[index] ?? '';
+    let raw = lines[index] ?? '';
+    // Docstrings and other triple-quoted text: prose, not code (their words would add edges).
+    if (openString) {
+      const close = raw.indexOf(openString);
+      if (close < 0) continue;
+      raw = ' '.repeat(close + 3) + raw.slice(close + 3);
+      openString = undefined;
+    }
+    const stripped = stripTripleQuoted(raw);
+    raw = stripped.text;
+    openString = stripped.open;
     const indent = raw.length - raw.trimStart().length;
     let line = stripComment(raw).trim();
     if (line === '') continue;
@@ -51,19 +67,27 @@ export function parsePython(text: string): PyParsed {
       const parsed = parseImportStatement(line);
       if (parsed) {
         imports.push(...parsed.imports);
-        // Imported names are not usage: code that uses them mentions them again below.
-        for (const name of parsed.bound) if (indent === 0 || inTopLevelBlock) defined.add(name);
+        // Imported names are not usage (code that uses them mentions them again below), and a
+        // plain `import x as y` re-exports a module, which the graph reaches as a hub anyway.
+        for (const name of parsed.bound) if (indent === 0 || inTopLevelBlock) fromImported.add(name);
         if (indent === 0) topLevel.push(line);
         continue;
       }
     }
     if (/^__all__\s*(\+?=|\.extend|\.append)/.test(line)) {
       // The export list names what the module re-exports, not what its code uses.
+      let statement = line;
       let depth = bracketDepth(line);
-      while (depth > 0 && index + 1 < lines.length) depth += bracketDepth(lines[++index] ?? '');
+      while (depth > 0 && index + 1 < lines.length) {
+        const next = lines[++index] ?? '';
+        statement += next;
+        depth += bracketDepth(next);
+      }
+      for (const match of statement.matchAll(/["']([A-Za-z_]\w*)["']/g)) if (match[1]) exported.add(match[1]);
       continue;
     }
     for (const word of line.match(IDENTIFIER) ?? []) words.add(word);
+    for (const match of line.matchAll(/\.([A-Za-z_]\w*)/g)) if (match[1]) attributes.add(match[1]);
     if (indent === 0) {
       inTopLevelBlock = BLOCK_START.test(line);
       if (!/^(async\s+def|def|class)\s|^@/.test(line) && !/^("""|'''|"|')/.test(line)) topLevel.push(line);
@@ -77,7 +101,23 @@ export function parsePython(text: string): PyParsed {
       }
     }
   }
-  return { imports, defined: [...defined], words: [...words], topLevel };
+  // What `pkg.name` can reach after `from .module import *`: `__all__` when the module has one,
+  // else every top-level name including the ones it imported.
+  for (const name of exported.size > 0 ? exported : fromImported) defined.add(name);
+  return { imports, defined: [...defined], words: [...words], attributes: [...attributes], topLevel };
+}
+
+/** Removes closed triple-quoted strings from a line; reports the delimiter of one left open. */
+function stripTripleQuoted(line: string): { text: string; open?: string } {
+  let text = line;
+  for (;;) {
+    const match = /"""|'''/.exec(text);
+    if (!match) return { text };
+    const delimiter = match[0];
+    const close = text.indexOf(delimiter, match.index + 3);
+    if (close < 0) return { text: text.slice(0, match.index), open: delimiter };
+    text = `${text.slice(0, match.index)}""${text.slice(close + 3)}`;
+  }
 }
 
 function bracketDepth(text: string): number {
@@ -99,7 +139,7 @@ function parseImportStatement(line: string): { imports: PyImport[]; bound: strin
       const match = /^\s*([\w.]+)(?:\s+as\s+(\w+))?\s*$/.exec(part);
       if (!match?.[1]) continue;
       imports.push({ module: match[1], level: 0, names: [] });
-      if (match[2]) bound.push(match[2]);
+      // `import a.b as c` binds a module alias, not a name the module defines.
     }
     return { imports, bound };
   }
