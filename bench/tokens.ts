@@ -28,6 +28,8 @@ import { createFixtureRepo } from '../test/support/fixture-repo';
 
 const THRESHOLD_TOKENS = 24_000;
 const CEILING_TOKENS = 30_000;
+/** Low enough that dropping old outputs alone is not enough once: the summary step runs too. */
+const TARGET_RATIO = 0.3;
 
 type Step = CassetteInput['turns'][number];
 type Call = [text: string, name: string, input: Record<string, unknown>];
@@ -118,7 +120,7 @@ async function runOnce(world: AgentWorld, session: string, cacheBreakpoints: boo
       events,
       approver: new RecordingApprover('denied'),
       feedback: new SimpleFeedbackEngine(),
-      config: { cacheBreakpoints, compaction: { thresholdTokens: THRESHOLD_TOKENS, targetRatio: 0.6, keepRecentTurns: 4 } },
+      config: { cacheBreakpoints, compaction: { thresholdTokens: THRESHOLD_TOKENS, targetRatio: TARGET_RATIO, keepRecentTurns: 4 } },
     });
     return { outcome, events };
   } finally {
