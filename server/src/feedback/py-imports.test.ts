@@ -25,6 +25,32 @@ describe('parsePython', () => {
   });
 });
 
+describe('parsePython names for hub pruning', () => {
+  it('does not count module aliases as definitions, nor docstring prose as usage', () => {
+    const parsed = parsePython(
+      [
+        '"""Cliques and cycles, in prose."""',
+        'import networkx as nx',
+        'from .util import helper',
+        'def f(G):',
+        '    """Uses clique_removal',
+        '    in prose."""',
+        '    return nx.cycles.find(helper(G))',
+      ].join('\n'),
+    );
+    expect(parsed.defined).toEqual(expect.arrayContaining(['f', 'helper']));
+    expect(parsed.defined).not.toContain('nx');
+    expect(parsed.words).not.toContain('clique_removal');
+    expect(parsed.words).not.toContain('Cliques');
+    expect(parsed.attributes).toEqual(expect.arrayContaining(['cycles', 'find']));
+  });
+
+  it('with __all__, re-exports exactly what it lists (plus its own definitions)', () => {
+    const parsed = parsePython(['from .util import helper, other', '__all__ = ["f", "helper"]', 'def f():', '    return helper()'].join('\n'));
+    expect(parsed.defined.sort()).toEqual(['f', 'helper']);
+  });
+});
+
 describe('PyResolver', () => {
   const files = new Set(['pkg/__init__.py', 'pkg/core.py', 'pkg/sub/__init__.py', 'pkg/sub/leaf.py', 'src/other/__init__.py', 'src/other/x.py', 'tests/helper.py', 'tests/test_a.py']);
   const resolver = new PyResolver(files);
