@@ -123,17 +123,39 @@ export class Workbench {
     await this.page.waitForSelector('.monaco-workbench', { timeout: 60_000 });
   }
 
-  async runCommand(title: string): Promise<void> {
-    await this.page.keyboard.press('Escape');
-    await this.page.keyboard.press('F1');
-    const input = this.page.locator('.quick-input-widget input');
-    await input.waitFor({ state: 'visible' });
-    await input.fill(`>${title}`);
-    await this.page
-      .locator('.quick-input-list .monaco-list-row', { hasText: title.split(': ').pop() ?? title })
-      .first()
-      .waitFor({ timeout: 20_000 });
+  /**
+   * Runs a command from the palette. A command whose `when` clause is not true yet (an editor still
+   * loading its commenting ranges, an extension still activating) is tried again a few times.
+   */
+  async runCommand(title: string, attempts = 4): Promise<void> {
+    const row = this.page.locator('.quick-input-list .monaco-list-row', { hasText: title.split(': ').pop() ?? title }).first();
+    for (let attempt = 1; ; attempt += 1) {
+      await this.page.keyboard.press('Escape');
+      await this.page.keyboard.press('F1');
+      const input = this.page.locator('.quick-input-widget input');
+      await input.waitFor({ state: 'visible' });
+      await input.fill(`>${title}`);
+      try {
+        await row.waitFor({ timeout: 8_000 });
+        break;
+      } catch (error) {
+        if (attempt >= attempts) throw error;
+        await this.page.keyboard.press('Escape');
+        await this.page.waitForTimeout(1_500);
+      }
+    }
     await this.page.keyboard.press('Enter');
+  }
+
+  /** Shows the Dockhand view container (clicking an already active one would hide the side bar). */
+  async showDockhand(): Promise<void> {
+    const item = this.page.locator('.activitybar .action-item a[aria-label^="Dockhand"]');
+    await item.waitFor({ timeout: 60_000 });
+    const active = this.page.locator('.activitybar .action-item.checked a[aria-label^="Dockhand"]');
+    // After a reload the workbench restores the last view container on its own, a moment later.
+    const restored = await active.waitFor({ timeout: 5_000 }).then(() => true, () => false);
+    if (!restored) await item.click();
+    await active.waitFor({ timeout: 10_000 });
   }
 
   /** Answers the open input box (or filters a quick pick) and accepts; `title` waits for that box. */

@@ -18,13 +18,17 @@ import type { FixtureRepo } from '../support/fixture-repo';
  * replay model's agent would (read, edit through the sandbox, test) and emits the same events.
  */
 
-export const FIXED_FILE = 'src/calc.js';
+import { FIXED_FILE } from './fixture';
+export { FIXED_FILE };
 const BUG = 'let index = 1;';
 const FIX = 'let index = 0;';
 
 export interface RealServer {
   url: string;
   token: string;
+  tasks(): Promise<import('@dockhand/protocol').Task[]>;
+  events(taskId: string): Promise<import('@dockhand/protocol').TaskEvent[]>;
+  log(): string;
   /** The forge's bare repository the workspace clone now has as `origin`. */
   forgeRepo: string;
   fleet: Fleet;
@@ -98,5 +102,14 @@ export async function startRealServer(repo: FixtureRepo, options: { stepDelayMs?
   fleet.scheduler.start();
   const address = fleet.app.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
-  return { url: `http://127.0.0.1:${port}`, token, forgeRepo, fleet, close: () => fleet.close() };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    token,
+    forgeRepo,
+    fleet,
+    tasks: async () => (await fleet.store.listTasks({ owner: 'dev' })).tasks,
+    events: (taskId) => fleet.store.listEvents(taskId),
+    log: () => '',
+    close: () => fleet.close(),
+  };
 }

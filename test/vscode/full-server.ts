@@ -1,0 +1,132 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { Task, TaskEvent } from '@dockhand/protocol';
+import { z } from 'zod';
+import { InMemoryPullRequestStore, LocalForge } from '../../server/src/forge';
+import { startReplayServer, type ReplayServer } from '../../server/src/model/replay/server';
+import { SqliteStore } from '../../server/src/store/sqlite';
+import type { FixtureRepo } from '../support/fixture-repo';
+
+/*
+ * The whole Dockhand server as it ships: `dockhand serve` (the CLI, tsx) with SQLite, the
+ * scheduler, the agent loop on the real Anthropic SDK against the replay model server, gVisor
+ * sandboxes from dockhand/base, the policy gate and the local forge. The workspace clone gets the
+ * forge repository as `origin` and the forge an open issue, as a developer's setup would have.
+ */
+
+const ROOT = resolve(import.meta.dirname, '../..');
+export const SESSION = 'vscode-e2e';
+import { FIXED_FILE } from './fixture';
+export { FIXED_FILE };
+
+export interface FullServer {
+  url: string;
+  token: string;
+  forgeRepo: string;
+  tasks(): Promise<Task[]>;
+  events(taskId: string): Promise<TaskEvent[]>;
+  log(): string;
+  close(): Promise<void>;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const probe = createServer();
+    probe.listen(0, '127.0.0.1', () => {
+      const address = probe.address();
+      const found = typeof address === 'object' && address ? address.port : 0;
+      probe.close(() => resolvePort(found));
+    });
+    probe.on('error', reject);
+  });
+}
+
+function addCassettes(replay: ReplayServer): void {
+  replay.addCassette(SESSION, {
+    turns: [
+      {
+        name: 'fix',
+        content: [
+          { type: 'text', text: 'average() starts summing at index 1, so the first value is lost. Fixing the loop start.' },
+          { type: 'tool_use', name: 'edit_file', input: { path: FIXED_FILE, command: 'replace', old_text: 'let index = 1;', new_text: 'let index = 0;' } },
+        ],
+      },
+      { name: 'finish', content: [{ type: 'tool_use', name: 'finish', input: { summary: 'average() now sums from the first value.' } }] },
+      // After "request changes" the conversation continues here.
+      { name: 'after review comments', content: [{ type: 'tool_use', name: 'finish', input: { summary: 'Reviewed the comments; no further change needed.' } }] },
+    ],
+  });
+  replay.addCassette(`${SESSION}-review`, {
+    turns: [{ content: [{ type: 'tool_use', name: 'submit_review', input: { approved: true, problems: [], summary: 'Minimal, correct fix of the loop start.' } }] }],
+  });
+}
+
+export async function startFullServer(fixture: FixtureRepo): Promise<FullServer> {
+  execFileSync('bash', ['sandbox-images/base/build.sh'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+  const replay = await startReplayServer({});
+  addCassettes(replay);
+  const dataDir = mkdtempSync(join(tmpdir(), 'dockhand-vscode-server-'));
+  // The fixture has no lockfile; the snapshot's `npm install` writes one, which the developer's
+  // repository would ignore (the snapshot builder insists on a clean tree after install).
+  fixture.commit({ '.gitignore': 'node_modules/\ncoverage/\npackage-lock.json\n' }, 'ignore the install lockfile');
+  const forge = new LocalForge({ dataDir: join(dataDir, 'forge'), store: new InMemoryPullRequestStore() });
+  const forgeRepo = await forge.createRepository('buggy-calc', fixture.path);
+  await forge.createIssue('buggy-calc', { title: 'average() ignores the first value', body: 'average([2, 4]) returns 2 instead of 3.' });
+  execFileSync('git', ['remote', 'add', 'origin', forgeRepo], { cwd: fixture.path });
+  execFileSync('git', ['fetch', '-q', 'origin'], { cwd: fixture.path });
+  execFileSync('git', ['branch', '-q', '--set-upstream-to=origin/main', 'main'], { cwd: fixture.path });
+  const store = new SqliteStore(join(dataDir, 'dockhand.db'));
+  await store.createUser('dev', 'user');
+  const token = (await store.createToken('dev')).token;
+  await store.close();
+
+  const port = await freePort();
+  let output = '';
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'server/src/cli/bin.ts', 'serve'], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      DOCKHAND_DATA_DIR: dataDir,
+      DOCKHAND_PORT: String(port),
+      DOCKHAND_MODEL_BASE_URL: replay.url,
+      DOCKHAND_REPLAY_SESSION: SESSION,
+      DOCKHAND_POLL_MS: '200',
+      DOCKHAND_LOG_LEVEL: 'warn',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i += 1) {
+    if (child.exitCode !== null) throw new Error(`dockhand serve exited early:\n${output}`);
+    if (await fetch(`${url}/healthz`).then((r) => r.ok, () => false)) break;
+    if (i > 600) throw new Error(`dockhand serve did not start:\n${output}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const get = async <T>(path: string, schema: z.ZodType<T>): Promise<T> => {
+    const response = await fetch(`${url}${path}`, { headers: { authorization: `Bearer ${token}` } });
+    const text = await response.text();
+    if (!response.ok) throw new Error(`GET ${path}: ${response.status} ${text}`);
+    return schema.parse(JSON.parse(text));
+  };
+  return {
+    url,
+    token,
+    forgeRepo,
+    tasks: async () => (await get('/v1/tasks', z.object({ tasks: z.array(Task) }))).tasks,
+    events: async (taskId) => (await get(`/v1/tasks/${taskId}/events?after=0&limit=10000`, z.object({ events: z.array(TaskEvent) }))).events,
+    log: () => output,
+    close: async () => {
+      if (child.exitCode === null) {
+        child.kill('SIGTERM');
+        await new Promise((done) => child.once('exit', done));
+      }
+      await replay.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
