@@ -12,6 +12,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import Docker from 'dockerode';
+import pino from 'pino';
 import { createFixtureRepo } from '../test/support/fixture-repo';
 import { DockerSandboxDriver } from '../server/src/sandbox/docker-driver';
 import { checkSandboxHost } from '../server/src/sandbox/host-check';
@@ -58,20 +59,23 @@ async function main(): Promise<void> {
   const ownerId = `bench-sandbox-${process.pid}`;
   const dataDir = mkdtempSync(join(tmpdir(), 'dockhand-bench-'));
   const fixture = createFixtureRepo('ts-lib');
-  const driver = new DockerSandboxDriver({ docker, ownerId, runtime: host.runtime });
+  // fixture.commit() moves fixture.sha; the snapshot's commit stays this one.
+  const baseSha = fixture.sha;
+  const logger = pino({ level: 'warn' }, pino.destination(2));
+  const driver = new DockerSandboxDriver({ docker, ownerId, runtime: host.runtime, logger });
   const mirror = new RepoMirror(dataDir);
   const snapshots = new SnapshotManager({ docker, mirror, ownerId, egress: host.egressRuntime ? 'proxy' : 'runc-bridge', extraCaBundle: '/etc/ssl/certs/ca-certificates.crt' });
-  const pool = new WarmPool({ driver, size: 2 });
+  const pool = new WarmPool({ driver, size: 2, logger });
   try {
-    const mirrorPath = await mirror.ensure(fixture.path, fixture.sha);
-    console.log(`runtime ${host.runtime}, docker ${host.dockerVersion}, fixture ts-lib @ ${fixture.sha.slice(0, 12)}`);
+    const mirrorPath = await mirror.ensure(fixture.path, baseSha);
+    console.log(`runtime ${host.runtime}, docker ${host.dockerVersion}, fixture ts-lib @ ${baseSha.slice(0, 12)}`);
 
     const cold: number[] = [];
     let image = '';
     for (let run = 0; run < COLD_RUNS; run += 1) {
       const { ms, value } = await timed(async () => {
-        const snapshot = await snapshots.resolve(mirrorPath, fixture.sha, { rebuild: true });
-        const sandbox = await driver.create({ image: snapshot.image, baseSha: fixture.sha });
+        const snapshot = await snapshots.resolve(mirrorPath, baseSha, { rebuild: true });
+        const sandbox = await driver.create({ image: snapshot.image, baseSha: baseSha });
         return { snapshot, sandbox };
       });
       cold.push(ms);
@@ -82,7 +86,7 @@ async function main(): Promise<void> {
 
     const fromSnapshot: number[] = [];
     for (let run = 0; run < SNAPSHOT_RUNS; run += 1) {
-      const { ms, value } = await timed(() => driver.create({ image, baseSha: fixture.sha }));
+      const { ms, value } = await timed(() => driver.create({ image, baseSha: baseSha }));
       fromSnapshot.push(ms);
       await value.destroy();
     }
@@ -92,12 +96,12 @@ async function main(): Promise<void> {
     await mirror.ensure(fixture.path, newer);
     const moved: number[] = [];
     for (let run = 0; run < 5; run += 1) {
-      const { ms, value } = await timed(() => driver.create({ image, baseSha: newer, bundle: () => mirror.bundle(mirrorPath, newer, fixture.sha) }));
+      const { ms, value } = await timed(() => driver.create({ image, baseSha: newer, bundle: () => mirror.bundle(mirrorPath, newer, baseSha) }));
       moved.push(ms);
       await value.destroy();
     }
 
-    pool.warm(image, fixture.sha);
+    pool.warm(image, baseSha);
     const warm: number[] = [];
     let idleMiB = Number.NaN;
     for (let run = 0; run < WARM_RUNS; run += 1) {
@@ -108,7 +112,7 @@ async function main(): Promise<void> {
         const figures = await Promise.all(idle.map((sandbox) => memoryMiB(docker, sandbox.id)));
         idleMiB = figures.reduce((sum, value) => sum + value, 0) / Math.max(1, figures.length);
       }
-      const { ms, value } = await timed(() => pool.claim(image, fixture.sha, () => mirror.bundle(mirrorPath, fixture.sha)));
+      const { ms, value } = await timed(() => pool.claim(image, baseSha, () => mirror.bundle(mirrorPath, baseSha)));
       if (!value) throw new Error('the warm pool had no idle sandbox');
       warm.push(ms);
       await value.destroy();
@@ -117,7 +121,7 @@ async function main(): Promise<void> {
     const warmMoved: number[] = [];
     for (let run = 0; run < 5; run += 1) {
       await pool.ready();
-      const { ms, value } = await timed(() => pool.claim(image, newer, () => mirror.bundle(mirrorPath, newer, fixture.sha)));
+      const { ms, value } = await timed(() => pool.claim(image, newer, () => mirror.bundle(mirrorPath, newer, baseSha)));
       if (!value) throw new Error('the warm pool had no idle sandbox');
       warmMoved.push(ms);
       await value.destroy();
