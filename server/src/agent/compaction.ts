@@ -110,9 +110,10 @@ export async function compactIfNeeded(input: CompactInput): Promise<Anthropic.Me
     return messages;
   }
 
-  const prefix = messages.slice(0, cut);
+  // The summary is written from the turns as they were (outputs included): the same tools, system
+  // and messages as earlier requests, so that prefix is read from the cache, not rewritten.
+  const prefix = input.messages.slice(0, cut);
   appendUserBlocks(prefix, [userText(SUMMARY_REQUEST)]);
-  // Same tools and system as the conversation, so the cached prefix is read, not rewritten.
   const request = withCacheBreakpoints({ system: input.system, tools: input.tools, messages: prefix }, input.cacheBreakpoints);
   let summary = '';
   try {
