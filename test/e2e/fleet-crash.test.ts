@@ -47,7 +47,7 @@ function freePort(): Promise<number> {
   });
 }
 
-async function startServer(): Promise<ChildProcess> {
+async function startServer(session = SESSION): Promise<ChildProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'server/src/cli/bin.ts', 'serve'], {
     cwd: ROOT,
     env: {
@@ -55,7 +55,7 @@ async function startServer(): Promise<ChildProcess> {
       DOCKHAND_DATA_DIR: dataDir,
       DOCKHAND_PORT: String(port),
       DOCKHAND_MODEL_BASE_URL: replay.url,
-      DOCKHAND_REPLAY_SESSION: SESSION,
+      DOCKHAND_REPLAY_SESSION: session,
       DOCKHAND_LEASE_SECONDS: '3',
       DOCKHAND_POLL_MS: '200',
       DOCKHAND_LOG_LEVEL: 'warn',
@@ -123,9 +123,20 @@ beforeAll(async () => {
       },
     ],
   });
-  replay.addCassette(`${SESSION}-review`, {
-    turns: [{ content: [{ type: 'tool_use', name: 'submit_review', input: { approved: true, problems: [], summary: 'Minimal, correct fix.' } }] }],
+  const approveReview = { turns: [{ content: [{ type: 'tool_use' as const, name: 'submit_review', input: { approved: true, problems: [], summary: 'Minimal, correct fix.' } }] }] };
+  replay.addCassette(`${SESSION}-review`, approveReview);
+  replay.addCassette(`${SESSION}-approval`, {
+    turns: [
+      { name: 'fix', content: [{ type: 'tool_use', name: 'edit_file', input: { path: 'src/calc.js', command: 'replace', old_text: 'let index = 1;', new_text: 'let index = 0;' } }] },
+      { name: 'destructive (waits for approval; the server is killed)', content: [{ type: 'tool_use', name: 'run_command', input: { command: 'git push origin HEAD:main' } }] },
+      {
+        name: 'finish after the restart',
+        expect: { toolResultContains: 'Interrupted: the server stopped while this tool call was running' },
+        content: [{ type: 'tool_use', name: 'finish', input: { summary: 'Fixed average(); did not push.' } }],
+      },
+    ],
   });
+  replay.addCassette(`${SESSION}-approval-review`, approveReview);
   dataDir = mkdtempSync(join(tmpdir(), 'dockhand-crash-'));
   fixture = createFixtureRepo('buggy-calc');
   // A lockfile so the snapshot's dependency step is `npm ci` (nothing to install) rather than an
@@ -215,5 +226,43 @@ describe('fleet server crash safety', () => {
     expect(await stopped(server)).toBe(0);
     const left = execFileSync('docker', ['ps', '-aq', '--filter', `label=dockhand.task=${id}`], { encoding: 'utf8' }).trim();
     expect(left).toBe('');
+  });
+
+  it('a command approval pending at the crash is closed on resume, and the loop goes on without running it', async () => {
+    server = await startServer(`${SESSION}-approval`);
+    const { id } = await api('POST', '/v1/tasks', z.object({ id: z.string() }), {
+      ticket: { kind: 'text', title: 'average() returns the wrong value', body: 'average([1, 2, 3]) should be 2.' },
+      context: { repo: bare, baseSha: fixture.sha },
+    });
+    const requested = await waitFor('the approval request', async () => {
+      const log = await events(id);
+      const failed = log.find((e) => e.type === 'task.failed');
+      if (failed) throw new Error(`task failed before the crash: ${JSON.stringify(failed.data)}`);
+      const event = log.find((e) => e.type === 'approval.requested');
+      return event?.type === 'approval.requested' ? event.data : undefined;
+    });
+    expect(requested.command).toContain('git push');
+    expect((await api('GET', `/v1/tasks/${id}`, Task)).state).toBe('awaiting_approval');
+    server.kill('SIGKILL');
+    await stopped(server);
+
+    server = await startServer(`${SESSION}-approval`);
+    await waitFor('awaiting_review after the restart', async () => {
+      const task = await api('GET', `/v1/tasks/${id}`, Task);
+      if (['failed', 'cancelled', 'budget_exhausted'].includes(task.state)) throw new Error(`task ended ${task.state}: ${task.error}`);
+      return task.state === 'awaiting_review' ? task : undefined;
+    });
+    const log = await events(id);
+    const resolved = log.find((e) => e.type === 'approval.resolved' && e.data.approvalId === requested.approvalId);
+    expect(resolved?.type === 'approval.resolved' && resolved.data).toMatchObject({ decision: 'denied', by: 'dockhand' });
+    expect(log.map((e) => e.seq)).toEqual(Array.from({ length: log.length }, (_, i) => i + 1));
+    // The command never ran: no tool.finished for it.
+    const call = log.find((e) => e.type === 'tool.called' && e.data.name === 'run_command');
+    const callId = call?.type === 'tool.called' ? call.data.toolUseId : '';
+    expect(log.some((e) => e.type === 'tool.finished' && e.data.toolUseId === callId)).toBe(false);
+    const rejected = await api('POST', `/v1/tasks/${id}/review`, Task, { action: 'reject', comments: [] });
+    expect(rejected.state).toBe('cancelled');
+    server.kill('SIGTERM');
+    expect(await stopped(server)).toBe(0);
   });
 });
