@@ -84,11 +84,8 @@ export function agentPort(options: AgentPortOptions): AgentPort {
 }
 
 function lastOf<T extends TaskEvent['type']>(events: TaskEvent[], type: T): Extract<TaskEvent, { type: T }> | undefined {
-  for (let i = events.length - 1; i >= 0; i--) {
-    const event = events[i];
-    if (event?.type === type) return event as Extract<TaskEvent, { type: T }>;
-  }
-  return undefined;
+  const isType = (event: TaskEvent): event is Extract<TaskEvent, { type: T }> => event.type === type;
+  return [...events].reverse().find(isType);
 }
 
 export interface PublisherOptions {
