@@ -100,7 +100,8 @@ describe('side panel in Chromium', () => {
       // The server's answer arrives as events; the card goes away and the row records the decision.
       await panel.send({ type: 'events', taskId: TASK_ID, reset: false, events: stamp(TASK_ID, approvalResolved(decision), approvalEvents.length + 1), clipped: [] });
       await card.waitFor({ state: 'detached' });
-      expect(await panel.page.textContent('.row-approval')).toContain(`${decision} by dev@example.com`);
+      // The row is redrawn on the next animation frame.
+      await panel.page.locator('.row-approval', { hasText: `${decision} by dev@example.com` }).waitFor({ timeout: 5_000 });
       await panel.page.close();
     }
   });
