@@ -225,8 +225,6 @@ async function startFleet(bundle, modelEnv) {
     DOCKHAND_HOST: '127.0.0.1',
     DOCKHAND_PORT: String(port),
     DOCKHAND_POLL_MS: '100',
-    // The configuration's default (claude-sonnet-4-5) reaches end-of-life on 2026-11-30.
-    DOCKHAND_MODEL: process.env.DOCKHAND_MODEL || 'claude-sonnet-4-6',
     ...modelEnv,
   };
   const log = createWriteStream(logPath, { flags: 'a' });

@@ -13,6 +13,14 @@ describe('loadConfig', () => {
     expect(config).toMatchObject({ port: 9000, scheduler: { concurrency: 4 }, sandbox: { unsafeRunc: false }, forge: { kind: 'github' } });
   });
 
+  it('uses ANTHROPIC_API_KEY even when the model is chosen by DOCKHAND_MODEL, unless a replay session is set', () => {
+    const withKey = loadConfig({ ANTHROPIC_API_KEY: 'sk-ant-test', DOCKHAND_MODEL: 'claude-opus-4-1' });
+    expect(withKey.model).toMatchObject({ apiKey: 'sk-ant-test', name: 'claude-opus-4-1' });
+    expect(loadConfig({}).model.name).toBe('claude-sonnet-4-6');
+    const replay = loadConfig({ ANTHROPIC_API_KEY: 'sk-ant-test', DOCKHAND_REPLAY_SESSION: 'demo' });
+    expect(replay.model.apiKey).toBeUndefined();
+  });
+
   it('names the bad variable', () => {
     let error: unknown;
     try {

@@ -22,12 +22,12 @@ export const Config = z.object({
     .object({
       apiKey: z.string().optional(),
       baseURL: z.string().url().optional(),
-      name: z.string().default('claude-sonnet-4-5'),
+      name: z.string().default('claude-sonnet-4-6'),
       fallback: z.string().optional(),
       /** Replay cassette session, for the offline demo and tests (apiKey becomes `replay:<session>`). */
       replaySession: z.string().optional(),
     })
-    .default({ name: 'claude-sonnet-4-5' }),
+    .default({ name: 'claude-sonnet-4-6' }),
   sandbox: z
     .object({
       image: z.string().default('dockhand/base:latest'),
@@ -130,7 +130,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Plai
     sourceOf.set(key, name);
   }
   for (const [key, value] of Object.entries(overrides)) setPath(raw, key, value);
-  if (!raw.model && (env.ANTHROPIC_API_KEY ?? '') !== '') setPath(raw, 'model.apiKey', env.ANTHROPIC_API_KEY);
+  // The SDK's own variable is honoured unless a Dockhand setting already names a key or a replay session.
+  const model = raw.model;
+  const hasModelCredential = typeof model === 'object' && model !== null && ('apiKey' in model || 'replaySession' in model);
+  if (!hasModelCredential && (env.ANTHROPIC_API_KEY ?? '') !== '') setPath(raw, 'model.apiKey', env.ANTHROPIC_API_KEY);
   const result = Config.safeParse(raw);
   if (!result.success) {
     const issue = result.error.issues[0];
