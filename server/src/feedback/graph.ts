@@ -25,6 +25,8 @@ const FileRecord = z.union([
       defined: z.array(z.string()),
       words: z.array(z.string()),
       attributes: z.array(z.string()),
+      imported: z.array(z.string()),
+      starImport: z.boolean(),
       topLevel: z.array(z.string()),
     }),
   }),
@@ -32,7 +34,7 @@ const FileRecord = z.union([
 type FileRecord = z.infer<typeof FileRecord>;
 
 const CachedSnapshot = z.object({
-  version: z.literal(3),
+  version: z.literal(4),
   baseSha: z.string(),
   files: z.array(z.string()),
   manifests: z.record(z.string(), z.string()),
@@ -59,7 +61,7 @@ export function indexSnapshot(snapshot: BaseSnapshot): CachedSnapshot {
     const record = parseRecord(path, text);
     if (record) records[path] = record;
   }
-  return { version: 3, baseSha: snapshot.baseSha, files: snapshot.files, manifests, records };
+  return { version: 4, baseSha: snapshot.baseSha, files: snapshot.files, manifests, records };
 }
 
 /**
@@ -224,12 +226,16 @@ export function buildGraph(files: Set<string>, records: Map<string, FileRecord>,
     const attributes = record.kind === 'py' ? new Set(record.parsed.attributes) : words;
     const edges = new Set<string>();
     const selfIsHub = hubSet.has(path);
+    // Through a package, Python code reaches a name as `pkg.name`, `from pkg import name`, or a
+    // star import; a bare word elsewhere (a local variable called `sigma`) is not a use of it.
+    const throughHub =
+      record.kind === 'py' && !selfIsHub && !record.parsed.starImport ? new Set([...record.parsed.attributes, ...record.parsed.imported]) : words;
     for (const target of targets) {
       // A hub's own imports are what it re-exports: only the ones its code uses are its edges.
       if (!selfIsHub || hubSet.has(target) || target.endsWith('conftest.py') || mentions(words, attributes, target)) edges.add(target);
     }
     for (const hub of hubTargets.get(path) ?? []) {
-      for (const member of membersOf(hub)) if (mentions(words, attributes, member)) edges.add(member);
+      for (const member of membersOf(hub)) if (mentions(throughHub, attributes, member)) edges.add(member);
     }
     edges.delete(path);
     effective.set(path, edges);

@@ -45,6 +45,20 @@ describe('parsePython names for hub pruning', () => {
     expect(parsed.attributes).toEqual(expect.arrayContaining(['cycles', 'find']));
   });
 
+  it('counts words inside strings only where the file looks names up dynamically', () => {
+    const filter = parsePython('import warnings\nwarnings.filterwarnings("ignore", message="betweenness_source")\n');
+    expect(filter.words).not.toContain('betweenness_source');
+    const lookup = parsePython('import networkx as nx\nfn = getattr(nx, "betweenness_source")\n');
+    expect(lookup.words).toContain('betweenness_source');
+  });
+
+  it('records names taken by from-imports and star imports (how code reaches through a package)', () => {
+    const parsed = parsePython('from networkx.utils import pairwise as pw\ndef f():\n    from pkg import *\n    sigma = 1\n    return pw(sigma)\n');
+    expect(parsed.imported).toEqual(['pairwise']);
+    expect(parsed.starImport).toBe(true);
+    expect(parsed.attributes).not.toContain('sigma');
+  });
+
   it('with __all__, re-exports exactly what it lists (plus its own definitions)', () => {
     const parsed = parsePython(['from .util import helper, other', '__all__ = ["f", "helper"]', 'def f():', '    return helper()'].join('\n'));
     expect(parsed.defined.sort()).toEqual(['f', 'helper']);

@@ -22,13 +22,19 @@ export interface PyParsed {
   defined: string[];
   /** Identifiers used anywhere outside import statements, `__all__` and triple-quoted strings. */
   words: string[];
-  /** Identifiers used as attributes (`nx.cycles`): how code reaches a submodule by its name. */
+  /** Identifiers used as attributes (`nx.cycles`, `nx.pairwise`): how code reaches through a package. */
   attributes: string[];
+  /** Names taken by `from x import name` anywhere in the file. */
+  imported: string[];
+  /** Whether the file does `from x import *` (then any word may come from a package). */
+  starImport: boolean;
   /** Top-level statements that run at import time (not def/class/decorator lines), for change classification. */
   topLevel: string[];
 }
 
 const IDENTIFIER = /[A-Za-z_][A-Za-z0-9_]*/g;
+const STRING_LITERAL = /[rbuf]*"(?:[^"\\]|\\.)*"|[rbuf]*'(?:[^'\\]|\\.)*'/gi;
+const DYNAMIC_LOOKUP = /\b(getattr|hasattr|setattr|import_module|__import__|eval|exec|globals|locals|vars)\s*\(/;
 const BLOCK_START = /^(if|elif|else|try|except|finally|with|for|while)\b/;
 
 export function parsePython(text: string): PyParsed {
@@ -37,6 +43,10 @@ export function parsePython(text: string): PyParsed {
   const words = new Set<string>();
   const fromImported = new Set<string>();
   const attributes = new Set<string>();
+  const stringWords = new Set<string>();
+  const imported = new Set<string>();
+  let starImport = false;
+  let dynamic = false;
   const exported = new Set<string>();
   const topLevel: string[] = [];
   const lines = text.split('\n');
@@ -67,6 +77,7 @@ export function parsePython(text: string): PyParsed {
       const parsed = parseImportStatement(line);
       if (parsed) {
         imports.push(...parsed.imports);
+        for (const entry of parsed.imports) for (const name of entry.names) if (name === '*') starImport = true; else imported.add(name);
         // Imported names are not usage (code that uses them mentions them again below), and a
         // plain `import x as y` re-exports a module, which the graph reaches as a hub anyway.
         for (const name of parsed.bound) if (indent === 0 || inTopLevelBlock) fromImported.add(name);
@@ -86,8 +97,13 @@ export function parsePython(text: string): PyParsed {
       for (const match of statement.matchAll(/["']([A-Za-z_]\w*)["']/g)) if (match[1]) exported.add(match[1]);
       continue;
     }
-    for (const word of line.match(IDENTIFIER) ?? []) words.add(word);
-    for (const match of line.matchAll(/\.([A-Za-z_]\w*)/g)) if (match[1]) attributes.add(match[1]);
+    // Words inside string literals count only in files that look names up dynamically
+    // (getattr, import_module, …); elsewhere a string such as a warning filter is text.
+    const code = line.replace(STRING_LITERAL, '""');
+    for (const word of code.match(IDENTIFIER) ?? []) words.add(word);
+    for (const literal of line.match(STRING_LITERAL) ?? []) for (const word of literal.match(IDENTIFIER) ?? []) stringWords.add(word);
+    if (DYNAMIC_LOOKUP.test(code)) dynamic = true;
+    for (const match of code.matchAll(/\.([A-Za-z_]\w*)/g)) if (match[1]) attributes.add(match[1]);
     if (indent === 0) {
       inTopLevelBlock = BLOCK_START.test(line);
       if (!/^(async\s+def|def|class)\s|^@/.test(line) && !/^("""|'''|"|')/.test(line)) topLevel.push(line);
@@ -104,7 +120,13 @@ export function parsePython(text: string): PyParsed {
   // What `pkg.name` can reach after `from .module import *`: `__all__` when the module has one,
   // else every top-level name including the ones it imported.
   for (const name of exported.size > 0 ? exported : fromImported) defined.add(name);
-  return { imports, defined: [...defined], words: [...words], attributes: [...attributes], topLevel };
+  if (dynamic) {
+    for (const word of stringWords) {
+      words.add(word);
+      attributes.add(word);
+    }
+  }
+  return { imports, defined: [...defined], words: [...words], attributes: [...attributes], imported: [...imported], starImport, topLevel };
 }
 
 /** Removes closed triple-quoted strings from a line; reports the delimiter of one left open. */
