@@ -92,9 +92,9 @@ export function installScript(): string {
     'if [ -f package-lock.json ] || [ -f npm-shrinkwrap.json ]; then npm ci --no-audit --no-fund --loglevel=error',
     'elif [ -f pnpm-lock.yaml ]; then if command -v pnpm >/dev/null; then pnpm install --frozen-lockfile; else echo "pnpm-lock.yaml found but pnpm is not in the base image" >&2; exit 1; fi',
     'elif [ -f yarn.lock ]; then if command -v yarn >/dev/null; then yarn install --frozen-lockfile; else echo "yarn.lock found but yarn is not in the base image" >&2; exit 1; fi',
-    'elif [ -f package.json ]; then npm install --no-audit --no-fund --loglevel=error; fi',
-    'reqs=$(ls requirements*.txt 2>/dev/null || true)',
-    'if [ -n "$reqs" ]; then python3 -m venv --system-site-packages .venv; for r in $reqs; do .venv/bin/pip install -q -r "$r"; done; fi',
+    'elif [ -f package.json ]; then npm install --no-package-lock --no-audit --no-fund --loglevel=error; fi',
+    // A shell glob, not `ls`: coreutils 9's ls fails under this host's gVisor release.
+    'for r in requirements*.txt; do [ -f "$r" ] || continue; [ -d .venv ] || python3 -m venv --system-site-packages .venv; .venv/bin/pip install -q -r "$r"; done',
     'if [ -f go.sum ] && command -v go >/dev/null; then go mod download; fi',
     `if [ -f ${SETUP_SCRIPT} ]; then bash ${SETUP_SCRIPT}; fi`,
   ].join('\n');
