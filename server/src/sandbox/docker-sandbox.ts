@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import type Docker from 'dockerode';
 import { DockhandError } from '../errors';
+import { ChannelClosed, ChannelFailure, openDockerChannel, type SandboxChannel } from './channel';
 import { DockerStreamDemuxer } from './demux';
 import { sandboxEnvironment } from './environment';
 import { CappedOutput } from './output';
@@ -15,6 +16,18 @@ const KILL_GRACE_MS = 2_000;
 const SANDBOX_USER = '1000:1000';
 /** Extra time the in-sandbox `timeout` gets before the host kills the tree itself. */
 const BACKSTOP_MS = 1_500;
+/** After the command channel failed to start, calls use docker exec this long before it is tried again. */
+const CHANNEL_RETRY_MS = 5_000;
+const CHANNEL_LOST_NOTE = '\n[dockhand: the sandbox command channel stopped while this command ran; its exit status is unknown]\n';
+
+type Started = { exitCode: Promise<number>; done: Promise<void>; abort: () => void };
+type StartOptions = {
+  cwd: string;
+  env?: Record<string, string> | undefined;
+  stdin?: Buffer | undefined;
+  user?: string | undefined;
+  onChunk: (chunk: Buffer, stream: 'stdout' | 'stderr') => void;
+};
 
 export interface RawResult {
   exitCode: number;
@@ -30,13 +43,21 @@ export interface ListOptions {
 }
 
 /**
- * One running sandbox container. Every command runs as uid 1000 through `docker exec`; file
- * operations are execs too (one round trip each, binary-safe through the multiplexed stream),
- * which measured faster under gVisor than getArchive/putArchive plus a separate path check.
+ * One running sandbox container. Every command runs as uid 1000; file operations and commands go
+ * through the sandbox's command channel (one long-lived `docker exec` running a small Node program,
+ * see channel.ts) when it is up, and through a `docker exec` each otherwise (one round trip each,
+ * binary-safe through the multiplexed stream). Both paths run the same wrapper and the same path
+ * checks. The channel starts on first use (that call and any while it starts take the exec path)
+ * and again after it dies; calls in flight when it dies are retried by exec when nothing ran yet.
  */
 export class DockerSandbox implements Sandbox {
   private destroyed = false;
   private readonly disposers: Array<() => void> = [];
+  private channel: SandboxChannel | undefined;
+  private channelStarting = false;
+  private channelRetryAt = 0;
+  /** How calls were served, and how often the channel was started; read by tests and benchmarks. */
+  readonly transport = { channel: 0, exec: 0, channelStarts: 0, channelPid: 0 };
   baseSha: string;
 
   constructor(
@@ -76,7 +97,9 @@ export class DockerSandbox implements Sandbox {
     // sweep; the host-side backstop and destroy() remain. `ulimit -v` bounds each process's
     // address space so a memory hog fails inside the sandbox (ENOMEM, V8 "out of memory")
     // instead of pushing the gVisor sandbox over its cgroup limit, where the host would kill the
-    // whole sandbox.
+    // whole sandbox. Through the channel, the channel does the same itself (setsid, prlimit --as,
+    // its own deadline timer and a sweep of the session through /proc), sparing the wrapper's
+    // processes; the pid file gets the session id there too, for the host-side backstop.
     const seconds = Math.max(0.1, timeoutMs / 1000).toFixed(3);
     const script = [
       'pidfile=$1; shift; exec 3<&0; set -m 2>/dev/null',
@@ -87,7 +110,7 @@ export class DockerSandbox implements Sandbox {
     ].join('\n');
     const cmd = ['setsid', '-w', 'sh', '-c', script, 'sh', pidFile, ...opts.cmd];
     let timedOut = false;
-    const run = this.start(cmd, {
+    const run = this.startCommand(cmd, {
       cwd: opts.cwd === undefined ? WORKSPACE : workspacePath(opts.cwd, 'cwd'),
       env: opts.env,
       stdin: opts.stdin === undefined ? undefined : Buffer.from(opts.stdin),
@@ -95,6 +118,10 @@ export class DockerSandbox implements Sandbox {
         (stream === 'stdout' ? stdout : stderr).push(chunk);
         opts.onOutput?.(chunk.toString('utf8'), stream);
       },
+      // Whatever the command left running dies with it, as on the exec path.
+      onLost: () => void this.killTree(pidFile),
+      // Through the channel the same limits apply without the wrapper's extra processes.
+      direct: { cmd: opts.cmd, timeoutMs, limitBytes: this.processMemoryKiB * 1024, pidFile },
     });
     let aborted = false;
     const kill = async (reason: 'timeout' | 'abort'): Promise<void> => {
@@ -130,6 +157,8 @@ export class DockerSandbox implements Sandbox {
 
   async readFile(path: string): Promise<Buffer> {
     workspacePath(path);
+    const served = await this.viaChannel((channel) => channel.readFile(path), path);
+    if (served) return served.value;
     const result = await this.raw(['sh', '-c', `cd ${WORKSPACE} && ${RESOLVE_INSIDE_WORKSPACE}; exec cat -- "$resolved"`, '_', path]);
     this.checkFileResult(result, path);
     return result.stdout;
@@ -137,15 +166,29 @@ export class DockerSandbox implements Sandbox {
 
   async writeFile(path: string, content: string | Buffer): Promise<void> {
     workspacePath(path);
+    const bytes = Buffer.isBuffer(content) ? content : Buffer.from(content);
+    if (await this.viaChannel((channel) => channel.writeFile(path, bytes), path)) return;
     const script = `cd ${WORKSPACE} && ${RESOLVE_INSIDE_WORKSPACE}; mkdir -p -- "$(dirname -- "$resolved")" && exec cat > "$resolved"`;
-    const result = await this.raw(['sh', '-c', script, '_', path], { stdin: Buffer.isBuffer(content) ? content : Buffer.from(content) });
+    const result = await this.raw(['sh', '-c', script, '_', path], { stdin: bytes });
     this.checkFileResult(result, path);
   }
 
   async listFiles(dir = '.', options: ListOptions = {}): Promise<FileEntry[]> {
     workspacePath(dir, 'dir');
     const limit = options.limit ?? 5_000;
-    const depth = options.recursive ? '' : '-maxdepth 1';
+    const prefix = workspacePath(dir, 'dir').slice(WORKSPACE.length + 1);
+    const served = await this.viaChannel((channel) => channel.listFiles(dir, options.recursive ?? false, limit), dir, 'dir');
+    const records = served ? served.value : await this.listByExec(dir, options.recursive ?? false, limit);
+    const entries: FileEntry[] = [];
+    for (const [kind, size, name] of records) {
+      const type = kind === 'd' ? 'dir' : kind === 'l' ? 'symlink' : 'file';
+      entries.push({ path: prefix ? `${prefix}/${name}` : name, type, size });
+    }
+    return entries.slice(0, limit).sort((a, b) => a.path.localeCompare(b.path));
+  }
+
+  private async listByExec(dir: string, recursive: boolean, limit: number): Promise<Array<[string, number, string]>> {
+    const depth = recursive ? '' : '-maxdepth 1';
     // %P is the path below the listed directory; NUL-separated so any file name survives.
     const script =
       `cd ${WORKSPACE} && ${RESOLVE_INSIDE_WORKSPACE}; ` +
@@ -153,16 +196,14 @@ export class DockerSandbox implements Sandbox {
       `find "$resolved" -mindepth 1 ${depth} \\( -name .git -o -name node_modules \\) -prune -o -printf '%y\\t%s\\t%P\\0' | head -z -n ${limit + 1}`;
     const result = await this.raw(['sh', '-c', script, '_', dir]);
     this.checkFileResult(result, dir, 'dir');
-    const prefix = workspacePath(dir, 'dir').slice(WORKSPACE.length + 1);
-    const entries: FileEntry[] = [];
+    const records: Array<[string, number, string]> = [];
     for (const record of result.stdout.toString('utf8').split('\0')) {
       if (record === '') continue;
       const [kind, size, name] = record.split('\t');
       if (kind === undefined || size === undefined || name === undefined) continue;
-      const type = kind === 'd' ? 'dir' : kind === 'l' ? 'symlink' : 'file';
-      entries.push({ path: prefix ? `${prefix}/${name}` : name, type, size: Number(size) });
+      records.push([kind, Number(size), name]);
     }
-    return entries.slice(0, limit).sort((a, b) => a.path.localeCompare(b.path));
+    return records;
   }
 
   /**
@@ -191,6 +232,7 @@ export class DockerSandbox implements Sandbox {
   async destroy(): Promise<void> {
     if (this.destroyed) return;
     this.destroyed = true;
+    this.channel?.close();
     for (const dispose of this.disposers.splice(0)) dispose();
     this.onDestroyed(this);
     try {
@@ -237,16 +279,122 @@ export class DockerSandbox implements Sandbox {
     throw new DockhandError('bad_request', `${field} "${path}": ${message || `exit ${result.exitCode}`}`, { field });
   }
 
-  private start(
+  /** The channel when it is up; otherwise undefined, starting it in the background unless it just failed to start. */
+  private usableChannel(): SandboxChannel | undefined {
+    if (this.destroyed) return undefined;
+    if (this.channel && !this.channel.isClosed) return this.channel;
+    if (!this.channelStarting && Date.now() >= this.channelRetryAt) void this.startChannel();
+    return undefined;
+  }
+
+  private async startChannel(): Promise<void> {
+    this.channelStarting = true;
+    this.transport.channelStarts += 1;
+    try {
+      const { channel, pid } = await openDockerChannel(this.container, { user: SANDBOX_USER, env: sandboxEnvironment(this.baseEnv), root: WORKSPACE });
+      if (this.destroyed) {
+        channel.close();
+        return;
+      }
+      this.channel = channel;
+      this.transport.channelPid = pid;
+      // A dead channel is started again by the next call (which itself takes the exec path).
+      channel.onClose(() => {
+        if (this.channel === channel) this.channel = undefined;
+      });
+    } catch {
+      this.channelRetryAt = Date.now() + CHANNEL_RETRY_MS;
+    } finally {
+      this.channelStarting = false;
+    }
+  }
+
+  /**
+   * A file operation through the channel: its value, a thrown path error mapped exactly as the exec
+   * path maps it, or undefined when the channel is not up or closed before answering (the caller
+   * then uses exec; file operations are safe to repeat).
+   */
+  private async viaChannel<T>(operation: (channel: SandboxChannel) => Promise<T>, path: string, field = 'path'): Promise<{ value: T } | undefined> {
+    const channel = this.usableChannel();
+    if (!channel) {
+      this.transport.exec += 1;
+      return undefined;
+    }
+    try {
+      const value = await operation(channel);
+      this.transport.channel += 1;
+      return { value };
+    } catch (error) {
+      if (error instanceof ChannelClosed) {
+        this.transport.exec += 1;
+        return undefined;
+      }
+      if (!(error instanceof ChannelFailure)) throw error;
+      this.transport.channel += 1;
+      this.checkFileResult({ exitCode: error.exitCode || 1, stdout: Buffer.alloc(0), stderr: Buffer.from(error.stderr) }, path, field);
+      throw error;
+    }
+  }
+
+  /**
+   * A command through the channel when it is up, else through docker exec. A command the channel
+   * could not start (it closed first, or spawn failed) runs by exec instead: nothing ran yet. One
+   * whose channel died while it ran is not repeated: its result says so, with exit code -1.
+   */
+  private startCommand(
     cmd: string[],
-    options: {
-      cwd: string;
-      env?: Record<string, string> | undefined;
-      stdin?: Buffer | undefined;
-      user?: string | undefined;
-      onChunk: (chunk: Buffer, stream: 'stdout' | 'stderr') => void;
-    },
-  ): { exitCode: Promise<number>; done: Promise<void>; abort: () => void } {
+    options: StartOptions & { onLost?: () => void; direct?: { cmd: string[]; timeoutMs: number; limitBytes: number; pidFile: string } },
+  ): Started {
+    const channel = options.user === undefined ? this.usableChannel() : undefined;
+    if (!channel) {
+      this.transport.exec += 1;
+      return this.start(cmd, options);
+    }
+    const env = Object.fromEntries(
+      sandboxEnvironment({ ...this.baseEnv, ...options.env }).map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)]),
+    );
+    const { direct } = options;
+    const run = channel.run(
+      direct ? { cmd: direct.cmd, cwd: options.cwd, env, stdin: options.stdin, direct: { timeoutMs: direct.timeoutMs, limitBytes: direct.limitBytes, pidFile: direct.pidFile } } : { cmd, cwd: options.cwd, env, stdin: options.stdin },
+      options.onChunk,
+    );
+    let fallback: Started | undefined;
+    let aborted = false;
+    const exitCode = (async (): Promise<number> => {
+      try {
+        await run.spawned;
+      } catch (error) {
+        if (!(error instanceof ChannelFailure || error instanceof ChannelClosed) || aborted) throw error;
+        this.transport.exec += 1;
+        fallback = this.start(cmd, options);
+        return fallback.exitCode;
+      }
+      this.transport.channel += 1;
+      try {
+        return await run.exitCode;
+      } catch (error) {
+        if (!(error instanceof ChannelClosed)) throw error;
+        options.onChunk(Buffer.from(CHANNEL_LOST_NOTE), 'stderr');
+        options.onLost?.();
+        return -1;
+      }
+    })();
+    const done = exitCode.then(
+      () => fallback?.done,
+      () => undefined,
+    );
+    return {
+      exitCode,
+      done,
+      abort: () => {
+        aborted = true;
+        run.cancel();
+        fallback?.abort();
+      },
+    };
+  }
+
+  private start(cmd: string[], options: StartOptions): Started {
     if (this.destroyed) {
       const gone = Promise.reject(new DockhandError('sandbox_unavailable', `sandbox ${this.id} was destroyed`));
       gone.catch(() => undefined);

@@ -1,0 +1,275 @@
+/**
+ * The program behind the in-sandbox command channel, run as `node -e CHANNEL_PROGRAM <root>` by
+ * Node 18 inside the sandbox (as the sandbox user). Kept as plain CommonJS text so no build step
+ * can rewrite it; `channel.ts` is the host side and describes the protocol.
+ *
+ * Paths are resolved the way `realpath -m` does in the exec path (every symlink followed, a
+ * missing tail allowed) and refused unless the result stays under the root; the file is then
+ * opened by its resolved path, so what was checked is what is read or written.
+ */
+export const CHANNEL_PROGRAM = String.raw`'use strict';
+// dockhand-channel
+const fs = require('fs');
+const fsp = fs.promises;
+const path = require('path');
+const { spawn } = require('child_process');
+const os = require('os');
+const ROOT = process.argv[1];
+const running = new Map();
+
+function send(message) {
+  process.stdout.write(JSON.stringify(message) + '\n');
+}
+
+// Shell-like failures ({ exitCode, stderr }) so the host maps them exactly as it maps the exec path's.
+function failure(exitCode, stderr) {
+  return Object.assign(new Error(stderr), { exitCode, stderr });
+}
+
+async function resolveMissing(target, depth) {
+  if (depth > 40) throw failure(1, target + ': Too many levels of symbolic links');
+  try {
+    return await fsp.realpath(target);
+  } catch (error) {
+    if (error.code !== 'ENOENT' && error.code !== 'ENOTDIR') throw error;
+  }
+  const stat = await fsp.lstat(target).catch(() => undefined);
+  if (stat && stat.isSymbolicLink()) {
+    const link = await fsp.readlink(target);
+    return resolveMissing(path.resolve(path.dirname(target), link), depth + 1);
+  }
+  const parent = path.dirname(target);
+  if (parent === target) return target;
+  return path.join(await resolveMissing(parent, depth + 1), path.basename(target));
+}
+
+async function resolveInside(relative) {
+  if (typeof relative !== 'string' || relative.includes('\0') || relative.startsWith('/')) throw failure(3, 'bad path');
+  const resolved = await resolveMissing(ROOT + '/' + relative, 0);
+  if (resolved !== ROOT && !resolved.startsWith(ROOT + '/')) throw failure(3, 'escapes the workspace: ' + resolved);
+  return resolved;
+}
+
+function describe(error) {
+  if (error && typeof error.exitCode === 'number') return { exitCode: error.exitCode, stderr: error.stderr };
+  const code = error && error.code;
+  if (code === 'ENOENT') return { exitCode: 1, stderr: 'No such file or directory' };
+  if (code === 'EISDIR') return { exitCode: 1, stderr: 'Is a directory' };
+  return { exitCode: 1, stderr: String((error && error.message) || error) };
+}
+
+async function readFile(request) {
+  const resolved = await resolveInside(request.path);
+  return { data: (await fsp.readFile(resolved)).toString('base64') };
+}
+
+async function writeFile(request) {
+  const resolved = await resolveInside(request.path);
+  await fsp.mkdir(path.dirname(resolved), { recursive: true });
+  await fsp.writeFile(resolved, Buffer.from(request.data, 'base64'));
+  return {};
+}
+
+// Like find -mindepth 1 [-maxdepth 1] with .git and node_modules pruned, stopping after limit + 1.
+async function listFiles(request) {
+  const resolved = await resolveInside(request.path);
+  const stat = await fsp.stat(resolved).catch(() => undefined);
+  if (!stat || !stat.isDirectory()) throw failure(4, 'not a directory');
+  const entries = [];
+  const wanted = request.limit + 1;
+  async function walk(dir, prefix, top) {
+    let names;
+    try {
+      names = await fsp.readdir(dir);
+    } catch (error) {
+      if (top) throw error;
+      return;
+    }
+    for (const name of names) {
+      if (entries.length >= wanted) return;
+      if (name === '.git' || name === 'node_modules') continue;
+      const full = dir + '/' + name;
+      const entry = await fsp.lstat(full).catch(() => undefined);
+      if (!entry) continue;
+      const relative = prefix ? prefix + '/' + name : name;
+      entries.push([entry.isDirectory() ? 'd' : entry.isSymbolicLink() ? 'l' : 'f', entry.size, relative]);
+      if (request.recursive && entry.isDirectory()) await walk(full, relative, false);
+    }
+  }
+  await walk(resolved, '', true);
+  return { entries };
+}
+
+// Kills a command's process group, then whatever else is left in its session (processes that
+// moved to groups of their own), without starting a process: a fork bomb may have used up the limit.
+function sweep(session) {
+  for (let round = 0; round < 5; round += 1) {
+    let found = false;
+    try {
+      process.kill(-session, 'SIGKILL');
+      found = true;
+    } catch (error) {
+      // No such group any more.
+    }
+    let names = [];
+    try {
+      names = fs.readdirSync('/proc');
+    } catch (error) {
+      return;
+    }
+    for (const name of names) {
+      if (!/^[0-9]+$/.test(name) || Number(name) === session) continue;
+      let stat;
+      try {
+        stat = fs.readFileSync('/proc/' + name + '/stat', 'utf8');
+      } catch (error) {
+        continue;
+      }
+      // Fields after "(comm)": state ppid pgrp session.
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(fields[3]) !== session) continue;
+      try {
+        process.kill(Number(name), 'SIGKILL');
+        found = true;
+      } catch (error) {
+        // Gone meanwhile.
+      }
+    }
+    if (!found) return;
+  }
+}
+
+// A command in a session of its own (detached: setsid), under an address-space limit (prlimit,
+// as ulimit -v does in the exec path's wrapper), killed with its session at its deadline, and its
+// leftovers killed when it ends. The session id goes to pidFile so the host can kill the session
+// by exec should the channel itself die.
+function run(request) {
+  const id = request.id;
+  const direct = request.direct;
+  const argv = direct ? ['prlimit', '--as=' + direct.limitBytes, '--'].concat(request.cmd) : request.cmd;
+  let child;
+  try {
+    child = spawn(argv[0], argv.slice(1), {
+      cwd: request.cwd,
+      env: request.env,
+      detached: Boolean(direct),
+      stdio: [request.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+    });
+  } catch (error) {
+    send(Object.assign({ id, type: 'error' }, describe(error)));
+    return;
+  }
+  if (child.pid !== undefined) running.set(id, child);
+  let spawned = false;
+  let finished = false;
+  let exitCode;
+  let deadline;
+  const finish = () => {
+    if (finished || exitCode === undefined) return;
+    finished = true;
+    running.delete(id);
+    send({ id, type: 'exit', exitCode });
+  };
+  if (direct && child.pid !== undefined) {
+    const session = child.pid;
+    fs.writeFile(direct.pidFile, String(session) + '\n', () => undefined);
+    deadline = setTimeout(() => sweep(session), direct.timeoutMs);
+    child.on('exit', () => {
+      clearTimeout(deadline);
+      sweep(session);
+      fs.unlink(direct.pidFile, () => undefined);
+    });
+  }
+  child.on('spawn', () => {
+    spawned = true;
+    send({ id, type: 'spawned', pid: child.pid });
+    if (child.stdin) {
+      child.stdin.on('error', () => undefined);
+      child.stdin.end(Buffer.from(request.stdin, 'base64'));
+    }
+  });
+  child.on('error', (error) => {
+    // Before spawn nothing ran: the host may run the command another way.
+    running.delete(id);
+    if (!spawned) send(Object.assign({ id, type: 'error' }, describe(error)));
+  });
+  child.stdout.on('data', (data) => send({ id, type: 'out', stream: 'stdout', data: data.toString('base64') }));
+  child.stderr.on('data', (data) => send({ id, type: 'out', stream: 'stderr', data: data.toString('base64') }));
+  child.on('exit', (code, signal) => {
+    exitCode = code !== null ? code : 128 + (os.constants.signals[signal] || 9);
+    // Output still in the pipes arrives before close; a process that escaped the sweep may hold
+    // them open, so close is not waited for long.
+    setTimeout(finish, 500);
+  });
+  child.on('close', () => finish());
+}
+
+function kill(request) {
+  const child = running.get(request.target);
+  if (!child) return;
+  if (request.sweep) return sweep(child.pid);
+  // The group when the command has become its leader (setsid), the process itself otherwise.
+  for (const target of [-child.pid, child.pid]) {
+    try {
+      process.kill(target, 'SIGKILL');
+    } catch (error) {
+      // Already gone.
+    }
+  }
+}
+
+const operations = { readFile, writeFile, listFiles };
+
+function handle(line) {
+  let request;
+  try {
+    request = JSON.parse(line);
+  } catch (error) {
+    process.stderr.write('unparsable request\n');
+    return;
+  }
+  if (request.op === 'run') return run(request);
+  if (request.op === 'kill') return kill(request);
+  const operation = operations[request.op];
+  if (!operation) return send({ id: request.id, type: 'error', exitCode: 1, stderr: 'unknown operation ' + request.op });
+  operation(request).then(
+    (result) => send(Object.assign({ id: request.id, type: 'result' }, result)),
+    (error) => send(Object.assign({ id: request.id, type: 'error' }, describe(error))),
+  );
+}
+
+let pending = [];
+process.stdin.on('data', (chunk) => {
+  let start = 0;
+  let newline;
+  while ((newline = chunk.indexOf(10, start)) !== -1) {
+    pending.push(chunk.subarray(start, newline));
+    const line = Buffer.concat(pending).toString('utf8');
+    pending = [];
+    start = newline + 1;
+    if (line.length > 0) handle(line);
+  }
+  if (start < chunk.length) pending.push(chunk.subarray(start));
+});
+// The host went away: commands must not outlive their channel.
+process.stdin.on('end', () => {
+  for (const child of running.values()) {
+    try {
+      process.kill(-child.pid, 'SIGKILL');
+    } catch (error) {
+      // Already gone.
+    }
+  }
+  process.exit(0);
+});
+process.stdout.on('error', () => process.exit(1));
+// Touch the file system once so libuv's thread pool exists before any command can use up the
+// process limit.
+fsp.realpath(ROOT).then(
+  () => send({ type: 'ready', pid: process.pid }),
+  (error) => {
+    process.stderr.write('channel root unusable: ' + error.message + '\n');
+    process.exit(1);
+  },
+);
+`;

@@ -1,0 +1,126 @@
+import Docker from 'dockerode';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DockerSandboxDriver } from './docker-driver';
+import type { DockerSandbox } from './docker-sandbox';
+import { checkSandboxHost } from './host-check';
+import { ensureBaseImage } from './test-support';
+
+/*
+ * The command channel under gVisor: once it is up, file operations and commands go through it
+ * with the exec path's semantics; when it dies, calls fall back to docker exec and it comes back.
+ * docker-driver.int.test.ts runs its isolation proofs through the channel as well.
+ */
+const docker = new Docker();
+let driver: DockerSandboxDriver;
+let sandbox: DockerSandbox;
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Makes calls until the channel has started and answers (the first calls take the exec path). */
+async function channelUp(target: DockerSandbox, previousPid = 0): Promise<number> {
+  for (let attempt = 0; attempt < 150; attempt += 1) {
+    const before = target.transport.channel;
+    await target.readFile('README.md');
+    if (target.transport.channel > before && target.transport.channelPid !== previousPid) return target.transport.channelPid;
+    await sleep(200);
+  }
+  throw new Error(`the channel did not come up: ${JSON.stringify(target.transport)}`);
+}
+
+beforeAll(async () => {
+  ensureBaseImage();
+  process.env.DOCKHAND_TEST_SERVER_SECRET = 'must-not-leak';
+  const host = await checkSandboxHost(docker);
+  driver = new DockerSandboxDriver({ docker, ownerId: `test-channel-${process.pid}`, runtime: host.runtime, limits: { memoryMiB: 1024, pids: 128 } });
+  sandbox = await driver.start({ image: 'dockhand/base:latest', baseSha: 'channel-test' });
+  await sandbox.writeFile('README.md', 'hello\n');
+  await channelUp(sandbox);
+});
+
+afterAll(async () => {
+  await driver?.destroyAll();
+});
+
+describe('sandbox command channel (runsc)', () => {
+  it('serves file operations through the channel, binary-safe, refusing escapes as the exec path does', async () => {
+    const before = { ...sandbox.transport };
+    const bytes = Buffer.from([0, 1, 2, 200, 255, 10, 13]);
+    await sandbox.writeFile('data/blob.bin', bytes);
+    expect(Buffer.compare(await sandbox.readFile('data/blob.bin'), bytes)).toBe(0);
+    expect(await sandbox.listFiles('data')).toEqual([{ path: 'data/blob.bin', type: 'file', size: 7 }]);
+    await sandbox.exec({ cmd: ['sh', '-c', 'ln -sfn /etc etc-link && ln -sfn /tmp/nowhere dangling-link'] });
+    await expect(sandbox.readFile('etc-link/passwd')).rejects.toThrow(/outside the workspace/);
+    await expect(sandbox.writeFile('etc-link/evil', 'x')).rejects.toThrow(/outside the workspace/);
+    await expect(sandbox.writeFile('dangling-link', 'x')).rejects.toThrow(/outside the workspace/);
+    await expect(sandbox.listFiles('etc-link')).rejects.toThrow(/outside the workspace/);
+    await expect(sandbox.readFile('../etc/passwd')).rejects.toThrow(/leaves the workspace/);
+    await expect(sandbox.readFile('/etc/passwd')).rejects.toThrow(/absolute/);
+    await expect(sandbox.readFile('missing.txt')).rejects.toThrow(/does not exist/);
+    await expect(sandbox.readFile('data')).rejects.toThrow(/is a directory/);
+    await expect(sandbox.listFiles('README.md')).rejects.toThrow(/not a directory/);
+    const check = await sandbox.exec({ cmd: ['sh', '-c', 'test -e /tmp/nowhere && echo written || echo absent'] });
+    expect(check.stdout).toBe('absent\n');
+    expect(sandbox.transport.exec).toBe(before.exec);
+    expect(sandbox.transport.channel - before.channel).toBe(12);
+  });
+
+  it('runs commands through the channel with the allowlisted env, ulimit, exit codes, stdin and the output cap', async () => {
+    const before = { ...sandbox.transport };
+    const env = await sandbox.exec({ cmd: ['sh', '-c', 'id -u; ulimit -v; env; pwd; exit 5'], cwd: 'data', env: { EXTRA: 'yes' } });
+    expect(env.exitCode).toBe(5);
+    expect(env.stdout).toMatch(/^1000\n786432\n/);
+    expect(env.stdout).toContain('EXTRA=yes');
+    expect(env.stdout).toContain('CI=true');
+    expect(env.stdout).not.toContain('must-not-leak');
+    expect(env.stdout).not.toContain('UV_THREADPOOL_SIZE');
+    expect(env.stdout.endsWith('/workspace/data\n')).toBe(true);
+    const chunks: string[] = [];
+    const capped = await sandbox.exec({ cmd: ['sh', '-c', 'cat; seq 1 20000'], stdin: 'from-stdin\n', outputCapBytes: 1000, onOutput: (chunk) => chunks.push(chunk) });
+    expect(capped.exitCode).toBe(0);
+    expect(capped.truncated).toBe(true);
+    expect(capped.stdout.startsWith('from-stdin\n1\n2\n')).toBe(true);
+    expect(capped.stdout.endsWith('19999\n20000\n')).toBe(true);
+    expect(chunks.join('').length).toBeGreaterThan(100_000);
+    expect(sandbox.transport.exec).toBe(before.exec);
+    expect(sandbox.transport.channel - before.channel).toBe(2);
+  });
+
+  it('kills a command at its timeout with its whole tree (124), and sweeps what a command leaves behind', async () => {
+    const timed = await sandbox.exec({ cmd: ['bash', '-c', 'sleep 1000 & (sleep 1001 &); sleep 1002'], timeoutMs: 1500 });
+    expect(timed.timedOut).toBe(true);
+    expect(timed.exitCode).toBe(124);
+    expect(timed.durationMs).toBeLessThan(6000);
+    const left = await sandbox.exec({ cmd: ['bash', '-c', 'sleep 1003 & echo started'] });
+    expect(left.stdout).toBe('started\n');
+    const ps = await sandbox.exec({ cmd: ['ps', '-eo', 'args'] });
+    expect(ps.stdout).not.toMatch(/sleep 100[0-3]/);
+    expect(ps.stdout).toContain('dockhand-channel');
+  });
+
+  it('falls back to docker exec when the channel dies, and starts it again lazily', async () => {
+    const firstPid = sandbox.transport.channelPid;
+    const starts = sandbox.transport.channelStarts;
+    // A command in flight when the channel dies is not repeated, and what it started is killed.
+    const running = sandbox.exec({ cmd: ['sh', '-c', 'echo begun; sleep 1004'], timeoutMs: 60_000 });
+    await sleep(1000);
+    const killed = await sandbox.raw(['kill', '-KILL', String(firstPid)]);
+    expect(killed.exitCode).toBe(0);
+    const lost = await running;
+    expect(lost.exitCode).toBe(-1);
+    expect(lost.stdout).toBe('begun\n');
+    expect(lost.stderr).toMatch(/command channel stopped while this command ran/);
+    // The next call is served by docker exec while the channel restarts in the background.
+    const exec = sandbox.transport.exec;
+    expect((await sandbox.readFile('README.md')).toString()).toBe('hello\n');
+    expect(sandbox.transport.exec).toBe(exec + 1);
+    const secondPid = await channelUp(sandbox, firstPid);
+    expect(secondPid).not.toBe(firstPid);
+    expect(sandbox.transport.channelStarts).toBe(starts + 1);
+    const ps = await sandbox.exec({ cmd: ['ps', '-eo', 'args'] });
+    expect(ps.stdout).not.toContain('sleep 1004');
+    expect(ps.stdout.match(/dockhand-channel/g)).toHaveLength(1);
+  });
+
+});
