@@ -8,7 +8,8 @@
  * opened by its resolved path, so what was checked is what is read or written.
  */
 export const CHANNEL_PROGRAM = String.raw`'use strict';
-// dockhand-channel
+// Keeps the agent's ps output (and its greps) free of this program's text.
+process.title = 'dockhand-channel';
 const fs = require('fs');
 const fsp = fs.promises;
 const path = require('path');
@@ -101,7 +102,7 @@ async function listFiles(request) {
 }
 
 // Kills a command's process group, then whatever else is left in its session (processes that
-// moved to groups of their own), without starting a process: a fork bomb may have used up the limit.
+// moved to groups of their own), without starting a process: the command may have used up the process limit.
 function sweep(session) {
   for (let round = 0; round < 5; round += 1) {
     let found = false;

@@ -123,4 +123,34 @@ describe('sandbox command channel (runsc)', () => {
     expect(ps.stdout.match(/dockhand-channel/g)).toHaveLength(1);
   });
 
+
+  it('stops a fork bomb run through the channel; the sandbox and its channel keep working', async () => {
+    const bomb = await driver.start({ image: 'dockhand/base:latest', baseSha: 'channel-bomb', limits: { pids: 64 } });
+    await bomb.writeFile('README.md', 'hello\n');
+    await channelUp(bomb);
+    const before = { ...bomb.transport };
+    const result = await bomb.exec({ cmd: ['bash', '-c', 'bomb() { bomb | bomb & }; bomb; sleep 3'], timeoutMs: 6000 });
+    expect(bomb.transport.channel).toBe(before.channel + 1);
+    expect(result.stderr).toMatch(/fork: .*Resource temporarily unavailable/);
+    const after = await bomb.exec({ cmd: ['sh', '-c', 'echo still here; ps -eo args'] });
+    expect(after.stdout).toMatch(/^still here\n/);
+    expect(after.stdout).not.toContain('bomb');
+    await bomb.destroy();
+  });
+
+  it('kills a memory hog run through the channel while the sandbox survives', async () => {
+    const hog = await driver.start({ image: 'dockhand/base:latest', baseSha: 'channel-hog', limits: { memoryMiB: 1024 } });
+    await hog.writeFile('README.md', 'hello\n');
+    await channelUp(hog);
+    const before = { ...hog.transport };
+    const result = await hog.exec({ cmd: ['node', '-e', 'const a = []; for (;;) a.push(Buffer.alloc(1 << 20, 1));'], timeoutMs: 60_000 });
+    expect(hog.transport.channel).toBe(before.channel + 1);
+    expect(result.exitCode).not.toBe(0);
+    expect(result.timedOut).toBe(false);
+    expect(result.stderr).toMatch(/out of memory|Allocation failed|Cannot allocate/i);
+    const after = await hog.exec({ cmd: ['echo', 'survived'] });
+    expect(after.stdout).toBe('survived\n');
+    await hog.destroy();
+  });
+
 });
