@@ -1,7 +1,8 @@
 import { defineConfig } from 'vitest/config';
 
 /**
- * One runner, three projects:
+ * One runner, three projects, run one after another (groupOrder) so that the Docker-heavy ones
+ * never compete with each other for the machine's cores:
  *  - unit:        *.test.ts next to the code; no Docker, no network, fast.
  *  - integration: *.int.test.ts; real Docker + gVisor, real git, real SQLite. Run one file at a time.
  *  - e2e:         test/e2e/**; crosses the pieces (server + sandbox + replay model + browser).
@@ -12,6 +13,7 @@ export default defineConfig({
       {
         test: {
           name: 'unit',
+          sequence: { groupOrder: 0 },
           include: ['{protocol,server,extension,webview-ui}/src/**/*.test.ts', 'scripts/**/*.test.ts'],
           exclude: ['**/*.int.test.ts', '**/node_modules/**'],
           environment: 'node',
@@ -20,6 +22,7 @@ export default defineConfig({
       {
         test: {
           name: 'integration',
+          sequence: { groupOrder: 1 },
           include: ['{protocol,server,extension,webview-ui}/src/**/*.int.test.ts'],
           fileParallelism: false,
           testTimeout: 180_000,
@@ -29,6 +32,7 @@ export default defineConfig({
       {
         test: {
           name: 'e2e',
+          sequence: { groupOrder: 2 },
           include: ['test/e2e/**/*.test.ts'],
           fileParallelism: false,
           testTimeout: 300_000,
