@@ -265,8 +265,14 @@ describe('runAgent', () => {
 
   it('is cancelled through its AbortSignal', async () => {
     const controller = new AbortController();
-    const model = new ScriptedModel([{ tools: [FIX] }, { tools: [{ name: 'list_files', input: {} }] }], { delayMs: 200 });
-    setTimeout(() => controller.abort(), 300);
+    // The developer interrupts while the model works on its second turn (after the fix was applied).
+    const model = new ScriptedModel([
+      { tools: [FIX] },
+      () => {
+        controller.abort();
+        return { tools: [{ name: 'list_files', input: {} }] };
+      },
+    ]);
     const outcome = await runAgent(options(model, { signal: controller.signal }));
     expect(outcome.status).toBe('cancelled');
     expect(outcome.diff).toMatch(/let index = 0;/);
