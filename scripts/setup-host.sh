@@ -82,5 +82,5 @@ if ! engine_up; then
 fi
 engine_up || die "the Docker engine did not start; see /var/log/dockerd.log"
 
-docker info --format '{{json .Runtimes}}' | grep -q '"runsc"' || die "the engine answers but runsc is not registered; check /etc/docker/daemon.json"
+docker info --format '{{json .Runtimes}}' | grep '"runsc"' >/dev/null || die "the engine answers but runsc is not registered; check /etc/docker/daemon.json"
 log "ready: Docker $(docker version --format '{{.Server.Version}}'), runtime runsc registered ($RUNSC)"

@@ -10,14 +10,14 @@ here=$(cd "$(dirname "$0")/../.." && pwd)
 need=()
 command -v rg >/dev/null 2>&1 || need+=(ripgrep)
 command -v git >/dev/null 2>&1 || need+=(git)
-if ! command -v ctags >/dev/null 2>&1 || ! ctags --list-features 2>/dev/null | grep -q '^json'; then need+=(universal-ctags); fi
+if ! command -v ctags >/dev/null 2>&1 || ! ctags --list-features 2>/dev/null | grep '^json' >/dev/null; then need+=(universal-ctags); fi
 if [ ${#need[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${need[@]}"
 fi
-rg --version | head -1
-ctags --version | head -1
+rg --version | sed -n 1p
+ctags --version | sed -n 1p
 
 if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then
   "$here/sandbox-images/base/build.sh" >/dev/null

@@ -10,6 +10,6 @@ if [ ! -s /etc/ssl/certs/ca-certificates.crt ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends ca-certificates >/dev/null
 fi
-docker info --format '{{json .Runtimes}}' | grep -q '"runsc-egress"' \
+docker info --format '{{json .Runtimes}}' | grep '"runsc-egress"' >/dev/null \
   || { echo "[needs/sandbox] runtime runsc-egress is not registered; run scripts/setup-host.sh" >&2; exit 1; }
 bash sandbox-images/base/build.sh >/dev/null
