@@ -104,7 +104,8 @@ async function listFiles(request) {
 // Kills a command's process group, then whatever else is left in its session (processes that
 // moved to groups of their own), without starting a process: the command may have used up the process limit.
 function sweep(session) {
-  for (let round = 0; round < 5; round += 1) {
+  // Several rounds: gVisor does not make a group kill atomic against concurrent forks.
+  for (let round = 0; round < 100; round += 1) {
     let found = false;
     try {
       process.kill(-session, 'SIGKILL');

@@ -105,7 +105,11 @@ export class DockerSandbox implements Sandbox {
       'pidfile=$1; shift; exec 3<&0; set -m 2>/dev/null',
       `timeout -s KILL ${seconds} sh -c 'ulimit -v ${this.processMemoryKiB}; "$@"' sh "$@" <&3 &`,
       'job=$!; echo $$ > "$pidfile"; wait $job; code=$?; exec 3<&-',
-      'kill -KILL -- -$job 2>/dev/null; for p in $(pgrep -s $$); do [ "$p" = $$ ] || kill -KILL "$p" 2>/dev/null; done',
+      // Kill the group (timeout's, which it made itself) again until it is empty: gVisor does not
+      // make a group kill atomic against concurrent forks, so a fork bomb can leave survivors.
+      // Builtins only, as the process limit may be used up; dash's kill takes `-PGID`, not `-- -PGID`.
+      'n=0; while kill -KILL -$job 2>/dev/null && [ $n -lt 5000 ]; do n=$((n+1)); done',
+      'for p in $(pgrep -s $$); do [ "$p" = $$ ] || kill -KILL "$p" 2>/dev/null; done',
       'rm -f "$pidfile"; exit $code',
     ].join('\n');
     const cmd = ['setsid', '-w', 'sh', '-c', script, 'sh', pidFile, ...opts.cmd];
