@@ -15,6 +15,7 @@ import { authHook, requireUser, WS_PROTOCOL } from './api/auth';
 import type { AppDeps } from './api/deps';
 import { eventRoutes } from './api/events';
 import { flakyRoutes } from './api/flaky';
+import { webhookRoutes } from './api/webhooks';
 import { metricsRoutes } from './api/metrics';
 import { taskRoutes } from './api/tasks';
 import { DockhandError, asDockhandError } from './errors';
@@ -99,6 +100,9 @@ export async function app(fastify: FastifyInstance, deps: AppDeps): Promise<void
     if (deps.sandboxCheck) await check('sandbox', deps.sandboxCheck);
     return reply.code(ok ? 200 : 503).send({ ok, checks });
   });
+
+  // Signed by the forge, not by a user: outside the bearer-token scope.
+  await fastify.register(webhookRoutes, { ...deps, prefix: '/v1' });
 
   await fastify.register(async (authed) => {
     authed.addHook('onRequest', authHook(deps.store));

@@ -55,6 +55,8 @@ export const Config = z.object({
       kind: z.enum(['local', 'github']).default('local'),
       /** Short-lived push token (GitHub). Never logged: redacted by the logger. */
       pushToken: z.string().optional(),
+      /** Secret GitHub signs webhook deliveries with; enables POST /v1/webhooks/github. Redacted. */
+      webhookSecret: z.string().min(16, 'use a random secret of at least 16 characters').optional(),
       requiredApprovals: intFromString.min(1).max(10).default(1),
     })
     .default({ kind: 'local', requiredApprovals: 1 }),
@@ -82,6 +84,7 @@ export const ENV_KEYS: Record<string, string> = {
   DOCKHAND_RATE_LIMIT_PER_MINUTE: 'rateLimit.perMinute',
   DOCKHAND_FORGE: 'forge.kind',
   DOCKHAND_PUSH_TOKEN: 'forge.pushToken',
+  DOCKHAND_GITHUB_WEBHOOK_SECRET: 'forge.webhookSecret',
   DOCKHAND_REQUIRED_APPROVALS: 'forge.requiredApprovals',
 };
 

@@ -15,7 +15,7 @@ export interface RunningServer {
  * running tasks are aborted and stay resumable, the API closes, sandboxes are released.
  */
 export async function startServer(config: Config, options: { logger?: Logger; parts?: Partial<FleetParts>; handleSignals?: boolean } = {}): Promise<RunningServer> {
-  const logger = options.logger ?? createLogger({ level: config.logLevel, secrets: [config.forge.pushToken ?? '', config.model.apiKey ?? ''] });
+  const logger = options.logger ?? createLogger({ level: config.logLevel, secrets: [config.forge.pushToken ?? '', config.forge.webhookSecret ?? '', config.model.apiKey ?? ''] });
   const sandboxes = options.parts?.sandboxes
     ? { provider: options.parts.sandboxes, check: options.parts.sandboxCheck, close: async () => undefined }
     : await createSandboxProvider(config, logger);

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Task, TicketSummary } from '@dockhand/protocol';
 import type { EventHub, EventLog } from '../store/hub';
 import type { Store } from '../store/types';
+import type { WebhookDeps } from './webhooks';
 
 /** What the runner offers the API: wake the scheduler, abort in-process work, a live diff. */
 export interface TaskControl {
@@ -33,6 +34,8 @@ export interface AppDeps {
   sandboxCheck?: () => Promise<void>;
   /** Pushes needed before a PR may open (the repo policy may raise it). */
   requiredApprovals?: (task: Task) => Promise<number>;
+  /** Forge webhooks (GitHub), when a secret is configured. */
+  webhooks?: WebhookDeps;
   logger?: Logger;
   limits?: {
     /** Requests per minute per user. */

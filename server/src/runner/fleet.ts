@@ -122,6 +122,9 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
       return Math.max(config.forge.requiredApprovals, policy?.requiredApprovals ?? 1);
     },
     limits: { ratePerMinute: config.rateLimit.perMinute },
+    ...(config.forge.webhookSecret
+      ? { webhooks: { githubSecret: config.forge.webhookSecret, onPullRequest: async () => void (await outcomes.pollOnce()) } }
+      : {}),
     ...(parts.logger ? { logger: parts.logger } : {}),
   });
   let closed = false;
