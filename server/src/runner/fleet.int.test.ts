@@ -1,16 +1,10 @@
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Task } from '@dockhand/protocol';
-import { loadConfig } from '../config';
-import { LocalForge } from '../forge';
-import { createFleet, type Fleet } from './fleet';
-import { FakeSandboxProvider, ScriptedAgent, editLikeTheAgent } from './testing/fakes';
+import type { LocalForge } from '../forge';
+import type { Fleet } from './fleet';
+import { composedFleet, git } from './testing/composed-fleet';
 
-const gitEnv = { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' };
-const git = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd, env: gitEnv, encoding: 'utf8' }).trim();
 
 let dir: string;
 let fleet: Fleet;
@@ -20,27 +14,7 @@ let token: string;
 let forge: LocalForge;
 
 beforeEach(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'dockhand-fleet-'));
-  const work = join(dir, 'work');
-  mkdirSync(join(work, 'src'), { recursive: true });
-  writeFileSync(join(work, 'src/a.ts'), 'one\ntwo\nthree\n');
-  git(work, 'init', '-q', '-b', 'main');
-  git(work, 'add', '-A');
-  git(work, 'commit', '-q', '-m', 'base');
-  sha = git(work, 'rev-parse', 'HEAD');
-  const config = loadConfig({ DOCKHAND_DATA_DIR: join(dir, 'data'), DOCKHAND_POLL_MS: '20' });
-  fleet = await createFleet(config, {
-    sandboxes: new FakeSandboxProvider(),
-    agent: new ScriptedAgent(async (input) => {
-      await editLikeTheAgent(input, 'two', 'TWO');
-      return { outcome: 'finished', summary: 'Made two loud.', diff: await input.sandbox.diff() };
-    }),
-  });
-  forge = new LocalForge({ dataDir: join(config.dataDir, 'forge'), store: fleet.store.pullRequests });
-  bare = await forge.createRepository('app', work);
-  await fleet.store.createUser('alice', 'user');
-  token = (await fleet.store.createToken('alice')).token;
-  fleet.scheduler.start();
+  ({ dir, fleet, forge, bare, sha, token } = await composedFleet('dockhand-fleet-'));
 });
 afterEach(async () => {
   await fleet.close();

@@ -1,0 +1,51 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from '../../config';
+import { LocalForge } from '../../forge';
+import { createFleet, type Fleet } from '../fleet';
+import { FakeSandboxProvider, ScriptedAgent, editLikeTheAgent } from './fakes';
+
+const gitEnv = { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' };
+export const git = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd, env: gitEnv, encoding: 'utf8' }).trim();
+
+export interface ComposedFleet {
+  dir: string;
+  fleet: Fleet;
+  forge: LocalForge;
+  /** The local forge's bare repository `app`, holding `src/a.ts` ("one two three") at `sha`. */
+  bare: string;
+  sha: string;
+  /** Bearer token of the user `alice`. */
+  token: string;
+}
+
+/**
+ * A whole fleet (SQLite store, API, scheduler, runner, policy, local forge) over a one-file repo,
+ * with the in-memory sandbox and a scripted agent that makes `two` loud. The scheduler is started.
+ */
+export async function composedFleet(prefix: string): Promise<ComposedFleet> {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const work = join(dir, 'work');
+  mkdirSync(join(work, 'src'), { recursive: true });
+  writeFileSync(join(work, 'src/a.ts'), 'one\ntwo\nthree\n');
+  git(work, 'init', '-q', '-b', 'main');
+  git(work, 'add', '-A');
+  git(work, 'commit', '-q', '-m', 'base');
+  const sha = git(work, 'rev-parse', 'HEAD');
+  const config = loadConfig({ DOCKHAND_DATA_DIR: join(dir, 'data'), DOCKHAND_POLL_MS: '20' });
+  const fleet = await createFleet(config, {
+    sandboxes: new FakeSandboxProvider(),
+    agent: new ScriptedAgent(async (input) => {
+      await editLikeTheAgent(input, 'two', 'TWO');
+      return { outcome: 'finished', summary: 'Made two loud.', diff: await input.sandbox.diff() };
+    }),
+  });
+  const forge = new LocalForge({ dataDir: join(config.dataDir, 'forge'), store: fleet.store.pullRequests });
+  const bare = await forge.createRepository('app', work);
+  await fleet.store.createUser('alice', 'user');
+  const token = (await fleet.store.createToken('alice')).token;
+  fleet.scheduler.start();
+  return { dir, fleet, forge, bare, sha, token };
+}
