@@ -1,6 +1,7 @@
 import type Anthropic from '@anthropic-ai/sdk';
-import type { Ticket } from '@dockhand/protocol';
+import { formatFieldPath, type Ticket } from '@dockhand/protocol';
 import { z } from 'zod';
+import type { ModelTurnRequest } from '../model/types';
 import { toolUsesOf } from './conversation';
 import { capOutput } from './tools/output';
 import { toInputSchema } from './tools/types';
@@ -9,6 +10,10 @@ import { toInputSchema } from './tools/types';
  * The self-review half of the verified stop: a separate model call with a reviewer's system
  * prompt that sees the ticket, the agent's summary, the test result and the full diff, and must
  * answer through the submit_review tool so the verdict is structured, not parsed from prose.
+ * The request forces that tool (tool_choice), so the API answers with the call and no prose; the
+ * call's input is still checked here, because the API does not hold it to the schema, a reply can
+ * be cut at max_tokens and a refusal ends the turn without it. Any of those is a review that does
+ * not approve, with the reason; it never throws.
  */
 
 export const ReviewVerdict = z.object({
@@ -39,7 +44,7 @@ export function buildReviewRequest(input: {
   diff: string;
   summary: string;
   tests: string;
-}): { system: Anthropic.TextBlockParam[]; tools: Anthropic.Tool[]; messages: Anthropic.MessageParam[] } {
+}): Pick<ModelTurnRequest, 'system' | 'tools' | 'toolChoice' | 'messages'> {
   const diff = capOutput(input.diff, MAX_DIFF_CHARS).text;
   const text = [
     `<ticket>\n${input.ticket.title}\n\n${input.ticket.body}\n</ticket>`,
@@ -51,14 +56,27 @@ export function buildReviewRequest(input: {
   return {
     system: [{ type: 'text', text: REVIEWER_SYSTEM }],
     tools: [SUBMIT_REVIEW_TOOL],
+    toolChoice: { type: 'tool', name: SUBMIT_REVIEW_TOOL.name, disable_parallel_tool_use: true },
     messages: [{ role: 'user', content: [{ type: 'text', text }] }],
   };
 }
 
-/** The verdict from a reviewer reply, or undefined when it did not call submit_review properly. */
-export function parseReview(message: Anthropic.Message): ReviewVerdict | undefined {
+/**
+ * The verdict of a reviewer reply. A reply without a usable submit_review call is a verdict that
+ * does not approve, whose one problem says what was wrong with the reply.
+ */
+export function reviewVerdictOf(message: Anthropic.Message): ReviewVerdict {
+  const unusable = (why: string): ReviewVerdict => ({
+    approved: false,
+    problems: [`The reviewer returned no usable verdict (${why}), so the change is not verified; call finish again for a new review.`],
+    summary: '',
+  });
   const use = toolUsesOf(message.content).find((candidate) => candidate.name === SUBMIT_REVIEW_TOOL.name);
-  if (!use) return undefined;
+  if (!use) return unusable(`no submit_review call; the reply stopped with ${message.stop_reason ?? 'no stop reason'}`);
   const verdict = ReviewVerdict.safeParse(use.input);
-  return verdict.success ? verdict.data : undefined;
+  if (verdict.success) return verdict.data;
+  const cut = message.stop_reason === 'max_tokens' ? ', the reply was cut off at max_tokens' : '';
+  const issue = verdict.error.issues[0];
+  const field = issue ? formatFieldPath(issue.path) || '(input)' : '(input)';
+  return unusable(`submit_review input ${field}: ${issue?.message ?? 'invalid'}${cut}`);
 }

@@ -4,7 +4,7 @@ import type { ModelClient } from '../model/types';
 import type { Sandbox } from '../sandbox/types';
 import { recordModelTurn } from './model-turn';
 import type { EventSink } from './ports';
-import { buildReviewRequest, parseReview, type ReviewVerdict } from './review';
+import { buildReviewRequest, reviewVerdictOf, type ReviewVerdict } from './review';
 import { describeTestReport, testsFinishedData } from './tools/run-tests';
 import { isCiConfigPath, isTestPath } from './tools/paths';
 
@@ -47,14 +47,9 @@ export function changedPaths(diff: string): string[] {
 
 async function review(input: VerifyInput, diff: string, tests: TestReport): Promise<ReviewVerdict> {
   const request = buildReviewRequest({ ticket: input.ticket, diff, summary: input.summary, tests: describeTestReport(tests) });
-  // One retry when the reviewer answers in prose instead of calling submit_review; then fail closed.
-  for (let attempt = 0; attempt < 2; attempt += 1) {
-    const result = await input.model.turn({ ...request, maxTokens: input.maxTokens, signal: input.signal });
-    await recordModelTurn(input.events, input.turn, result, 'review');
-    const verdict = parseReview(result.message);
-    if (verdict) return verdict;
-  }
-  return { approved: false, problems: ['The reviewer did not return a structured verdict; the change is not verified.'], summary: '' };
+  const result = await input.model.turn({ ...request, maxTokens: input.maxTokens, signal: input.signal });
+  await recordModelTurn(input.events, input.turn, result, 'review');
+  return reviewVerdictOf(result.message);
 }
 
 export async function verifyFinish(input: VerifyInput): Promise<VerifyResult> {

@@ -206,6 +206,38 @@ describe('AnthropicModelClient', () => {
     expect(server.requests(session)).toHaveLength(2);
   });
 
+  it('sends toolChoice as tool_choice, and nothing when it is absent', async () => {
+    const { client, session } = harness({
+      turns: [
+        { content: [{ type: 'tool_use', name: 'run_tests', input: {} }] },
+        { content: [{ type: 'tool_use', name: 'run_tests', input: { scope: 'src' } }] },
+      ],
+    });
+    const forced = await client.turn({ ...request(), toolChoice: { type: 'tool', name: 'run_tests', disable_parallel_tool_use: true } });
+    expect(forced.message.content).toMatchObject([{ type: 'tool_use', name: 'run_tests' }]);
+    const toolUse = forced.message.content[0];
+    if (toolUse?.type !== 'tool_use') throw new Error('expected tool_use');
+    await client.turn(
+      request([
+        { role: 'user', content: 'Fix add().' },
+        { role: 'assistant', content: forced.message.content },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: toolUse.id, content: 'ok' }] },
+      ]),
+    );
+    const [first, second] = server.requests(session);
+    expect(first?.body.tool_choice).toEqual({ type: 'tool', name: 'run_tests', disable_parallel_tool_use: true });
+    expect(second?.body).not.toHaveProperty('tool_choice');
+  });
+
+  it('does not retry a tool_choice the API rejects, and says which field was wrong', async () => {
+    const { client, retries } = harness({ turns: [{ content: [{ type: 'tool_use', name: 'run_tests', input: {} }] }] });
+    const error = await client.turn({ ...request(), toolChoice: { type: 'tool', name: 'submit_review' } }).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(DockhandError);
+    expect(error instanceof DockhandError ? error.code : undefined).toBe('model_unavailable');
+    expect(String(error)).toContain('tool_choice.name: tool "submit_review" is not among the request\'s tools: "run_tests"');
+    expect(retries).toEqual([]);
+  });
+
   it('abandons a stalled stream after the idle timeout and retries it', async () => {
     const { client, retries } = harness({ deltaDelayMs: 400, turns: [{ content: [{ type: 'text', text: 'slow' }] }] }, {
       idleTimeoutMs: 150,

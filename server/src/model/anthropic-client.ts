@@ -123,6 +123,7 @@ export class AnthropicModelClient implements ModelClient {
         messages: request.messages,
         ...(request.system.length > 0 ? { system: request.system } : {}),
         ...(request.tools.length > 0 ? { tools: request.tools } : {}),
+        ...(request.toolChoice ? { tool_choice: request.toolChoice } : {}),
       },
       { signal },
     );

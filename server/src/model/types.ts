@@ -5,6 +5,15 @@ export interface ModelTurnRequest {
   system: Anthropic.TextBlockParam[];
   tools: Anthropic.Tool[];
   messages: Anthropic.MessageParam[];
+  /**
+   * How the model must use `tools` (the API's `tool_choice`; absent: `auto`). `any` and `tool`
+   * force a tool call: the API then prefills the assistant turn, so the reply is the tool_use
+   * block with no text before it, and it refuses the request if extended thinking is enabled
+   * ("Thinking may not be enabled when tool_choice forces tool use"). A forced reply can still
+   * be unusable: input that does not match the schema (the API does not check it), a reply cut
+   * at max_tokens, or a refusal; the caller validates the input.
+   */
+  toolChoice?: Anthropic.ToolChoice;
   maxTokens?: number;
   signal?: AbortSignal;
   /** Streaming text as it arrives (for live display); the returned message is authoritative. */

@@ -35,7 +35,8 @@ const isRegex = (source: string): boolean => {
 
 /**
  * Checks on the request a turn answers. "Tool results" are the tool_result blocks of the last
- * user message; "user text" is its text. Every given check must hold.
+ * user message; "user text" is its text; "tool choice" is the request's `tool_choice`. Every
+ * given check must hold.
  */
 export const Expectation = z
   .object({
@@ -43,6 +44,12 @@ export const Expectation = z
     toolResultMatches: z.string().min(1).refine(isRegex, 'not a valid regular expression').optional(),
     toolResultIsError: z.boolean().optional(),
     userTextContains: z.string().min(1).optional(),
+    /** The request's tool_choice (absent counts as `auto`); `name` only with `tool`, and optional there. */
+    toolChoice: z
+      .object({ type: z.enum(['auto', 'any', 'tool', 'none']), name: z.string().min(1).optional() })
+      .strict()
+      .refine((choice) => choice.name === undefined || choice.type === 'tool', { message: 'name is only for type tool', path: ['name'] })
+      .optional(),
   })
   .strict();
 export type Expectation = z.infer<typeof Expectation>;

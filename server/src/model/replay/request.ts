@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { positionOfToolUseId, stepTurns, type Cassette, type Expectation } from './cassette';
+import { ToolChoice, describeToolChoice, toolChoiceMatches } from './tool-choice';
 
 /*
  * The parts of a Messages API request the replay server reads. Everything else passes through
@@ -17,7 +18,10 @@ const promptFields = {
   model: z.string().min(1),
   messages: z.array(MessageParam).min(1),
   system: z.union([z.string(), z.array(Block)]).optional(),
-  tools: z.array(z.looseObject({ cache_control: CacheControl.nullish() })).optional(),
+  tools: z.array(z.looseObject({ name: z.string().min(1), cache_control: CacheControl.nullish() })).optional(),
+  tool_choice: ToolChoice.optional(),
+  /** Read only to refuse thinking with a forced tool_choice, as the API does. */
+  thinking: z.looseObject({ type: z.string() }).optional(),
 };
 export const CountTokensRequest = z.looseObject(promptFields);
 export type CountTokensRequest = z.infer<typeof CountTokensRequest>;
@@ -128,6 +132,11 @@ export function unmetExpectation(expectation: Expectation, request: CountTokensR
     if (!results.some((result) => result.isError === wanted)) {
       return `toolResultIsError ${String(wanted)} not met: ${shown()}`;
     }
+  }
+  if (expectation.toolChoice !== undefined && !toolChoiceMatches(request, expectation.toolChoice)) {
+    const wanted = expectation.toolChoice;
+    const shownWanted = wanted.name === undefined ? `{type: ${wanted.type}}` : `{type: ${wanted.type}, name: ${wanted.name}}`;
+    return `toolChoice ${shownWanted} not met: the request sent ${describeToolChoice(request.tool_choice)}`;
   }
   if (expectation.userTextContains !== undefined) {
     if (!last.text.includes(expectation.userTextContains)) {

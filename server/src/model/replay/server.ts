@@ -6,6 +6,7 @@ import { DEFAULT_PRICES } from '../pricing';
 import { parseCassette, stepTurns, type Cassette, type CassetteInput, type Fault, type Turn } from './cassette';
 import { PromptCache, TooManyBreakpointsError, totalTokens, type CacheUsage } from './prompt-cache';
 import { CountTokensRequest, MessagesRequest, positionOf, unmetExpectation } from './request';
+import { invalidToolChoice, unmetToolChoice } from './tool-choice';
 import { ERROR_STATUS, buildMessage, errorBody, formatSse, newRequestId, streamEvents, type ApiErrorType } from './wire';
 
 /*
@@ -109,6 +110,8 @@ export async function startReplayServer(options: ReplayServerOptions = {}): Prom
   const handleMessages = async (request: IncomingMessage, response: ServerResponse, requestId: string): Promise<void> => {
     const { name, session } = resolveSession(request);
     const body = parseBody(MessagesRequest, await readJson(request));
+    const badChoice = invalidToolChoice(body);
+    if (badChoice) throw new ApiFailure('invalid_request_error', badChoice);
     const position = positionOf(body, session.cassette);
     const record: ReplayRequestRecord = {
       session: name,
@@ -132,6 +135,8 @@ export async function startReplayServer(options: ReplayServerOptions = {}): Prom
         const unmet = unmetExpectation(turn.expect, body);
         if (unmet) throw new ApiFailure('invalid_request_error', `replay ${name}, ${record.turn}: expectation ${unmet}`);
       }
+      const unplayable = unmetToolChoice(body, turn);
+      if (unplayable) throw new ApiFailure('invalid_request_error', `replay ${name}, ${record.turn}: ${unplayable}`);
       const fault = takeFault(session, turn, position, alternative, body.model);
       record.fault = fault?.kind;
       if (fault?.kind === 'rate_limit') {
