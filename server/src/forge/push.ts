@@ -1,9 +1,10 @@
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { DockhandError } from '../errors';
 import { createGit, gitFailure, tryRaw, type GitOptions } from './git';
+import { KeyedQueue } from './keyed-queue';
 import { redact } from './redact';
 
 /**
@@ -15,6 +16,10 @@ import { redact } from './redact';
  * before recording it is harmless). If it holds something else (an earlier round of the same
  * task), it is replaced with a lease on the exact commit seen, so a concurrent writer is never
  * overwritten. A branch that did not exist is created with a lease that requires it still not to.
+ *
+ * One push at a time per clone: tasks on the same repo share the server's clone of it, and
+ * pushes interleaving there fail (first-use `git init`s fight over `.git/config`, fetches into
+ * `refs/dockhand/remote/*` over ref locks). Pushes into different clones still run side by side.
  *
  * The token reaches git only through the credential helper in `git.ts`; every message this
  * module returns or throws is redacted.
@@ -28,7 +33,7 @@ export interface Person {
 export const DOCKHAND_BOT: Person = { name: 'Dockhand Bot', email: 'bot@dockhand.invalid' };
 
 export interface PushChangeInput {
-  /** The server's own clone, created on first use. Worktrees under it are temporary. */
+  /** The server's own clone, created on first use; pushes into it run one at a time. */
   cloneDir: string;
   /** Remote URL or local path, without credentials. */
   remoteUrl: string;
@@ -110,8 +115,14 @@ async function ensureClone(cloneDir: string): Promise<void> {
   await createGit(cloneDir).raw(['init', '-q']);
 }
 
+const clones = new KeyedQueue();
+
 export async function pushChange(input: PushChangeInput): Promise<PushChangeResult> {
   validate(input);
+  return clones.run(resolve(input.cloneDir), () => pushInClone(input));
+}
+
+async function pushInClone(input: PushChangeInput): Promise<PushChangeResult> {
   const secrets = [input.token];
   const log: string[] = [];
   const note = (text: string) => {
