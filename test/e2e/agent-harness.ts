@@ -25,7 +25,9 @@ export const BASE_IMAGE = 'dockhand/base:latest';
 export const PRIMARY_MODEL = 'claude-sonnet-4-6';
 export const FALLBACK_MODEL = 'claude-haiku-4-5';
 
-export const APPROVE_REVIEW: StepInput = {
+/** The reviewer approves; the expectation proves the review call forced submit_review. */
+export const APPROVE_REVIEW: TurnInput = {
+  expect: { toolChoice: { type: 'tool', name: 'submit_review' } },
   content: [{ type: 'tool_use', name: 'submit_review', input: { approved: true, problems: [], summary: 'Correct, minimal fix.' } }],
 };
 

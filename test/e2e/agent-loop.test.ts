@@ -3,7 +3,7 @@ import { RecordingApprover } from '../../server/src/agent/testing/context';
 import { createFixtureRepo } from '../support/fixture-repo';
 import { MemoryEventSink } from '../../server/src/agent/testing/memory-sink';
 import {
-  FALLBACK_MODEL, FIX_TURN, PRIMARY_MODEL, finishTurn, fixtureSandbox, playCassette, runOnFixture, startWorld,
+  APPROVE_REVIEW, FALLBACK_MODEL, FIX_TURN, PRIMARY_MODEL, finishTurn, fixtureSandbox, playCassette, runOnFixture, startWorld,
   type AgentWorld, type StepInput,
 } from './agent-harness';
 
@@ -65,6 +65,30 @@ describe('agent loop in a gVisor sandbox with the replay model', () => {
     const finishes = run.events.ofType('tool.finished').filter((event) => event.data.name === 'finish');
     expect(finishes.map((event) => event.data.isError)).toEqual([true, false]);
     expect(run.outcome.status).toBe('finished_verified');
+  });
+
+  it('refuses the finish when the reviewer returns no usable verdict, and reviews the next finish again', async () => {
+    const run = await runOnFixture(world, {
+      turns: [
+        FIX_TURN,
+        finishTurn('Fixed the loop start.'),
+        finishTurn('Fixed the loop start; second review.', { toolResultContains: 'The reviewer returned no usable verdict', toolResultIsError: true }),
+      ],
+      reviewTurns: [
+        {
+          oneOf: [
+            { ...APPROVE_REVIEW, name: 'approve', when: { userTextContains: 'second review' } },
+            { name: 'garbage', content: [{ type: 'tool_use', name: 'submit_review', input: { approved: 'yes' } }] },
+          ],
+        },
+      ],
+    });
+    expect(run.outcome.status).toBe('finished_verified');
+    const reviews = run.events.ofType('review.finished').map((event) => event.data);
+    expect(reviews.map((review) => review.approved)).toEqual([false, true]);
+    expect(reviews[0]?.problems[0]).toMatch(/submit_review input approved: .*expected boolean/);
+    const reviewRequests = world.replay.requests(`${run.session}-review`);
+    expect(reviewRequests.map((record) => [record.turn, record.body.tool_choice?.type])).toEqual([['garbage', 'tool'], ['approve', 'tool']]);
   });
 
   it('flags an edit to a test file when the ticket does not allow test edits', async () => {
