@@ -22,7 +22,7 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, 
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { SmartFeedbackEngine } from '../server/src/feedback/engine';
-import { HostSandbox } from '../server/src/feedback/host-sandbox';
+import { HostSandbox } from '../server/src/sandbox/testing/host-sandbox';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const PER_CODEBASE = Number(process.env.TIA_CHANGES ?? 8);

@@ -24,7 +24,7 @@ import { DockerSandboxDriver } from '../server/src/sandbox/docker-driver';
 import type { Sandbox } from '../server/src/sandbox/types';
 import { defaultTools, executeTool } from '../server/src/agent/tools';
 import { toolContext } from '../server/src/agent/testing/context';
-import { HostSandbox } from '../server/src/agent/testing/host-sandbox';
+import { HostSandbox } from '../server/src/sandbox/testing/host-sandbox';
 
 const WORK_DIR = '/var/tmp/dockhand-bench-tools';
 const TREE = join(WORK_DIR, 'linux');

@@ -8,7 +8,7 @@ import { INTERRUPTED_TOOL_OUTPUT, SUMMARY_HEADING, rebuildConversation } from '.
 import { runAgent, type RunAgentOptions } from './loop';
 import { SimpleFeedbackEngine } from './simple-feedback';
 import { RecordingApprover } from './testing/context';
-import { HostSandbox } from './testing/host-sandbox';
+import { HostSandbox } from '../sandbox/testing/host-sandbox';
 import { MemoryEventSink } from './testing/memory-sink';
 import { ScriptedModel, type ScriptStep } from './testing/scripted-model';
 

@@ -8,7 +8,7 @@ import { feedbackVerdict } from './checks';
 import { SmartFeedbackEngine } from './engine';
 import { InMemoryFlakyStore } from './flaky';
 import { GraphCache } from './graph';
-import { HostSandbox } from './host-sandbox';
+import { HostSandbox } from '../sandbox/testing/host-sandbox';
 
 /*
  * The engine end to end on the fixture repos, through a host-directory sandbox double (node 20 and

@@ -2,7 +2,7 @@ import type { FeedbackEngine } from '../../feedback/types';
 import type { ApprovalDecision, ApprovalRequest, Approver } from '../ports';
 import { SimpleFeedbackEngine } from '../simple-feedback';
 import type { ToolContext } from '../tools/types';
-import type { HostSandbox } from './host-sandbox';
+import type { HostSandbox } from '../../sandbox/testing/host-sandbox';
 import { MemoryEventSink } from './memory-sink';
 
 /** An approver that answers every request the same way and remembers what it was asked. */

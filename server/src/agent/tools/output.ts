@@ -1,3 +1,5 @@
+import { HeadAndTail } from '../../head-and-tail';
+
 /** Output shaping shared by every tool: what the model sees is bounded and says what was cut. */
 
 export interface CappedText {
@@ -7,18 +9,18 @@ export interface CappedText {
 
 /**
  * Keeps the head and the tail of `text` (the start shows what ran, the end shows how it ended) and
- * replaces the middle with a note naming how many characters and lines were dropped.
+ * replaces the middle with a note naming how many characters and lines were dropped. The head
+ * gets 60 % of `maxChars`, the tail the rest.
  */
 export function capOutput(text: string, maxChars: number): CappedText {
-  if (text.length <= maxChars) return { text, truncated: false };
   const headLength = Math.floor(maxChars * 0.6);
-  const tailLength = Math.max(0, maxChars - headLength);
-  const head = text.slice(0, headLength);
-  const tail = tailLength > 0 ? text.slice(text.length - tailLength) : '';
-  const cut = text.slice(headLength, text.length - tailLength);
+  const kept = new HeadAndTail<string>({ head: headLength, tail: Math.max(0, maxChars - headLength), slice: (chunk, start, end) => chunk.slice(start, end) });
+  kept.push(text);
+  if (kept.dropped === 0) return { text, truncated: false };
+  const cut = text.slice(headLength, headLength + kept.dropped);
   const cutLines = cut.split('\n').length - 1;
   const note = `\n[... ${cut.length} characters (${cutLines} lines) cut from the middle of this output; narrow the request to see them ...]\n`;
-  return { text: head + note + tail, truncated: true };
+  return { text: kept.head.join('') + note + kept.tail.join(''), truncated: true };
 }
 
 /** Cuts single very long lines (minified files, data blobs) so one line cannot flood the context. */

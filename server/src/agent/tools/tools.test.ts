@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { createFixtureRepo, type FixtureRepo } from '../../../../test/support/fixture-repo';
 import { RecordingApprover, toolContext } from '../testing/context';
-import { HostSandbox } from '../testing/host-sandbox';
+import { HostSandbox } from '../../sandbox/testing/host-sandbox';
 import { defaultTools, executeTool } from './index';
 
 const tools = defaultTools();
