@@ -3,8 +3,24 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, posix } from 'node:path';
 import { z } from 'zod';
 import { isJsTestFile, JsResolver, parseJsModule } from './js-imports';
+import { JsSymbolGraph } from './js-symbol-graph';
+import type { JsSymbols } from './js-symbols';
 import { isPyTestFile, parsePython, PyResolver } from './py-imports';
 import { isSourcePath, type BaseSnapshot, type WorkspaceChanges } from './snapshot';
+
+const JsUsesRecord = z.object({
+  refs: z.array(z.string()),
+  members: z.array(z.tuple([z.string(), z.string()])),
+  modules: z.array(z.string()),
+});
+const JsSymbolsRecord = z.object({
+  imports: z.array(z.object({ local: z.string(), specifier: z.string(), imported: z.string() })),
+  exports: z.array(z.object({ exported: z.string(), local: z.string().optional(), specifier: z.string().optional(), imported: z.string().optional() })),
+  stars: z.array(z.string()),
+  declarations: z.array(z.object({ name: z.string(), hash: z.string(), uses: JsUsesRecord })),
+  init: JsUsesRecord,
+  opaque: z.boolean(),
+});
 
 /** What parsing one file yields; the expensive part, cached per base SHA. */
 const FileRecord = z.union([
@@ -12,10 +28,9 @@ const FileRecord = z.union([
     kind: z.literal('js'),
     parsed: z.object({
       specifiers: z.array(z.string()),
-      defined: z.array(z.string()),
-      words: z.array(z.string()),
       topLevel: z.array(z.string()),
       hub: z.boolean(),
+      symbols: JsSymbolsRecord,
     }),
   }),
   z.object({
@@ -34,7 +49,7 @@ const FileRecord = z.union([
 type FileRecord = z.infer<typeof FileRecord>;
 
 const CachedSnapshot = z.object({
-  version: z.literal(4),
+  version: z.literal(5),
   baseSha: z.string(),
   files: z.array(z.string()),
   manifests: z.record(z.string(), z.string()),
@@ -61,7 +76,7 @@ export function indexSnapshot(snapshot: BaseSnapshot): CachedSnapshot {
     const record = parseRecord(path, text);
     if (record) records[path] = record;
   }
-  return { version: 4, baseSha: snapshot.baseSha, files: snapshot.files, manifests, records };
+  return { version: 5, baseSha: snapshot.baseSha, files: snapshot.files, manifests, records };
 }
 
 /**
@@ -112,6 +127,8 @@ export interface ImpactGraph {
   tests: Set<string>;
   records: Map<string, FileRecord>;
   hubs: Set<string>;
+  /** JS/TS bindings and re-exports, followed name by name (`js-symbol-graph.ts`). */
+  symbols: JsSymbolGraph;
 }
 
 export function overlayChanges(base: CachedSnapshot, changes: WorkspaceChanges): { files: Set<string>; records: Map<string, FileRecord>; manifests: Map<string, string> } {
@@ -140,7 +157,8 @@ export function overlayChanges(base: CachedSnapshot, changes: WorkspaceChanges):
  * reachability selects the whole suite for any change. An edge into a package `__init__.py` (a
  * "hub") therefore reaches a submodule only when the importing file mentions one of the names that
  * submodule defines or re-exports (or its module name). A changed hub, or a changed module whose
- * import-time statements changed, falls back to plain reachability (`raw`).
+ * import-time statements changed, falls back to plain reachability (`raw`). JS/TS files get the
+ * finer symbol graph instead (`symbols`); their `effective` edges are the raw ones.
  */
 export function buildGraph(files: Set<string>, records: Map<string, FileRecord>, manifests: Map<string, string>): ImpactGraph {
   const js = new JsResolver(files, manifests);
@@ -153,10 +171,7 @@ export function buildGraph(files: Set<string>, records: Map<string, FileRecord>,
     const hubs = new Set<string>();
     if (record.kind === 'js') {
       for (const specifier of record.parsed.specifiers) {
-        for (const target of js.resolve(path, specifier)) {
-          targets.add(target);
-          if (records.get(target)?.kind === 'js' && isHubRecord(target, records.get(target))) hubs.add(target);
-        }
+        for (const target of js.resolve(path, specifier)) targets.add(target);
       }
       if (isJsTestFile(path)) tests.add(path);
     } else {
@@ -208,6 +223,7 @@ export function buildGraph(files: Set<string>, records: Map<string, FileRecord>,
   const namesOf = new Map<string, Set<string>>();
   const moduleName = new Map<string, string>();
   for (const [path, record] of records) {
+    if (record.kind !== 'py') continue;
     namesOf.set(path, new Set(record.parsed.defined));
     const stem = posix.basename(path).replace(/\.[^.]+$/, '');
     moduleName.set(path, stem === '__init__' || stem === 'index' ? posix.basename(posix.dirname(path)) : stem);
@@ -220,16 +236,21 @@ export function buildGraph(files: Set<string>, records: Map<string, FileRecord>,
   };
 
   const effective = new Map<string, Set<string>>();
+  const symbols = new Map<string, JsSymbols>();
   for (const [path, record] of records) {
     const targets = raw.get(path) ?? new Set<string>();
+    if (record.kind === 'js') {
+      symbols.set(path, record.parsed.symbols);
+      effective.set(path, targets);
+      continue;
+    }
     const words = new Set(record.parsed.words);
-    const attributes = record.kind === 'py' ? new Set(record.parsed.attributes) : words;
+    const attributes = new Set(record.parsed.attributes);
     const edges = new Set<string>();
     const selfIsHub = hubSet.has(path);
     // Through a package, Python code reaches a name as `pkg.name`, `from pkg import name`, or a
     // star import; a bare word elsewhere (a local variable called `sigma`) is not a use of it.
-    const throughHub =
-      record.kind === 'py' && !selfIsHub && !record.parsed.starImport ? new Set([...record.parsed.attributes, ...record.parsed.imported]) : words;
+    const throughHub = !selfIsHub && !record.parsed.starImport ? new Set([...record.parsed.attributes, ...record.parsed.imported]) : words;
     for (const target of targets) {
       // A hub's own imports are what it re-exports: only the ones its code uses are its edges.
       if (!selfIsHub || hubSet.has(target) || target.endsWith('conftest.py') || mentions(words, attributes, target)) edges.add(target);
@@ -240,7 +261,14 @@ export function buildGraph(files: Set<string>, records: Map<string, FileRecord>,
     edges.delete(path);
     effective.set(path, edges);
   }
-  return { files, raw, effective, tests, records, hubs: hubSet };
+  const resolved = new Map<string, string[]>();
+  const resolveJs = (from: string, specifier: string): string[] => {
+    const key = `${from}\0${specifier}`;
+    let targets = resolved.get(key);
+    if (!targets) resolved.set(key, (targets = js.resolve(from, specifier)));
+    return targets;
+  };
+  return { files, raw, effective, tests, records, hubs: hubSet, symbols: new JsSymbolGraph(symbols, resolveJs) };
 }
 
 /** Python package `__init__.py` files and JS barrels (index files, modules made of re-exports). */
@@ -261,16 +289,16 @@ function reverse(edges: Map<string, Set<string>>): Map<string, string[]> {
   return reversed;
 }
 
-/** Test files that (transitively) load `start` along `edges`. */
-export function dependentTests(graph: ImpactGraph, start: string, useRaw: boolean, cache: Map<string, Map<string, string[]>>): string[] {
+/** Test files that (transitively) load one of `starts` along `edges`. */
+export function dependentTests(graph: ImpactGraph, starts: string[], useRaw: boolean, cache: Map<string, Map<string, string[]>>): string[] {
   const kind = useRaw ? 'raw' : 'effective';
   let reversed = cache.get(kind);
   if (!reversed) {
     reversed = reverse(useRaw ? graph.raw : graph.effective);
     cache.set(kind, reversed);
   }
-  const seen = new Set<string>([start]);
-  const queue = [start];
+  const seen = new Set<string>(starts);
+  const queue = [...starts];
   const found: string[] = [];
   while (queue.length > 0) {
     const current = queue.pop() ?? '';
@@ -282,6 +310,29 @@ export function dependentTests(graph: ImpactGraph, start: string, useRaw: boolea
     }
   }
   return found;
+}
+
+/**
+ * Test files a change to the bindings `names` of the JS/TS file `path` can affect: those whose
+ * code reaches one of them through the symbol graph, and those that load (at all) a file whose
+ * load-time code reaches one.
+ */
+export function symbolDependentTests(graph: ImpactGraph, path: string, names: string[], cache: Map<string, Map<string, string[]>>): string[] {
+  const { whole, init } = graph.symbols.dependents(path, names);
+  const found = new Set([...whole].filter((file) => graph.tests.has(file)));
+  for (const test of dependentTests(graph, [...init], true, cache)) found.add(test);
+  return [...found];
+}
+
+/** Top-level bindings of a JS/TS file whose declaration text differs between base and workspace. */
+export function changedBindings(before: FileRecord | undefined, after: FileRecord | undefined): string[] {
+  if (after?.kind !== 'js') return [];
+  const now = new Map(after.parsed.symbols.declarations.map((declaration) => [declaration.name, declaration.hash]));
+  if (before?.kind !== 'js') return [...now.keys()];
+  const then = new Map(before.parsed.symbols.declarations.map((declaration) => [declaration.name, declaration.hash]));
+  const changed = [...now].filter(([name, hash]) => then.get(name) !== hash).map(([name]) => name);
+  for (const name of then.keys()) if (!now.has(name)) changed.push(name);
+  return changed;
 }
 
 /** Did a change touch statements that run at import time (beyond function and method bodies)? */

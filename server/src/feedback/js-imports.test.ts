@@ -17,11 +17,10 @@ describe('parseJsImports', () => {
 });
 
 describe('parseJsModule', () => {
-  it('collects declared names, usage words and import-time statements', () => {
+  it('collects import-time statements and per-declaration symbols', () => {
     const parsed = parseJsModule('src/x.ts', `import { y } from './y';\nexport function alpha() { return y(); }\nexport const beta = () => 1;\nconst table = build();\n`);
-    expect(parsed.defined).toEqual(expect.arrayContaining(['alpha', 'beta', 'table']));
-    expect(parsed.words).toEqual(expect.arrayContaining(['alpha', 'y', 'build']));
     expect(parsed.topLevel).toContain('function alpha');
+    expect(parsed.symbols.declarations.map((declaration) => declaration.name).sort()).toEqual(['alpha', 'beta', 'table']);
     expect(parsed.hub).toBe(false);
   });
 

@@ -1,5 +1,6 @@
 import { posix } from 'node:path';
 import ts from 'typescript';
+import { parseJsSymbols, type JsSymbols } from './js-symbols';
 
 /*
  * Import analysis for JavaScript and TypeScript.
@@ -262,24 +263,18 @@ export function isJsTestFile(path: string): boolean {
 
 export interface JsParsed {
   specifiers: string[];
-  /** Top-level names the module declares or exports (what `ns.name` can reach through a barrel). */
-  defined: string[];
-  /** Identifiers used outside import and re-export statements. */
-  words: string[];
   /** Statements that run at import time, with function and class bodies left out. */
   topLevel: string[];
-  /** A barrel: an index file or a module that mostly re-exports others. */
+  /** A barrel: an index file or a module made of re-exports (a change to it reaches every importer). */
   hub: boolean;
+  /** Per-declaration uses and exports, for selection by name (`js-symbols.ts`). */
+  symbols: JsSymbols;
 }
 
-const IDENTIFIER = /[A-Za-z_$][\w$]*/g;
-
-/** One full parse (TypeScript's parser, no type checking) for names, usage and import-time code. */
+/** One full parse (TypeScript's parser, no type checking) for symbols and import-time code. */
 export function parseJsModule(path: string, text: string): JsParsed {
   const specifiers = parseJsImports(text);
-  const source = ts.createSourceFile(path, text, ts.ScriptTarget.Latest, false, scriptKind(path));
-  const defined = new Set<string>();
-  const words = new Set<string>();
+  const source = ts.createSourceFile(path, text, ts.ScriptTarget.Latest, true, scriptKind(path));
   const topLevel: string[] = [];
   let reexports = 0;
   for (const statement of source.statements) {
@@ -290,18 +285,12 @@ export function parseJsModule(path: string, text: string): JsParsed {
     if (ts.isExportDeclaration(statement) && statement.moduleSpecifier) {
       reexports++;
       topLevel.push(statement.getText(source));
-      const clause = statement.exportClause;
-      if (clause && ts.isNamedExports(clause)) for (const element of clause.elements) defined.add(element.name.text);
-      else if (clause && ts.isNamespaceExport(clause)) defined.add(clause.name.text);
       continue;
     }
-    for (const word of statement.getText(source).match(IDENTIFIER) ?? []) words.add(word);
-    for (const name of declaredNames(statement)) defined.add(name);
     topLevel.push(importTimeText(statement, source));
   }
-  for (const match of text.matchAll(/\b(?:module\.)?exports\.([A-Za-z_$][\w$]*)\s*=/g)) if (match[1]) defined.add(match[1]);
   const hub = /^index\.[cm]?[jt]sx?$/.test(posix.basename(path)) || reexports >= 2;
-  return { specifiers, defined: [...defined], words: [...words], topLevel, hub };
+  return { specifiers, topLevel, hub, symbols: parseJsSymbols(source) };
 }
 
 function scriptKind(path: string): ts.ScriptKind {
@@ -309,29 +298,6 @@ function scriptKind(path: string): ts.ScriptKind {
   if (/\.[cm]?ts$/.test(path)) return ts.ScriptKind.TS;
   if (/\.jsx$/.test(path)) return ts.ScriptKind.JSX;
   return ts.ScriptKind.JS;
-}
-
-function declaredNames(statement: ts.Statement): string[] {
-  if (
-    (ts.isFunctionDeclaration(statement) || ts.isClassDeclaration(statement) || ts.isInterfaceDeclaration(statement) ||
-      ts.isTypeAliasDeclaration(statement) || ts.isEnumDeclaration(statement) || ts.isModuleDeclaration(statement)) &&
-    statement.name && ts.isIdentifier(statement.name)
-  ) {
-    return [statement.name.text];
-  }
-  if (ts.isVariableStatement(statement)) {
-    return statement.declarationList.declarations.flatMap((declaration) => bindingNames(declaration.name));
-  }
-  if (ts.isExportDeclaration(statement) && statement.exportClause && ts.isNamedExports(statement.exportClause)) {
-    return statement.exportClause.elements.map((element) => element.name.text);
-  }
-  if (ts.isExportAssignment(statement)) return ['default'];
-  return [];
-}
-
-function bindingNames(name: ts.BindingName): string[] {
-  if (ts.isIdentifier(name)) return [name.text];
-  return name.elements.flatMap((element) => (ts.isOmittedExpression(element) ? [] : bindingNames(element.name)));
 }
 
 /** A statement as it matters at import time: function bodies and class member bodies dropped. */

@@ -1,6 +1,6 @@
 import { posix } from 'node:path';
 import picomatch from 'picomatch';
-import { changesImportTime, dependentTests, type ImpactGraph } from './graph';
+import { changedBindings, changesImportTime, dependentTests, symbolDependentTests, type ImpactGraph } from './graph';
 import { isSourcePath, type WorkspaceChanges } from './snapshot';
 
 export type Selection =
@@ -35,11 +35,26 @@ export function selectTests(
     const graphForPath = deleted ? base.graph() : graph;
     // A changed package __init__ or import-time statement can break every importer: plain reachability.
     const useRaw = deleted || graph.hubs.has(path) || changesImportTime(base.records.get(path), graph.records.get(path));
-    const tests = dependentTests(graphForPath, path, useRaw, deleted ? reversedBefore : reversedCache);
+    const record = graph.records.get(path);
+    let tests: string[];
+    let how: string;
+    if (!useRaw && record?.kind === 'js') {
+      // By name: the declarations the change touched, else (comments, formatting) all of them.
+      const touched = changedBindings(base.records.get(path), record);
+      const all = record.parsed.symbols.declarations.map((declaration) => declaration.name);
+      tests = touched.length > 0 ? symbolDependentTests(graph, path, touched, reversedCache) : [];
+      how = `${touched.slice(0, 3).join(', ')}${touched.length > 3 ? ', …' : ''} reached by ${tests.length} test file(s)`;
+      if (tests.length === 0) {
+        tests = symbolDependentTests(graph, path, all, reversedCache);
+        how = `reached by ${tests.length} test file(s) (any of its bindings)`;
+      }
+    } else {
+      tests = dependentTests(graphForPath, [path], useRaw, deleted ? reversedBefore : reversedCache);
+      how = `reached by ${tests.length} test file(s)${useRaw ? ' (import-time change: every importer)' : ''}`;
+    }
     if (tests.length === 0) return { mode: 'full', reason: `no test reaches ${path}: full suite` };
     for (const test of tests) selected.add(test);
-    const how = graph.tests.has(path) ? 'is a test' : `reached by ${tests.length} test file(s)`;
-    reasons.push(`${path} ${how}${useRaw && !graph.tests.has(path) ? ' (import-time change: every importer)' : ''}`);
+    reasons.push(`${path} ${graph.tests.has(path) ? 'is a test' : how}`);
   }
   const tests = [...selected].sort();
   return { mode: 'selected', tests, reason: `${tests.length} of ${graph.tests.size} test files: ${reasons.join('; ')}` };

@@ -1,0 +1,98 @@
+import { describe, expect, it } from 'vitest';
+import { buildGraph, indexSnapshot, overlayChanges } from './graph';
+import { selectTests, type Selection } from './selection';
+
+/** Selection for `edits` (path → new text) on a repo made of `files`, with no sandbox involved. */
+function select(files: Record<string, string>, edits: Record<string, string>): Selection {
+  const contents = new Map(Object.entries(files));
+  const base = indexSnapshot({ baseSha: 'base', files: Object.keys(files), contents });
+  const changes = { changed: Object.keys(edits), deleted: [], contents: new Map(Object.entries(edits)) };
+  const current = overlayChanges(base, changes);
+  const graph = buildGraph(current.files, current.records, current.manifests);
+  const baseRecords = new Map(Object.entries(base.records));
+  return selectTests(graph, { records: baseRecords, graph: () => buildGraph(new Set(base.files), baseRecords, new Map()) }, changes);
+}
+
+function selected(selection: Selection): string[] {
+  expect(selection.mode, selection.reason).toBe('selected');
+  return selection.mode === 'selected' ? selection.tests : [];
+}
+
+const library = {
+  'src/a.ts': 'export function a() {\n  return 1;\n}\n',
+  'src/b.ts': 'export function b() {\n  return 2;\n}\nexport function b2() {\n  return 3;\n}\n',
+  'src/index.ts': "export { a } from './a';\nexport { b } from './b';\n",
+  'src/star.ts': "export * from './a';\nexport * from './b';\n",
+};
+const bodyEdit = (path: 'src/a.ts' | 'src/b.ts'): Record<string, string> => ({ [path]: library[path].replace('return', 'return 40 +') });
+
+describe('selection by name through re-exports', () => {
+  it('a test importing { a } from a barrel is not selected by a change to the module behind b', () => {
+    const files = {
+      ...library,
+      'test/a.test.ts': "import { a } from '../src/index';\nit('a', () => a());\n",
+      'test/b.test.ts': "import { b } from '../src/index';\nit('b', () => b());\n",
+    };
+    expect(selected(select(files, bodyEdit('src/b.ts')))).toEqual(['test/b.test.ts']);
+    expect(selected(select(files, bodyEdit('src/a.ts')))).toEqual(['test/a.test.ts']);
+  });
+
+  it('follows export * when the imported name passes through it', () => {
+    const files = {
+      ...library,
+      'test/a.test.ts': "import { a } from '../src/star';\nit('a', () => a());\n",
+      'test/b.test.ts': "import { b } from '../src/star';\nit('b', () => b());\n",
+    };
+    expect(selected(select(files, bodyEdit('src/b.ts')))).toEqual(['test/b.test.ts']);
+  });
+
+  it('a namespace import selects by member, and as a value it selects the whole module', () => {
+    const files = {
+      ...library,
+      'test/member.test.ts': "import * as lib from '../src/star';\nit('a', () => lib.a());\n",
+      'test/whole.test.ts': "import * as lib from '../src/star';\nit('all', () => Object.values(lib).forEach((f) => f()));\n",
+      'test/computed.test.ts': "import * as lib from '../src/index';\nit('a', () => lib['a' + '']());\n",
+    };
+    expect(selected(select(files, bodyEdit('src/b.ts')))).toEqual(['test/computed.test.ts', 'test/whole.test.ts']);
+    expect(selected(select(files, bodyEdit('src/a.ts')))).toEqual(['test/computed.test.ts', 'test/member.test.ts', 'test/whole.test.ts']);
+  });
+
+  it('only the changed declaration counts, and an importing module depends on what its used names use', () => {
+    const files = {
+      ...library,
+      'src/c.ts': "import { b } from './index';\nexport function viaB() {\n  return b();\n}\nexport function plain() {\n  return 0;\n}\n",
+      'test/b2.test.ts': "import { b2 } from '../src/b';\nit('b2', () => b2());\n",
+      'test/via.test.ts': "import { viaB } from '../src/c';\nit('via', () => viaB());\n",
+      'test/plain.test.ts': "import { plain } from '../src/c';\nit('plain', () => plain());\n",
+    };
+    expect(selected(select(files, bodyEdit('src/b.ts')))).toEqual(['test/via.test.ts']);
+  });
+
+  it('load-time code reaching the changed name selects every test that loads its module', () => {
+    const files = {
+      ...library,
+      'src/setup.ts': "import { b } from './b';\nexport const ready = true;\nb();\n",
+      'src/entry.ts': "import './setup';\nexport { a } from './a';\n",
+      'test/a.test.ts': "import { a } from '../src/entry';\nit('a', () => a());\n",
+    };
+    expect(selected(select(files, bodyEdit('src/b.ts')))).toEqual(['test/a.test.ts']);
+  });
+
+  it('require, dynamic import and CommonJS modules count as the whole module', () => {
+    const files = {
+      ...library,
+      'src/cjs.js': "const { b } = require('./b');\nmodule.exports = { run: () => b() };\n",
+      'test/require.test.js': "const lib = require('../src/index');\nit('a', () => lib.a());\n",
+      'test/dynamic.test.ts': "it('a', async () => (await import('../src/a')).a());\n",
+      'test/cjs.test.ts': "import { run } from '../src/cjs.js';\nit('run', () => run());\n",
+    };
+    expect(selected(select(files, bodyEdit('src/b.ts')))).toEqual(['test/cjs.test.ts', 'test/require.test.js']);
+  });
+
+  it('a comment-only change falls back to every binding of the module', () => {
+    const files = { ...library, 'test/b2.test.ts': "import { b2 } from '../src/b';\nit('b2', () => b2());\n" };
+    const selection = select(files, { 'src/b.ts': `// note\n${library['src/b.ts']}` });
+    expect(selected(selection)).toEqual(['test/b2.test.ts']);
+    expect(selection.reason).toContain('any of its bindings');
+  });
+});

@@ -1,0 +1,267 @@
+import { createHash } from 'node:crypto';
+import ts from 'typescript';
+
+/*
+ * Per-declaration symbols of a JavaScript/TypeScript module, for test-impact analysis finer than
+ * "which files does a test load". A module is split into its top-level bindings (functions,
+ * classes, variables, types, import bindings) and its import-time code; for each we record which
+ * top-level bindings it references and which names it reaches through a namespace import
+ * (`z.string` through `import * as z`). `js-symbol-graph.ts` turns these records into a graph.
+ *
+ * What this will not see, by design: references by string (`obj[name]`, registries keyed by
+ * strings), `eval`, and callbacks passed to a call in a top-level variable initializer that the
+ * callee runs at import time (they count for the declared name, not for import-time code; a
+ * change inside such a call is an import-time change, which the selection treats as reaching
+ * every importer).
+ */
+
+/** What one piece of code uses: top-level bindings, `ns.name` members, modules loaded whole. */
+export interface JsUses {
+  refs: string[];
+  /** `[namespace binding, member]`, e.g. `['z', 'string']` for `z.string(…)`. */
+  members: Array<[string, string]>;
+  /** Specifiers of `require('x')`, `import('x')` and side-effect imports: the whole module. */
+  modules: string[];
+}
+
+export interface JsSymbols {
+  /** Import bindings; `imported` is a name, `default`, or `*` for `import * as local`. */
+  imports: Array<{ local: string; specifier: string; imported: string }>;
+  /** Exported names: a local binding, or a re-export (`imported` `*` for `export * as name from`). */
+  exports: Array<{ exported: string; local?: string; specifier?: string; imported?: string }>;
+  /** Specifiers of `export * from`. */
+  stars: string[];
+  /** Top-level declarations: a hash of their text (to see which ones a change touched) and their uses. */
+  declarations: Array<{ name: string; hash: string; uses: JsUses }>;
+  /** Code that runs when the module is loaded (function and method bodies left out). */
+  init: JsUses;
+  /** CommonJS or `export =`: the analysis cannot list the module's names. */
+  opaque: boolean;
+}
+
+export function parseJsSymbols(source: ts.SourceFile): JsSymbols {
+  const imports: JsSymbols['imports'] = [];
+  const exports: JsSymbols['exports'] = [];
+  const stars: string[] = [];
+  const initUses = new UsesBuilder();
+  const declared = new Map<string, { texts: string[]; uses: UsesBuilder }>();
+  let opaque = false;
+
+  // First pass: the module's top-level binding names, so uses can be told from other identifiers.
+  const bindings = new Set<string>();
+  const namespaces = new Set<string>();
+  for (const statement of source.statements) {
+    if (ts.isImportDeclaration(statement)) {
+      const specifier = literal(statement.moduleSpecifier);
+      const clause = statement.importClause;
+      if (!specifier) continue;
+      if (!clause) {
+        initUses.modules.add(specifier);
+        continue;
+      }
+      if (clause.name) imports.push({ local: clause.name.text, specifier, imported: 'default' });
+      const named = clause.namedBindings;
+      if (named && ts.isNamespaceImport(named)) {
+        imports.push({ local: named.name.text, specifier, imported: '*' });
+        namespaces.add(named.name.text);
+      } else if (named) {
+        for (const element of named.elements) imports.push({ local: element.name.text, specifier, imported: (element.propertyName ?? element.name).text });
+      }
+    } else if (ts.isImportEqualsDeclaration(statement) && ts.isExternalModuleReference(statement.moduleReference)) {
+      const specifier = literal(statement.moduleReference.expression);
+      if (specifier) imports.push({ local: statement.name.text, specifier, imported: '*' });
+    } else {
+      for (const name of declaredNames(statement)) bindings.add(name);
+    }
+  }
+  for (const entry of imports) bindings.add(entry.local);
+
+  const declare = (name: string, node: ts.Node, skipBodies: boolean): void => {
+    const entry = declared.get(name) ?? { texts: [], uses: new UsesBuilder() };
+    entry.texts.push(node.getText(source));
+    collectUses(node, entry.uses, bindings, namespaces, skipBodies);
+    declared.set(name, entry);
+  };
+  const exportLocal = (statement: ts.Statement, names: string[]): void => {
+    const modifiers = ts.canHaveModifiers(statement) ? ts.getModifiers(statement) : undefined;
+    if (!modifiers?.some((modifier) => modifier.kind === ts.SyntaxKind.ExportKeyword)) return;
+    const isDefault = modifiers.some((modifier) => modifier.kind === ts.SyntaxKind.DefaultKeyword);
+    for (const name of names) exports.push({ exported: isDefault ? 'default' : name, local: name });
+  };
+
+  for (const statement of source.statements) {
+    if (ts.isImportDeclaration(statement) || ts.isImportEqualsDeclaration(statement)) {
+      if (ts.isImportEqualsDeclaration(statement) && !ts.isExternalModuleReference(statement.moduleReference)) declare(statement.name.text, statement, false);
+      continue;
+    }
+    if (ts.isExportDeclaration(statement)) {
+      const specifier = statement.moduleSpecifier ? literal(statement.moduleSpecifier) : undefined;
+      const clause = statement.exportClause;
+      if (statement.moduleSpecifier && !specifier) continue;
+      if (!clause) {
+        if (specifier) stars.push(specifier);
+      } else if (ts.isNamespaceExport(clause)) {
+        if (specifier) exports.push({ exported: clause.name.text, specifier, imported: '*' });
+      } else {
+        for (const element of clause.elements) {
+          const inner = (element.propertyName ?? element.name).text;
+          exports.push(specifier ? { exported: element.name.text, specifier, imported: inner } : { exported: element.name.text, local: inner });
+        }
+      }
+      continue;
+    }
+    if (ts.isExportAssignment(statement)) {
+      if (statement.isExportEquals) opaque = true;
+      if (ts.isIdentifier(statement.expression) && bindings.has(statement.expression.text)) {
+        exports.push({ exported: 'default', local: statement.expression.text });
+      } else {
+        declare('default', statement, false);
+        exports.push({ exported: 'default', local: 'default' });
+      }
+      collectUses(statement.expression, initUses, bindings, namespaces, true);
+      continue;
+    }
+    if (ts.isFunctionDeclaration(statement)) {
+      const name = statement.name?.text ?? 'default';
+      declare(name, statement, false);
+      exportLocal(statement, [name]);
+      continue;
+    }
+    if (ts.isClassDeclaration(statement)) {
+      const name = statement.name?.text ?? 'default';
+      declare(name, statement, false);
+      exportLocal(statement, [name]);
+      // Heritage, decorators and static initializers run when the class is defined.
+      collectUses(statement, initUses, bindings, namespaces, true);
+      continue;
+    }
+    if (ts.isVariableStatement(statement)) {
+      const names: string[] = [];
+      for (const declaration of statement.declarationList.declarations) {
+        const declaredHere = bindingNames(declaration.name);
+        for (const name of declaredHere) declare(name, declaration, false);
+        if (declaration.initializer) collectUses(declaration.initializer, initUses, bindings, namespaces, true);
+        names.push(...declaredHere);
+      }
+      exportLocal(statement, names);
+      continue;
+    }
+    if (ts.isInterfaceDeclaration(statement) || ts.isTypeAliasDeclaration(statement)) {
+      declare(statement.name.text, statement, false);
+      exportLocal(statement, [statement.name.text]);
+      continue;
+    }
+    if ((ts.isEnumDeclaration(statement) || ts.isModuleDeclaration(statement)) && ts.isIdentifier(statement.name)) {
+      declare(statement.name.text, statement, false);
+      exportLocal(statement, [statement.name.text]);
+      collectUses(statement, initUses, bindings, namespaces, false);
+      continue;
+    }
+    // Expression statements, loops, conditionals: all of it runs at import time.
+    collectUses(statement, initUses, bindings, namespaces, false);
+  }
+  if (/\b(module\.exports|exports\.[A-Za-z_$][\w$]*)\s*=/.test(source.text)) opaque = true;
+
+  const declarations = [...declared].map(([name, entry]) => ({
+    name,
+    hash: createHash('sha1').update(entry.texts.join('\0')).digest('base64').slice(0, 16),
+    uses: entry.uses.build(),
+  }));
+  return { imports, exports, stars, declarations, init: initUses.build(), opaque };
+}
+
+class UsesBuilder {
+  readonly refs = new Set<string>();
+  readonly members = new Map<string, [string, string]>();
+  readonly modules = new Set<string>();
+
+  build(): JsUses {
+    return { refs: [...this.refs], members: [...this.members.values()], modules: [...this.modules] };
+  }
+}
+
+/**
+ * Walks `node` for uses of the module's top-level bindings. A namespace binding used only as
+ * `ns.member` (or `ns.Type` in a type) counts member by member; any other use of it (`ns[x]`,
+ * passing `ns` along) counts as a use of the whole namespace. With `skipBodies`, the bodies of
+ * functions, methods and accessors are left out (what runs at import time).
+ */
+function collectUses(node: ts.Node, uses: UsesBuilder, bindings: Set<string>, namespaces: Set<string>, skipBodies: boolean): void {
+  const visit = (current: ts.Node): void => {
+    if (ts.isIdentifier(current)) {
+      if (bindings.has(current.text) && !isPropertyName(current)) uses.refs.add(current.text);
+      return;
+    }
+    if (skipBodies && isFunctionBody(current)) return;
+    if (ts.isPropertyAccessExpression(current) || ts.isQualifiedName(current)) {
+      const left = ts.isPropertyAccessExpression(current) ? current.expression : current.left;
+      const right = ts.isPropertyAccessExpression(current) ? current.name : current.right;
+      if (ts.isIdentifier(left) && namespaces.has(left.text) && ts.isIdentifier(right)) {
+        uses.members.set(`${left.text}.${right.text}`, [left.text, right.text]);
+        return;
+      }
+      visit(left);
+      return;
+    }
+    if ((ts.isCallExpression(current) && current.arguments.length > 0) || ts.isImportTypeNode(current)) {
+      const specifier = moduleCall(current);
+      if (specifier) uses.modules.add(specifier);
+    }
+    ts.forEachChild(current, visit);
+  };
+  visit(node);
+}
+
+/** `require('x')`, `import('x')`, `import('x').T` in a type: the specifier. */
+function moduleCall(node: ts.CallExpression | ts.ImportTypeNode): string | undefined {
+  if (ts.isImportTypeNode(node)) {
+    return ts.isLiteralTypeNode(node.argument) ? literal(node.argument.literal) : undefined;
+  }
+  const callee = node.expression;
+  const isLoader = callee.kind === ts.SyntaxKind.ImportKeyword || (ts.isIdentifier(callee) && callee.text === 'require');
+  return isLoader ? literal(node.arguments[0]) : undefined;
+}
+
+function isFunctionBody(node: ts.Node): boolean {
+  return (
+    ts.isArrowFunction(node) || ts.isFunctionExpression(node) || ts.isFunctionDeclaration(node) || ts.isMethodDeclaration(node) ||
+    ts.isGetAccessorDeclaration(node) || ts.isSetAccessorDeclaration(node) || ts.isConstructorDeclaration(node) ||
+    (ts.isPropertyDeclaration(node) && !node.modifiers?.some((modifier) => modifier.kind === ts.SyntaxKind.StaticKeyword))
+  );
+}
+
+/** The name in `{ name: … }`, `obj.name`, a class member or an enum member is not a reference. */
+function isPropertyName(node: ts.Identifier): boolean {
+  const parent = node.parent;
+  if (!parent) return false;
+  if (ts.isPropertyAccessExpression(parent) || ts.isQualifiedName(parent)) return (ts.isPropertyAccessExpression(parent) ? parent.name : parent.right) === node;
+  if (
+    ts.isPropertyAssignment(parent) || ts.isMethodDeclaration(parent) || ts.isPropertyDeclaration(parent) || ts.isPropertySignature(parent) ||
+    ts.isMethodSignature(parent) || ts.isGetAccessorDeclaration(parent) || ts.isSetAccessorDeclaration(parent) || ts.isEnumMember(parent)
+  ) {
+    return parent.name === node;
+  }
+  return false;
+}
+
+function literal(node: ts.Node | undefined): string | undefined {
+  return node && (ts.isStringLiteral(node) || ts.isNoSubstitutionTemplateLiteral(node)) ? node.text : undefined;
+}
+
+function declaredNames(statement: ts.Statement): string[] {
+  if (ts.isVariableStatement(statement)) return statement.declarationList.declarations.flatMap((declaration) => bindingNames(declaration.name));
+  if (ts.isImportEqualsDeclaration(statement)) return [statement.name.text];
+  if (
+    (ts.isFunctionDeclaration(statement) || ts.isClassDeclaration(statement) || ts.isInterfaceDeclaration(statement) ||
+      ts.isTypeAliasDeclaration(statement) || ts.isEnumDeclaration(statement) || ts.isModuleDeclaration(statement)) &&
+    statement.name && ts.isIdentifier(statement.name)
+  ) {
+    return [statement.name.text];
+  }
+  return [];
+}
+
+function bindingNames(name: ts.BindingName): string[] {
+  if (ts.isIdentifier(name)) return [name.text];
+  return name.elements.flatMap((element) => (ts.isOmittedExpression(element) ? [] : bindingNames(element.name)));
+}
