@@ -2,7 +2,7 @@ import type { NewEvent } from '@dockhand/protocol';
 import { DockhandError } from '../errors';
 import { pushApprovalStatus, type PushDecision } from '../policy/approvals';
 import { checkPolicy, type PolicyCheckResult } from '../policy/check';
-import { isOverrideFor } from '../policy/override';
+import { blockedReason, checkPolicyWithOverrides, isBlocked } from '../policy/override';
 import type { RepoPolicy } from '../policy/repo-policy';
 import { pushChange, type Person, type PushChangeResult } from './push';
 import { redact } from './redact';
@@ -60,12 +60,9 @@ export interface DeliverResult {
 
 /** Throws `policy_violation` / `forbidden` unless the diff may be pushed now. */
 export function enforcePushGate(diff: string, gate: PushGate): PolicyCheckResult & { overridden: boolean } {
-  const result = checkPolicy({ diff, policy: gate.policy, allowTestEdits: gate.allowTestEdits, stage: 'push' });
-  const checked = { ok: result.ok, stage: result.stage, violations: result.violations };
-  const overridden = !result.ok && (gate.overrides ?? []).some((event) => isOverrideFor(diff, event, gate.policy));
-  if (!result.ok && !overridden) {
-    const rules = [...new Set(result.violations.map((violation) => violation.rule))].join(', ');
-    throw new DockhandError('policy_violation', `push blocked by policy: ${rules}`, {
+  const result = checkPolicyWithOverrides({ diff, policy: gate.policy, allowTestEdits: gate.allowTestEdits, stage: 'push', overrides: gate.overrides ?? [] });
+  if (isBlocked(result)) {
+    throw new DockhandError('policy_violation', `push blocked by policy: ${blockedReason(result)}`, {
       hint: 'fix the violations, or ask a repo owner to override them',
     });
   }
@@ -76,7 +73,7 @@ export function enforcePushGate(diff: string, gate: PushGate): PolicyCheckResult
       : `${approvals.approvers.length} of ${approvals.required} required approvals`;
     throw new DockhandError('forbidden', `push not approved: ${why}`, { hint: 'a reviewer must approve the push' });
   }
-  return { ...checked, overridden };
+  return { ok: result.ok, stage: result.stage, violations: result.violations, overridden: result.overridden };
 }
 
 /**

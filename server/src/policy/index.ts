@@ -3,14 +3,17 @@ export type { DiffStats, PolicyCheckInput, PolicyCheckResult, PolicyStage, Polic
 export { parseUnifiedDiff } from './diff';
 export type { AddedLine, ChangedFile, FileChange } from './diff';
 export {
+  blockedReason,
   canOverridePolicy,
+  checkPolicyWithOverrides,
   diffDigest,
+  isBlocked,
   isOverrideFor,
   policyOverride,
   policyOverrideId,
   policyOverrideRequest,
 } from './override';
-export type { PolicyOverrideInput } from './override';
+export type { GatedPolicyResult, PolicyOverrideInput } from './override';
 export { CI_CONFIG_GLOBS, DEFAULT_PROTECTED_GLOBS, TEST_CONFIG_GLOBS, TEST_GLOBS, isCiConfig, isTestConfig, isTestFile } from './paths';
 export { DEFAULT_REPO_POLICY, POLICY_FILE_PATH, RepoPolicy, parseRepoPolicy } from './repo-policy';
 export { maskSecret, scanSecrets, shannonEntropy } from './secrets';

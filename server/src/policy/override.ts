@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { NewEvent } from '@dockhand/protocol';
 import { DockhandError } from '../errors';
-import type { PolicyCheckResult } from './check';
-import type { RepoPolicy } from './repo-policy';
+import { checkPolicy, type DiffStats, type PolicyCheckInput, type PolicyCheckResult } from './check';
+import { DEFAULT_REPO_POLICY, type RepoPolicy } from './repo-policy';
 
 /**
  * Overriding a blocked diff. The override is two ordinary events, `approval.requested` (kind
@@ -87,4 +87,34 @@ export function isOverrideFor(diff: string, event: NewEvent, policy: RepoPolicy)
     event.data.approvalId === policyOverrideId(diff) &&
     canOverridePolicy(policy, event.data.by)
   );
+}
+
+export type GatedPolicyResult = PolicyCheckResult & { overridden: boolean; stats: DiffStats };
+
+/**
+ * The policy as the gate applies it: `checkPolicy`, and a failing result is `overridden` when
+ * `overrides` (usually the task's whole log) holds an owner's override of exactly this diff. The
+ * runner's policy stages and the forge's push gate both call this, so they cannot disagree on
+ * what may be pushed.
+ */
+export function checkPolicyWithOverrides(input: PolicyCheckInput & { overrides: readonly NewEvent[] }): GatedPolicyResult {
+  const { overrides, ...check } = input;
+  const result = checkPolicy(check);
+  const policy = check.policy ?? DEFAULT_REPO_POLICY;
+  const overridden = !result.ok && overrides.some((event) => isOverrideFor(check.diff, event, policy));
+  return { ...result, overridden };
+}
+
+/** Nothing may go further: violations and no owner override. */
+export function isBlocked(result: PolicyCheckResult & { overridden: boolean }): boolean {
+  return !result.ok && !result.overridden;
+}
+
+/** Why a result blocks, naming each rule and where: `ci-config (.github/workflows/ci.yml), diff-size:lines`. */
+export function blockedReason(result: PolicyCheckResult): string {
+  const seen = new Set<string>();
+  for (const violation of result.violations) {
+    seen.add(violation.path === '' ? violation.rule : `${violation.rule} (${violation.path})`);
+  }
+  return [...seen].join(', ');
 }

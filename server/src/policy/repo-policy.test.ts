@@ -1,7 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { DockhandError } from '../errors';
 import { checkPolicy } from './check';
-import { isOverrideFor, policyOverride, policyOverrideId, policyOverrideRequest } from './override';
+import {
+  blockedReason,
+  checkPolicyWithOverrides,
+  isBlocked,
+  isOverrideFor,
+  policyOverride,
+  policyOverrideId,
+  policyOverrideRequest,
+} from './override';
 import { DEFAULT_REPO_POLICY, parseRepoPolicy } from './repo-policy';
 import { modifiedFile } from './testing/diffs';
 
@@ -101,5 +109,23 @@ describe('policy override', () => {
     expect(() => policyOverride({ diff, result, policy, by: 'mallory', comment: 'trust me' })).toThrow(/not an owner/);
     expect(() => policyOverride({ diff, result, policy: DEFAULT_REPO_POLICY, by: 'alice', comment: 'x' })).toThrow(/not an owner/);
     expect(() => policyOverride({ diff, result, policy, by: 'alice', comment: '  ' })).toThrow(/needs a reason/);
+  });
+
+  it('lets a blocked diff through the gate only with an owner\'s override of exactly that diff', () => {
+    const override = policyOverride({ diff, result, policy, by: 'alice', comment: 'the runner label moved' });
+    const gate = (overrides: Parameters<typeof checkPolicyWithOverrides>[0]['overrides'], changed = diff) =>
+      checkPolicyWithOverrides({ diff: changed, policy, allowTestEdits: false, stage: 'push', overrides });
+
+    const overridden = gate([policyOverrideRequest(diff, result), override]);
+    expect(overridden).toMatchObject({ ok: false, overridden: true, violations: [{ rule: 'ci-config' }] });
+    expect(isBlocked(overridden)).toBe(false);
+
+    const none = gate([]);
+    expect(isBlocked(none)).toBe(true);
+    expect(blockedReason(none)).toBe('ci-config (.github/workflows/ci.yml)');
+    // The agent changed the diff after the override: it no longer applies.
+    expect(isBlocked(gate([override], diff + modifiedFile('src/a.ts', ['x'], ['y'])))).toBe(true);
+    // A clean diff is never reported as overridden.
+    expect(gate([override], modifiedFile('src/a.ts', ['x'], ['y']))).toMatchObject({ ok: true, overridden: false });
   });
 });

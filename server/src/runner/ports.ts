@@ -50,8 +50,12 @@ export interface AgentPort {
 
 export type PolicyResult = EventPayload<'policy.checked'>;
 
+/** A check result, and whether a repo owner's override in the task's log lets it through anyway. */
+export type PolicyVerdict = PolicyResult & { overridden: boolean };
+
 export interface PolicyPort {
-  check(input: { task: Task; diff: string; stage: 'review' | 'push' }): Promise<PolicyResult>;
+  /** `events`: the task's log, where an owner's override of this exact diff would be. */
+  check(input: { task: Task; diff: string; stage: 'review' | 'push'; events: TaskEvent[] }): Promise<PolicyVerdict>;
 }
 
 export interface PublishResult {

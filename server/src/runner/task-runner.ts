@@ -2,6 +2,7 @@ import { applyPatch } from 'diff';
 import { isFinalState, type NewEvent, type Task, type TaskEvent, type TaskState } from '@dockhand/protocol';
 import { DockhandError } from '../errors';
 import type { Logger } from '../log';
+import { blockedReason, isBlocked, policyCheckedEvent } from '../policy';
 import type { Sandbox } from '../sandbox/types';
 import type { EventLog } from '../store/hub';
 import { StoreApprover } from './approver';
@@ -153,9 +154,9 @@ export class TaskRunner {
   }
 
   private async afterFinish(task: Task, diff: string, summary: string): Promise<void> {
-    const policy = await this.deps.policy.check({ task, diff, stage: 'review' });
-    await this.emit(task.id, { type: 'policy.checked', data: policy });
-    if (!policy.ok) {
+    const policy = await this.deps.policy.check({ task, diff, stage: 'review', events: await this.deps.log.store.listEvents(task.id) });
+    await this.emit(task.id, policyCheckedEvent(policy));
+    if (isBlocked(policy)) {
       const events = await this.deps.log.store.listEvents(task.id);
       const failures = events.filter((e) => e.type === 'policy.checked' && e.data.stage === 'review' && !e.data.ok).length;
       const lines = policy.violations.map((v) => `- ${v.rule} ${v.path}${v.line ? `:${v.line}` : ''}: ${v.message}`);
@@ -172,7 +173,8 @@ export class TaskRunner {
       return; // still running: the next step resumes the agent with this message
     }
     await this.deps.log.store.setResult(task.id, { diff, summary });
-    if (!(await this.setState(task.id, 'awaiting_review', 'tests green, review approved, policy ok'))) return;
+    const policyNote = policy.overridden ? 'policy overridden by a repo owner' : 'policy ok';
+    if (!(await this.setState(task.id, 'awaiting_review', `tests green, review approved, ${policyNote}`))) return;
     const pending = await this.deps.log.store.requestApproval(task.id, { kind: 'push', reason: 'review the diff before it is pushed' });
     this.deps.log.published([pending.event]);
     await this.releaseSandbox(task.id);
@@ -184,11 +186,16 @@ export class TaskRunner {
     if (!opened) {
       const result = await this.deps.log.store.getResult(task.id);
       if (!result) throw new DockhandError('conflict', `task ${task.id} has no diff to push`);
-      const policy = await this.deps.policy.check({ task, diff: result.diff, stage: 'push' });
-      await this.emit(task.id, { type: 'policy.checked', data: policy });
-      if (!policy.ok) {
-        await this.emit(task.id, { type: 'task.failed', data: { code: 'policy_violation', message: 'the push-stage policy check failed' } });
-        await this.setState(task.id, 'failed', 'push blocked by policy');
+      // The same evaluation as the forge's push gate: an owner's override in the log lets it through.
+      const policy = await this.deps.policy.check({ task, diff: result.diff, stage: 'push', events });
+      await this.emit(task.id, policyCheckedEvent(policy));
+      if (isBlocked(policy)) {
+        const reason = `push blocked by policy: ${blockedReason(policy)}`;
+        await this.emit(task.id, {
+          type: 'task.failed',
+          data: { code: 'policy_violation', message: `${reason}; fix the violations, or ask a repo owner to override them` },
+        });
+        await this.setState(task.id, 'failed', reason);
         return;
       }
       const pr = await this.deps.publisher.publish({ task, diff: result.diff, summary: result.summary, events });

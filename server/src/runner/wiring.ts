@@ -8,7 +8,7 @@ import { runAgent, type AgentConfigInput } from '../agent';
 import type { FeedbackEngine } from '../feedback/types';
 import { buildPullRequestBody, branchName, deliverPullRequest, type Forge } from '../forge';
 import type { ModelClient } from '../model/types';
-import { checkPolicy, parseRepoPolicy, POLICY_FILE_PATH, type RepoPolicy } from '../policy';
+import { checkPolicyWithOverrides, parseRepoPolicy, POLICY_FILE_PATH, type RepoPolicy } from '../policy';
 import type { BaseFiles, TicketSource } from '../api/deps';
 import type { AgentPort, AgentResult, PolicyPort, PublisherPort } from './ports';
 
@@ -38,11 +38,12 @@ export async function repoPolicy(baseFiles: BaseFiles, task: Pick<Task, 'context
   return parseRepoPolicy((await baseFiles.read(task.context.repo, task.context.baseSha, POLICY_FILE_PATH)) ?? undefined);
 }
 
+/** The policy gate with owners' overrides: the same evaluation as the forge's push gate. */
 export function policyPort(baseFiles: BaseFiles): PolicyPort {
   return {
-    async check({ task, diff, stage }) {
+    async check({ task, diff, stage, events }) {
       const policy = await repoPolicy(baseFiles, task);
-      const { stats: _stats, ...result } = checkPolicy({ diff, policy, allowTestEdits: task.allowTestEdits, stage });
+      const { stats: _stats, ...result } = checkPolicyWithOverrides({ diff, policy, allowTestEdits: task.allowTestEdits, stage, overrides: events });
       return result;
     },
   };

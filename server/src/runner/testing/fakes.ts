@@ -1,7 +1,7 @@
 import { createTwoFilesPatch } from 'diff';
-import type { Task } from '@dockhand/protocol';
+import type { Task, TaskEvent } from '@dockhand/protocol';
 import type { ExecOptions, ExecResult, FileEntry, Sandbox } from '../../sandbox/types';
-import type { AgentInput, AgentPort, AgentResult, PolicyPort, PolicyResult, PublisherPort, PublishResult, SandboxProvider } from '../ports';
+import type { AgentInput, AgentPort, AgentResult, PolicyPort, PolicyResult, PolicyVerdict, PublisherPort, PublishResult, SandboxProvider } from '../ports';
 
 /** An in-memory sandbox for unit tests of the runner only (the real one is DockerSandboxDriver). */
 export class MemorySandbox implements Sandbox {
@@ -84,12 +84,13 @@ export async function editLikeTheAgent(input: AgentInput, from: string, to: stri
   await input.events.append({ type: 'file.changed', data: { path: 'src/a.ts', change: 'modified', patch } });
 }
 
+/** Scripted results, never overridden (`policyPort` over a real policy is the override-aware one). */
 export class FakePolicy implements PolicyPort {
   results: PolicyResult[] = [];
-  checks: Array<{ task: Task; diff: string; stage: 'review' | 'push' }> = [];
-  async check(input: { task: Task; diff: string; stage: 'review' | 'push' }): Promise<PolicyResult> {
+  checks: Array<{ task: Task; diff: string; stage: 'review' | 'push'; events: TaskEvent[] }> = [];
+  async check(input: { task: Task; diff: string; stage: 'review' | 'push'; events: TaskEvent[] }): Promise<PolicyVerdict> {
     this.checks.push(input);
-    return this.results.shift() ?? { ok: true, stage: input.stage, violations: [] };
+    return { ...(this.results.shift() ?? { ok: true, stage: input.stage, violations: [] }), overridden: false };
   }
 }
 
