@@ -7,6 +7,8 @@
  * missing tail allowed) and refused unless the result stays under the root; the file is then
  * opened by its resolved path, so what was checked is what is read or written.
  */
+import { RESIDENT_PROGRAM } from './channel-resident';
+
 export const CHANNEL_PROGRAM = String.raw`'use strict';
 // Keeps the agent's ps output (and its greps) free of this program's text.
 process.title = 'dockhand-channel';
@@ -29,14 +31,20 @@ function failure(exitCode, stderr) {
 
 async function resolveMissing(target, depth) {
   if (depth > 40) throw failure(1, target + ': Too many levels of symbolic links');
+  // Synchronous calls: one system call each, no thread-pool hop (see readFile).
   try {
-    return await fsp.realpath(target);
+    return fs.realpathSync.native(target);
   } catch (error) {
     if (error.code !== 'ENOENT' && error.code !== 'ENOTDIR') throw error;
   }
-  const stat = await fsp.lstat(target).catch(() => undefined);
+  let stat;
+  try {
+    stat = fs.lstatSync(target);
+  } catch (error) {
+    stat = undefined;
+  }
   if (stat && stat.isSymbolicLink()) {
-    const link = await fsp.readlink(target);
+    const link = fs.readlinkSync(target);
     return resolveMissing(path.resolve(path.dirname(target), link), depth + 1);
   }
   const parent = path.dirname(target);
@@ -59,9 +67,11 @@ function describe(error) {
   return { exitCode: 1, stderr: String((error && error.message) || error) };
 }
 
+// Synchronous on purpose: under gVisor each hop through libuv's thread pool costs a thread wake-up
+// in the sandbox kernel, several per read; a read of a source file blocks the loop for far less.
 async function readFile(request) {
   const resolved = await resolveInside(request.path);
-  return { data: (await fsp.readFile(resolved)).toString('base64') };
+  return { data: fs.readFileSync(resolved).toString('base64') };
 }
 
 async function writeFile(request) {
@@ -220,7 +230,19 @@ function kill(request) {
   }
 }
 
-const operations = { readFile, writeFile, listFiles };
+${RESIDENT_PROGRAM}
+
+// A query runs after this turn of the event loop, so inotify events already queued (by a command
+// that ended before the query was sent) are applied first.
+function searchOperation(request) {
+  return new Promise((resolve) => setImmediate(resolve)).then(() => ({ search: search(request) }));
+}
+
+function tagsOperation(request) {
+  return tags(request).then((answer) => ({ tags: answer }));
+}
+
+const operations = { readFile, writeFile, listFiles, search: searchOperation, tags: tagsOperation };
 
 function handle(line) {
   let request;

@@ -99,6 +99,54 @@ describe('sandbox command channel (runsc)', () => {
     expect(ps.stdout).toContain('dockhand-channel');
   });
 
+  it('answers content searches from memory as ripgrep does, following what commands change', async () => {
+    const query = { pattern: 'needle\\w*', path: 'src', fixedStrings: false, caseInsensitive: false, context: 0, maxCount: 100, limit: 100 };
+    /** The same query by ripgrep in the sandbox: [path, line, text] of each match, in path order. */
+    const ripgrep = async (): Promise<Array<[string, number, string]>> => {
+      const result = await sandbox.exec({ cmd: ['rg', '--json', '--no-require-git', '--hidden', '-g', '!.git', '-e', query.pattern, '--', 'src'] });
+      const found: Array<[string, number, string]> = [];
+      for (const line of result.stdout.split('\n')) {
+        if (!line.startsWith('{"type":"match"')) continue;
+        const data = (JSON.parse(line) as { data: { path: { text: string }; line_number: number; lines: { text: string } } }).data;
+        found.push([data.path.text, data.line_number, data.lines.text.replace(/\n$/, '')]);
+      }
+      return found.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] - b[1]));
+    };
+    const resident = async (): Promise<Array<[string, number, string]>> => {
+      const served = sandbox.transport.residentServed;
+      const answer = await sandbox.searchContent(query);
+      if (!answer) throw new Error(`declined: ${sandbox.transport.lastDeclined}`);
+      expect(sandbox.transport.residentServed).toBe(served + 1);
+      return answer.hits.map((hit) => [hit.path, hit.line, hit.text]);
+    };
+    await sandbox.writeFile('src/a.c', 'int needle_one;\nint other;\n');
+    await sandbox.writeFile('src/old.c', 'int needle_old;\n');
+    await sandbox.writeFile('.gitignore', 'ignored/\n');
+    await sandbox.writeFile('src/ignored/x.c', 'int needle_ignored;\n');
+    expect(await resident()).toEqual(await ripgrep());
+    expect((await resident()).map(([path]) => path)).toEqual(['src/a.c', 'src/old.c']);
+    // A command changes, creates and removes files; the very next query sees all of it.
+    await sandbox.exec({ cmd: ['sh', '-c', 'echo "int needle_two;" >> src/a.c && mkdir -p src/b && echo "int needle_new;" > src/b/new.c && rm src/old.c'] });
+    const after = await resident();
+    expect(after).toEqual(await ripgrep());
+    expect(after.map(([path, line]) => `${path}:${line}`)).toEqual(['src/a.c:1', 'src/a.c:3', 'src/b/new.c:1']);
+    // A pattern outside the translation is declined, and says why.
+    expect(await sandbox.searchContent({ ...query, pattern: '(?i)needle' })).toBeUndefined();
+    expect(sandbox.transport.lastDeclined).toMatch(/\(\?/);
+  });
+
+  it('lists a file\'s symbols from the resident ctags', async () => {
+    await sandbox.writeFile('src/sym.c', 'int alpha(void) { return 1; }\nstatic int beta = 2;\n');
+    const output = await sandbox.symbolsOf('src/sym.c');
+    expect(output).toBeDefined();
+    const tags = (output ?? '').split('\n').map((line) => JSON.parse(line) as { name: string; line: number });
+    expect(tags.map((tag) => [tag.name, tag.line])).toEqual([
+      ['alpha', 1],
+      ['beta', 2],
+    ]);
+    expect(await sandbox.symbolsOf('src')).toBeUndefined();
+  });
+
   it('falls back to docker exec when the channel dies, and starts it again lazily', async () => {
     const firstPid = sandbox.transport.channelPid;
     const starts = sandbox.transport.channelStarts;

@@ -3,6 +3,7 @@ import type Docker from 'dockerode';
 import { z } from 'zod';
 import { CHANNEL_PROGRAM } from './channel-program';
 import { DockerStreamDemuxer } from './demux';
+import type { ContentAnswer, ContentQuery } from './types';
 
 /*
  * The host side of the in-sandbox command channel: one long-lived `docker exec` per sandbox running
@@ -23,7 +24,19 @@ import { DockerStreamDemuxer } from './demux';
 
 const Message = z.discriminatedUnion('type', [
   z.object({ type: z.literal('ready'), pid: z.number() }),
-  z.object({ type: z.literal('result'), id: z.number(), data: z.string().optional(), entries: z.array(z.tuple([z.string(), z.number(), z.string()])).optional() }),
+  z.object({
+    type: z.literal('result'),
+    id: z.number(),
+    data: z.string().optional(),
+    entries: z.array(z.tuple([z.string(), z.number(), z.string()])).optional(),
+    search: z
+      .union([
+        z.object({ served: z.literal(true), matches: z.number(), hits: z.array(z.tuple([z.string(), z.number(), z.string(), z.number()])) }),
+        z.object({ served: z.literal(false), reason: z.string() }),
+      ])
+      .optional(),
+    tags: z.union([z.object({ served: z.literal(true), output: z.string() }), z.object({ served: z.literal(false), reason: z.string() })]).optional(),
+  }),
   z.object({ type: z.literal('error'), id: z.number(), exitCode: z.number(), stderr: z.string() }),
   z.object({ type: z.literal('spawned'), id: z.number(), pid: z.number() }),
   z.object({ type: z.literal('out'), id: z.number(), stream: z.enum(['stdout', 'stderr']), data: z.string() }),
@@ -118,6 +131,23 @@ export class SandboxChannel {
 
   async writeFile(path: string, content: Buffer): Promise<void> {
     await this.request({ op: 'writeFile', path, data: content.toString('base64') });
+  }
+
+  /** The resident search's answer, or the reason it declined (see channel-resident.ts). */
+  async search(query: ContentQuery, budgetBytes: number): Promise<ContentAnswer | { declined: string }> {
+    const result = await this.request({ op: 'search', ...query, budgetBytes });
+    const answer = result.search;
+    if (!answer) throw new Error('the channel answered a search without a result');
+    if (!answer.served) return { declined: answer.reason };
+    return { matches: answer.matches, hits: answer.hits.map(([path, line, text, isMatch]) => ({ path, line, text, isMatch: isMatch === 1 })) };
+  }
+
+  /** ctags JSON lines for one regular file from the resident ctags, or the reason it declined. */
+  async tags(path: string): Promise<string | { declined: string }> {
+    const result = await this.request({ op: 'tags', path });
+    const answer = result.tags;
+    if (!answer) throw new Error('the channel answered tags without a result');
+    return answer.served ? answer.output : { declined: answer.reason };
   }
 
   async listFiles(path: string, recursive: boolean, limit: number): Promise<Array<[string, number, string]>> {
@@ -240,11 +270,12 @@ export class SandboxChannel {
  */
 export async function openDockerChannel(
   container: Docker.Container,
-  options: { user: string; env: string[]; root: string; startTimeoutMs?: number },
+  options: { user: string; env: string[]; root: string; startTimeoutMs?: number; heapMiB?: number },
 ): Promise<{ channel: SandboxChannel; pid: number }> {
   const exec = await container.exec({
-    // One V8 worker and one libuv thread: the channel shares the sandbox's process limit.
-    Cmd: ['node', '--v8-pool-size=1', '--max-old-space-size=256', '-e', CHANNEL_PROGRAM, options.root],
+    // One V8 worker and one libuv thread: the channel shares the sandbox's process limit. The heap
+    // holds the resident search's copy of the workspace text (its budget, see DockerSandbox).
+    Cmd: ['node', '--v8-pool-size=1', `--max-old-space-size=${options.heapMiB ?? 256}`, '-e', CHANNEL_PROGRAM, options.root],
     AttachStdin: true,
     AttachStdout: true,
     AttachStderr: true,

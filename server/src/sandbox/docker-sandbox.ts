@@ -7,7 +7,7 @@ import { DockerStreamDemuxer } from './demux';
 import { sandboxEnvironment } from './environment';
 import { CappedOutput } from './output';
 import { RESOLVE_INSIDE_WORKSPACE, WORKSPACE, pathError, workspacePath } from './paths';
-import type { ExecOptions, ExecResult, FileEntry, Sandbox } from './types';
+import type { ContentAnswer, ContentQuery, ExecOptions, ExecResult, FileEntry, Sandbox } from './types';
 
 const DEFAULT_TIMEOUT_MS = 120_000;
 const DEFAULT_OUTPUT_CAP = 64 * 1024;
@@ -57,7 +57,7 @@ export class DockerSandbox implements Sandbox {
   private channelStarting = false;
   private channelRetryAt = 0;
   /** How calls were served, and how often the channel was started; read by tests and benchmarks. */
-  readonly transport = { channel: 0, exec: 0, channelStarts: 0, channelPid: 0 };
+  readonly transport = { channel: 0, exec: 0, channelStarts: 0, channelPid: 0, residentServed: 0, residentDeclined: 0, lastDeclined: '' };
   baseSha: string;
 
   constructor(
@@ -175,6 +175,40 @@ export class DockerSandbox implements Sandbox {
     const script = `cd ${WORKSPACE} && ${RESOLVE_INSIDE_WORKSPACE}; mkdir -p -- "$(dirname -- "$resolved")" && exec cat > "$resolved"`;
     const result = await this.raw(['sh', '-c', script, '_', path], { stdin: bytes });
     this.checkFileResult(result, path);
+  }
+
+  /**
+   * Resident search through the channel (channel-resident.ts): the workspace text it keeps in
+   * memory is bounded by an eighth of the sandbox's memory, at most 512 MiB. Undefined when the
+   * channel is not up or declines; the search tool then runs ripgrep.
+   */
+  async searchContent(query: ContentQuery): Promise<ContentAnswer | undefined> {
+    workspacePath(query.path);
+    const served = await this.viaChannel((channel) => channel.search(query, this.residentBudgetBytes), query.path);
+    return this.residentAnswer(served);
+  }
+
+  /** ctags lines for one file from the channel's resident ctags, or undefined (run ctags). */
+  async symbolsOf(path: string): Promise<string | undefined> {
+    workspacePath(path);
+    const served = await this.viaChannel((channel) => channel.tags(path), path);
+    return this.residentAnswer(served);
+  }
+
+  private residentAnswer<T>(served: { value: T | { declined: string } } | undefined): T | undefined {
+    if (!served) return undefined;
+    const value = served.value;
+    if (typeof value === 'object' && value !== null && 'declined' in value) {
+      this.transport.residentDeclined += 1;
+      this.transport.lastDeclined = (value as { declined: string }).declined;
+      return undefined;
+    }
+    this.transport.residentServed += 1;
+    return value as T;
+  }
+
+  private get residentBudgetBytes(): number {
+    return Math.min(512 * 1024 * 1024, Math.floor((this.processMemoryKiB * 1024) / 0.75 / 8));
   }
 
   async listFiles(dir = '.', options: ListOptions = {}): Promise<FileEntry[]> {
@@ -295,7 +329,9 @@ export class DockerSandbox implements Sandbox {
     this.channelStarting = true;
     this.transport.channelStarts += 1;
     try {
-      const { channel, pid } = await openDockerChannel(this.container, { user: SANDBOX_USER, env: sandboxEnvironment(this.baseEnv), root: WORKSPACE });
+      // Room for the resident search's text (strings of two-byte characters at worst) besides the program itself.
+      const heapMiB = Math.ceil((this.residentBudgetBytes * 2) / 1048576) + 128;
+      const { channel, pid } = await openDockerChannel(this.container, { user: SANDBOX_USER, env: sandboxEnvironment(this.baseEnv), root: WORKSPACE, heapMiB });
       if (this.destroyed) {
         channel.close();
         return;

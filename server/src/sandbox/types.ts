@@ -32,6 +32,39 @@ export interface ExecResult {
   durationMs: number;
 }
 
+/**
+ * A content query in ripgrep's terms (the search tool's), for a sandbox's resident search.
+ * Mirrors `rg --hidden --no-require-git -g '!.git' --max-count maxCount [-C context] [-i] [-F] [-g glob] -e pattern -- path`.
+ */
+export interface ContentQuery {
+  pattern: string;
+  /** Workspace-relative file or directory, '.' for all. */
+  path: string;
+  fixedStrings: boolean;
+  caseInsensitive: boolean;
+  glob?: string | undefined;
+  /** Lines of context around each match. */
+  context: number;
+  /** Matching lines counted per file at most (ripgrep's --max-count). */
+  maxCount: number;
+  /** Lines (with their context) returned for the first this-many matches; the rest are only counted. */
+  limit: number;
+}
+
+export interface ContentHit {
+  path: string;
+  line: number;
+  text: string;
+  isMatch: boolean;
+}
+
+export interface ContentAnswer {
+  /** Matching lines found (each file counted up to maxCount). */
+  matches: number;
+  /** In path order, then line order. */
+  hits: ContentHit[];
+}
+
 export interface FileEntry {
   path: string;
   type: 'file' | 'dir' | 'symlink';
@@ -47,6 +80,14 @@ export interface Sandbox {
   readFile(path: string): Promise<Buffer>;
   writeFile(path: string, content: string | Buffer): Promise<void>;
   listFiles(dir?: string): Promise<FileEntry[]>;
+  /**
+   * Optional resident search: the answer ripgrep would give, from a process that keeps the
+   * workspace's searchable files in memory; undefined when it cannot answer this query exactly
+   * (the caller then runs ripgrep).
+   */
+  searchContent?(query: ContentQuery): Promise<ContentAnswer | undefined>;
+  /** Optional resident ctags: `ctags --output-format=json --fields=+nKS` lines for one regular file, or undefined (run ctags instead). */
+  symbolsOf?(path: string): Promise<string | undefined>;
   /** Unified diff of the workspace (tracked and untracked files) against `baseSha`. */
   diff(): Promise<string>;
   /** Stops and removes the container. Idempotent. */

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { asArgument, toWorkspacePath } from './paths';
-import { ToolError, defineTool } from './types';
+import { ToolError, defineTool, type ToolOutput } from './types';
 
 const MAX_CANDIDATE_FILES = 200;
 
@@ -55,7 +55,11 @@ export const listSymbolsTool = defineTool({
   async run(input, { sandbox, signal }) {
     let targets: string[];
     if (input.path !== undefined) {
-      targets = [asArgument(toWorkspacePath(input.path))];
+      const path = toWorkspacePath(input.path);
+      // A single file from the sandbox's resident ctags when it has one (no process start).
+      const resident = await sandbox.symbolsOf?.(path);
+      if (resident !== undefined) return symbolsResult(parseTags(resident), input, '');
+      targets = [asArgument(path)];
     } else {
       // ctags over a whole tree is slow in big repos: let ripgrep find the files that mention the name first.
       const candidates = await sandbox.exec({
@@ -77,16 +81,18 @@ export const listSymbolsTool = defineTool({
     if (result.exitCode !== 0) {
       throw new ToolError(`list_symbols failed: ${(result.stderr || result.stdout).trim().slice(0, 1000)}`);
     }
-    let tags = parseTags(result.stdout);
-    if (input.name !== undefined) tags = tags.filter((tag) => tag.name === input.name);
-    if (tags.length === 0) {
-      const what = input.name !== undefined ? `definition of ${input.name}` : `symbols in ${input.path}`;
-      const stderr = result.stderr.trim();
-      return { output: `No ${what} found.${stderr ? `\n${stderr.slice(0, 500)}` : ''}`, isError: false };
-    }
-    const shown = tags.slice(0, input.max_results);
-    const truncated = tags.length > shown.length;
-    const header = truncated ? `${tags.length} definitions; showing ${shown.length}.` : `${tags.length} definitions.`;
-    return { output: `${header}\n${shown.map(formatTag).join('\n')}`, isError: false, truncated };
+    return symbolsResult(parseTags(result.stdout), input, result.stderr.trim());
   },
 });
+
+function symbolsResult(all: CtagsTag[], input: { path?: string | undefined; name?: string | undefined; max_results: number }, stderr: string): ToolOutput {
+  const tags = input.name !== undefined ? all.filter((tag) => tag.name === input.name) : all;
+  if (tags.length === 0) {
+    const what = input.name !== undefined ? `definition of ${input.name}` : `symbols in ${input.path}`;
+    return { output: `No ${what} found.${stderr ? `\n${stderr.slice(0, 500)}` : ''}`, isError: false };
+  }
+  const shown = tags.slice(0, input.max_results);
+  const truncated = tags.length > shown.length;
+  const header = truncated ? `${tags.length} definitions; showing ${shown.length}.` : `${tags.length} definitions.`;
+  return { output: `${header}\n${shown.map(formatTag).join('\n')}`, isError: false, truncated };
+}

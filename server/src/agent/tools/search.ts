@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { capLine } from './output';
 import { asArgument, toWorkspacePath } from './paths';
-import { ToolError, defineTool } from './types';
+import type { ContentHit } from '../../sandbox/types';
+import { ToolError, defineTool, type ToolOutput } from './types';
 
 const MAX_LINE_CHARS = 300;
 
@@ -43,6 +44,21 @@ export const searchTool = defineTool({
   input: SearchInput,
   async run(input, { sandbox, signal }) {
     const path = toWorkspacePath(input.path);
+    // The sandbox's resident search answers as ripgrep would, from memory, when it can.
+    const resident = await sandbox.searchContent?.({
+      pattern: input.pattern,
+      path,
+      fixedStrings: input.fixed_strings,
+      caseInsensitive: input.case_insensitive,
+      glob: input.glob,
+      context: input.context_lines,
+      maxCount: input.max_results + 1,
+      limit: input.max_results,
+    });
+    if (resident) {
+      if (resident.matches === 0) return { output: `No matches for ${JSON.stringify(input.pattern)} in ${path}.`, isError: false };
+      return formatHits(resident.hits, resident.matches, input.max_results);
+    }
     const args = ['rg', '--json', '--no-require-git', '--hidden', '-g', '!.git', '--max-count', String(input.max_results + 1)];
     if (input.context_lines > 0) args.push('-C', String(input.context_lines));
     if (input.case_insensitive) args.push('-i');
@@ -56,9 +72,7 @@ export const searchTool = defineTool({
       throw new ToolError(`search failed: ${(result.stderr || result.stdout).trim().slice(0, 2000)}`);
     }
 
-    const files = new Map<string, Hit[]>();
-    let matches = 0;
-    let shownMatches = 0;
+    const hits: ContentHit[] = [];
     for (const raw of result.stdout.split('\n')) {
       if (!raw.startsWith('{')) continue;
       let json: unknown;
@@ -70,32 +84,37 @@ export const searchTool = defineTool({
       const line = RipgrepLine.safeParse(json);
       if (!line.success || (line.data.type !== 'match' && line.data.type !== 'context')) continue;
       const data = line.data.data;
-      const isMatch = line.data.type === 'match';
-      if (isMatch) matches += 1;
-      if (isMatch && shownMatches >= input.max_results) continue;
-      if (!isMatch && shownMatches >= input.max_results) continue;
-      if (isMatch) shownMatches += 1;
-      const file = textOf(data.path);
-      const hits = files.get(file) ?? [];
-      hits.push({ line: data.line_number ?? 0, text: capLine(textOf(data.lines).replace(/\r?\n$/, ''), MAX_LINE_CHARS), isMatch });
-      files.set(file, hits);
+      hits.push({ path: textOf(data.path), line: data.line_number ?? 0, text: textOf(data.lines).replace(/\r?\n$/, ''), isMatch: line.data.type === 'match' });
     }
-
-    const blocks: string[] = [];
-    for (const [file, hits] of files) {
-      const lines = [file.replace(/^\.\//, '')];
-      let previous = -1;
-      for (const hit of hits) {
-        if (previous !== -1 && hit.line > previous + 1) lines.push('--');
-        lines.push(`${hit.line}${hit.isMatch ? ':' : '-'}${hit.text}`);
-        previous = hit.line;
-      }
-      blocks.push(lines.join('\n'));
-    }
-    const truncated = matches > shownMatches;
-    const header = truncated
-      ? `At least ${matches} matching lines; showing the first ${shownMatches} (raise max_results or narrow the search).`
-      : `${matches} matching lines in ${files.size} files.`;
-    return { output: `${header}\n\n${blocks.join('\n\n')}`, isError: false, truncated };
+    return formatHits(hits, hits.filter((hit) => hit.isMatch).length, input.max_results);
   },
 });
+
+/** Matching lines grouped by file, the first maxResults matches (and their context) shown. */
+function formatHits(hits: ContentHit[], matches: number, maxResults: number): ToolOutput {
+  const files = new Map<string, Hit[]>();
+  let shownMatches = 0;
+  for (const hit of hits) {
+    if (shownMatches >= maxResults) break;
+    if (hit.isMatch) shownMatches += 1;
+    const shown = files.get(hit.path) ?? [];
+    shown.push({ line: hit.line, text: capLine(hit.text, MAX_LINE_CHARS), isMatch: hit.isMatch });
+    files.set(hit.path, shown);
+  }
+  const blocks: string[] = [];
+  for (const [file, shown] of files) {
+    const lines = [file.replace(/^\.\//, '')];
+    let previous = -1;
+    for (const hit of shown) {
+      if (previous !== -1 && hit.line > previous + 1) lines.push('--');
+      lines.push(`${hit.line}${hit.isMatch ? ':' : '-'}${hit.text}`);
+      previous = hit.line;
+    }
+    blocks.push(lines.join('\n'));
+  }
+  const truncated = matches > shownMatches;
+  const header = truncated
+    ? `At least ${matches} matching lines; showing the first ${shownMatches} (raise max_results or narrow the search).`
+    : `${matches} matching lines in ${files.size} files.`;
+  return { output: `${header}\n\n${blocks.join('\n\n')}`, isError: false, truncated };
+}
