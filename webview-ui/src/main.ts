@@ -201,7 +201,10 @@ function renderApprovals(): void {
   for (const approvalId of trajectory.summary.pendingApprovals) {
     const index = trajectory.approvalRows.get(approvalId);
     const row = index === undefined ? undefined : trajectory.rows[index];
-    if (row?.kind !== 'approval') continue;
+    // The push approval is what the Review section decides ("Approve and push" approves it,
+    // "Request changes" and "Reject" deny it): a card with its own Approve/Deny beside those
+    // buttons would be a second control for the same decision.
+    if (row?.kind !== 'approval' || row.approvalKind === 'push') continue;
     const decide = (decision: 'approved' | 'denied') => () => {
       if (!selectedTaskId) return;
       for (const b of card.querySelectorAll('button')) b.disabled = true;

@@ -42,13 +42,15 @@ export function renderRow(row: Row, context: RowContext): HTMLElement {
     case 'file':
       return renderFile(row, context);
     case 'approval': {
+      // A push approval is decided in the Review section, not by a card of its own.
+      const push = row.approvalKind === 'push';
       const status = row.resolved
         ? h('span', { className: `badge ${row.resolved.decision === 'approved' ? 'tone-ok' : 'tone-error'}` }, `${row.resolved.decision} by ${row.resolved.by}`)
-        : h('span', { className: 'badge tone-warn' }, 'waiting for your decision');
+        : h('span', { className: 'badge tone-warn' }, push ? 'waiting for your review' : 'waiting for your decision');
       return h(
         'div',
         { className: 'row row-approval', dataset: { seq: String(row.seq) } },
-        h('div', {}, h('strong', {}, 'Approval needed '), status),
+        h('div', {}, h('strong', {}, push ? 'Push approval ' : 'Approval needed '), status),
         row.command ? h('code', { className: 'command' }, row.command) : null,
         h('div', { className: 'reason' }, row.reason),
       );

@@ -2,7 +2,7 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clipEventOutput, type ClippedOutput } from './messages';
 import { buildWebview, launchBrowser, openPanel, type PanelPage } from './test/browser-harness';
-import { TASK_ID, approvalResolved, longRun, pushed, runUntilApproval, runUntilReview, sampleTask, stamp } from './test/recorded-stream';
+import { PUSH_APPROVAL_ID, TASK_ID, approvalResolved, longRun, pushed, runUntilApproval, runUntilReview, sampleTask, stamp } from './test/recorded-stream';
 import type { TaskEvent } from '@dockhand/protocol';
 
 /*
@@ -156,6 +156,33 @@ describe('side panel in Chromium', () => {
     await page.click('.review .changed-files button');
     expect(await panel.waitForPosted((m) => m.type === 'openDiff')).toEqual({ type: 'openDiff', taskId: TASK_ID, path: 'src/paginate.js' });
     await panel.screenshot('webview-pr-open');
+    expect(panel.problems).toEqual([]);
+  });
+
+  it('decides the push in the Review section only: no push-approval card beside the review buttons', async () => {
+    const panel = await ready();
+    const page = panel.page;
+    // The log as the server writes it: awaiting_review, then the pending push approval.
+    await panel.send({ type: 'events', taskId: TASK_ID, reset: true, events: [...approvalEvents, ...afterApproval, ...reviewEvents], clipped: [] });
+    await page.waitForSelector('.review button.review-approve');
+    expect(reviewEvents.at(-1)).toMatchObject({ type: 'approval.requested', data: { approvalId: PUSH_APPROVAL_ID, kind: 'push' } });
+    // One control: the review buttons. No card offers a second Approve/Deny for the same push.
+    expect(await page.locator('.approval-card').count()).toBe(0);
+    expect(await page.isHidden('.approvals')).toBe(true);
+    expect(await page.locator('button.approve, button.deny').count()).toBe(0);
+    // The trajectory still records the request, and says where it is decided.
+    const row = page.locator('.row-approval', { hasText: 'Push approval' });
+    await row.waitFor();
+    expect(await row.textContent()).toContain('waiting for your review');
+    await panel.screenshot('webview-review-one-control');
+
+    await page.click('button.review-approve');
+    expect(await panel.waitForPosted((m) => m.type === 'review')).toEqual({ type: 'review', taskId: TASK_ID, action: 'approve' });
+    expect((await panel.posted()).some((m) => m.type === 'decideApproval')).toBe(false);
+    // The server resolves the push approval with the review; the row records who approved it.
+    await panel.send({ type: 'events', taskId: TASK_ID, reset: false, events: pushEvents, clipped: [] });
+    await page.locator('.row-approval', { hasText: 'approved by dev@example.com' }).filter({ hasText: 'Push approval' }).waitFor({ timeout: 5_000 });
+    expect(await page.locator('.approval-card').count()).toBe(0);
     expect(panel.problems).toEqual([]);
   });
 

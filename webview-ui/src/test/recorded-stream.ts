@@ -111,11 +111,17 @@ export function runUntilReview(testOutputChars = 600): NewEvent[] {
     { type: 'review.finished', data: { approved: true, problems: [], summary: 'Fixes the off-by-one; tests cover page 1 and the last page.' } },
     { type: 'policy.checked', data: { ok: true, stage: 'review', violations: [] } },
     { type: 'task.state', data: { state: 'awaiting_review' } },
+    // The runner asks for the push approval that the review decides (`afterFinish`).
+    { type: 'approval.requested', data: { approvalId: PUSH_APPROVAL_ID, kind: 'push', reason: 'review the diff before it is pushed' } },
   ];
 }
 
+export const PUSH_APPROVAL_ID = 'ap_push';
+
+/** After "Approve and push": the review approval resolves the push approval, then the push. */
 export function pushed(): NewEvent[] {
   return [
+    { type: 'approval.resolved', data: { approvalId: PUSH_APPROVAL_ID, decision: 'approved', by: 'dev@example.com' } },
     { type: 'task.state', data: { state: 'pushing' } },
     { type: 'policy.checked', data: { ok: true, stage: 'push', violations: [] } },
     { type: 'pr.opened', data: { number: 17, url: 'https://forge.example/acme/app/pull/17', branch: 'dockhand/42-paginate', headSha: 'b'.repeat(40) } },
