@@ -119,8 +119,11 @@ export async function decideApproval(
     throw new DockhandError('conflict', `approval ${approvalId} was already ${approval.state}`, { hint: 'decisions are final' });
   }
   if (approval.kind === 'push') {
-    if (decision.decision === 'approved') await approve(deps, task, user, decision.comment);
-    else await applyReview(deps, task, user, { action: 'reject', comments: [] });
+    // The same decision as the review, with the same state check: a push approval left pending
+    // by a task that moved on (a message sent it back to work, an interrupt cancelled it) must
+    // not move that task to pushing.
+    const comments = decision.comment ? [{ body: decision.comment }] : [];
+    await applyReview(deps, task, user, { action: decision.decision === 'approved' ? 'approve' : 'reject', comments });
   } else {
     const resolved = await deps.store.resolveApproval(task.id, approvalId, {
       decision: decision.decision,

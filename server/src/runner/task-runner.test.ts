@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CreateTaskRequest, type TaskEvent } from '@dockhand/protocol';
 import { EventHub, EventLog } from '../store/hub';
 import { SqliteStore } from '../store/sqlite';
-import { applyReview } from './review';
+import { applyReview, decideApproval } from './review';
 import { TaskRunner } from './task-runner';
 import { CountingPublisher, FakePolicy, FakeSandboxProvider, ScriptedAgent, editLikeTheAgent, type AgentScript } from './testing/fakes';
 
@@ -166,6 +166,46 @@ describe('TaskRunner', () => {
     expect((await store.getApproval(approval.id))?.state).toBe('denied');
     expect((await store.getApproval(approval.id))?.decidedBy).toBe('dockhand');
     expect((await store.getTask(task.id))?.state).toBe('awaiting_review');
+  });
+
+  it('a message during review sends the task back to work and voids the push approval of the old diff', async () => {
+    const { task } = await store.createTask('alice', request);
+    const { runner: r } = runner(async (input, call) => {
+      if (call === 1) return finishing(input, call);
+      await editLikeTheAgent(input, 'three', 'THREE');
+      return { outcome: 'finished', summary: 'both', diff: await input.sandbox.diff() };
+    });
+    await r.run(task.id, new AbortController().signal);
+    const [first] = await store.listApprovals(task.id, 'pending');
+    expect(first?.kind).toBe('push');
+    // What the messages route does when a developer writes to a task in review.
+    await log.append(task.id, { type: 'user.message', data: { from: 'alice', text: 'three too' } });
+    await log.append(task.id, { type: 'task.state', data: { state: 'running', reason: 'message from alice' } });
+    const decisions = { store, events: log, wake: () => undefined };
+    // Approving the old push approval while the agent works again is refused: nothing moves to pushing.
+    await expect(decideApproval(decisions, (await store.getTask(task.id))!, alice, first!.id, { decision: 'approved' })).rejects.toMatchObject({ code: 'conflict' });
+    await r.run(task.id, new AbortController().signal);
+    expect(await store.getApproval(first!.id)).toMatchObject({ state: 'denied', decidedBy: 'dockhand' });
+    // The new diff waits for its own review, with a fresh push approval.
+    expect((await store.getTask(task.id))?.state).toBe('awaiting_review');
+    const pending = await store.listApprovals(task.id, 'pending');
+    expect(pending.map((a) => a.kind)).toEqual(['push']);
+    expect(pending[0]?.id).not.toBe(first!.id);
+    expect(publisher.pushes).toBe(0);
+  });
+
+  it('a push approval left pending on a cancelled task cannot push it', async () => {
+    const { task } = await store.createTask('alice', request);
+    const { runner: r } = runner(finishing);
+    await r.run(task.id, new AbortController().signal);
+    const [pending] = await store.listApprovals(task.id, 'pending');
+    await log.append(task.id, { type: 'task.state', data: { state: 'cancelled', reason: 'interrupted by alice' } });
+    const cancelled = (await store.getTask(task.id))!;
+    await expect(decideApproval({ store, events: log, wake: () => undefined }, cancelled, alice, pending!.id, { decision: 'approved' })).rejects.toMatchObject({
+      code: 'conflict',
+      message: expect.stringContaining('while it is cancelled'),
+    });
+    expect((await store.getTask(task.id))?.state).toBe('cancelled');
   });
 
   it('an interrupt wins: the runner never moves a cancelled task', async () => {

@@ -5,6 +5,7 @@ import type { Logger } from '../log';
 import { blockedReason, isBlocked, policyCheckedEvent } from '../policy';
 import type { Sandbox } from '../sandbox/types';
 import type { EventLog } from '../store/hub';
+import type { ApprovalKind } from '../store/types';
 import { StoreApprover } from './approver';
 import { hubSteering } from './steering';
 import type { AgentPort, PolicyPort, PublisherPort, SandboxProvider } from './ports';
@@ -137,18 +138,22 @@ export class TaskRunner {
   }
 
   /**
-   * A command approval still pending when the loop (re)starts belongs to a tool call of a run
-   * that died: the rebuilt conversation reports that call as interrupted and never re-runs it, so
-   * the approval is closed as denied instead of waiting forever in the UI.
+   * Approvals still pending when the loop (re)starts are stale and are closed as denied instead
+   * of waiting forever in the UI:
+   * - a command approval belongs to a tool call of a run that died: the rebuilt conversation
+   *   reports that call as interrupted and never re-runs it;
+   * - a push approval was for the diff the agent is now about to change (a developer's message
+   *   sent the task back from review); the next review asks again.
    */
   private async closeStaleApprovals(taskId: string): Promise<void> {
+    const why: Partial<Record<ApprovalKind, string>> = {
+      command: 'the server restarted while this was pending; the command did not run',
+      push: 'the agent went back to work on the diff; it will be reviewed again',
+    };
     for (const approval of await this.deps.log.store.listApprovals(taskId, 'pending')) {
-      if (approval.kind !== 'command') continue;
-      const resolved = await this.deps.log.store.resolveApproval(taskId, approval.id, {
-        decision: 'denied',
-        by: 'dockhand',
-        comment: 'the server restarted while this was pending; the command did not run',
-      });
+      const comment = why[approval.kind];
+      if (comment === undefined) continue;
+      const resolved = await this.deps.log.store.resolveApproval(taskId, approval.id, { decision: 'denied', by: 'dockhand', comment });
       if (resolved) this.deps.log.published([resolved.event]);
     }
   }
