@@ -235,14 +235,22 @@ ${RESIDENT_PROGRAM}
 // A query runs after this turn of the event loop, so inotify events already queued (by a command
 // that ended before the query was sent) are applied first.
 function searchOperation(request) {
-  return new Promise((resolve) => setImmediate(resolve)).then(() => ({ search: search(request) }));
+  return new Promise((resolve) => setImmediate(resolve))
+    .then(() => search(request))
+    .then((answer) => ({ search: answer }));
 }
 
 function tagsOperation(request) {
   return tags(request).then((answer) => ({ tags: answer }));
 }
 
-const operations = { readFile, writeFile, listFiles, search: searchOperation, tags: tagsOperation };
+// Starts reading the workspace into memory in the background, so the first search finds it there.
+function warmOperation(request) {
+  refreshCorpus(request.budgetBytes).catch(() => undefined);
+  return Promise.resolve({});
+}
+
+const operations = { readFile, writeFile, listFiles, search: searchOperation, tags: tagsOperation, warm: warmOperation };
 
 function handle(line) {
   let request;

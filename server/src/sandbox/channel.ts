@@ -142,6 +142,11 @@ export class SandboxChannel {
     return { matches: answer.matches, hits: answer.hits.map(([path, line, text, isMatch]) => ({ path, line, text, isMatch: isMatch === 1 })) };
   }
 
+  /** Starts the resident search's first read of the workspace in the background. */
+  async warm(budgetBytes: number): Promise<void> {
+    await this.request({ op: 'warm', budgetBytes });
+  }
+
   /** ctags JSON lines for one regular file from the resident ctags, or the reason it declined. */
   async tags(path: string): Promise<string | { declined: string }> {
     const result = await this.request({ op: 'tags', path });

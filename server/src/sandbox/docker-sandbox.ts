@@ -338,6 +338,8 @@ export class DockerSandbox implements Sandbox {
       }
       this.channel = channel;
       this.transport.channelPid = pid;
+      // The agent searches early; the read of the workspace overlaps the model's first turn.
+      channel.warm(this.residentBudgetBytes).catch(() => undefined);
       // A dead channel is started again by the next call (which itself takes the exec path).
       channel.onClose(() => {
         if (this.channel === channel) this.channel = undefined;
