@@ -1,6 +1,5 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,6 +9,7 @@ import { INTERRUPTED_TOOL_OUTPUT } from '../../server/src/agent/conversation';
 import { InMemoryPullRequestStore, LocalForge } from '../../server/src/forge';
 import { startReplayServer, type ReplayServer } from '../../server/src/model/replay/server';
 import { SqliteStore } from '../../server/src/store/sqlite';
+import { freePort, startDockhandServe } from '../support/local-server';
 import { createFixtureRepo, type FixtureRepo } from '../support/fixture-repo';
 
 /*
@@ -33,44 +33,20 @@ let bare: string;
 let token: string;
 let port: number;
 let server: ChildProcess | undefined;
-let serverLog = '';
-
-function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const probe = createServer();
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      const found = typeof address === 'object' && address ? address.port : 0;
-      probe.close(() => resolvePort(found));
-    });
-    probe.on('error', reject);
-  });
-}
+/** What the server started last has written, for failure messages. */
+let serverOutput = (): string => '';
 
 async function startServer(session = SESSION): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'server/src/cli/bin.ts', 'serve'], {
-    cwd: ROOT,
-    env: {
-      ...process.env,
-      DOCKHAND_DATA_DIR: dataDir,
-      DOCKHAND_PORT: String(port),
-      DOCKHAND_MODEL_BASE_URL: replay.url,
-      DOCKHAND_REPLAY_SESSION: session,
-      DOCKHAND_LEASE_SECONDS: '3',
-      DOCKHAND_POLL_MS: '200',
-      DOCKHAND_LOG_LEVEL: 'warn',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  const started = await startDockhandServe(port, {
+    DOCKHAND_DATA_DIR: dataDir,
+    DOCKHAND_MODEL_BASE_URL: replay.url,
+    DOCKHAND_REPLAY_SESSION: session,
+    DOCKHAND_LEASE_SECONDS: '3',
+    DOCKHAND_POLL_MS: '200',
+    DOCKHAND_LOG_LEVEL: 'warn',
   });
-  child.stdout?.on('data', (chunk: Buffer) => { serverLog += chunk.toString(); });
-  child.stderr?.on('data', (chunk: Buffer) => { serverLog += chunk.toString(); });
-  for (let i = 0; i < 600; i++) {
-    if (child.exitCode !== null) throw new Error(`server exited early:\n${serverLog}`);
-    const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false);
-    if (ok) return child;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`server did not start:\n${serverLog}`);
+  serverOutput = started.output;
+  return started.child;
 }
 
 async function api<T>(method: string, path: string, schema: z.ZodType<T>, body?: unknown): Promise<T> {
@@ -99,7 +75,7 @@ async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, ms 
     if (value !== undefined) return value;
     await new Promise((r) => setTimeout(r, 250));
   }
-  throw new Error(`timed out waiting for ${what}\n${serverLog.slice(-4000)}`);
+  throw new Error(`timed out waiting for ${what}\n${serverOutput().slice(-4000)}`);
 }
 
 function stopped(child: ChildProcess): Promise<number | null> {

@@ -1,9 +1,9 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { chromium, type Browser, type FrameLocator, type Page } from 'playwright-core';
+import { freePort } from '../support/local-server';
 
 /*
  * Runs the real VS Code workbench (code-server from npm, see /work/shared VSCODE-E2E notes) with
@@ -26,18 +26,6 @@ export function codeServerBinary(): string {
 export function packageExtension(): string {
   execFileSync('npm', ['run', 'package', '-w', 'extension'], { cwd: REPO_ROOT, stdio: 'inherit' });
   return join(REPO_ROOT, 'extension/dist/dockhand.vsix');
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolvePort(port));
-    });
-  });
 }
 
 export interface CodeServer {

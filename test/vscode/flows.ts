@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Task, TaskEvent } from '@dockhand/protocol';
 import { createFixtureRepo, type FixtureRepo } from '../support/fixture-repo';
 import { launchChromium, packageExtension, startCodeServer, Workbench, type CodeServer } from './code-server';
+import { FIXED_FILE } from './fixture';
 
 /*
  * What a developer does with the extension in the real VS Code workbench (code-server) in
@@ -12,12 +13,10 @@ import { launchChromium, packageExtension, startCodeServer, Workbench, type Code
  * the diff as "request changes". Screenshots per step in test-artifacts/<prefix>-*.png.
  */
 
-import { FIXED_FILE } from './fixture';
-export { FIXED_FILE };
-
 export interface ServerUnderTest {
   url: string;
   token: string;
+  /** The forge's bare repository the workspace clone now has as `origin`. */
   forgeRepo: string;
   tasks(): Promise<Task[]>;
   events(taskId: string): Promise<TaskEvent[]>;

@@ -1,6 +1,5 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Task, TaskEvent } from '@dockhand/protocol';
@@ -8,7 +7,10 @@ import { z } from 'zod';
 import { InMemoryPullRequestStore, LocalForge } from '../../server/src/forge';
 import { startReplayServer, type ReplayServer } from '../../server/src/model/replay/server';
 import { SqliteStore } from '../../server/src/store/sqlite';
+import { freePort, startDockhandServe } from '../support/local-server';
 import type { FixtureRepo } from '../support/fixture-repo';
+import { FIXED_FILE } from './fixture';
+import type { ServerUnderTest } from './flows';
 
 /*
  * The whole Dockhand server as it ships: `dockhand serve` (the CLI, tsx) with SQLite, the
@@ -19,30 +21,6 @@ import type { FixtureRepo } from '../support/fixture-repo';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 export const SESSION = 'vscode-e2e';
-import { FIXED_FILE } from './fixture';
-export { FIXED_FILE };
-
-export interface FullServer {
-  url: string;
-  token: string;
-  forgeRepo: string;
-  tasks(): Promise<Task[]>;
-  events(taskId: string): Promise<TaskEvent[]>;
-  log(): string;
-  close(): Promise<void>;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const probe = createServer();
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      const found = typeof address === 'object' && address ? address.port : 0;
-      probe.close(() => resolvePort(found));
-    });
-    probe.on('error', reject);
-  });
-}
 
 function addCassettes(replay: ReplayServer): void {
   replay.addCassette(SESSION, {
@@ -64,7 +42,7 @@ function addCassettes(replay: ReplayServer): void {
   });
 }
 
-export async function startFullServer(fixture: FixtureRepo): Promise<FullServer> {
+export async function startFullServer(fixture: FixtureRepo): Promise<ServerUnderTest> {
   execFileSync('bash', ['sandbox-images/base/build.sh'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
   const replay = await startReplayServer({});
   addCassettes(replay);
@@ -83,30 +61,13 @@ export async function startFullServer(fixture: FixtureRepo): Promise<FullServer>
   const token = (await store.createToken('dev')).token;
   await store.close();
 
-  const port = await freePort();
-  let output = '';
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'server/src/cli/bin.ts', 'serve'], {
-    cwd: ROOT,
-    env: {
-      ...process.env,
-      DOCKHAND_DATA_DIR: dataDir,
-      DOCKHAND_PORT: String(port),
-      DOCKHAND_MODEL_BASE_URL: replay.url,
-      DOCKHAND_REPLAY_SESSION: SESSION,
-      DOCKHAND_POLL_MS: '200',
-      DOCKHAND_LOG_LEVEL: 'warn',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  const { child, url, output } = await startDockhandServe(await freePort(), {
+    DOCKHAND_DATA_DIR: dataDir,
+    DOCKHAND_MODEL_BASE_URL: replay.url,
+    DOCKHAND_REPLAY_SESSION: SESSION,
+    DOCKHAND_POLL_MS: '200',
+    DOCKHAND_LOG_LEVEL: 'warn',
   });
-  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; ; i += 1) {
-    if (child.exitCode !== null) throw new Error(`dockhand serve exited early:\n${output}`);
-    if (await fetch(`${url}/healthz`).then((r) => r.ok, () => false)) break;
-    if (i > 600) throw new Error(`dockhand serve did not start:\n${output}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
   const get = async <T>(path: string, schema: z.ZodType<T>): Promise<T> => {
     const response = await fetch(`${url}${path}`, { headers: { authorization: `Bearer ${token}` } });
     const text = await response.text();
@@ -119,7 +80,7 @@ export async function startFullServer(fixture: FixtureRepo): Promise<FullServer>
     forgeRepo,
     tasks: async () => (await get('/v1/tasks', z.object({ tasks: z.array(Task) }))).tasks,
     events: async (taskId) => (await get(`/v1/tasks/${taskId}/events?after=0&limit=10000`, z.object({ events: z.array(TaskEvent) }))).events,
-    log: () => output,
+    log: output,
     close: async () => {
       if (child.exitCode === null) {
         child.kill('SIGTERM');

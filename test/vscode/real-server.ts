@@ -9,6 +9,8 @@ import { createFleet, type Fleet } from '../../server/src/runner/fleet';
 import type { AgentInput, AgentResult } from '../../server/src/runner/ports';
 import { FakeSandboxProvider, ScriptedAgent } from '../../server/src/runner/testing/fakes';
 import type { FixtureRepo } from '../support/fixture-repo';
+import { FIXED_FILE } from './fixture';
+import type { ServerUnderTest } from './flows';
 
 /*
  * The real Dockhand server (createFleet: SQLite store, HTTP + WebSocket API, auth, scheduler, task
@@ -18,21 +20,11 @@ import type { FixtureRepo } from '../support/fixture-repo';
  * replay model's agent would (read, edit through the sandbox, test) and emits the same events.
  */
 
-import { FIXED_FILE } from './fixture';
-export { FIXED_FILE };
 const BUG = 'let index = 1;';
 const FIX = 'let index = 0;';
 
-export interface RealServer {
-  url: string;
-  token: string;
-  tasks(): Promise<import('@dockhand/protocol').Task[]>;
-  events(taskId: string): Promise<import('@dockhand/protocol').TaskEvent[]>;
-  log(): string;
-  /** The forge's bare repository the workspace clone now has as `origin`. */
-  forgeRepo: string;
+export interface RealServer extends ServerUnderTest {
   fleet: Fleet;
-  close(): Promise<void>;
 }
 
 /** The scripted agent; `stepDelayMs` spaces its events out like a real run's. */
