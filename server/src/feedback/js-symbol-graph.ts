@@ -72,13 +72,16 @@ export class JsSymbolGraph {
       if (!resolved) bySpecifier.set(specifier, (resolved = this.resolve(file, specifier)));
       return resolved;
     };
-    const namespaceOf = new Map(record.imports.filter((entry) => entry.imported === WHOLE).map((entry) => [entry.local, entry.specifier]));
+    const importOf = new Map(record.imports.map((entry) => [entry.local, entry]));
     const addUses = (from: string, uses: JsUses): void => {
       for (const ref of uses.refs) this.edge(from, node(file, `l:${ref}`));
-      for (const [namespace, member] of uses.members) {
-        const specifier = namespaceOf.get(namespace);
-        if (specifier === undefined) continue;
-        for (const target of targets(specifier)) this.edge(from, this.exportNode(target, member));
+      for (const [local, member] of uses.members) {
+        const entry = importOf.get(local);
+        if (!entry) continue;
+        for (const target of targets(entry.specifier)) {
+          const namespace = entry.imported === WHOLE ? target : this.namespaceBehind(target, entry.imported, 0);
+          this.edge(from, namespace === undefined ? node(file, `l:${local}`) : this.exportNode(namespace, member));
+        }
       }
       for (const specifier of uses.modules) for (const target of targets(specifier)) this.edge(from, node(target, WHOLE));
     };
@@ -128,6 +131,32 @@ export class JsSymbolGraph {
       for (const target of via) this.edge(id, this.exportNode(target, name));
     }
     return id;
+  }
+
+  /**
+   * The module whose namespace `file` exports as `name` (`export * as name from`, or an imported
+   * `* as` binding exported again), when it is exactly one; undefined for anything else.
+   */
+  private namespaceBehind(file: string, name: string, depth: number): string | undefined {
+    const record = this.symbols.get(file);
+    if (!record || record.opaque || depth > 8) return undefined;
+    const exported = record.exports.find((entry) => entry.exported === name);
+    if (!exported) {
+      if (name === 'default') return undefined;
+      const via = record.stars.flatMap((specifier) => this.resolve(file, specifier)).filter((target) => this.hasExport(target, name, new Set()));
+      return via.length === 1 && via[0] !== undefined ? this.namespaceBehind(via[0], name, depth + 1) : undefined;
+    }
+    let specifier = exported.specifier;
+    let imported = exported.imported;
+    if (exported.local !== undefined) {
+      const binding = record.imports.find((entry) => entry.local === exported.local);
+      specifier = binding?.specifier;
+      imported = binding?.imported;
+    }
+    if (specifier === undefined || imported === undefined) return undefined;
+    const targets = this.resolve(file, specifier);
+    if (targets.length !== 1 || targets[0] === undefined) return undefined;
+    return imported === WHOLE ? targets[0] : this.namespaceBehind(targets[0], imported, depth + 1);
   }
 
   private hasExport(file: string, name: string, visiting: Set<string>): boolean {

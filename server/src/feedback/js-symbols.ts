@@ -18,7 +18,11 @@ import ts from 'typescript';
 /** What one piece of code uses: top-level bindings, `ns.name` members, modules loaded whole. */
 export interface JsUses {
   refs: string[];
-  /** `[namespace binding, member]`, e.g. `['z', 'string']` for `z.string(…)`. */
+  /**
+   * `[import binding, member]`, e.g. `['z', 'string']` for `z.string(…)`: for a binding that is
+   * a namespace (`import * as z`, or `import { z }` of a re-exported namespace) only the member
+   * counts; for any other binding the graph counts the binding itself.
+   */
   members: Array<[string, string]>;
   /** Specifiers of `require('x')`, `import('x')` and side-effect imports: the whole module. */
   modules: string[];
@@ -75,11 +79,12 @@ export function parseJsSymbols(source: ts.SourceFile): JsSymbols {
     }
   }
   for (const entry of imports) bindings.add(entry.local);
+  const scope: Scope = { bindings, namespaces, imports: new Set(imports.map((entry) => entry.local)) };
 
   const declare = (name: string, node: ts.Node, skipBodies: boolean): void => {
     const entry = declared.get(name) ?? { texts: [], uses: new UsesBuilder() };
     entry.texts.push(node.getText(source));
-    collectUses(node, entry.uses, bindings, namespaces, skipBodies);
+    collectUses(node, entry.uses, scope, skipBodies);
     declared.set(name, entry);
   };
   const exportLocal = (statement: ts.Statement, names: string[]): void => {
@@ -118,7 +123,7 @@ export function parseJsSymbols(source: ts.SourceFile): JsSymbols {
         declare('default', statement, false);
         exports.push({ exported: 'default', local: 'default' });
       }
-      collectUses(statement.expression, initUses, bindings, namespaces, true);
+      collectUses(statement.expression, initUses, scope, true);
       continue;
     }
     if (ts.isFunctionDeclaration(statement)) {
@@ -132,7 +137,7 @@ export function parseJsSymbols(source: ts.SourceFile): JsSymbols {
       declare(name, statement, false);
       exportLocal(statement, [name]);
       // Heritage, decorators and static initializers run when the class is defined.
-      collectUses(statement, initUses, bindings, namespaces, true);
+      collectUses(statement, initUses, scope, true);
       continue;
     }
     if (ts.isVariableStatement(statement)) {
@@ -140,7 +145,7 @@ export function parseJsSymbols(source: ts.SourceFile): JsSymbols {
       for (const declaration of statement.declarationList.declarations) {
         const declaredHere = bindingNames(declaration.name);
         for (const name of declaredHere) declare(name, declaration, false);
-        if (declaration.initializer) collectUses(declaration.initializer, initUses, bindings, namespaces, true);
+        if (declaration.initializer && !isStoredReference(declaration.initializer, scope.namespaces)) collectUses(declaration.initializer, initUses, scope, true);
         names.push(...declaredHere);
       }
       exportLocal(statement, names);
@@ -154,13 +159,13 @@ export function parseJsSymbols(source: ts.SourceFile): JsSymbols {
     if ((ts.isEnumDeclaration(statement) || ts.isModuleDeclaration(statement)) && ts.isIdentifier(statement.name)) {
       declare(statement.name.text, statement, false);
       exportLocal(statement, [statement.name.text]);
-      collectUses(statement, initUses, bindings, namespaces, false);
+      collectUses(statement, initUses, scope, false);
       continue;
     }
     // Expression statements, loops, conditionals: all of it runs at import time.
-    collectUses(statement, initUses, bindings, namespaces, false);
+    collectUses(statement, initUses, scope, false);
   }
-  if (/\b(module\.exports|exports\.[A-Za-z_$][\w$]*)\s*=/.test(source.text)) opaque = true;
+  if (usesCommonJsExports(source)) opaque = true;
 
   const declarations = [...declared].map(([name, entry]) => ({
     name,
@@ -168,6 +173,13 @@ export function parseJsSymbols(source: ts.SourceFile): JsSymbols {
     uses: entry.uses.build(),
   }));
   return { imports, exports, stars, declarations, init: initUses.build(), opaque };
+}
+
+/** The module's top-level bindings, its `import * as` bindings, and all its import bindings. */
+interface Scope {
+  bindings: Set<string>;
+  namespaces: Set<string>;
+  imports: Set<string>;
 }
 
 class UsesBuilder {
@@ -186,17 +198,31 @@ class UsesBuilder {
  * passing `ns` along) counts as a use of the whole namespace. With `skipBodies`, the bodies of
  * functions, methods and accessors are left out (what runs at import time).
  */
-function collectUses(node: ts.Node, uses: UsesBuilder, bindings: Set<string>, namespaces: Set<string>, skipBodies: boolean): void {
+function collectUses(node: ts.Node, uses: UsesBuilder, scope: Scope, skipBodies: boolean): void {
+  const { bindings, namespaces, imports } = scope;
   const visit = (current: ts.Node): void => {
     if (ts.isIdentifier(current)) {
       if (bindings.has(current.text) && !isPropertyName(current)) uses.refs.add(current.text);
       return;
     }
     if (skipBodies && isFunctionBody(current)) return;
+    // At load time, storing a reference runs nothing: `{ a, b: ns.b, ...ns }`, `[a]` only
+    // matter if something later calls them, and that code references the object holding them.
+    if (skipBodies && (ts.isObjectLiteralExpression(current) || ts.isArrayLiteralExpression(current))) {
+      const elements: readonly ts.Node[] = ts.isObjectLiteralExpression(current) ? current.properties : current.elements;
+      for (const element of elements) {
+        if (ts.isShorthandPropertyAssignment(element)) continue;
+        if (ts.isPropertyAssignment(element)) {
+          if (ts.isComputedPropertyName(element.name)) visit(element.name);
+          if (!isStoredReference(element.initializer, namespaces)) visit(element.initializer);
+        } else if (!isStoredReference(element, namespaces)) visit(element);
+      }
+      return;
+    }
     if (ts.isPropertyAccessExpression(current) || ts.isQualifiedName(current)) {
       const left = ts.isPropertyAccessExpression(current) ? current.expression : current.left;
       const right = ts.isPropertyAccessExpression(current) ? current.name : current.right;
-      if (ts.isIdentifier(left) && namespaces.has(left.text) && ts.isIdentifier(right)) {
+      if (ts.isIdentifier(left) && imports.has(left.text) && ts.isIdentifier(right)) {
         uses.members.set(`${left.text}.${right.text}`, [left.text, right.text]);
         return;
       }
@@ -210,6 +236,14 @@ function collectUses(node: ts.Node, uses: UsesBuilder, bindings: Set<string>, na
     ts.forEachChild(current, visit);
   };
   visit(node);
+}
+
+/** A binding or `ns.member` (or a spread of a namespace) as a value: reading it runs no code. */
+export function isStoredReference(node: ts.Node, namespaces: Set<string>): boolean {
+  if (ts.isSpreadElement(node) || ts.isSpreadAssignment(node)) return ts.isIdentifier(node.expression) && namespaces.has(node.expression.text);
+  if (ts.isParenthesizedExpression(node) || ts.isAsExpression(node) || ts.isSatisfiesExpression(node)) return isStoredReference(node.expression, namespaces);
+  if (ts.isIdentifier(node)) return true;
+  return ts.isPropertyAccessExpression(node) && ts.isIdentifier(node.expression) && namespaces.has(node.expression.text);
 }
 
 /** `require('x')`, `import('x')`, `import('x').T` in a type: the specifier. */
@@ -242,6 +276,20 @@ function isPropertyName(node: ts.Identifier): boolean {
     return parent.name === node;
   }
   return false;
+}
+
+/** `module.exports` or `exports` used as a value anywhere (comments and strings do not count). */
+function usesCommonJsExports(source: ts.SourceFile): boolean {
+  if (!/\bexports\b/.test(source.text)) return false;
+  let found = false;
+  const visit = (node: ts.Node): void => {
+    if (found) return;
+    if (ts.isIdentifier(node) && node.text === 'exports' && !isPropertyName(node)) found = true;
+    else if (ts.isPropertyAccessExpression(node) && ts.isIdentifier(node.expression) && node.expression.text === 'module' && node.name.text === 'exports') found = true;
+    else ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return found;
 }
 
 function literal(node: ts.Node | undefined): string | undefined {
