@@ -10,7 +10,7 @@ import { isSourcePath, type BaseSnapshot, type WorkspaceChanges } from './snapsh
 
 const JsUsesRecord = z.object({
   refs: z.array(z.string()),
-  members: z.array(z.tuple([z.string(), z.string()])),
+  members: z.array(z.array(z.string())),
   modules: z.array(z.string()),
 });
 const JsSymbolsRecord = z.object({

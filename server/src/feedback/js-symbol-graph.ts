@@ -75,12 +75,15 @@ export class JsSymbolGraph {
     const importOf = new Map(record.imports.map((entry) => [entry.local, entry]));
     const addUses = (from: string, uses: JsUses): void => {
       for (const ref of uses.refs) this.edge(from, node(file, `l:${ref}`));
-      for (const [local, member] of uses.members) {
+      for (const [local = '', member = '', inner] of uses.members) {
         const entry = importOf.get(local);
         if (!entry) continue;
         for (const target of targets(entry.specifier)) {
           const namespace = entry.imported === WHOLE ? target : this.namespaceBehind(target, entry.imported, 0);
-          this.edge(from, namespace === undefined ? node(file, `l:${local}`) : this.exportNode(namespace, member));
+          const nested = namespace !== undefined && inner !== undefined ? this.namespaceBehind(namespace, member, 0) : undefined;
+          if (namespace === undefined) this.edge(from, node(file, `l:${local}`));
+          else if (nested !== undefined && inner !== undefined) this.edge(from, this.exportNode(nested, inner));
+          else this.edge(from, this.exportNode(namespace, member));
         }
       }
       for (const specifier of uses.modules) for (const target of targets(specifier)) this.edge(from, node(target, WHOLE));

@@ -19,11 +19,12 @@ import ts from 'typescript';
 export interface JsUses {
   refs: string[];
   /**
-   * `[import binding, member]`, e.g. `['z', 'string']` for `z.string(…)`: for a binding that is
-   * a namespace (`import * as z`, or `import { z }` of a re-exported namespace) only the member
-   * counts; for any other binding the graph counts the binding itself.
+   * `[import binding, member, member?]`, e.g. `['z', 'string']` for `z.string(…)`: for a binding
+   * that is a namespace (`import * as z`, or `import { z }` of a re-exported namespace) only the
+   * member counts (and in `z.core.$ZodType`, only `$ZodType` when `core` is a namespace too); for
+   * any other binding the graph counts the binding itself.
    */
-  members: Array<[string, string]>;
+  members: string[][];
   /** Specifiers of `require('x')`, `import('x')` and side-effect imports: the whole module. */
   modules: string[];
 }
@@ -184,7 +185,7 @@ interface Scope {
 
 class UsesBuilder {
   readonly refs = new Set<string>();
-  readonly members = new Map<string, [string, string]>();
+  readonly members = new Map<string, string[]>();
   readonly modules = new Set<string>();
 
   build(): JsUses {
@@ -205,6 +206,9 @@ function collectUses(node: ts.Node, uses: UsesBuilder, scope: Scope, skipBodies:
       if (bindings.has(current.text) && !isPropertyName(current)) uses.refs.add(current.text);
       return;
     }
+    // Types do not run: `x: ZodString`, `f<T>()`, `as T` use nothing at run time (heritage
+    // `extends Base<T>` does, through its expression).
+    if (ts.isTypeNode(current) && !ts.isExpressionWithTypeArguments(current)) return;
     if (skipBodies && isFunctionBody(current)) return;
     // At load time, storing a reference runs nothing: `{ a, b: ns.b, ...ns }`, `[a]` only
     // matter if something later calls them, and that code references the object holding them.
@@ -224,6 +228,12 @@ function collectUses(node: ts.Node, uses: UsesBuilder, scope: Scope, skipBodies:
       const right = ts.isPropertyAccessExpression(current) ? current.name : current.right;
       if (ts.isIdentifier(left) && imports.has(left.text) && ts.isIdentifier(right)) {
         uses.members.set(`${left.text}.${right.text}`, [left.text, right.text]);
+        return;
+      }
+      // `z.core.$ZodType`: a member of a namespace re-exported as a member.
+      if (ts.isPropertyAccessExpression(current) && ts.isPropertyAccessExpression(left) && ts.isIdentifier(left.expression) && imports.has(left.expression.text)) {
+        const path = [left.expression.text, left.name.text, current.name.text];
+        uses.members.set(path.join('.'), path);
         return;
       }
       visit(left);
