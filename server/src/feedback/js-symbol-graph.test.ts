@@ -95,4 +95,38 @@ describe('selection by name through re-exports', () => {
     expect(selected(selection)).toEqual(['test/b2.test.ts']);
     expect(selection.reason).toContain('any of its bindings');
   });
+  it('a namespace re-exported by name is followed member by member (import { z }, z.core.x)', () => {
+    const files = {
+      ...library,
+      'src/api.ts': "import * as lib from './star';\nexport { lib };\nexport * as inner from './star';\n",
+      'test/a.test.ts': "import { lib } from '../src/api';\nit('a', () => lib.a());\n",
+      'test/nested.test.ts': "import * as api from '../src/api';\nit('a', () => api.inner.a());\n",
+      'test/b.test.ts': "import { lib } from '../src/api';\nit('b', () => lib.b());\n",
+    };
+    expect(selected(select(files, bodyEdit('src/b.ts')))).toEqual(['test/b.test.ts']);
+  });
+
+  it('types and references merely stored at load time do not count; calls do', () => {
+    const files = {
+      ...library,
+      'src/table.ts': "import * as lib from './star';\nimport { b, type B } from './b';\nexport const all = { ...lib, b };\nexport const typed: B = 1 as B;\n",
+      'src/calls.ts': "import { b } from './b';\nexport const value = b();\n",
+      'test/table.test.ts': "import { typed } from '../src/table';\nit('t', () => typed);\n",
+      'test/all.test.ts': "import { all } from '../src/table';\nit('all', () => all.a());\n",
+      'test/calls.test.ts': "import '../src/calls';\nit('loads', () => 1);\n",
+    };
+    files['src/b.ts'] += 'export type B = number;\n';
+    const edit = { 'src/b.ts': files['src/b.ts'].replace('return 2', 'return 42') };
+    expect(selected(select(files, edit))).toEqual(['test/all.test.ts', 'test/calls.test.ts']);
+  });
+
+  it('a comment mentioning exports.x = does not make an ES module CommonJS', () => {
+    const files = {
+      ...library,
+      'src/esm.ts': "// compiles to exports.default = …\nexport { a } from './a';\nexport { b } from './b';\n",
+      'test/a.test.ts': "import { a } from '../src/esm';\nit('a', () => a());\n",
+      'test/b.test.ts': "import { b } from '../src/esm';\nit('b', () => b());\n",
+    };
+    expect(selected(select(files, bodyEdit('src/b.ts')))).toEqual(['test/b.test.ts']);
+  });
 });
