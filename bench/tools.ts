@@ -10,7 +10,7 @@
  * gVisor side: a sandbox from DockerSandboxDriver (runsc, no network, dockhand/base:latest, 4 GiB)
  * with the subset streamed into /workspace. Host side: the same tools over the same tree, served
  * by the same channel program run as a host process (openLocalChannel) — the resident search and
- * ctags, and the same file reads — with commands on the host (HostSandbox). Each measurement is a
+ * ctags, and the same line-slice reads — with commands on the host (HostSandbox). Each measurement is a
  * whole tool call as the agent loop makes it (executeTool: validation, round trip, formatting).
  *
  * Also printed, for reference: the tools as they ran before the resident tools (a ripgrep or ctags
@@ -27,6 +27,7 @@ import Docker from 'dockerode';
 import { DockerSandboxDriver } from '../server/src/sandbox/docker-driver';
 import type { DockerSandbox } from '../server/src/sandbox/docker-sandbox';
 import type { ContentAnswer, ContentQuery, Sandbox } from '../server/src/sandbox/types';
+import type { LineRequest, LineSlice } from '../server/src/sandbox/lines';
 import { openLocalChannel } from '../server/src/sandbox/local-channel';
 import type { SandboxChannel } from '../server/src/sandbox/channel';
 import { HostSandbox } from '../server/src/sandbox/testing/host-sandbox';
@@ -70,6 +71,10 @@ class ResidentHostSandbox extends HostSandbox {
 
   override async readFile(path: string): Promise<Buffer> {
     return this.channel.readFile(path);
+  }
+
+  async readLines(path: string, request: LineRequest): Promise<LineSlice> {
+    return this.channel.readLines(path, request);
   }
 
   async searchContent(query: ContentQuery): Promise<ContentAnswer | undefined> {

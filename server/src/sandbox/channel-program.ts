@@ -74,6 +74,21 @@ async function readFile(request) {
   return { data: fs.readFileSync(resolved).toString('base64') };
 }
 
+// The slice of a file read_file shows (lines.ts sliceLines, the same rules): only it crosses the boundary.
+async function readLines(request) {
+  const resolved = await resolveInside(request.path);
+  const stat = fs.statSync(resolved);
+  if (stat.isDirectory()) throw Object.assign(new Error('is a directory'), { code: 'EISDIR' });
+  if (stat.size > request.maxBytes) return { lines: { bytes: stat.size, binary: false, total: 0, lines: [] } };
+  const buffer = fs.readFileSync(resolved);
+  const binary = buffer.subarray(0, 8000).includes(0);
+  if (binary || buffer.length > request.maxBytes) return { lines: { bytes: buffer.length, binary: binary, total: 0, lines: [] } };
+  const all = buffer.toString('utf8').split('\n');
+  if (all.length > 0 && all[all.length - 1] === '') all.pop();
+  const lines = all.slice(request.start - 1, request.start - 1 + request.count).map((line) => [line.slice(0, request.maxLineChars), line.length]);
+  return { lines: { bytes: buffer.length, binary: false, total: all.length, lines: lines } };
+}
+
 async function writeFile(request) {
   const resolved = await resolveInside(request.path);
   await fsp.mkdir(path.dirname(resolved), { recursive: true });
@@ -250,7 +265,7 @@ function warmOperation(request) {
   return Promise.resolve({});
 }
 
-const operations = { readFile, writeFile, listFiles, search: searchOperation, tags: tagsOperation, warm: warmOperation };
+const operations = { readFile, readLines, writeFile, listFiles, search: searchOperation, tags: tagsOperation, warm: warmOperation };
 
 function handle(line) {
   let request;

@@ -135,6 +135,25 @@ describe('sandbox command channel (runsc)', () => {
     expect(sandbox.transport.lastDeclined).toMatch(/\(\?/);
   });
 
+  it('reads a slice of a file\'s lines through the channel, refusing escapes', async () => {
+    await sandbox.writeFile('src/lines.txt', Array.from({ length: 1000 }, (_, index) => `line ${index + 1}`).join('\n'));
+    const request = { start: 500, count: 3, maxLineChars: 1000, maxBytes: 4 * 1024 * 1024 };
+    const before = sandbox.transport.channel;
+    expect(await sandbox.readLines('src/lines.txt', request)).toEqual({
+      bytes: expect.any(Number),
+      binary: false,
+      total: 1000,
+      lines: [
+        ['line 500', 8],
+        ['line 501', 8],
+        ['line 502', 8],
+      ],
+    });
+    expect(sandbox.transport.channel).toBe(before + 1);
+    await expect(sandbox.readLines('etc-link/passwd', request)).rejects.toThrow(/outside the workspace/);
+    await expect(sandbox.readLines('src', request)).rejects.toThrow(/is a directory/);
+  });
+
   it('lists a file\'s symbols from the resident ctags', async () => {
     await sandbox.writeFile('src/sym.c', 'int alpha(void) { return 1; }\nstatic int beta = 2;\n');
     const output = await sandbox.symbolsOf('src/sym.c');

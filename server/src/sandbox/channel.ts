@@ -3,6 +3,7 @@ import type Docker from 'dockerode';
 import { z } from 'zod';
 import { CHANNEL_PROGRAM } from './channel-program';
 import { DockerStreamDemuxer } from './demux';
+import type { LineRequest, LineSlice } from './lines';
 import type { ContentAnswer, ContentQuery } from './types';
 
 /*
@@ -36,6 +37,7 @@ const Message = z.discriminatedUnion('type', [
       ])
       .optional(),
     tags: z.union([z.object({ served: z.literal(true), output: z.string() }), z.object({ served: z.literal(false), reason: z.string() })]).optional(),
+    lines: z.object({ bytes: z.number(), binary: z.boolean(), total: z.number(), lines: z.array(z.tuple([z.string(), z.number()])) }).optional(),
   }),
   z.object({ type: z.literal('error'), id: z.number(), exitCode: z.number(), stderr: z.string() }),
   z.object({ type: z.literal('spawned'), id: z.number(), pid: z.number() }),
@@ -127,6 +129,12 @@ export class SandboxChannel {
   async readFile(path: string): Promise<Buffer> {
     const result = await this.request({ op: 'readFile', path });
     return Buffer.from(result.data ?? '', 'base64');
+  }
+
+  async readLines(path: string, request: LineRequest): Promise<LineSlice> {
+    const result = await this.request({ op: 'readLines', path, ...request });
+    if (!result.lines) throw new Error('the channel answered readLines without lines');
+    return result.lines;
   }
 
   async writeFile(path: string, content: Buffer): Promise<void> {

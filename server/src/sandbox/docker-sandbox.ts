@@ -4,6 +4,7 @@ import type Docker from 'dockerode';
 import { DockhandError } from '../errors';
 import { ChannelClosed, ChannelFailure, openDockerChannel, type SandboxChannel } from './channel';
 import { DockerStreamDemuxer } from './demux';
+import { sliceLines, type LineRequest, type LineSlice } from './lines';
 import { sandboxEnvironment } from './environment';
 import { CappedOutput } from './output';
 import { RESOLVE_INSIDE_WORKSPACE, WORKSPACE, pathError, workspacePath } from './paths';
@@ -166,6 +167,14 @@ export class DockerSandbox implements Sandbox {
     const result = await this.raw(['sh', '-c', `cd ${WORKSPACE} && ${RESOLVE_INSIDE_WORKSPACE}; exec cat -- "$resolved"`, '_', path]);
     this.checkFileResult(result, path);
     return result.stdout;
+  }
+
+  /** A slice of a text file's lines (read_file): through the channel only the slice crosses. */
+  async readLines(path: string, request: LineRequest): Promise<LineSlice> {
+    workspacePath(path);
+    const served = await this.viaChannel((channel) => channel.readLines(path, request), path);
+    if (served) return served.value;
+    return sliceLines(await this.readFile(path), request);
   }
 
   async writeFile(path: string, content: string | Buffer): Promise<void> {

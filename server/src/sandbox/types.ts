@@ -32,6 +32,8 @@ export interface ExecResult {
   durationMs: number;
 }
 
+import type { LineRequest, LineSlice } from './lines';
+
 /**
  * A content query in ripgrep's terms (the search tool's), for a sandbox's resident search.
  * Mirrors `rg --hidden --no-require-git -g '!.git' --max-count maxCount [-C context] [-i] [-F] [-g glob] -e pattern -- path`.
@@ -80,6 +82,8 @@ export interface Sandbox {
   readFile(path: string): Promise<Buffer>;
   writeFile(path: string, content: string | Buffer): Promise<void>;
   listFiles(dir?: string): Promise<FileEntry[]>;
+  /** Optional: the slice of a text file's lines read_file shows, without moving the whole file (see lines.ts). */
+  readLines?(path: string, request: LineRequest): Promise<LineSlice>;
   /**
    * Optional resident search: the answer ripgrep would give, from a process that keeps the
    * workspace's searchable files in memory; undefined when it cannot answer this query exactly

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { capLine } from './output';
+import { sliceLines, type LineSlice } from '../../sandbox/lines';
 import { toWorkspacePath } from './paths';
 import { ToolError, defineTool } from './types';
 
@@ -24,23 +24,23 @@ export const readFileTool = defineTool({
     if (input.end_line !== undefined && input.end_line < input.start_line) {
       throw new ToolError(`end_line: ${input.end_line} is before start_line ${input.start_line}`);
     }
-    let content: Buffer;
+    const request = { start: input.start_line, count: DEFAULT_MAX_LINES, maxLineChars: MAX_LINE_CHARS, maxBytes: MAX_FILE_BYTES };
+    let slice: LineSlice;
     try {
-      content = await sandbox.readFile(path);
+      // Sandboxes that can cut the slice where the file is send only it.
+      slice = sandbox.readLines ? await sandbox.readLines(path, request) : sliceLines(await sandbox.readFile(path), request);
     } catch (error) {
       throw new ToolError(`path: cannot read ${path}: ${error instanceof Error ? error.message : String(error)}`);
     }
-    if (content.length > MAX_FILE_BYTES) {
+    if (slice.bytes > MAX_FILE_BYTES) {
       throw new ToolError(
-        `path: ${path} is ${(content.length / 1024 / 1024).toFixed(1)} MiB, over the ${MAX_FILE_BYTES / 1024 / 1024} MiB cap; use search or run_command (head, sed -n) instead`,
+        `path: ${path} is ${(slice.bytes / 1024 / 1024).toFixed(1)} MiB, over the ${MAX_FILE_BYTES / 1024 / 1024} MiB cap; use search or run_command (head, sed -n) instead`,
       );
     }
-    if (content.subarray(0, 8000).includes(0)) {
-      throw new ToolError(`path: ${path} looks binary (${content.length} bytes); it cannot be shown as text`);
+    if (slice.binary) {
+      throw new ToolError(`path: ${path} looks binary (${slice.bytes} bytes); it cannot be shown as text`);
     }
-    const lines = content.toString('utf8').split('\n');
-    if (lines.length > 0 && lines[lines.length - 1] === '') lines.pop();
-    const total = lines.length;
+    const total = slice.total;
     if (total === 0) return { output: `${path} is empty.`, isError: false };
     if (input.start_line > total) {
       throw new ToolError(`start_line: ${input.start_line} is past the end of ${path} (${total} lines)`);
@@ -48,9 +48,12 @@ export const readFileTool = defineTool({
     const requestedEnd = input.end_line ?? total;
     const end = Math.min(requestedEnd, total, input.start_line + DEFAULT_MAX_LINES - 1);
     const width = String(end).length;
-    const shown = lines
-      .slice(input.start_line - 1, end)
-      .map((line, index) => `${String(input.start_line + index).padStart(width)}\t${capLine(line, MAX_LINE_CHARS)}`);
+    const shown = slice.lines
+      .slice(0, end - input.start_line + 1)
+      .map(([text, length], index) => {
+        const line = length > MAX_LINE_CHARS ? `${text} [... ${length - MAX_LINE_CHARS} more characters on this line]` : text;
+        return `${String(input.start_line + index).padStart(width)}\t${line}`;
+      });
     const header = `${path} (${total} lines), lines ${input.start_line}-${end}:`;
     const more = end < Math.min(requestedEnd, total) || (input.end_line === undefined && end < total);
     const footer = more ? `\n[${total - end} more lines; continue with start_line=${end + 1}]` : '';
