@@ -13,18 +13,21 @@ beforeEach(() => {
 });
 
 describe('HostSandbox (the host-directory test double)', () => {
-  it('runs commands with an allowlisted environment, extra PATH entries first, and an empty HOME', async () => {
+  it('runs commands with an allowlisted environment, extra PATH entries first, and a HOME of its own', async () => {
     process.env.DOCKHAND_TEST_HOST_SECRET = 'must-not-leak';
     const bin = mkdtempSync(join(tmpdir(), 'dockhand-bin-'));
     writeFileSync(join(bin, 'hello-tool'), '#!/bin/sh\necho tool ran\n', { mode: 0o755 });
     const withBin = new HostSandbox(sandbox.root, sandbox.baseSha, [bin]);
-    const result = await withBin.exec({ cmd: ['sh', '-c', 'hello-tool; env; ls -A "$HOME" | wc -l'], env: { EXTRA: 'yes' } });
+    const result = await withBin.exec({ cmd: ['sh', '-c', 'hello-tool; env; test -d "$HOME" && echo "home=$HOME"'], env: { EXTRA: 'yes' } });
     expect(result.exitCode).toBe(0);
     expect(result.stdout).toMatch(/^tool ran\n/);
     expect(result.stdout).toContain('EXTRA=yes');
     expect(result.stdout).toContain('CI=true');
     expect(result.stdout).not.toContain('must-not-leak');
-    expect(result.stdout.endsWith('0\n')).toBe(true);
+    const home = /^home=(.+)$/m.exec(result.stdout)?.[1];
+    expect(home).toBeDefined();
+    expect(home).not.toBe(process.env.HOME);
+    expect(home?.startsWith(sandbox.root)).toBe(false);
     delete process.env.DOCKHAND_TEST_HOST_SECRET;
   });
 

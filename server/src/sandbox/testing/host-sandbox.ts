@@ -1,5 +1,4 @@
 import { execFile, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { lstat, mkdir, readFile, readdir, realpath, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
@@ -10,29 +9,22 @@ import type { ExecOptions, ExecResult, FileEntry, Sandbox } from '../types';
 const execFileAsync = promisify(execFile);
 const DEFAULT_OUTPUT_CAP = 64 * 1024;
 
-let home: string | undefined;
-
 /**
- * An empty HOME, as in the real sandbox: the host user's login profile stays out of `bash -l` (it
- * can take seconds) and tools' caches stay out of the workspace and its diff. One per process.
+ * HOME for every HostSandbox: not the host user's (their login profile would run in `bash -l`,
+ * which can take seconds) and not the workspace (tools' caches would show up in diff()). One
+ * fixed directory, shared and kept, so that test processes, which end without cleaning up, do not
+ * leave one behind each.
  */
-function emptyHome(): string {
-  if (home === undefined) {
-    const created = mkdtempSync(join(tmpdir(), 'dockhand-host-home-'));
-    process.once('exit', () => rmSync(created, { recursive: true, force: true }));
-    home = created;
-  }
-  return home;
-}
+const HOME = join(tmpdir(), `dockhand-host-home-${process.getuid?.() ?? 0}`);
 
 /**
  * A `Sandbox` backed by a directory on the host, for unit tests and host benchmarks of the code
  * that uses sandboxes (the agent's tools and loop, the feedback engine). It isolates nothing:
  * commands run as the current user with the host's tools. Where a caller can see it, it behaves
- * as the real one does: it refuses the same paths, builds the environment from an allowlist, and
- * caps output in bytes with the same note. It differs in that a command killed at its deadline
- * exits 137 (the real one: 124); callers read `timedOut`. The evidence that any of this works in
- * gVisor is the *.int.test.ts suites against `DockerSandboxDriver`.
+ * as the real one does: it refuses the same paths, builds the environment from an allowlist with
+ * a HOME of its own, and caps output in bytes with the same note. It differs in that a command
+ * killed at its deadline exits 137 (the real one: 124); callers read `timedOut`. The evidence
+ * that any of this works in gVisor is the *.int.test.ts suites against `DockerSandboxDriver`.
  */
 export class HostSandbox implements Sandbox {
   readonly id: string;
@@ -67,10 +59,11 @@ export class HostSandbox implements Sandbox {
     const cap = options.outputCapBytes ?? DEFAULT_OUTPUT_CAP;
     const stdout = new CappedOutput(cap);
     const stderr = new CappedOutput(cap);
+    await mkdir(HOME, { recursive: true });
     const path = [...this.extraPath, process.env.PATH ?? '/usr/bin:/bin'].join(':');
     const child = spawn(command, args, {
       cwd,
-      env: { PATH: path, HOME: emptyHome(), LANG: 'C.UTF-8', CI: 'true', ...options.env },
+      env: { PATH: path, HOME, LANG: 'C.UTF-8', CI: 'true', ...options.env },
       detached: true,
       stdio: ['pipe', 'pipe', 'pipe'],
     });
