@@ -82,10 +82,11 @@ export function parseJsSymbols(source: ts.SourceFile): JsSymbols {
   for (const entry of imports) bindings.add(entry.local);
   const scope: Scope = { bindings, namespaces, imports: new Set(imports.map((entry) => entry.local)) };
 
-  const declare = (name: string, node: ts.Node, skipBodies: boolean): void => {
+  /** Records a declaration of `name`; `typeOnly` ones (interfaces, type aliases) use nothing at run time. */
+  const declare = (name: string, node: ts.Node, typeOnly = false): void => {
     const entry = declared.get(name) ?? { texts: [], uses: new UsesBuilder() };
     entry.texts.push(node.getText(source));
-    collectUses(node, entry.uses, scope, skipBodies);
+    if (!typeOnly) collectUses(node, entry.uses, scope, false);
     declared.set(name, entry);
   };
   const exportLocal = (statement: ts.Statement, names: string[]): void => {
@@ -97,7 +98,7 @@ export function parseJsSymbols(source: ts.SourceFile): JsSymbols {
 
   for (const statement of source.statements) {
     if (ts.isImportDeclaration(statement) || ts.isImportEqualsDeclaration(statement)) {
-      if (ts.isImportEqualsDeclaration(statement) && !ts.isExternalModuleReference(statement.moduleReference)) declare(statement.name.text, statement, false);
+      if (ts.isImportEqualsDeclaration(statement) && !ts.isExternalModuleReference(statement.moduleReference)) declare(statement.name.text, statement);
       continue;
     }
     if (ts.isExportDeclaration(statement)) {
@@ -121,7 +122,7 @@ export function parseJsSymbols(source: ts.SourceFile): JsSymbols {
       if (ts.isIdentifier(statement.expression) && bindings.has(statement.expression.text)) {
         exports.push({ exported: 'default', local: statement.expression.text });
       } else {
-        declare('default', statement, false);
+        declare('default', statement);
         exports.push({ exported: 'default', local: 'default' });
       }
       collectUses(statement.expression, initUses, scope, true);
@@ -129,13 +130,13 @@ export function parseJsSymbols(source: ts.SourceFile): JsSymbols {
     }
     if (ts.isFunctionDeclaration(statement)) {
       const name = statement.name?.text ?? 'default';
-      declare(name, statement, false);
+      declare(name, statement);
       exportLocal(statement, [name]);
       continue;
     }
     if (ts.isClassDeclaration(statement)) {
       const name = statement.name?.text ?? 'default';
-      declare(name, statement, false);
+      declare(name, statement);
       exportLocal(statement, [name]);
       // Heritage, decorators and static initializers run when the class is defined.
       collectUses(statement, initUses, scope, true);
@@ -145,7 +146,7 @@ export function parseJsSymbols(source: ts.SourceFile): JsSymbols {
       const names: string[] = [];
       for (const declaration of statement.declarationList.declarations) {
         const declaredHere = bindingNames(declaration.name);
-        for (const name of declaredHere) declare(name, declaration, false);
+        for (const name of declaredHere) declare(name, declaration);
         if (declaration.initializer && !isStoredReference(declaration.initializer, scope.namespaces)) collectUses(declaration.initializer, initUses, scope, true);
         names.push(...declaredHere);
       }
@@ -153,12 +154,12 @@ export function parseJsSymbols(source: ts.SourceFile): JsSymbols {
       continue;
     }
     if (ts.isInterfaceDeclaration(statement) || ts.isTypeAliasDeclaration(statement)) {
-      declare(statement.name.text, statement, false);
+      declare(statement.name.text, statement, true);
       exportLocal(statement, [statement.name.text]);
       continue;
     }
     if ((ts.isEnumDeclaration(statement) || ts.isModuleDeclaration(statement)) && ts.isIdentifier(statement.name)) {
-      declare(statement.name.text, statement, false);
+      declare(statement.name.text, statement);
       exportLocal(statement, [statement.name.text]);
       collectUses(statement, initUses, scope, false);
       continue;
