@@ -71,6 +71,11 @@ export const EventData = {
     command: z.string().optional(),
     reason: z.string(),
     toolUseId: z.string().optional(),
+    /**
+     * `policy_override` only: sha256 (hex) of the exact diff whose violations it would let
+     * through. An approval of it never covers another diff.
+     */
+    diffDigest: z.string().optional(),
   }),
   'approval.resolved': z.object({
     approvalId: z.string(),
@@ -107,6 +112,10 @@ export const EventData = {
         message: z.string(),
       }),
     ),
+    /** True when the violations stand but a repo owner overrode them for this exact diff. */
+    overridden: z.boolean().optional(),
+    /** The owner whose override let the diff through. */
+    overriddenBy: z.string().optional(),
   }),
   'budget.exceeded': z.object({
     budget: z.enum(['turns', 'cost', 'wall_clock']),

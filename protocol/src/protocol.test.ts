@@ -35,6 +35,23 @@ describe('protocol', () => {
     expect(bad.success).toBe(false);
   });
 
+  it('keeps an owner override on policy.checked and the diff binding on approval.requested', () => {
+    const ts = new Date().toISOString();
+    const checked = TaskEvent.parse({
+      taskId: 't1', seq: 4, ts, type: 'policy.checked',
+      data: { ok: false, stage: 'push', violations: [{ rule: 'ci-config', path: '.github/workflows/ci.yml', message: 'CI change' }], overridden: true, overriddenBy: 'olive' },
+    });
+    expect(checked.data).toMatchObject({ ok: false, overridden: true, overriddenBy: 'olive' });
+    const plain = TaskEvent.parse({ taskId: 't1', seq: 5, ts, type: 'policy.checked', data: { ok: true, stage: 'review', violations: [] } });
+    expect(plain.data).not.toHaveProperty('overridden');
+    expect(TaskEvent.safeParse({ ...checked, data: { ...checked.data, overridden: 'yes' } }).success).toBe(false);
+    const requested = TaskEvent.parse({
+      taskId: 't1', seq: 6, ts, type: 'approval.requested',
+      data: { approvalId: 'apr_1', kind: 'policy_override', reason: 'ci-config', diffDigest: 'ab'.repeat(32) },
+    });
+    expect(requested.data).toMatchObject({ diffDigest: 'ab'.repeat(32) });
+  });
+
   it('knows final states', () => {
     expect(isFinalState('merged')).toBe(true);
     expect(isFinalState('running')).toBe(false);

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Task, TicketSummary } from '@dockhand/protocol';
+import type { RepoPolicy } from '../policy';
 import type { EventHub, EventLog } from '../store/hub';
 import type { Store } from '../store/types';
 import type { WebhookDeps } from './webhooks';
@@ -32,6 +33,11 @@ export interface AppDeps {
   tickets?: TicketSource;
   /** Throws when the sandbox host (Docker + runsc) is not usable; used by /readyz. */
   sandboxCheck?: () => Promise<void>;
+  /**
+   * The repo policy at a task's base SHA. Its `owners` may see the task's approvals and diff and
+   * decide its policy overrides; without it nobody may override.
+   */
+  repoPolicy?: (task: Task) => Promise<RepoPolicy>;
   /** Pushes needed before a PR may open (the repo policy may raise it). */
   requiredApprovals?: (task: Task) => Promise<number>;
   /** Forge webhooks (GitHub), when a secret is configured. */

@@ -15,7 +15,9 @@ import {
   isFinalState,
 } from '@dockhand/protocol';
 import { DockhandError } from '../errors';
+import { canOverridePolicy } from '../policy';
 import { applyReview, decideApproval, type DecisionDeps } from '../runner/review';
+import type { User } from '../store/types';
 import { loadOwnedTask, requireUser } from './auth';
 import type { AppDeps } from './deps';
 import { changedFiles, contentAfter } from './diff-files';
@@ -42,7 +44,21 @@ export async function taskRoutes(app: FastifyInstance, deps: AppDeps): Promise<v
     events: deps.events,
     wake: () => deps.control.wake(),
     ...(deps.requiredApprovals ? { requiredApprovals: deps.requiredApprovals } : {}),
+    ...(deps.repoPolicy ? { repoPolicy: deps.repoPolicy } : {}),
   };
+
+  /**
+   * The task for its requester and admins, and also for the owners of its repo, who decide its
+   * policy overrides (`asRepoOwner`). Anyone else gets the usual 404.
+   */
+  async function loadForOverride(user: User, taskId: string): Promise<{ task: Task; asRepoOwner: boolean }> {
+    const task = await deps.store.getTask(taskId);
+    if (task && task.owner !== user.name && user.role !== 'admin' && deps.repoPolicy) {
+      const policy = await deps.repoPolicy(task).catch(() => undefined);
+      if (policy && canOverridePolicy(policy, user.name)) return { task, asRepoOwner: true };
+    }
+    return { task: await loadOwnedTask(deps.store, user, taskId), asRepoOwner: false };
+  }
 
   api.post('/tasks', {
     schema: { tags: ['tasks'], summary: 'Submit a ticket', body: CreateTaskRequest, response: { 202: CreateTaskResponse } },
@@ -127,7 +143,7 @@ export async function taskRoutes(app: FastifyInstance, deps: AppDeps): Promise<v
   api.get('/tasks/:id/approvals', {
     schema: { tags: ['approvals'], params: TaskParams, response: { 200: z.object({ approvals: z.array(ApprovalView) }) } },
   }, async (request) => {
-    const task = await loadOwnedTask(deps.store, requireUser(request), request.params.id);
+    const { task } = await loadForOverride(requireUser(request), request.params.id);
     return { approvals: await deps.store.listApprovals(task.id) };
   });
 
@@ -140,7 +156,15 @@ export async function taskRoutes(app: FastifyInstance, deps: AppDeps): Promise<v
     },
   }, async (request) => {
     const user = requireUser(request);
-    const task = await loadOwnedTask(deps.store, user, request.params.id);
+    const { task, asRepoOwner } = await loadForOverride(user, request.params.id);
+    if (asRepoOwner) {
+      const approval = await deps.store.getApproval(request.params.approvalId);
+      if (approval?.taskId === task.id && approval.kind !== 'policy_override') {
+        throw new DockhandError('forbidden', `${user.name} owns ${task.context.repo} and may decide its policy overrides, not this ${approval.kind} approval`, {
+          hint: `the task's requester (${task.owner}) or an admin decides it`,
+        });
+      }
+    }
     return decideApproval(decisions, task, user, request.params.approvalId, request.body);
   });
 
@@ -161,7 +185,7 @@ export async function taskRoutes(app: FastifyInstance, deps: AppDeps): Promise<v
   api.get('/tasks/:id/diff', {
     schema: { tags: ['review'], params: TaskParams, response: { 200: TaskDiffResponse } },
   }, async (request) => {
-    const task = await loadOwnedTask(deps.store, requireUser(request), request.params.id);
+    const { task } = await loadForOverride(requireUser(request), request.params.id);
     const diff = await currentDiff(task);
     return { baseSha: task.context.baseSha, diff, files: changedFiles(diff) };
   });

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULT_REPO_POLICY, parseRepoPolicy } from '../policy/repo-policy';
-import { policyOverride } from '../policy/override';
+import { policyOverride, policyOverrideRequest } from '../policy/override';
 import { checkPolicy } from '../policy/check';
 import { deliverPullRequest, type PushGate } from './deliver';
 import { LocalForge } from './local-forge';
@@ -228,13 +228,14 @@ describe('LocalForge with real git', () => {
     });
     expect(git(bare(), 'branch', '--list', 'dockhand/*')).toBe('');
 
-    const override = policyOverride({ diff, result: checkPolicy({ diff, policy, allowTestEdits: false, stage: 'push' }), policy, by: 'olive', comment: 'adds the missing trigger' });
+    const blocked = checkPolicy({ diff, policy, allowTestEdits: false, stage: 'push' });
+    const override = [policyOverrideRequest(diff, blocked, policy), policyOverride({ diff, result: blocked, policy, by: 'olive', comment: 'adds the missing trigger' })];
     await expect(
-      deliverPullRequest({ ...delivery, gate: { policy, allowTestEdits: false, decisions: twoApprovals.slice(0, 1), overrides: [override] } }),
+      deliverPullRequest({ ...delivery, gate: { policy, allowTestEdits: false, decisions: twoApprovals.slice(0, 1), overrides: override } }),
     ).rejects.toMatchObject({ code: 'forbidden', message: expect.stringContaining('1 of 2') });
     expect(git(bare(), 'branch', '--list', 'dockhand/*')).toBe('');
 
-    const done = await deliverPullRequest({ ...delivery, gate: { policy, allowTestEdits: false, decisions: twoApprovals, overrides: [override] } });
+    const done = await deliverPullRequest({ ...delivery, gate: { policy, allowTestEdits: false, decisions: twoApprovals, overrides: override } });
     expect(done.policy).toMatchObject({ ok: false, overridden: true, stage: 'push' });
     expect(done.push.pushed).toBe(true);
   });

@@ -26,6 +26,16 @@ describe('buildPullRequestBody', () => {
     expect(body).toContain('model claude-sonnet-4-5, task t_123');
   });
 
+  it('lists the policy violations a repo owner overrode, and none when nothing was overridden', () => {
+    const body = buildPullRequestBody({
+      ...report,
+      policyOverride: { by: 'olive', violations: [{ rule: 'ci-config', path: '.github/workflows/ci.yml', message: 'CI configuration changed (modified)' }, { rule: 'diff-size:lines', path: '', message: 'the diff changes 900 lines; the cap is 800' }] },
+    });
+    expect(body).toContain('## Policy overridden\n\nThese violations of the repository policy were overridden by olive, a repo owner:\n\n'
+      + '- `ci-config` `.github/workflows/ci.yml`: CI configuration changed (modified)\n- `diff-size:lines`: the diff changes 900 lines; the cap is 800');
+    expect(buildPullRequestBody(report)).not.toContain('Policy overridden');
+  });
+
   it('clips a huge test log to head and tail and stays under the body limit', () => {
     const log = `${'first line\n'.repeat(10)}${'x'.repeat(200_000)}\nlast line`;
     const body = buildPullRequestBody({ ...report, tests: { ...report.tests, log } });

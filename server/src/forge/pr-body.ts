@@ -2,7 +2,8 @@ import { redact } from './redact';
 
 /**
  * The body of Dockhand's draft PR: what was asked, what was done, the proof (test log,
- * collapsed), what it cost, and what was set aside (quarantined flaky tests). GitHub caps a body
+ * collapsed), policy violations a repo owner overrode, what it cost, and what was set aside
+ * (quarantined flaky tests). GitHub caps a body
  * at 65,536 characters, so the test log keeps its head and tail within a budget.
  */
 
@@ -15,6 +16,8 @@ export interface PullRequestReport {
   quarantined?: string[];
   usage: { turns: number; inputTokens: number; outputTokens: number; cacheReadTokens?: number; costUsd: number };
   model?: string;
+  /** Policy violations a repo owner overrode for this diff: listed so reviewers see the exception. */
+  policyOverride?: { by: string; violations: ReadonlyArray<{ rule: string; path: string; line?: number; message: string }> };
 }
 
 export const TEST_LOG_BUDGET = 40_000;
@@ -51,6 +54,12 @@ export function buildPullRequestBody(report: PullRequestReport, secrets: Readonl
     const log = clip(t.log.trimEnd(), TEST_LOG_BUDGET);
     const marker = fence(log);
     lines.push('', '<details><summary>Test log</summary>', '', `${marker}text`, log, marker, '', '</details>');
+  }
+
+  if (report.policyOverride) {
+    const { by, violations } = report.policyOverride;
+    lines.push('', '## Policy overridden', '', `These violations of the repository policy were overridden by ${by}, a repo owner:`, '');
+    for (const v of violations) lines.push(`- \`${v.rule}\`${v.path ? ` \`${v.path}${v.line ? `:${v.line}` : ''}\`` : ''}: ${v.message}`);
   }
 
   const quarantined = report.quarantined ?? [];

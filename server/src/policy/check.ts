@@ -148,10 +148,14 @@ export function checkPolicy(input: PolicyCheckInput): PolicyCheckResult & { stat
   return { ok: violations.length === 0, stage: input.stage, violations, stats };
 }
 
-/** The `policy.checked` event for a result (stats stay out of the log). */
+/**
+ * The `policy.checked` event for a result (stats stay out of the log). An overridden result keeps
+ * its violations and `ok: false`, and says who overrode them.
+ */
 export function policyCheckedEvent(result: PolicyCheckResult): NewEvent {
+  const override = result.overridden ? { overridden: true, ...(result.overriddenBy ? { overriddenBy: result.overriddenBy } : {}) } : {};
   return {
     type: 'policy.checked',
-    data: { ok: result.ok, stage: result.stage, violations: result.violations },
+    data: { ok: result.ok, stage: result.stage, violations: result.violations, ...override },
   };
 }

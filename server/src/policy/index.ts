@@ -7,13 +7,15 @@ export {
   canOverridePolicy,
   checkPolicyWithOverrides,
   diffDigest,
+  findOverride,
   isBlocked,
-  isOverrideFor,
   policyOverride,
+  policyOverrideComment,
   policyOverrideId,
+  policyOverrideReason,
   policyOverrideRequest,
 } from './override';
-export type { GatedPolicyResult, PolicyOverrideInput } from './override';
+export type { FoundOverride, GatedPolicyResult, PolicyOverrideInput } from './override';
 export { CI_CONFIG_GLOBS, DEFAULT_PROTECTED_GLOBS, TEST_CONFIG_GLOBS, TEST_GLOBS, isCiConfig, isTestConfig, isTestFile } from './paths';
 export { DEFAULT_REPO_POLICY, POLICY_FILE_PATH, RepoPolicy, parseRepoPolicy } from './repo-policy';
 export { maskSecret, scanSecrets, shannonEntropy } from './secrets';

@@ -6,17 +6,20 @@ import { DEFAULT_REPO_POLICY, type RepoPolicy } from './repo-policy';
 
 /**
  * Overriding a blocked diff. The override is two ordinary events, `approval.requested` (kind
- * `policy_override`) and `approval.resolved`, so it is in the task's log like every decision.
+ * `policy_override`, carrying the sha256 `diffDigest` of the blocked diff) and
+ * `approval.resolved`, so it is in the task's log like every decision.
  *
- * The approval id is derived from the diff, so an override covers exactly the diff it was given
- * for: if the agent changes anything afterwards the id changes and the old override no longer
- * applies (`isOverrideFor`).
+ * An approval counts only for the diff its request was raised for (`findOverride`): if the agent
+ * changes anything afterwards the digest differs and the old override no longer applies. The
+ * request is written by the server (the runner, through the store), never by a client, so a
+ * decision cannot be pointed at another diff.
  */
 
 export function diffDigest(diff: string): string {
   return createHash('sha256').update(diff).digest('hex');
 }
 
+/** A deterministic approval id for a diff, for callers that write the events themselves. */
 export function policyOverrideId(diff: string): string {
   return `policy-override-${diffDigest(diff).slice(0, 24)}`;
 }
@@ -26,17 +29,28 @@ export function canOverridePolicy(policy: RepoPolicy, user: string): boolean {
   return policy.owners.includes(user);
 }
 
-function summarize(result: PolicyCheckResult): string {
-  const rules = [...new Set(result.violations.map((violation) => violation.rule))];
+function ruleList(result: PolicyCheckResult): string {
+  return [...new Set(result.violations.map((violation) => violation.rule))].join(', ');
+}
+
+/** The request's reason: how many violations, each rule and where, and who may decide. */
+export function policyOverrideReason(result: PolicyCheckResult, owners: readonly string[]): string {
   const count = result.violations.length;
-  return `${count} policy violation${count === 1 ? '' : 's'} (${rules.join(', ')}) block the push; a repo owner may override`;
+  const who = owners.length > 0 ? `a repo owner (${owners.join(', ')})` : 'a repo owner';
+  return `${count} policy violation${count === 1 ? ' blocks' : 's block'} this diff: ${blockedReason(result)}; ${who} may override them for this exact diff`;
+}
+
+/** What an approved override records in the log: which violations, and the owner's reason. */
+export function policyOverrideComment(result: PolicyCheckResult, reason?: string): string {
+  const why = reason?.trim();
+  return `override of ${blockedReason(result)}${why ? `: ${why}` : ''}`;
 }
 
 /** `approval.requested` asking a repo owner to override the violations of this diff. */
-export function policyOverrideRequest(diff: string, result: PolicyCheckResult): NewEvent {
+export function policyOverrideRequest(diff: string, result: PolicyCheckResult, policy: RepoPolicy = DEFAULT_REPO_POLICY): NewEvent {
   return {
     type: 'approval.requested',
-    data: { approvalId: policyOverrideId(diff), kind: 'policy_override', reason: summarize(result) },
+    data: { approvalId: policyOverrideId(diff), kind: 'policy_override', reason: policyOverrideReason(result, policy.owners), diffDigest: diffDigest(diff) },
   };
 }
 
@@ -51,8 +65,9 @@ export interface PolicyOverrideInput {
 }
 
 /**
- * `approval.resolved` recording that a repo owner overrode the violations. Throws `forbidden`
- * when `by` is not an owner and `bad_request` without a reason.
+ * `approval.resolved` recording that a repo owner overrode the violations (paired with
+ * `policyOverrideRequest`). Throws `forbidden` when `by` is not an owner and `bad_request`
+ * without a reason.
  */
 export function policyOverride(input: PolicyOverrideInput): NewEvent {
   if (!canOverridePolicy(input.policy, input.by)) {
@@ -64,45 +79,60 @@ export function policyOverride(input: PolicyOverrideInput): NewEvent {
   if (comment === '') {
     throw new DockhandError('bad_request', 'comment: an override needs a reason', { field: 'comment' });
   }
-  const rules = [...new Set(input.result.violations.map((violation) => violation.rule))].join(', ');
   return {
     type: 'approval.resolved',
     data: {
       approvalId: policyOverrideId(input.diff),
       decision: 'approved',
       by: input.by,
-      comment: `override of ${rules}: ${comment}`,
+      comment: `override of ${ruleList(input.result)}: ${comment}`,
     },
   };
 }
 
-/**
- * True when an `approval.resolved` event approves an override of exactly this diff by someone who
- * is (still) an owner under the given policy.
- */
-export function isOverrideFor(diff: string, event: NewEvent, policy: RepoPolicy): boolean {
-  return (
-    event.type === 'approval.resolved' &&
-    event.data.decision === 'approved' &&
-    event.data.approvalId === policyOverrideId(diff) &&
-    canOverridePolicy(policy, event.data.by)
-  );
+export interface FoundOverride {
+  approvalId: string;
+  by: string;
+  comment?: string;
 }
 
-export type GatedPolicyResult = PolicyCheckResult & { overridden: boolean; stats: DiffStats };
+/**
+ * The approved override of exactly this diff in a log: an `approval.resolved` approving a
+ * `policy_override` request raised with this diff's digest, by someone who is (still) an owner
+ * under the given policy. The last such decision wins.
+ */
+export function findOverride(diff: string, events: readonly NewEvent[], policy: RepoPolicy): FoundOverride | undefined {
+  const digest = diffDigest(diff);
+  const requested = new Set<string>();
+  for (const event of events) {
+    if (event.type === 'approval.requested' && event.data.kind === 'policy_override' && event.data.diffDigest === digest) {
+      requested.add(event.data.approvalId);
+    }
+  }
+  if (requested.size === 0) return undefined;
+  for (let i = events.length - 1; i >= 0; i--) {
+    const event = events[i];
+    if (event?.type !== 'approval.resolved' || event.data.decision !== 'approved') continue;
+    if (!requested.has(event.data.approvalId) || !canOverridePolicy(policy, event.data.by)) continue;
+    return { approvalId: event.data.approvalId, by: event.data.by, ...(event.data.comment ? { comment: event.data.comment } : {}) };
+  }
+  return undefined;
+}
+
+export type GatedPolicyResult = PolicyCheckResult & { overridden: boolean; overriddenBy?: string; stats: DiffStats };
 
 /**
- * The policy as the gate applies it: `checkPolicy`, and a failing result is `overridden` when
- * `overrides` (usually the task's whole log) holds an owner's override of exactly this diff. The
- * runner's policy stages and the forge's push gate both call this, so they cannot disagree on
- * what may be pushed.
+ * The policy as the gate applies it: `checkPolicy`, and a failing result is `overridden` (by
+ * `overriddenBy`) when `overrides` (usually the task's whole log) holds an owner's override of
+ * exactly this diff. The runner's policy stages and the forge's push gate both call this, so they
+ * cannot disagree on what may be pushed.
  */
 export function checkPolicyWithOverrides(input: PolicyCheckInput & { overrides: readonly NewEvent[] }): GatedPolicyResult {
   const { overrides, ...check } = input;
   const result = checkPolicy(check);
-  const policy = check.policy ?? DEFAULT_REPO_POLICY;
-  const overridden = !result.ok && overrides.some((event) => isOverrideFor(check.diff, event, policy));
-  return { ...result, overridden };
+  if (result.ok) return { ...result, overridden: false };
+  const found = findOverride(check.diff, overrides, check.policy ?? DEFAULT_REPO_POLICY);
+  return found ? { ...result, overridden: true, overriddenBy: found.by } : { ...result, overridden: false };
 }
 
 /** Nothing may go further: violations and no owner override. */

@@ -1,11 +1,13 @@
 import { describe, expect, it } from 'vitest';
+import type { NewEvent } from '@dockhand/protocol';
 import { DockhandError } from '../errors';
 import { checkPolicy } from './check';
 import {
   blockedReason,
   checkPolicyWithOverrides,
   isBlocked,
-  isOverrideFor,
+  diffDigest,
+  findOverride,
   policyOverride,
   policyOverrideId,
   policyOverrideRequest,
@@ -86,9 +88,11 @@ describe('policy override', () => {
   const result = checkPolicy({ diff, policy, allowTestEdits: false, stage: 'push' });
 
   it('is requested and resolved as approval events tied to the diff', () => {
-    const request = policyOverrideRequest(diff, result);
-    expect(request).toMatchObject({ type: 'approval.requested', data: { kind: 'policy_override', approvalId: policyOverrideId(diff) } });
-    expect(request.type === 'approval.requested' && request.data.reason).toMatch(/1 policy violation \(ci-config\)/);
+    const request = policyOverrideRequest(diff, result, policy);
+    expect(request).toMatchObject({ type: 'approval.requested', data: { kind: 'policy_override', approvalId: policyOverrideId(diff), diffDigest: diffDigest(diff) } });
+    expect(request.type === 'approval.requested' && request.data.reason).toBe(
+      '1 policy violation blocks this diff: ci-config (.github/workflows/ci.yml); a repo owner (alice) may override them for this exact diff',
+    );
 
     const override = policyOverride({ diff, result, policy, by: 'alice', comment: 'the runner label moved' });
     expect(override).toEqual({
@@ -100,9 +104,20 @@ describe('policy override', () => {
         comment: 'override of ci-config: the runner label moved',
       },
     });
-    expect(isOverrideFor(diff, override, policy)).toBe(true);
-    expect(isOverrideFor(diff + modifiedFile('src/a.ts', ['x'], ['y']), override, policy)).toBe(false);
-    expect(isOverrideFor(diff, override, parseRepoPolicy('owners: [carol]'))).toBe(false);
+    expect(findOverride(diff, [request, override], policy)).toEqual({ approvalId: policyOverrideId(diff), by: 'alice', comment: 'override of ci-config: the runner label moved' });
+    expect(findOverride(diff + modifiedFile('src/a.ts', ['x'], ['y']), [request, override], policy)).toBeUndefined();
+    expect(findOverride(diff, [request, override], parseRepoPolicy('owners: [carol]'))).toBeUndefined();
+    // A decision without the request that binds it to this diff counts for nothing.
+    expect(findOverride(diff, [override], policy)).toBeUndefined();
+  });
+
+  it('binds a request with a store-given id to its diff only, by digest', () => {
+    const other = modifiedFile('.github/workflows/ci.yml', ['a'], ['c']);
+    const requested: NewEvent = { type: 'approval.requested', data: { approvalId: 'apr_1', kind: 'policy_override', reason: 'r', diffDigest: diffDigest(diff) } };
+    const decided = (decision: 'approved' | 'denied'): NewEvent => ({ type: 'approval.resolved', data: { approvalId: 'apr_1', decision, by: 'alice' } });
+    expect(findOverride(diff, [requested, decided('approved')], policy)).toMatchObject({ approvalId: 'apr_1', by: 'alice' });
+    expect(findOverride(other, [requested, decided('approved')], policy)).toBeUndefined();
+    expect(findOverride(diff, [requested, decided('denied')], policy)).toBeUndefined();
   });
 
   it('is refused to non-owners and without a reason', () => {
@@ -116,16 +131,17 @@ describe('policy override', () => {
     const gate = (overrides: Parameters<typeof checkPolicyWithOverrides>[0]['overrides'], changed = diff) =>
       checkPolicyWithOverrides({ diff: changed, policy, allowTestEdits: false, stage: 'push', overrides });
 
-    const overridden = gate([policyOverrideRequest(diff, result), override]);
-    expect(overridden).toMatchObject({ ok: false, overridden: true, violations: [{ rule: 'ci-config' }] });
+    const request = policyOverrideRequest(diff, result, policy);
+    const overridden = gate([request, override]);
+    expect(overridden).toMatchObject({ ok: false, overridden: true, overriddenBy: 'alice', violations: [{ rule: 'ci-config' }] });
     expect(isBlocked(overridden)).toBe(false);
 
     const none = gate([]);
     expect(isBlocked(none)).toBe(true);
     expect(blockedReason(none)).toBe('ci-config (.github/workflows/ci.yml)');
     // The agent changed the diff after the override: it no longer applies.
-    expect(isBlocked(gate([override], diff + modifiedFile('src/a.ts', ['x'], ['y'])))).toBe(true);
+    expect(isBlocked(gate([request, override], diff + modifiedFile('src/a.ts', ['x'], ['y'])))).toBe(true);
     // A clean diff is never reported as overridden.
-    expect(gate([override], modifiedFile('src/a.ts', ['x'], ['y']))).toMatchObject({ ok: true, overridden: false });
+    expect(gate([request, override], modifiedFile('src/a.ts', ['x'], ['y']))).toMatchObject({ ok: true, overridden: false });
   });
 });

@@ -117,6 +117,7 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
     baseFiles,
     tickets: forgeTickets(forge),
     ...(parts.sandboxCheck ? { sandboxCheck: parts.sandboxCheck } : {}),
+    repoPolicy: (task) => repoPolicy(baseFiles, task),
     requiredApprovals: async (task) => {
       const policy = await repoPolicy(baseFiles, task).catch(() => undefined);
       return Math.max(config.forge.requiredApprovals, policy?.requiredApprovals ?? 1);

@@ -50,8 +50,11 @@ export interface AgentPort {
 
 export type PolicyResult = EventPayload<'policy.checked'>;
 
-/** A check result, and whether a repo owner's override in the task's log lets it through anyway. */
-export type PolicyVerdict = PolicyResult & { overridden: boolean };
+/**
+ * A check result, whether a repo owner's override in the task's log lets it through anyway (and
+ * whose), and who may override it (the repo policy's `owners`; none: a block is final).
+ */
+export type PolicyVerdict = PolicyResult & { overridden: boolean; owners: string[] };
 
 export interface PolicyPort {
   /** `events`: the task's log, where an owner's override of this exact diff would be. */
@@ -70,5 +73,6 @@ export interface PublishResult {
  * branch already at the same tree and the PR already open, and pushes nothing twice.
  */
 export interface PublisherPort {
-  publish(input: { task: Task; diff: string; summary: string; events: TaskEvent[] }): Promise<PublishResult>;
+  /** `policy`: the push-stage verdict, so the PR body can list violations an owner overrode. */
+  publish(input: { task: Task; diff: string; summary: string; events: TaskEvent[]; policy?: PolicyVerdict }): Promise<PublishResult>;
 }

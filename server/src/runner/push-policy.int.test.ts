@@ -89,7 +89,7 @@ describe('push-stage policy with owners\' overrides', () => {
     const { task, diff } = await taskEditingCi();
     const policy = parseRepoPolicy(POLICY);
     const result = checkPolicy({ diff, policy, allowTestEdits: false, stage: 'push' });
-    await log.append(task.id, policyOverrideRequest(diff, result));
+    await log.append(task.id, policyOverrideRequest(diff, result, policy));
     await log.append(task.id, policyOverride({ diff, result, policy, by: 'olive', comment: 'the workflow needs the push trigger' }));
 
     const after = await approveAndRun(task);
@@ -106,9 +106,11 @@ describe('push-stage policy with owners\' overrides', () => {
     expect(git(bare, 'show', `${opened.data.branch}:src/a.ts`)).toBe('one\nTWO\nthree');
   });
 
-  it('still blocks it, naming the rule and the path, when nobody who may override did', async () => {
+  it('still blocks it, naming the rule and the path, when nobody who may override did, and asks the owners', async () => {
     const { task, diff } = await taskEditingCi();
     // An "override" resolved by someone who is not an owner under the repo's policy counts for nothing.
+    const policy = parseRepoPolicy(POLICY);
+    await log.append(task.id, policyOverrideRequest(diff, checkPolicy({ diff, policy, allowTestEdits: false, stage: 'push' }), policy));
     const byNonOwner: NewEvent = {
       type: 'approval.resolved',
       data: { approvalId: policyOverrideId(diff), decision: 'approved', by: 'mallory', comment: 'looks fine to me' },
@@ -117,12 +119,14 @@ describe('push-stage policy with owners\' overrides', () => {
 
     const after = await approveAndRun(task);
 
-    expect(after.state).toBe('failed');
-    expect(after.error).toBe('push blocked by policy: ci-config (.github/workflows/ci.yml)');
+    // Back in review, with a request to the owners bound to this diff; nothing pushed.
+    expect(after.state).toBe('awaiting_review');
     const events = await store.listEvents(task.id);
-    expect(events.find((e) => e.type === 'task.failed')).toMatchObject({
-      data: { code: 'policy_violation', message: expect.stringContaining('ask a repo owner to override them') },
+    expect(events.filter((e) => e.type === 'task.state').at(-1)).toMatchObject({
+      data: { reason: "push blocked by policy: ci-config (.github/workflows/ci.yml); waiting for a repo owner's override" },
     });
+    const pending = await store.listApprovals(task.id, 'pending');
+    expect(pending).toMatchObject([{ kind: 'policy_override', reason: expect.stringContaining('ci-config (.github/workflows/ci.yml); a repo owner (olive) may override') }]);
     expect(events.some((e) => e.type === 'pr.opened')).toBe(false);
     expect(dockhandBranches()).toBe('');
   });

@@ -1,7 +1,7 @@
 import type { ReviewRequest, Task, TaskEvent } from '@dockhand/protocol';
 import { DockhandError } from '../errors';
-import type { EventLog } from '../store/hub';
-import type { Approval, Store, User } from '../store/types';
+import type { Approval, User } from '../store/types';
+import { decidePolicyOverride, requireNoBlockingOverride, type OverrideDecisionDeps } from './policy-override';
 
 /*
  * Human decisions on a task, written as events. They never do work themselves: they move the
@@ -9,9 +9,7 @@ import type { Approval, Store, User } from '../store/types';
  * before anyone acts on it is what makes a crash between the two harmless.
  */
 
-export interface DecisionDeps {
-  store: Store;
-  events: EventLog;
+export interface DecisionDeps extends OverrideDecisionDeps {
   wake: () => void;
   requiredApprovals?: (task: Task) => Promise<number>;
 }
@@ -47,6 +45,7 @@ async function pendingPush(deps: DecisionDeps, taskId: string): Promise<Approval
 }
 
 async function approve(deps: DecisionDeps, task: Task, user: User, comment?: string): Promise<void> {
+  await requireNoBlockingOverride(deps.store, task);
   const pending = await pendingPush(deps, task.id);
   let target = pending[0];
   if (!target) target = (await deps.store.requestApproval(task.id, { kind: 'push', reason: 'review the diff before it is pushed' })).approval;
@@ -105,7 +104,10 @@ export async function applyReview(deps: DecisionDeps, task: Task, user: User, re
   return after;
 }
 
-/** `POST /v1/tasks/:id/approvals/:approvalId`. A push approval is a review approval/rejection. */
+/**
+ * `POST /v1/tasks/:id/approvals/:approvalId`. A push approval is a review approval/rejection; a
+ * policy override is decided by a repo owner only (`decidePolicyOverride`).
+ */
 export async function decideApproval(
   deps: DecisionDeps,
   task: Task,
@@ -124,6 +126,8 @@ export async function decideApproval(
     // not move that task to pushing.
     const comments = decision.comment ? [{ body: decision.comment }] : [];
     await applyReview(deps, task, user, { action: decision.decision === 'approved' ? 'approve' : 'reject', comments });
+  } else if (approval.kind === 'policy_override') {
+    await decidePolicyOverride(deps, task, user, approval, decision);
   } else {
     const resolved = await deps.store.resolveApproval(task.id, approvalId, {
       decision: decision.decision,

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CreateTaskRequest, type TaskEvent } from '@dockhand/protocol';
+import { diffDigest } from '../policy';
 import { EventHub, EventLog } from '../store/hub';
 import { SqliteStore } from '../store/sqlite';
 import { applyReview, decideApproval } from './review';
@@ -36,6 +37,7 @@ const finishing: AgentScript = async (input) => {
   return { outcome: 'finished', summary: 'made two loud', diff: await input.sandbox.diff() };
 };
 
+const ciViolation = (stage: 'review' | 'push') => ({ ok: false, stage, violations: [{ rule: 'ci-config', path: '.github/workflows/ci.yml', message: 'CI config is protected' }] });
 const states = (events: TaskEvent[]) => events.flatMap((e) => (e.type === 'task.state' ? [e.data.state] : []));
 const alice = { name: 'alice', role: 'user' as const, createdAt: '' };
 
@@ -94,6 +96,53 @@ describe('TaskRunner', () => {
     const after = await store.getTask(task.id);
     expect(after?.state).toBe('failed');
     expect(after?.error).toMatch(/policy/);
+    const failed = (await store.listEvents(task.id)).find((e) => e.type === 'task.failed');
+    expect(failed).toMatchObject({ data: { code: 'policy_violation', message: expect.stringContaining('no owners in .dockhand/policy.yml may override them') } });
+  });
+
+  it('with repo owners, a review-stage block that outlasts the rounds waits in review for an override of that exact diff', async () => {
+    const { task } = await store.createTask('alice', request);
+    policy.owners = ['olive'];
+    policy.results = [ciViolation('review'), ciViolation('review')];
+    const { agent, runner: r } = runner(finishing);
+    await r.run(task.id, new AbortController().signal);
+    expect(agent.calls).toHaveLength(2);
+    const events = await store.listEvents(task.id);
+    expect(events.filter((e) => e.type === 'task.state').at(-1)).toMatchObject({
+      data: { state: 'awaiting_review', reason: "blocked by policy: ci-config (.github/workflows/ci.yml); waiting for a repo owner's override" },
+    });
+    const pending = await store.listApprovals(task.id, 'pending');
+    expect(pending.map((a) => a.kind)).toEqual(['policy_override']);
+    expect(pending[0]?.reason).toContain('a repo owner (olive) may override');
+    const diff = (await store.getResult(task.id))?.diff ?? '';
+    expect(events.find((e) => e.type === 'approval.requested' && e.data.kind === 'policy_override')).toMatchObject({ data: { diffDigest: diffDigest(diff) } });
+    expect(sandboxes.released).toEqual(['sbx-1']);
+    // Waiting for a person holds no worker: a second run does nothing.
+    await r.run(task.id, new AbortController().signal);
+    expect(agent.calls).toHaveLength(2);
+  });
+
+  it('a push-stage block goes back to review for an owner\'s override, or fails naming rule and path when the repo has no owners', async () => {
+    for (const owners of [['olive'], []]) {
+      policy.owners = owners;
+      policy.results = [{ ok: true, stage: 'review', violations: [] }, ciViolation('push')];
+      const { task } = await store.createTask('alice', request);
+      const { runner: r } = runner(finishing);
+      await r.run(task.id, new AbortController().signal);
+      await applyReview({ store, events: log, wake: () => undefined }, (await store.getTask(task.id))!, alice, { action: 'approve', comments: [] });
+      await r.run(task.id, new AbortController().signal);
+      const after = await store.getTask(task.id);
+      const kinds = (await store.listApprovals(task.id, 'pending')).map((a) => a.kind);
+      if (owners.length > 0) {
+        expect(after?.state).toBe('awaiting_review');
+        expect(kinds).toEqual(['policy_override']);
+      } else {
+        expect(after?.state).toBe('failed');
+        expect(after?.error).toBe('push blocked by policy: ci-config (.github/workflows/ci.yml)');
+        expect(kinds).toEqual([]);
+      }
+    }
+    expect(publisher.pushes).toBe(0);
   });
 
   it('request_changes resumes in a fresh sandbox with the recorded edits replayed', async () => {

@@ -7,6 +7,7 @@ import type { Sandbox } from '../sandbox/types';
 import type { EventLog } from '../store/hub';
 import type { ApprovalKind } from '../store/types';
 import { StoreApprover } from './approver';
+import { raisePolicyOverride } from './policy-override';
 import { hubSteering } from './steering';
 import type { AgentPort, PolicyPort, PublisherPort, SandboxProvider } from './ports';
 
@@ -16,7 +17,10 @@ import type { AgentPort, PolicyPort, PublisherPort, SandboxProvider } from './po
  *
  *   queued → provisioning (sandbox acquired → sandbox.ready) → running (the agent loop)
  *     → finished and verified by the loop → policy.checked(stage review) → awaiting_review
+ *     (blocked after the policy rounds, with repo owners: awaiting_review + a pending policy_override
+ *      approval bound to the diff; an owner's approval asks for the push approval)
  *   awaiting_review --(API: approvals reached)--> pushing → policy.checked(stage push)
+ *     (blocked with repo owners: back to awaiting_review with a policy_override request)
  *     → push + PR (idempotent; skipped when pr.opened is already in the log) → pr.opened → pr_open
  *   awaiting_review --(API: request changes)--> running (comments arrive as a user.message)
  *
@@ -142,13 +146,14 @@ export class TaskRunner {
    * of waiting forever in the UI:
    * - a command approval belongs to a tool call of a run that died: the rebuilt conversation
    *   reports that call as interrupted and never re-runs it;
-   * - a push approval was for the diff the agent is now about to change (a developer's message
-   *   sent the task back from review); the next review asks again.
+   * - a push or policy-override approval was for the diff the agent is now about to change (a
+   *   developer's message sent the task back from review); the next review asks again.
    */
   private async closeStaleApprovals(taskId: string): Promise<void> {
     const why: Partial<Record<ApprovalKind, string>> = {
       command: 'the server restarted while this was pending; the command did not run',
       push: 'the agent went back to work on the diff; it will be reviewed again',
+      policy_override: 'the agent went back to work on the diff; a new diff that breaks policy asks again',
     };
     for (const approval of await this.deps.log.store.listApprovals(taskId, 'pending')) {
       const comment = why[approval.kind];
@@ -163,11 +168,21 @@ export class TaskRunner {
     await this.emit(task.id, policyCheckedEvent(policy));
     if (isBlocked(policy)) {
       const events = await this.deps.log.store.listEvents(task.id);
-      const failures = events.filter((e) => e.type === 'policy.checked' && e.data.stage === 'review' && !e.data.ok).length;
+      const failures = events.filter((e) => e.type === 'policy.checked' && e.data.stage === 'review' && !e.data.ok && !e.data.overridden).length;
       const lines = policy.violations.map((v) => `- ${v.rule} ${v.path}${v.line ? `:${v.line}` : ''}: ${v.message}`);
       if (failures >= (this.deps.maxPolicyRounds ?? 2)) {
         await this.deps.log.store.setResult(task.id, { diff, summary });
-        await this.emit(task.id, { type: 'task.failed', data: { code: 'policy_violation', message: `policy violations remain:\n${lines.join('\n')}` } });
+        if (policy.owners.length > 0) {
+          // The agent could not make it comply: a repo owner decides, on this exact diff.
+          await raisePolicyOverride(this.deps.log, task.id, diff, policy, policy.owners);
+          await this.setState(task.id, 'awaiting_review', `blocked by policy: ${blockedReason(policy)}; waiting for a repo owner's override`);
+          await this.releaseSandbox(task.id);
+          return;
+        }
+        await this.emit(task.id, {
+          type: 'task.failed',
+          data: { code: 'policy_violation', message: `policy violations remain (no owners in .dockhand/policy.yml may override them):\n${lines.join('\n')}` },
+        });
         await this.setState(task.id, 'failed', 'policy violations remain');
         return;
       }
@@ -178,7 +193,7 @@ export class TaskRunner {
       return; // still running: the next step resumes the agent with this message
     }
     await this.deps.log.store.setResult(task.id, { diff, summary });
-    const policyNote = policy.overridden ? 'policy overridden by a repo owner' : 'policy ok';
+    const policyNote = policy.overridden ? `policy overridden by ${policy.overriddenBy ?? 'a repo owner'}` : 'policy ok';
     if (!(await this.setState(task.id, 'awaiting_review', `tests green, review approved, ${policyNote}`))) return;
     const pending = await this.deps.log.store.requestApproval(task.id, { kind: 'push', reason: 'review the diff before it is pushed' });
     this.deps.log.published([pending.event]);
@@ -196,6 +211,12 @@ export class TaskRunner {
       await this.emit(task.id, policyCheckedEvent(policy));
       if (isBlocked(policy)) {
         const reason = `push blocked by policy: ${blockedReason(policy)}`;
+        if (policy.owners.length > 0) {
+          // Back to review: the push approval is asked for again once an owner overrode this diff.
+          await raisePolicyOverride(this.deps.log, task.id, result.diff, policy, policy.owners);
+          await this.setState(task.id, 'awaiting_review', `${reason}; waiting for a repo owner's override`);
+          return;
+        }
         await this.emit(task.id, {
           type: 'task.failed',
           data: { code: 'policy_violation', message: `${reason}; fix the violations, or ask a repo owner to override them` },
@@ -203,7 +224,7 @@ export class TaskRunner {
         await this.setState(task.id, 'failed', reason);
         return;
       }
-      const pr = await this.deps.publisher.publish({ task, diff: result.diff, summary: result.summary, events });
+      const pr = await this.deps.publisher.publish({ task, diff: result.diff, summary: result.summary, events, policy });
       await this.emit(task.id, { type: 'pr.opened', data: pr });
     }
     await this.setState(task.id, 'pr_open');

@@ -44,7 +44,7 @@ export function policyPort(baseFiles: BaseFiles): PolicyPort {
     async check({ task, diff, stage, events }) {
       const policy = await repoPolicy(baseFiles, task);
       const { stats: _stats, ...result } = checkPolicyWithOverrides({ diff, policy, allowTestEdits: task.allowTestEdits, stage, overrides: events });
-      return result;
+      return { ...result, owners: policy.owners };
     },
   };
 }
@@ -119,7 +119,7 @@ export function pushDecisions(events: TaskEvent[]): Array<{ by: string; decision
 /** Push + draft PR through the forge helper's `deliverPullRequest` (idempotent by design). */
 export function publisherPort(options: PublisherOptions): PublisherPort {
   return {
-    async publish({ task, diff, summary, events }) {
+    async publish({ task, diff, summary, events, policy }) {
       const repo = options.forgeRepo ? options.forgeRepo(task.context.repo) : task.context.repo;
       const tests = lastOf(events, 'tests.finished');
       const turn = lastOf(events, 'model.turn');
@@ -135,6 +135,7 @@ export function publisherPort(options: PublisherOptions): PublisherPort {
           quarantined: tests?.data.quarantined ?? [],
           usage: task.usage,
           ...(turn ? { model: turn.data.model } : {}),
+          ...(policy?.overridden ? { policyOverride: { by: policy.overriddenBy ?? 'a repo owner', violations: policy.violations } } : {}),
         },
         options.secrets ?? [],
       );

@@ -8,6 +8,7 @@ import {
   TaskEvent,
   TaskUsage,
   type CreateTaskRequest,
+  type EventPayload,
   type EventType,
   type NewEvent,
   type Task,
@@ -24,7 +25,7 @@ import {
 } from './rows';
 import type {
   Approval,
-  ApprovalKind,
+  ApprovalRequestInput,
   ApprovalState,
   Lease,
   Role,
@@ -262,7 +263,7 @@ export class SqliteStore implements Store {
 
   async requestApproval(
     taskId: string,
-    req: { kind: ApprovalKind; reason: string; command?: string; toolUseId?: string },
+    req: ApprovalRequestInput,
   ): Promise<{ approval: Approval; event: TaskEvent }> {
     const id = `apr_${randomBytes(8).toString('hex')}`;
     const event = this.db.transaction(() => {
@@ -272,13 +273,10 @@ export class SqliteStore implements Store {
            VALUES (?, ?, ?, 'pending', ?, ?, ?, ?)`,
         )
         .run(id, taskId, req.kind, req.reason, req.command ?? null, req.toolUseId ?? null, now());
-      const data: { approvalId: string; kind: ApprovalKind; reason: string; command?: string; toolUseId?: string } = {
-        approvalId: id,
-        kind: req.kind,
-        reason: req.reason,
-      };
+      const data: EventPayload<'approval.requested'> = { approvalId: id, kind: req.kind, reason: req.reason };
       if (req.command !== undefined) data.command = req.command;
       if (req.toolUseId !== undefined) data.toolUseId = req.toolUseId;
+      if (req.diffDigest !== undefined) data.diffDigest = req.diffDigest;
       return this.appendSync(taskId, { type: 'approval.requested', data });
     })();
     const approval = await this.getApproval(id);

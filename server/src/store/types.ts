@@ -41,6 +41,14 @@ export interface Approval {
   resolvedAt?: string;
 }
 
+export interface ApprovalRequestInput {
+  kind: ApprovalKind;
+  reason: string;
+  command?: string;
+  toolUseId?: string;
+  diffDigest?: string;
+}
+
 export interface TaskListQuery {
   /** Only this owner's tasks; absent = every task (admins). */
   owner?: string;
@@ -90,8 +98,11 @@ export interface Store {
   getResult(taskId: string): Promise<{ diff: string; summary: string } | undefined>;
 
   // approvals (pending ones survive restarts)
-  /** Creates a pending approval and appends `approval.requested` in one transaction. */
-  requestApproval(taskId: string, req: { kind: ApprovalKind; reason: string; command?: string; toolUseId?: string }): Promise<{ approval: Approval; event: TaskEvent }>;
+  /**
+   * Creates a pending approval and appends `approval.requested` in one transaction. `diffDigest`
+   * (policy overrides) goes into the event only: the log is what binds an override to its diff.
+   */
+  requestApproval(taskId: string, req: ApprovalRequestInput): Promise<{ approval: Approval; event: TaskEvent }>;
   /** Resolves a pending approval and appends `approval.resolved`; `undefined` when not pending. */
   resolveApproval(taskId: string, id: string, decision: { decision: 'approved' | 'denied'; by: string; comment?: string }): Promise<{ approval: Approval; event: TaskEvent } | undefined>;
   getApproval(id: string): Promise<Approval | undefined>;

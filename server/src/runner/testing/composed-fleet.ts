@@ -1,11 +1,11 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { loadConfig } from '../../config';
 import { LocalForge } from '../../forge';
 import { createFleet, type Fleet } from '../fleet';
-import { FakeSandboxProvider, ScriptedAgent, editLikeTheAgent } from './fakes';
+import { FakeSandboxProvider, ScriptedAgent, editLikeTheAgent, type AgentScript } from './fakes';
 
 const gitEnv = { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' };
 export const git = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd, env: gitEnv, encoding: 'utf8' }).trim();
@@ -14,22 +14,37 @@ export interface ComposedFleet {
   dir: string;
   fleet: Fleet;
   forge: LocalForge;
-  /** The local forge's bare repository `app`, holding `src/a.ts` ("one two three") at `sha`. */
+  /** The local forge's bare repository `app`, holding `src/a.ts` ("one two three") and `files` at `sha`. */
   bare: string;
   sha: string;
   /** Bearer token of the user `alice`. */
   token: string;
 }
 
+export interface ComposedFleetOptions {
+  /** More files in the repo at `sha`, e.g. `.dockhand/policy.yml`. */
+  files?: Record<string, string>;
+  /** The agent; default: one that makes `two` loud and finishes. */
+  agent?: AgentScript;
+}
+
+const makeTwoLoud: AgentScript = async (input) => {
+  await editLikeTheAgent(input, 'two', 'TWO');
+  return { outcome: 'finished', summary: 'Made two loud.', diff: await input.sandbox.diff() };
+};
+
 /**
  * A whole fleet (SQLite store, API, scheduler, runner, policy, local forge) over a one-file repo,
  * with the in-memory sandbox and a scripted agent that makes `two` loud. The scheduler is started.
  */
-export async function composedFleet(prefix: string): Promise<ComposedFleet> {
+export async function composedFleet(prefix: string, options: ComposedFleetOptions = {}): Promise<ComposedFleet> {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   const work = join(dir, 'work');
-  mkdirSync(join(work, 'src'), { recursive: true });
-  writeFileSync(join(work, 'src/a.ts'), 'one\ntwo\nthree\n');
+  const files = { 'src/a.ts': 'one\ntwo\nthree\n', ...options.files };
+  for (const [path, content] of Object.entries(files)) {
+    mkdirSync(dirname(join(work, path)), { recursive: true });
+    writeFileSync(join(work, path), content);
+  }
   git(work, 'init', '-q', '-b', 'main');
   git(work, 'add', '-A');
   git(work, 'commit', '-q', '-m', 'base');
@@ -37,10 +52,7 @@ export async function composedFleet(prefix: string): Promise<ComposedFleet> {
   const config = loadConfig({ DOCKHAND_DATA_DIR: join(dir, 'data'), DOCKHAND_POLL_MS: '20' });
   const fleet = await createFleet(config, {
     sandboxes: new FakeSandboxProvider(),
-    agent: new ScriptedAgent(async (input) => {
-      await editLikeTheAgent(input, 'two', 'TWO');
-      return { outcome: 'finished', summary: 'Made two loud.', diff: await input.sandbox.diff() };
-    }),
+    agent: new ScriptedAgent(options.agent ?? makeTwoLoud),
   });
   const forge = new LocalForge({ dataDir: join(config.dataDir, 'forge'), store: fleet.store.pullRequests });
   const bare = await forge.createRepository('app', work);

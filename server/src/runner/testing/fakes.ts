@@ -87,10 +87,12 @@ export async function editLikeTheAgent(input: AgentInput, from: string, to: stri
 /** Scripted results, never overridden (`policyPort` over a real policy is the override-aware one). */
 export class FakePolicy implements PolicyPort {
   results: PolicyResult[] = [];
+  /** The repo owners every verdict names (none: a block cannot be overridden). */
+  owners: string[] = [];
   checks: Array<{ task: Task; diff: string; stage: 'review' | 'push'; events: TaskEvent[] }> = [];
   async check(input: { task: Task; diff: string; stage: 'review' | 'push'; events: TaskEvent[] }): Promise<PolicyVerdict> {
     this.checks.push(input);
-    return { ...(this.results.shift() ?? { ok: true, stage: input.stage, violations: [] }), overridden: false };
+    return { ...(this.results.shift() ?? { ok: true, stage: input.stage, violations: [] }), overridden: false, owners: this.owners };
   }
 }
 
