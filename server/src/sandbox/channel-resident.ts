@@ -57,6 +57,15 @@ function translatePattern(pattern, classes) {
   let inClass = false;
   let classNegated = false;
   const groups = [{ alt: false, quant: false }];
+  // The longest run of plain characters every match must contain (top level, no top-level '|'):
+  // files without it are skipped with a plain substring search.
+  let run = '';
+  let longest = '';
+  let topAlternation = false;
+  const endRun = () => {
+    if (run.length > longest.length) longest = run;
+    run = '';
+  };
   let repeats = false; // any *, + or {..}: backtracking over a very long line can go quadratic
   let closed = null; // the group that just closed, for a quantifier right after it
   for (let i = 0; i < pattern.length; i += 1) {
@@ -85,6 +94,8 @@ function translatePattern(pattern, classes) {
       else if (SYNTAX_CHARS.includes(n) || (inClass && n === '-')) out += '\\' + n;
       else if (n === '\n') return 'has a line break';
       else out += inClass && n === ']' ? '\\]' : n;
+      if (!inClass && groups.length === 1 && !/[A-Za-z0-9]/.test(n)) run += n;
+      else if (!inClass) endRun();
       continue;
     }
     if (inClass) {
@@ -100,6 +111,7 @@ function translatePattern(pattern, classes) {
       continue;
     }
     if (c === '[') {
+      endRun();
       inClass = true;
       classNegated = pattern[i + 1] === '^';
       out += classNegated ? '[^' : '[';
@@ -109,6 +121,7 @@ function translatePattern(pattern, classes) {
       continue;
     }
     if (c === '(') {
+      endRun();
       if (pattern[i + 1] === '?' && pattern[i + 2] !== ':') return 'uses (? syntax other than (?:';
       if (pattern[i + 1] === '?') {
         out += '(?:';
@@ -126,6 +139,7 @@ function translatePattern(pattern, classes) {
       continue;
     }
     if (c === '|') {
+      if (groups.length === 1) topAlternation = true;
       groups[groups.length - 1].alt = true;
       out += '|';
       continue;
@@ -135,6 +149,9 @@ function translatePattern(pattern, classes) {
       // Backtracking blows up only when a group that can match in several ways is repeated.
       if (!lazyOrPart && c !== '?' && afterGroup && (afterGroup.alt || afterGroup.quant)) return 'repeats a group that holds a repetition or an alternation';
       if (!lazyOrPart) groups[groups.length - 1].quant = true;
+      // The character before a quantifier may be absent or repeated: it ends the run, not in it.
+      run = run.slice(0, -1);
+      endRun();
       if (c !== '?') repeats = true;
       if (c === '{') {
         const end = pattern.indexOf('}', i);
@@ -146,6 +163,8 @@ function translatePattern(pattern, classes) {
       out += c;
       continue;
     }
+    if (groups.length === 1 && !'.^$/}]'.includes(c) && c !== '\n') run += c;
+    else endRun();
     if (c === '.') out += classes.dot;
     else if (c === '^') out += classes.start;
     else if (c === '$') out += classes.end;
@@ -156,7 +175,8 @@ function translatePattern(pattern, classes) {
   }
   if (inClass) return 'has an unclosed character class';
   if (groups.length !== 1) return 'has an unclosed group';
-  return { source: out, repeats: repeats };
+  endRun();
+  return { source: out, repeats: repeats, required: topAlternation ? '' : longest };
 }
 
 function escapeLiteral(text) {
@@ -241,8 +261,7 @@ function loadFile(relative) {
     start = end + 1;
   }
   if (text.length - start > LONGEST_LINE) longLines = true;
-  // eslint-disable-next-line no-control-regex
-  return { text: text, longLines: longLines, ascii: !/[^\x00-\x7f]|\r/.test(text), bytes: buffer.length };
+  return { text: text, longLines: longLines, ascii: !NOT_PLAIN_ASCII.test(text), bytes: buffer.length };
 }
 
 function watchDirectory(relativeDir) {
@@ -373,16 +392,19 @@ async function search(request) {
   // ASCII without carriage returns (where both mean the same).
   const matchers = {};
   let repeats = false;
+  let required = '';
   for (const [name, classes] of [['unicode', UNICODE_CLASSES], ['ascii', ASCII_CLASSES]]) {
     let source;
     if (request.fixedStrings) {
       if (request.pattern.includes('\n')) return declined('the literal has a line break');
       source = escapeLiteral(request.pattern);
+      required = request.pattern;
     } else {
       const translated = translatePattern(request.pattern, classes);
       if (typeof translated === 'string') return declined('the pattern ' + translated);
       source = translated.source;
       repeats = translated.repeats;
+      required = translated.required;
     }
     const flags = 'u' + (request.caseInsensitive ? 'i' : '') + (name === 'ascii' ? 'm' : '');
     try {
@@ -436,6 +458,8 @@ async function search(request) {
     if (typeof fromRipgrep === 'string') return declined(fromRipgrep);
   }
 
+  // A substring every match contains rules files out at memchr speed (not under -i).
+  const mustContain = request.caseInsensitive ? '' : required;
   const hits = [];
   let matches = 0;
   let shown = 0;
@@ -443,7 +467,8 @@ async function search(request) {
     let result = fromRipgrep.get(relative);
     if (!result && !leftoverSet.has(relative)) {
       const entry = corpus.files.get(relative);
-      result = searchText(relative, entry.text, entry.ascii ? matchers.ascii : matchers.unicode, request);
+      if (mustContain && !entry.text.includes(mustContain)) continue;
+      result = searchText(relative, entry.text, matchers, entry.ascii, request, shown < request.limit);
     }
     if (!result || result.count === 0) continue;
     matches += result.count;
@@ -457,40 +482,69 @@ async function search(request) {
 }
 
 // One file's matching lines (up to maxCount) with their context, merged as ripgrep prints them.
-function searchText(relative, text, matcher, request) {
-  const regex = matcher.regex;
-  const lineRegex = matcher.lineRegex;
+// ASCII lines (no carriage return) take the fast ASCII matcher, others the Unicode one.
+// eslint-disable-next-line no-control-regex
+const NOT_PLAIN_ASCII = /[^\x00-\x7f]|\r/;
+
+function searchText(relative, text, matchers, ascii, request, wantHits) {
   const contextLines = request.context || 0;
-  regex.lastIndex = 0;
   let found = 0;
-  let lineNumber = 1;
-  let counted = 0; // where line numbers were counted up to
   const fileMatches = [];
-  while (found < request.maxCount) {
-    const match = regex.exec(text);
-    if (!match) break;
-    const lineStart = match.index === 0 ? 0 : text.lastIndexOf('\n', match.index - 1) + 1;
-    let lineEnd = text.indexOf('\n', match.index);
-    if (lineEnd === -1) lineEnd = text.length;
-    // An empty match after the last line end is not on a line.
-    if (match.index === text.length && lineStart === text.length) break;
-    for (let at = text.indexOf('\n', counted); at !== -1 && at < lineStart; at = text.indexOf('\n', at + 1)) lineNumber += 1;
-    counted = lineStart;
-    fileMatches.push([lineNumber, lineStart, lineEnd]);
-    found += 1;
-    regex.lastIndex = lineEnd + 1;
-    if (lineEnd + 1 > text.length) break;
+  if (ascii) {
+    // The whole file at once: one scan, line numbers counted only up to each match.
+    const regex = matchers.ascii.regex;
+    regex.lastIndex = 0;
+    let lineNumber = 1;
+    let counted = 0; // where line numbers were counted up to
+    while (found < request.maxCount) {
+      const match = regex.exec(text);
+      if (!match) break;
+      const lineStart = match.index === 0 ? 0 : text.lastIndexOf('\n', match.index - 1) + 1;
+      let lineEnd = text.indexOf('\n', match.index);
+      if (lineEnd === -1) lineEnd = text.length;
+      // An empty match after the last line end is not on a line.
+      if (match.index === text.length && lineStart === text.length) break;
+      for (let at = text.indexOf('\n', counted); at !== -1 && at < lineStart; at = text.indexOf('\n', at + 1)) lineNumber += 1;
+      counted = lineStart;
+      fileMatches.push([lineNumber, lineStart, lineEnd]);
+      found += 1;
+      regex.lastIndex = lineEnd + 1;
+      if (lineEnd + 1 > text.length) break;
+    }
+  } else {
+    // Line by line (a match never spans lines, so this is the same answer), each line with the
+    // matcher its characters allow: the Unicode look-arounds are slow, and most lines are ASCII.
+    let lineNumber = 0;
+    for (let start = 0; start < text.length && found < request.maxCount; ) {
+      let end = text.indexOf('\n', start);
+      if (end === -1) end = text.length;
+      lineNumber += 1;
+      const line = text.slice(start, end);
+      if ((NOT_PLAIN_ASCII.test(line) ? matchers.unicode : matchers.ascii).lineRegex.test(line)) {
+        fileMatches.push([lineNumber, start, end]);
+        found += 1;
+      }
+      start = end + 1;
+    }
   }
   if (found === 0) return null;
-  const lines = contextLines > 0 ? text.split('\n') : null;
-  const lastLine = lines ? lines.length - (text.endsWith('\n') ? 1 : 0) : 0;
   // Once a file's count is reached ripgrep still prints the last match's after-context, and
   // shows (and counts) the lines in it that match as matches.
   const lateMatches = new Set();
-  if (lines && found === request.maxCount) {
-    const last = fileMatches[fileMatches.length - 1][0];
-    for (let k = last + 1; k <= Math.min(lastLine, last + contextLines); k += 1) if (lineRegex.test(lines[k - 1])) lateMatches.add(k);
+  if (contextLines > 0 && found === request.maxCount) {
+    const [last, , lastEnd] = fileMatches[fileMatches.length - 1];
+    let start = lastEnd + 1;
+    for (let k = last + 1; k <= last + contextLines && start < text.length; k += 1) {
+      let end = text.indexOf('\n', start);
+      if (end === -1) end = text.length;
+      const line = text.slice(start, end);
+      if ((NOT_PLAIN_ASCII.test(line) ? matchers.unicode : matchers.ascii).lineRegex.test(line)) lateMatches.add(k);
+      start = end + 1;
+    }
   }
+  if (!wantHits) return { count: found + lateMatches.size, hits: [] };
+  const lines = contextLines > 0 ? text.split('\n') : null;
+  const lastLine = lines ? lines.length - (text.endsWith('\n') ? 1 : 0) : 0;
   const hits = [];
   const emitted = new Map(); // line number -> its hit
   for (const [number, start, end] of fileMatches) {
