@@ -131,6 +131,15 @@ const PARITY: Array<[string, Partial<ContentQuery>?]> = [
   ['i', { maxCount: 2, context: 1 }],
   ['l', { maxCount: 1, context: 3 }],
   ['spin_lock', { path: 'docs' }],
+  // The substring prefilter must not drop a match: quantified, optional and alternated parts.
+  ['spin_lo?ck'],
+  ['spin_l*ock'],
+  ['sp(i|o)n_lock'],
+  ['spin_lock|util'],
+  ['foo\\.bar'],
+  ['spi{1}n'],
+  ['(?:spin)+_lock'],
+  ['in ?t '],
   // dist/bundle.min.js has a 9 KB line: literals are scanned in memory, repetitions by ripgrep.
   ['return x\\+1', { path: 'dist' }],
   ['spin_lock\\(\\w+\\)', {}],
