@@ -235,11 +235,17 @@ function renderReview(): void {
   const parts: HTMLElement[] = [h('h3', {}, 'Review')];
   if (summary.policy) {
     const policy = summary.policy;
+    // An overridden check keeps its violations (`ok: false`) but did not block: a repo owner let it through.
+    const [tone, label] = policy.ok
+      ? ['tone-ok', '✓ Policy checks passed']
+      : policy.overridden
+        ? ['tone-warn', `⚠ Policy checks overridden by ${policy.overriddenBy ?? 'a repo owner'}`]
+        : ['tone-error', '✗ Policy checks failed'];
     parts.push(
       h(
         'div',
-        { className: `policy ${policy.ok ? 'tone-ok' : 'tone-error'}` },
-        policy.ok ? '✓ Policy checks passed' : '✗ Policy checks failed',
+        { className: `policy ${tone}` },
+        label,
         ...policy.violations.map((v) => h('div', { className: 'violation' }, `${v.rule} — ${v.path}${v.line ? `:${v.line}` : ''}: ${v.message}`)),
       ),
     );

@@ -43,14 +43,17 @@ export function renderRow(row: Row, context: RowContext): HTMLElement {
       return renderFile(row, context);
     case 'approval': {
       // A push approval is decided in the Review section, not by a card of its own.
+      // A policy override is decided by an owner of the repo, who may not be the one watching.
       const push = row.approvalKind === 'push';
+      const override = row.approvalKind === 'policy_override';
+      const waiting = push ? 'waiting for your review' : override ? 'waiting for a repo owner' : 'waiting for your decision';
       const status = row.resolved
         ? h('span', { className: `badge ${row.resolved.decision === 'approved' ? 'tone-ok' : 'tone-error'}` }, `${row.resolved.decision} by ${row.resolved.by}`)
-        : h('span', { className: 'badge tone-warn' }, push ? 'waiting for your review' : 'waiting for your decision');
+        : h('span', { className: 'badge tone-warn' }, waiting);
       return h(
         'div',
         { className: 'row row-approval', dataset: { seq: String(row.seq) } },
-        h('div', {}, h('strong', {}, push ? 'Push approval ' : 'Approval needed '), status),
+        h('div', {}, h('strong', {}, push ? 'Push approval ' : override ? 'Policy override ' : 'Approval needed '), status),
         row.command ? h('code', { className: 'command' }, row.command) : null,
         h('div', { className: 'reason' }, row.reason),
       );

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { clipEventOutput } from './messages';
-import { TASK_ID, approvalResolved, longRun, pushed, runUntilApproval, runUntilReview, stamp } from './test/recorded-stream';
+import { TASK_ID, approvalResolved, blockedForOverride, longRun, overriddenAndPushed, pushed, runUntilApproval, runUntilReview, stamp } from './test/recorded-stream';
 import { applyEvents, createTrajectory } from './trajectory';
 
 const first = stamp(TASK_ID, runUntilApproval());
@@ -21,6 +21,22 @@ describe('trajectory fold', () => {
     expect(t.summary.state).toBe('pr_open');
     expect(t.summary.policy).toEqual({ ok: true, stage: 'push', violations: [] });
     expect(t.summary.prUrl).toBe('https://forge.example/acme/app/pull/17');
+  });
+
+  it('tells an overridden policy check from a failed one', () => {
+    const t = createTrajectory(TASK_ID);
+    const blocked = stamp(TASK_ID, [...runUntilApproval(), ...blockedForOverride()]);
+    applyEvents(t, blocked);
+    expect(t.summary.policy).toMatchObject({ ok: false });
+    expect(t.summary.policy?.overridden).toBeUndefined();
+    expect(t.rows.some((row) => row.kind === 'note' && row.tone === 'error' && row.text.startsWith('Policy check failed'))).toBe(true);
+    applyEvents(t, stamp(TASK_ID, overriddenAndPushed(), blocked.length + 1));
+    expect(t.summary.policy).toMatchObject({ ok: false, overridden: true, overriddenBy: 'olive' });
+    expect(t.rows.find((row) => row.kind === 'note' && row.text.includes('overridden'))).toMatchObject({
+      kind: 'note',
+      tone: 'warn',
+      text: 'Policy check overridden by olive (push): .github/workflows/ci.yml: CI configuration changed (modified)',
+    });
   });
 
   it('merges a tool result into its call row and marks the row changed', () => {

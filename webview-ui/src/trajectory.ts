@@ -49,6 +49,13 @@ export type Row =
   | (RowBase & { kind: 'note'; tone: Tone; text: string });
 
 export type PolicyResult = TaskEventOf<'policy.checked'>['data'];
+
+function policyNote(policy: PolicyResult): string {
+  if (policy.ok) return `Policy check passed (${policy.stage})`;
+  const violations = policy.violations.map((v) => `${v.path ? `${v.path}: ` : ''}${v.message}`).join('; ');
+  if (policy.overridden) return `Policy check overridden by ${policy.overriddenBy ?? 'a repo owner'} (${policy.stage}): ${violations}`;
+  return `Policy check failed: ${violations}`;
+}
 export type ReviewResult = TaskEventOf<'review.finished'>['data'];
 
 export interface TrajectorySummary {
@@ -215,14 +222,7 @@ function applyEvent(trajectory: Trajectory, event: TaskEvent): number | undefine
       );
     case 'policy.checked':
       summary.policy = event.data;
-      return note(
-        trajectory,
-        seq,
-        event.data.ok ? 'ok' : 'error',
-        event.data.ok
-          ? `Policy check passed (${event.data.stage})`
-          : `Policy check failed: ${event.data.violations.map((v) => `${v.path}: ${v.message}`).join('; ')}`,
-      );
+      return note(trajectory, seq, event.data.ok ? 'ok' : event.data.overridden ? 'warn' : 'error', policyNote(event.data));
     case 'budget.exceeded':
       return note(trajectory, seq, 'error', budgetMessage(event.data));
     case 'context.compacted':

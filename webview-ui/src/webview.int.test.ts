@@ -2,7 +2,7 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clipEventOutput, type ClippedOutput } from './messages';
 import { buildWebview, launchBrowser, openPanel, type PanelPage } from './test/browser-harness';
-import { PUSH_APPROVAL_ID, TASK_ID, approvalResolved, longRun, pushed, runUntilApproval, runUntilReview, sampleTask, stamp } from './test/recorded-stream';
+import { PUSH_APPROVAL_ID, TASK_ID, approvalResolved, blockedForOverride, longRun, overriddenAndPushed, pushed, runUntilApproval, runUntilReview, sampleTask, stamp } from './test/recorded-stream';
 import type { TaskEvent } from '@dockhand/protocol';
 
 /*
@@ -183,6 +183,34 @@ describe('side panel in Chromium', () => {
     await panel.send({ type: 'events', taskId: TASK_ID, reset: false, events: pushEvents, clipped: [] });
     await page.locator('.row-approval', { hasText: 'approved by dev@example.com' }).filter({ hasText: 'Push approval' }).waitFor({ timeout: 5_000 });
     expect(await page.locator('.approval-card').count()).toBe(0);
+    expect(panel.problems).toEqual([]);
+  });
+
+  it('says who overrode a policy block instead of showing the checks as failed', async () => {
+    const panel = await ready();
+    const page = panel.page;
+    const blocked = stamp(TASK_ID, blockedForOverride(), approvalEvents.length + afterApproval.length + 1);
+    await panel.send({ type: 'events', taskId: TASK_ID, reset: true, events: [...approvalEvents, ...afterApproval, ...blocked], clipped: [] });
+    // Blocked: the checks failed, and the override request waits for a repo owner.
+    const card = page.locator('.approval-card', { hasText: 'policy override' });
+    await card.waitFor();
+    expect(await card.locator('.reason').textContent()).toContain('a repo owner (olive) may override');
+    expect(await page.textContent('.review .policy')).toContain('✗ Policy checks failed');
+    await page.locator('.row-approval', { hasText: 'Policy override' }).filter({ hasText: 'waiting for a repo owner' }).waitFor({ timeout: 5_000 });
+
+    const after = stamp(TASK_ID, overriddenAndPushed(), approvalEvents.length + afterApproval.length + blocked.length + 1);
+    await panel.send({ type: 'events', taskId: TASK_ID, reset: false, events: after, clipped: [] });
+    await page.waitForSelector('button.open-pr');
+    const policy = page.locator('.review .policy');
+    expect(await policy.textContent()).toContain('Policy checks overridden by olive');
+    expect(await policy.textContent()).not.toContain('failed');
+    expect(await policy.getAttribute('class')).toContain('tone-warn');
+    // The overridden violation stays listed for the reviewer.
+    expect(await policy.locator('.violation').textContent()).toBe('ci-config — .github/workflows/ci.yml: CI configuration changed (modified)');
+    await page.locator('.row-note', { hasText: 'Policy check overridden by olive (push)' }).waitFor({ timeout: 5_000 });
+    await page.locator('.row-approval', { hasText: 'Policy override' }).filter({ hasText: 'approved by olive' }).waitFor({ timeout: 5_000 });
+    expect(await page.locator('.approval-card').count()).toBe(0);
+    await panel.screenshot('webview-policy-overridden');
     expect(panel.problems).toEqual([]);
   });
 

@@ -129,6 +129,39 @@ export function pushed(): NewEvent[] {
   ];
 }
 
+export const OVERRIDE_APPROVAL_ID = 'ap_override';
+const CI_VIOLATION = { rule: 'ci-config', path: '.github/workflows/ci.yml', message: 'CI configuration changed (modified)' };
+
+/** A finished run whose diff the policy blocks: it waits in review for a repo owner's override. */
+export function blockedForOverride(): NewEvent[] {
+  return [
+    { type: 'policy.checked', data: { ok: false, stage: 'review', violations: [CI_VIOLATION] } },
+    {
+      type: 'approval.requested',
+      data: {
+        approvalId: OVERRIDE_APPROVAL_ID,
+        kind: 'policy_override',
+        reason: '1 policy violation blocks this diff: ci-config (.github/workflows/ci.yml); a repo owner (olive) may override them for this exact diff',
+        diffDigest: 'd'.repeat(64),
+      },
+    },
+    { type: 'task.state', data: { state: 'awaiting_review', reason: "blocked by policy: ci-config (.github/workflows/ci.yml); waiting for a repo owner's override" } },
+  ];
+}
+
+/** The owner overrides, the review approves, and the push goes out with the violation overridden. */
+export function overriddenAndPushed(): NewEvent[] {
+  return [
+    { type: 'approval.resolved', data: { approvalId: OVERRIDE_APPROVAL_ID, decision: 'approved', by: 'olive', comment: 'override of ci-config (.github/workflows/ci.yml): the workflow needs the push trigger' } },
+    { type: 'approval.requested', data: { approvalId: 'ap_push_2', kind: 'push', reason: 'review the diff before it is pushed (policy overridden by olive)' } },
+    { type: 'approval.resolved', data: { approvalId: 'ap_push_2', decision: 'approved', by: 'dev@example.com' } },
+    { type: 'task.state', data: { state: 'pushing' } },
+    { type: 'policy.checked', data: { ok: false, stage: 'push', violations: [CI_VIOLATION], overridden: true, overriddenBy: 'olive' } },
+    { type: 'pr.opened', data: { number: 18, url: 'https://forge.example/acme/app/pull/18', branch: 'dockhand/42-paginate', headSha: 'e'.repeat(40) } },
+    { type: 'task.state', data: { state: 'pr_open' } },
+  ];
+}
+
 export function turn(number: number, costUsd: number) {
   return {
     turn: number,
