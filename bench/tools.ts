@@ -26,10 +26,8 @@ import { join } from 'node:path';
 import Docker from 'dockerode';
 import { DockerSandboxDriver } from '../server/src/sandbox/docker-driver';
 import type { DockerSandbox } from '../server/src/sandbox/docker-sandbox';
-import type { ContentAnswer, ContentQuery, Sandbox } from '../server/src/sandbox/types';
-import type { LineRequest, LineSlice } from '../server/src/sandbox/lines';
-import { openLocalChannel } from '../server/src/sandbox/local-channel';
-import type { SandboxChannel } from '../server/src/sandbox/channel';
+import type { Sandbox } from '../server/src/sandbox/types';
+import { ResidentHostSandbox } from '../server/src/sandbox/testing/resident-host-sandbox';
 import { HostSandbox } from '../server/src/sandbox/testing/host-sandbox';
 import { defaultTools, executeTool } from '../server/src/agent/tools';
 import { toolContext } from '../server/src/agent/testing/context';
@@ -58,36 +56,6 @@ function ensureTree(): void {
   mkdirSync(TREE, { recursive: true });
   execFileSync('tar', ['-xJf', join('/usr/src', tarball), '-C', TREE, '--strip-components=1', ...SUBSET.map((dir) => `${top}/${dir}`)], { stdio: 'inherit' });
   writeFileSync(marker, SUBSET.join(' '));
-}
-
-/** The host side: commands on the host, file reads and the resident tools from the channel program run on the host. */
-class ResidentHostSandbox extends HostSandbox {
-  constructor(
-    root: string,
-    private readonly channel: SandboxChannel,
-  ) {
-    super(root, 'bench');
-  }
-
-  override async readFile(path: string): Promise<Buffer> {
-    return this.channel.readFile(path);
-  }
-
-  async readLines(path: string, request: LineRequest): Promise<LineSlice> {
-    return this.channel.readLines(path, request);
-  }
-
-  async searchContent(query: ContentQuery): Promise<ContentAnswer | undefined> {
-    const answer = await this.channel.search(query, BUDGET_BYTES);
-    if ('declined' in answer) throw new Error(`host resident search declined: ${answer.declined}`);
-    return answer;
-  }
-
-  async symbolsOf(path: string): Promise<string | undefined> {
-    const answer = await this.channel.tags(path);
-    if (typeof answer !== 'string') throw new Error(`host resident ctags declined: ${answer.declined}`);
-    return answer;
-  }
 }
 
 /** The same sandbox with the resident tools hidden: the tools run a process per call. */
@@ -151,7 +119,7 @@ async function main(): Promise<void> {
   execFileSync('bash', ['sandbox-images/base/build.sh'], { stdio: ['ignore', 'ignore', 'inherit'] });
   const files = Number(execFileSync('bash', ['-c', `find ${SUBSET.join(' ')} -type f | wc -l`], { cwd: TREE, encoding: 'utf8' }).trim());
   const driver = new DockerSandboxDriver({ docker: new Docker(), ownerId: `bench-tools-${process.pid}`, runtime: 'runsc' });
-  const local = await openLocalChannel(TREE, { heapMiB: 1152 });
+  const host = await ResidentHostSandbox.open(TREE, { budgetBytes: BUDGET_BYTES });
   try {
     const sandbox: DockerSandbox = await driver.start({ image: 'dockhand/base:latest', baseSha: 'bench', limits: { memoryMiB: 4096, cpus: 2 } });
     console.log('copying the tree into the gVisor sandbox...');
@@ -160,7 +128,6 @@ async function main(): Promise<void> {
     if (copied.exitCode !== 0) throw new Error(`copy failed: ${copied.stderr.toString('utf8')}`);
     console.log(`tree: ${files} files, ${(tar.length / 1024 / 1024).toFixed(0)} MiB\n`);
 
-    const host = new ResidentHostSandbox(TREE, local.channel);
     const plainHost = new HostSandbox(TREE, 'bench');
     // The channel starts on first use; wait until calls are served by it.
     for (let attempt = 0; attempt < 100 && sandbox.transport.channel === 0; attempt += 1) {
@@ -179,6 +146,7 @@ async function main(): Promise<void> {
     console.log('case                                              host p50/p95 ms  gVisor p50/p95 ms  gVisor/host │ per process: host    gVisor   gVisor/host');
     for (const testCase of CASES) {
       const onHost = await measure(host, testCase, WARMUP, RUNS);
+      if (host.declined.length > 0) throw new Error(`${testCase.label}: the host side declined: ${host.declined.join('; ')}`);
       const servedBefore = sandbox.transport.residentServed;
       const inGvisor = await measure(sandbox, testCase, WARMUP, RUNS);
       const resident = sandbox.transport.residentServed - servedBefore;
@@ -214,7 +182,7 @@ async function main(): Promise<void> {
       }),
     );
   } finally {
-    local.close();
+    await host.destroy();
     await driver.destroyAll();
   }
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { asArgument, toWorkspacePath } from './paths';
+import type { Sandbox } from '../../sandbox/types';
 import { ToolError, defineTool, type ToolOutput } from './types';
 
 const MAX_CANDIDATE_FILES = 200;
@@ -61,29 +62,43 @@ export const listSymbolsTool = defineTool({
       if (resident !== undefined) return symbolsResult(parseTags(resident), input, '');
       targets = [asArgument(path)];
     } else {
-      // ctags over a whole tree is slow in big repos: let ripgrep find the files that mention the name first.
-      const candidates = await sandbox.exec({
-        cmd: ['rg', '-l', '-w', '-F', '--no-require-git', '--max-count', '1', '-e', input.name ?? '', '--', '.'],
-        timeoutMs: 60_000,
-        signal,
-      });
-      if (candidates.exitCode === 1) return { output: `No file mentions ${input.name}.`, isError: false };
-      if (candidates.exitCode !== 0) throw new ToolError(`list_symbols failed: ${candidates.stderr.trim().slice(0, 1000)}`);
-      targets = candidates.stdout.split('\n').filter((line) => line.length > 0).slice(0, MAX_CANDIDATE_FILES);
+      // ctags over a whole tree is slow in big repos: find the files that mention the name first,
+      // from the sandbox's resident search when the name is a plain word (\b...\b is then rg -w).
+      const name = input.name ?? '';
+      const resident = /^\w+$/.test(name)
+        ? await sandbox.searchContent?.({ pattern: `\\b${name}\\b`, path: '.', fixedStrings: false, caseInsensitive: false, context: 0, maxCount: 1, limit: MAX_CANDIDATE_FILES })
+        : undefined;
+      if (resident) {
+        if (resident.matches === 0) return { output: `No file mentions ${name}.`, isError: false };
+        targets = [...new Set(resident.hits.map((hit) => asArgument(hit.path)))];
+      } else {
+        const candidates = await sandbox.exec({
+          cmd: ['rg', '-l', '-w', '-F', '--no-require-git', '--max-count', '1', '-e', name, '--', '.'],
+          timeoutMs: 60_000,
+          signal,
+        });
+        if (candidates.exitCode === 1) return { output: `No file mentions ${name}.`, isError: false };
+        if (candidates.exitCode !== 0) throw new ToolError(`list_symbols failed: ${candidates.stderr.trim().slice(0, 1000)}`);
+        targets = candidates.stdout.split('\n').filter((line) => line.length > 0).slice(0, MAX_CANDIDATE_FILES);
+      }
     }
-    const result = await sandbox.exec({
-      cmd: ['ctags', '--output-format=json', '--fields=+nKS', '--sort=no', '-R', '-f', '-', ...targets],
-      timeoutMs: 60_000,
-      outputCapBytes: 8 * 1024 * 1024,
-      signal,
-    });
-    if (result.timedOut) throw new ToolError('list_symbols timed out after 60 s; narrow the path');
-    if (result.exitCode !== 0) {
-      throw new ToolError(`list_symbols failed: ${(result.stderr || result.stdout).trim().slice(0, 1000)}`);
-    }
-    return symbolsResult(parseTags(result.stdout), input, result.stderr.trim());
+    const { tags, stderr } = await runCtags(sandbox, targets, signal);
+    return symbolsResult(tags, input, stderr);
   },
 });
+
+/** One ctags process over the targets (recursing into directories). */
+async function runCtags(sandbox: Sandbox, targets: string[], signal: AbortSignal): Promise<{ tags: CtagsTag[]; stderr: string }> {
+  const result = await sandbox.exec({
+    cmd: ['ctags', '--output-format=json', '--fields=+nKS', '--sort=no', '-R', '-f', '-', ...targets],
+    timeoutMs: 60_000,
+    outputCapBytes: 8 * 1024 * 1024,
+    signal,
+  });
+  if (result.timedOut) throw new ToolError('list_symbols timed out after 60 s; narrow the path');
+  if (result.exitCode !== 0) throw new ToolError(`list_symbols failed: ${(result.stderr || result.stdout).trim().slice(0, 1000)}`);
+  return { tags: parseTags(result.stdout), stderr: result.stderr.trim() };
+}
 
 function symbolsResult(all: CtagsTag[], input: { path?: string | undefined; name?: string | undefined; max_results: number }, stderr: string): ToolOutput {
   const tags = input.name !== undefined ? all.filter((tag) => tag.name === input.name) : all;
