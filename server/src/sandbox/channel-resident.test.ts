@@ -140,6 +140,8 @@ const PARITY: Array<[string, Partial<ContentQuery>?]> = [
   ['spi{1}n'],
   ['(?:spin)+_lock'],
   ['in ?t '],
+  ['s.*_l.*k'],
+  ['[a-z]{2,5}_lock'],
   // dist/bundle.min.js has a 9 KB line: literals are scanned in memory, repetitions by ripgrep.
   ['return x\\+1', { path: 'dist' }],
   ['spin_lock\\(\\w+\\)', {}],
@@ -171,6 +173,8 @@ describe('resident search', () => {
   it.each([
     ['(a+)+b', {}, 'repeats a group'],
     ['(foo|bar)*x', {}, 'repeats a group'],
+    ['\\w*\\w*\\w*x', {}, 'three or more unbounded'],
+    ['a.*b.+c{2,}', {}, 'three or more unbounded'],
     ['(?i)foo', {}, 'uses (?'],
     ['(?=x)', {}, 'uses (?'],
     ['[[:alpha:]]', {}, 'nested or POSIX'],

@@ -51,6 +51,8 @@ const UNICODE_CLASSES = { digit: '\\p{Nd}', word: WORD_CLASS, boundary: WORD_BOU
 // For ASCII text without carriage returns, where '.', '^' and '$' (with the m flag) mean what ripgrep's do.
 const ASCII_CLASSES = { digit: '0-9', word: 'A-Za-z0-9_', boundary: '\\b', notBoundary: '\\B', dot: '.', start: '^', end: '$' };
 
+const TOO_MANY_REPETITIONS = 'has three or more unbounded repetitions (JavaScript backtracking could take cubic time on a line; ripgrep cannot)';
+
 // ripgrep pattern -> JavaScript source, or a string reason it cannot be translated exactly.
 function translatePattern(pattern, classes) {
   let out = '';
@@ -67,6 +69,7 @@ function translatePattern(pattern, classes) {
     run = '';
   };
   let repeats = false; // any *, + or {..}: backtracking over a very long line can go quadratic
+  let unbounded = 0; // *, + and wide {..}: three of them can backtrack in cubic time on one line
   let closed = null; // the group that just closed, for a quantifier right after it
   for (let i = 0; i < pattern.length; i += 1) {
     const c = pattern[i];
@@ -155,11 +158,16 @@ function translatePattern(pattern, classes) {
       if (c !== '?') repeats = true;
       if (c === '{') {
         const end = pattern.indexOf('}', i);
-        if (end === -1 || !/^\{\d+(,\d*)?\}$/.test(pattern.slice(i, end + 1))) return 'has a { that is not a repetition';
+        const bounds = /^\{(\d+)(,(\d*))?\}$/.exec(pattern.slice(i, end + 1));
+        if (end === -1 || !bounds) return 'has a { that is not a repetition';
+        if (bounds[2] !== undefined && (bounds[3] === '' || Number(bounds[3]) > 16)) unbounded += 1;
+        if (unbounded >= 3) return TOO_MANY_REPETITIONS;
         out += pattern.slice(i, end + 1);
         i = end;
         continue;
       }
+      if (!lazyOrPart && c !== '?') unbounded += 1;
+      if (unbounded >= 3) return TOO_MANY_REPETITIONS;
       out += c;
       continue;
     }
