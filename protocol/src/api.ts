@@ -72,3 +72,57 @@ export type TicketSummary = z.infer<typeof TicketSummary>;
 
 export const TicketListResponse = z.object({ tickets: z.array(TicketSummary) });
 export type TicketListResponse = z.infer<typeof TicketListResponse>;
+
+export const ApprovalKind = z.enum(['command', 'push', 'policy_override']);
+export type ApprovalKind = z.infer<typeof ApprovalKind>;
+
+/** One approval of a task, as `GET /v1/tasks/:id/approvals` shows it to the caller. */
+export const ApprovalView = z.object({
+  id: z.string(),
+  taskId: z.string(),
+  kind: ApprovalKind,
+  state: z.enum(['pending', 'approved', 'denied']),
+  reason: z.string(),
+  command: z.string().optional(),
+  toolUseId: z.string().optional(),
+  decidedBy: z.string().optional(),
+  comment: z.string().optional(),
+  createdAt: z.string(),
+  resolvedAt: z.string().optional(),
+  /** The caller may decide it now (pending, and the caller is someone who may). */
+  canDecide: z.boolean().default(false),
+  /**
+   * Pending only: who may decide it — the repo's owners for a `policy_override`, the task's
+   * requester for the others (admins may too). Empty when nobody may (a repo without owners).
+   */
+  deciders: z.array(z.string()).default([]),
+});
+export type ApprovalView = z.infer<typeof ApprovalView>;
+
+export const TaskApprovalsResponse = z.object({ approvals: z.array(ApprovalView) });
+export type TaskApprovalsResponse = z.infer<typeof TaskApprovalsResponse>;
+
+/** `GET /v1/approvals?state=pending`: one approval waiting for the caller's decision. */
+export const InboxApproval = z.object({
+  approvalId: z.string(),
+  taskId: z.string(),
+  /** The task's ticket title, so a list of them reads as what is being decided. */
+  taskTitle: z.string(),
+  /** The task's requester. */
+  taskOwner: z.string(),
+  repo: z.string(),
+  kind: ApprovalKind,
+  reason: z.string(),
+  command: z.string().optional(),
+  requestedAt: z.string(),
+  /** Always true: the inbox lists only what the caller may decide. */
+  canDecide: z.literal(true),
+});
+export type InboxApproval = z.infer<typeof InboxApproval>;
+
+export const ApprovalInboxResponse = z.object({
+  approvals: z.array(InboxApproval),
+  /** Pass as `?cursor=` for the next page; absent on the last page. */
+  nextCursor: z.string().nullable().optional(),
+});
+export type ApprovalInboxResponse = z.infer<typeof ApprovalInboxResponse>;

@@ -13,6 +13,7 @@ import { z } from 'zod';
 import { TicketListResponse, formatFieldPath } from '@dockhand/protocol';
 import { authHook, requireUser, WS_PROTOCOL } from './api/auth';
 import type { AppDeps } from './api/deps';
+import { approvalRoutes } from './api/approvals';
 import { eventRoutes } from './api/events';
 import { flakyRoutes } from './api/flaky';
 import { webhookRoutes } from './api/webhooks';
@@ -128,6 +129,7 @@ export async function app(fastify: FastifyInstance, deps: AppDeps): Promise<void
         }
       });
       await v1.register(taskRoutes, deps);
+      await v1.register(approvalRoutes, deps);
       await v1.register(flakyRoutes, deps);
       await v1.register(eventRoutes, deps);
       v1.withTypeProvider<ZodTypeProvider>().get('/tickets', {

@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Task } from '@dockhand/protocol';
 import { DockhandError } from '../errors';
+import { canOverridePolicy, type RepoPolicy } from '../policy';
 import type { Store, User } from '../store/types';
 
 declare module 'fastify' {
@@ -64,4 +65,23 @@ export async function loadOwnedTask(store: Store, user: User, taskId: string): P
     throw new DockhandError('not_found', `task ${taskId} not found`);
   }
   return task;
+}
+
+/**
+ * The task for its requester and admins, and also for the owners of its repo (`owners` in its
+ * `.dockhand/policy.yml` at the base SHA, read through `repoPolicy`), who decide its policy
+ * overrides and so may read it (`asRepoOwner`). Anyone else gets the usual 404.
+ */
+export async function loadTaskAsReader(
+  store: Store,
+  repoPolicy: ((task: Task) => Promise<RepoPolicy>) | undefined,
+  user: User,
+  taskId: string,
+): Promise<{ task: Task; asRepoOwner: boolean }> {
+  const task = await store.getTask(taskId);
+  if (task && task.owner !== user.name && user.role !== 'admin' && repoPolicy) {
+    const policy = await repoPolicy(task).catch(() => undefined);
+    if (policy && canOverridePolicy(policy, user.name)) return { task, asRepoOwner: true };
+  }
+  return { task: await loadOwnedTask(store, user, taskId), asRepoOwner: false };
 }

@@ -4,7 +4,7 @@ import type { WebSocket } from 'ws';
 import { z } from 'zod';
 import { ClientFrame, TaskEvent, type ServerFrame } from '@dockhand/protocol';
 import { DockhandError, asDockhandError, wsCloseCode } from '../errors';
-import { loadOwnedTask, requireUser } from './auth';
+import { loadTaskAsReader, requireUser } from './auth';
 import type { AppDeps } from './deps';
 
 const Params = z.object({ id: z.string().min(1).max(200) });
@@ -56,7 +56,8 @@ export async function eventRoutes(app: FastifyInstance, deps: AppDeps): Promise<
   async function checkOwner(request: FastifyRequest): Promise<void> {
     const params = Params.safeParse(request.params);
     if (!params.success) throw new DockhandError('bad_request', 'task id missing', { field: 'id' });
-    await loadOwnedTask(deps.store, requireUser(request), params.data.id);
+    // The repo's owners read the log too: they decide the task's policy overrides.
+    await loadTaskAsReader(deps.store, deps.repoPolicy, requireUser(request), params.data.id);
   }
 
   api.route({

@@ -3,6 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import {
   ApprovalDecisionRequest,
+  ApprovalView,
   CreateTaskRequest,
   CreateTaskResponse,
   ReviewRequest,
@@ -10,33 +11,20 @@ import {
   Task,
   TaskDiffResponse,
   TaskFileResponse,
+  TaskApprovalsResponse,
   TaskListResponse,
   TaskState,
   isFinalState,
 } from '@dockhand/protocol';
 import { DockhandError } from '../errors';
-import { canOverridePolicy } from '../policy';
 import { applyReview, decideApproval, type DecisionDeps } from '../runner/review';
 import type { User } from '../store/types';
-import { loadOwnedTask, requireUser } from './auth';
+import { describeApproval, describeApprovals } from './approvals';
+import { loadOwnedTask, loadTaskAsReader, requireUser } from './auth';
 import type { AppDeps } from './deps';
 import { changedFiles, contentAfter } from './diff-files';
 
 const TaskParams = z.object({ id: z.string().min(1).max(200) });
-const ApprovalView = z.object({
-  id: z.string(),
-  taskId: z.string(),
-  kind: z.enum(['command', 'push', 'policy_override']),
-  state: z.enum(['pending', 'approved', 'denied']),
-  reason: z.string(),
-  command: z.string().optional(),
-  toolUseId: z.string().optional(),
-  decidedBy: z.string().optional(),
-  comment: z.string().optional(),
-  createdAt: z.string(),
-  resolvedAt: z.string().optional(),
-});
-
 export async function taskRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
   const api = app.withTypeProvider<ZodTypeProvider>();
   const decisions: DecisionDeps = {
@@ -47,18 +35,7 @@ export async function taskRoutes(app: FastifyInstance, deps: AppDeps): Promise<v
     ...(deps.repoPolicy ? { repoPolicy: deps.repoPolicy } : {}),
   };
 
-  /**
-   * The task for its requester and admins, and also for the owners of its repo, who decide its
-   * policy overrides (`asRepoOwner`). Anyone else gets the usual 404.
-   */
-  async function loadForOverride(user: User, taskId: string): Promise<{ task: Task; asRepoOwner: boolean }> {
-    const task = await deps.store.getTask(taskId);
-    if (task && task.owner !== user.name && user.role !== 'admin' && deps.repoPolicy) {
-      const policy = await deps.repoPolicy(task).catch(() => undefined);
-      if (policy && canOverridePolicy(policy, user.name)) return { task, asRepoOwner: true };
-    }
-    return { task: await loadOwnedTask(deps.store, user, taskId), asRepoOwner: false };
-  }
+  const loadForOverride = (user: User, taskId: string) => loadTaskAsReader(deps.store, deps.repoPolicy, user, taskId);
 
   api.post('/tasks', {
     schema: { tags: ['tasks'], summary: 'Submit a ticket', body: CreateTaskRequest, response: { 202: CreateTaskResponse } },
@@ -99,8 +76,8 @@ export async function taskRoutes(app: FastifyInstance, deps: AppDeps): Promise<v
   });
 
   api.get('/tasks/:id', {
-    schema: { tags: ['tasks'], params: TaskParams, response: { 200: Task } },
-  }, async (request) => loadOwnedTask(deps.store, requireUser(request), request.params.id));
+    schema: { tags: ['tasks'], summary: 'The task (for its requester, admins, and the owners of its repo)', params: TaskParams, response: { 200: Task } },
+  }, async (request) => (await loadForOverride(requireUser(request), request.params.id)).task);
 
   api.post('/tasks/:id/messages', {
     schema: {
@@ -141,10 +118,16 @@ export async function taskRoutes(app: FastifyInstance, deps: AppDeps): Promise<v
   });
 
   api.get('/tasks/:id/approvals', {
-    schema: { tags: ['approvals'], params: TaskParams, response: { 200: z.object({ approvals: z.array(ApprovalView) }) } },
+    schema: {
+      tags: ['approvals'],
+      summary: 'Approvals of the task; each pending one says whether the caller may decide it (canDecide) and who may (deciders)',
+      params: TaskParams,
+      response: { 200: TaskApprovalsResponse },
+    },
   }, async (request) => {
-    const { task } = await loadForOverride(requireUser(request), request.params.id);
-    return { approvals: await deps.store.listApprovals(task.id) };
+    const user = requireUser(request);
+    const { task } = await loadForOverride(user, request.params.id);
+    return { approvals: await describeApprovals(deps, user, task, await deps.store.listApprovals(task.id)) };
   });
 
   api.post('/tasks/:id/approvals/:approvalId', {
@@ -165,7 +148,8 @@ export async function taskRoutes(app: FastifyInstance, deps: AppDeps): Promise<v
         });
       }
     }
-    return decideApproval(decisions, task, user, request.params.approvalId, request.body);
+    const decided = await decideApproval(decisions, task, user, request.params.approvalId, request.body);
+    return describeApproval(deps, user, task, decided);
   });
 
   api.post('/tasks/:id/review', {

@@ -83,6 +83,12 @@ export const MIGRATIONS: ReadonlyArray<{ id: number; name: string; sql: string }
       );
     `,
   },
+  {
+    id: 2,
+    name: 'approvals inbox index',
+    // The inbox asks for pending approvals newest first; rowid rides along in every index.
+    sql: `CREATE INDEX approvals_state ON approvals(state);`,
+  },
 ];
 
 export function migrate(db: Database.Database): number[] {

@@ -28,6 +28,8 @@ import type {
   ApprovalRequestInput,
   ApprovalState,
   Lease,
+  PendingApproval,
+  PendingApprovalQuery,
   Role,
   Store,
   TaskListQuery,
@@ -49,6 +51,7 @@ function now(): string {
 const EMPTY_USAGE: TaskUsage = { turns: 0, inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
 const LeaseRow = z.object({ task_id: z.string(), worker_id: z.string(), expires_at: z.number() });
 const RUNNABLE_STATES = ['queued', ...ACTIVE_STATES];
+const APPROVAL_COLUMNS = ['id', 'task_id', 'kind', 'state', 'reason', 'command', 'tool_use_id', 'decided_by', 'comment', 'created_at', 'resolved_at'];
 
 /**
  * The embedded store: one SQLite file in WAL mode. better-sqlite3 is synchronous, so every write
@@ -321,6 +324,33 @@ export class SqliteStore implements Store {
       ? this.db.prepare('SELECT * FROM approvals WHERE task_id = ? ORDER BY created_at, rowid').all(taskId)
       : this.db.prepare('SELECT * FROM approvals WHERE task_id = ? AND state = ? ORDER BY created_at, rowid').all(taskId, state);
     return rows.map(toApproval);
+  }
+
+  async listPendingApprovals(query: PendingApprovalQuery): Promise<PendingApproval[]> {
+    const kinds = query.overrides
+      ? `((tasks.owner = ? AND approvals.kind != 'policy_override') OR approvals.kind = 'policy_override')`
+      : `(tasks.owner = ? AND approvals.kind != 'policy_override')`;
+    const params: Array<string | number> = [query.owner];
+    let before = '';
+    if (query.before !== undefined) {
+      before = 'AND approvals.rowid < ?';
+      params.push(query.before);
+    }
+    const approvalColumns = APPROVAL_COLUMNS.map((column) => `approvals.${column} AS a_${column}`).join(', ');
+    const rows = this.db
+      .prepare(
+        `SELECT approvals.rowid AS a_position, ${approvalColumns}, tasks.*
+         FROM approvals JOIN tasks ON tasks.id = approvals.task_id
+         WHERE approvals.state = 'pending' AND tasks.state IN ('awaiting_approval', 'awaiting_review') AND ${kinds} ${before}
+         ORDER BY approvals.rowid DESC LIMIT ?`,
+      )
+      .all(...params, Math.max(1, query.limit));
+    return rows.map((row) => {
+      // Both tables have id, state and created_at: the approval's columns come prefixed.
+      const fields = Object.entries(z.record(z.string(), z.unknown()).parse(row));
+      const approvalRow = Object.fromEntries(fields.filter(([key]) => key.startsWith('a_')).map(([key, value]) => [key.slice(2), value]));
+      return { approval: toApproval(approvalRow), task: toTask(row), position: z.number().int().parse(approvalRow.position) };
+    });
   }
 
   // ---- leases ----

@@ -63,6 +63,27 @@ export interface TaskPage {
   nextCursor?: string;
 }
 
+/**
+ * Pending approvals of tasks that wait for a decision (`awaiting_approval`, `awaiting_review`),
+ * newest first: the `owner`'s own command and push approvals, plus — with `overrides` — every
+ * pending `policy_override`, which the caller filters by repo ownership (owners live in each
+ * repo's policy file, not in the store).
+ */
+export interface PendingApprovalQuery {
+  owner: string;
+  overrides: boolean;
+  /** Only approvals older than this position (a previous page's last `position`). */
+  before?: number;
+  limit: number;
+}
+
+export interface PendingApproval {
+  approval: Approval;
+  task: Task;
+  /** Stable order key (newest highest), for cursors. */
+  position: number;
+}
+
 export interface Lease {
   taskId: string;
   workerId: string;
@@ -107,6 +128,8 @@ export interface Store {
   resolveApproval(taskId: string, id: string, decision: { decision: 'approved' | 'denied'; by: string; comment?: string }): Promise<{ approval: Approval; event: TaskEvent } | undefined>;
   getApproval(id: string): Promise<Approval | undefined>;
   listApprovals(taskId: string, state?: ApprovalState): Promise<Approval[]>;
+  /** The approvals inbox's candidates (an indexed query; no event log is read). */
+  listPendingApprovals(query: PendingApprovalQuery): Promise<PendingApproval[]>;
 
   // leases for the scheduler
   acquireLease(taskId: string, workerId: string, ttlMs: number, now?: number): Promise<boolean>;
