@@ -1,6 +1,6 @@
 import { ACTIVE_STATES, isFinalState, type Task } from '@dockhand/protocol';
 import { button, h } from './dom';
-import { FromWebview, ToWebview, type ConnectionStatus, type ReviewAction } from './messages';
+import { FromWebview, ToWebview, type ApprovalAccess, type ConnectionStatus, type ReviewAction } from './messages';
 import { renderRow, type RowContext } from './rows';
 import { applyEvents, createTrajectory, formatDuration, stateLabel, stateTone, type Trajectory } from './trajectory';
 import { VirtualList } from './virtual-list';
@@ -44,6 +44,8 @@ let tasks: Task[] = [];
 let selectedTaskId: string | null = saved.selectedTaskId;
 let trajectory: Trajectory | null = null;
 let connection: { status: ConnectionStatus; detail?: string } = { status: 'connecting' };
+/** Who may decide the selected task's pending approvals, as the extension last heard from the server. */
+let access: { taskId: string; byId: Map<string, ApprovalAccess> } = { taskId: '', byId: new Map() };
 const context: RowContext = {
   loadedOutputs: new Map(),
   clippedOutputs: new Map(),
@@ -216,12 +218,31 @@ function renderApprovals(): void {
       h('div', { className: 'approval-title' }, row.approvalKind === 'command' ? 'The agent wants to run:' : `Approval needed (${row.approvalKind.replace('_', ' ')})`),
       row.command ? h('code', { className: 'command' }, row.command) : null,
       h('div', { className: 'reason' }, h('strong', {}, 'Why it was flagged: '), row.reason),
-      h('div', { className: 'buttons' }, button('Approve', 'primary approve', decide('approved')), button('Deny', 'secondary deny', decide('denied'))),
+      decisionControls(approvalId, row.approvalKind, decide),
     );
     cards.push(card);
   }
   approvals.replaceChildren(...cards);
   approvals.hidden = cards.length === 0;
+}
+
+/**
+ * Approve/Deny only for a viewer who may decide; otherwise who is being waited for. An override
+ * is usually someone else's to decide (a repo owner), so its buttons wait until the server says
+ * this viewer may; a command approval is the requester's, so its buttons go only when told not.
+ */
+function decisionControls(approvalId: string, kind: string, decide: (decision: 'approved' | 'denied') => () => void): HTMLElement {
+  const known = access.taskId === selectedTaskId ? access.byId.get(approvalId) : undefined;
+  const override = kind === 'policy_override';
+  const mayDecide = override ? known?.canDecide === true : known?.canDecide !== false;
+  if (mayDecide) {
+    return h('div', { className: 'buttons' }, button('Approve', 'primary approve', decide('approved')), button('Deny', 'secondary deny', decide('denied')));
+  }
+  let text: string;
+  if (!known) text = 'Checking who may decide…';
+  else if (override) text = known.deciders.length ? `Waiting for an owner (${known.deciders.join(', ')})` : 'Waiting for an owner: the repository lists none in .dockhand/policy.yml';
+  else text = `Waiting for ${known.deciders.join(', ') || 'the requester'}`;
+  return h('div', { className: 'waiting' }, text);
 }
 
 function renderReview(): void {
@@ -355,6 +376,10 @@ window.addEventListener('message', (event: MessageEvent<unknown>) => {
       }
       break;
     }
+    case 'approvals':
+      access = { taskId: message.taskId, byId: new Map(message.approvals.map((a) => [a.approvalId, a])) };
+      if (message.taskId === selectedTaskId) renderApprovals();
+      break;
     case 'notice':
       banner.textContent = message.text;
       banner.className = `banner tone-${message.level === 'error' ? 'error' : 'info'}`;

@@ -14,6 +14,10 @@ export type ConnectionStatus = z.infer<typeof ConnectionStatus>;
 export const ClippedOutput = z.object({ seq: z.number().int().min(1), totalChars: z.number().int().min(0) });
 export type ClippedOutput = z.infer<typeof ClippedOutput>;
 
+/** Whether the viewer may decide a pending approval, and who may (from the task's approvals route). */
+export const ApprovalAccess = z.object({ approvalId: z.string(), canDecide: z.boolean(), deciders: z.array(z.string()) });
+export type ApprovalAccess = z.infer<typeof ApprovalAccess>;
+
 export const ToWebview = z.discriminatedUnion('type', [
   z.object({ type: z.literal('tasks'), tasks: z.array(Task), selectedTaskId: z.string().nullable() }),
   /**
@@ -40,6 +44,8 @@ export const ToWebview = z.discriminatedUnion('type', [
     text: z.string(),
   }),
   z.object({ type: z.literal('notice'), level: z.enum(['info', 'error']), text: z.string() }),
+  /** The pending approvals of a task as the viewer may act on them; replaces what was sent before. */
+  z.object({ type: z.literal('approvals'), taskId: z.string(), approvals: z.array(ApprovalAccess) }),
 ]);
 export type ToWebview = z.infer<typeof ToWebview>;
 

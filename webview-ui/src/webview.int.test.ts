@@ -2,7 +2,7 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clipEventOutput, type ClippedOutput } from './messages';
 import { buildWebview, launchBrowser, openPanel, type PanelPage } from './test/browser-harness';
-import { PUSH_APPROVAL_ID, TASK_ID, approvalResolved, blockedForOverride, longRun, overriddenAndPushed, pushed, runUntilApproval, runUntilReview, sampleTask, stamp } from './test/recorded-stream';
+import { OVERRIDE_APPROVAL_ID, PUSH_APPROVAL_ID, TASK_ID, approvalResolved, blockedForOverride, longRun, overriddenAndPushed, pushed, runUntilApproval, runUntilReview, sampleTask, stamp } from './test/recorded-stream';
 import type { TaskEvent } from '@dockhand/protocol';
 
 /*
@@ -212,6 +212,43 @@ describe('side panel in Chromium', () => {
     expect(await page.locator('.approval-card').count()).toBe(0);
     await panel.screenshot('webview-policy-overridden');
     expect(panel.problems).toEqual([]);
+  });
+
+  it('offers Approve/Deny on an override only to a viewer who may decide it; others see whom it waits for', async () => {
+    const blocked = stamp(TASK_ID, blockedForOverride(), approvalEvents.length + afterApproval.length + 1);
+    const events = [...approvalEvents, ...afterApproval, ...blocked];
+    // The requester (not an owner): no buttons, before and after the server says who may decide.
+    const panel = await ready();
+    const page = panel.page;
+    await panel.send({ type: 'events', taskId: TASK_ID, reset: true, events, clipped: [] });
+    const card = page.locator('.approval-card', { hasText: 'policy override' });
+    await card.waitFor();
+    expect(await card.locator('button').count()).toBe(0);
+    await panel.send({ type: 'approvals', taskId: TASK_ID, approvals: [{ approvalId: OVERRIDE_APPROVAL_ID, canDecide: false, deciders: ['olive', 'oscar'] }] });
+    await card.locator('.waiting', { hasText: 'Waiting for an owner (olive, oscar)' }).waitFor({ timeout: 5_000 });
+    expect(await card.locator('button').count()).toBe(0);
+    await panel.screenshot('webview-override-waiting-for-owner');
+    await page.close();
+
+    // olive owns the repo: the same card with Approve/Deny, and her decision is posted.
+    const owner = await ready();
+    await owner.send({ type: 'events', taskId: TASK_ID, reset: true, events, clipped: [] });
+    await owner.send({ type: 'approvals', taskId: TASK_ID, approvals: [{ approvalId: OVERRIDE_APPROVAL_ID, canDecide: true, deciders: ['olive', 'oscar'] }] });
+    const ownerCard = owner.page.locator('.approval-card', { hasText: 'policy override' });
+    await ownerCard.locator('button.approve').click();
+    expect(await owner.waitForPosted((m) => m.type === 'decideApproval')).toEqual({ type: 'decideApproval', taskId: TASK_ID, approvalId: OVERRIDE_APPROVAL_ID, decision: 'approved' });
+    expect(await ownerCard.locator('.waiting').count()).toBe(0);
+    expect(owner.problems).toEqual([]);
+  });
+
+  it('hides the buttons of a command approval the viewer may not decide (a repo owner reading the task)', async () => {
+    const panel = await ready();
+    await panel.send({ type: 'events', taskId: TASK_ID, reset: true, events: approvalEvents, clipped: [] });
+    const card = panel.page.locator('.approval-card');
+    await card.locator('button.approve').waitFor();
+    await panel.send({ type: 'approvals', taskId: TASK_ID, approvals: [{ approvalId: 'ap_1', canDecide: false, deciders: ['dev@example.com'] }] });
+    await card.locator('.waiting', { hasText: 'Waiting for dev@example.com' }).waitFor({ timeout: 5_000 });
+    expect(await card.locator('button').count()).toBe(0);
   });
 
   it('survives a reconnection: overlapping replays show every event once, in order', async () => {
