@@ -40,6 +40,23 @@ describe('ApiClient', () => {
     expect(calls).toHaveLength(0);
   });
 
+  it('reads the approvals inbox page by page, following the cursor, and stops at the page limit', async () => {
+    const item = (n: number) => ({ approvalId: `apr_${n}`, taskId: `t${n}`, taskTitle: `task ${n}`, taskOwner: 'alice', repo: '/r', kind: 'push', reason: 'review', requestedAt: '2026-11-29T12:00:00Z', canDecide: true });
+    const { api, calls } = client((url) => {
+      const cursor = new URL(url).searchParams.get('cursor');
+      return { status: 200, body: cursor === null ? { approvals: [item(3), item(2)], nextCursor: 'Mg' } : cursor === 'Mg' ? { approvals: [item(1)], nextCursor: 'MQ' } : { approvals: [item(0)], nextCursor: null } };
+    });
+    const all = await api.listApprovalInbox();
+    expect(all.approvals.map((a) => a.approvalId)).toEqual(['apr_3', 'apr_2', 'apr_1', 'apr_0']);
+    expect(all.more).toBe(false);
+    expect(calls.map((c) => c.url)).toEqual([
+      'http://dockhand.test:8080/v1/approvals?state=pending&limit=100',
+      'http://dockhand.test:8080/v1/approvals?state=pending&limit=100&cursor=Mg',
+      'http://dockhand.test:8080/v1/approvals?state=pending&limit=100&cursor=MQ',
+    ]);
+    expect(await api.listApprovalInbox(2)).toMatchObject({ more: true });
+  });
+
   it('turns the server error body into a DockhandError with field and hint', async () => {
     const { api } = client(() => ({ status: 400, body: { error: { code: 'bad_request', message: 'must be a full SHA', field: 'context.baseSha', hint: 'push first' } } }));
     const error = (await api.listTasks().catch((e: unknown) => e)) as DockhandError;

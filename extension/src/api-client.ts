@@ -1,16 +1,20 @@
 import {
   ApprovalDecisionRequest,
+  ApprovalInboxResponse,
   CreateTaskRequest,
   CreateTaskResponse,
   ErrorBody,
   ReviewRequest,
   SendMessageRequest,
   Task,
+  TaskApprovalsResponse,
   TaskDiffResponse,
   TaskFileResponse,
   TaskListResponse,
   TicketListResponse,
   formatFieldPath,
+  type ApprovalView,
+  type InboxApproval,
   type ReviewComment,
   type TicketSummary,
 } from '@dockhand/protocol';
@@ -87,6 +91,25 @@ export class ApiClient {
       z.unknown(),
       ApprovalDecisionRequest.parse({ decision, comment }),
     );
+  }
+
+  /** The task's approvals, each pending one saying whether this user may decide it. */
+  async listTaskApprovals(taskId: string): Promise<ApprovalView[]> {
+    return (await this.request('GET', `/v1/tasks/${encodeURIComponent(taskId)}/approvals`, TaskApprovalsResponse)).approvals;
+  }
+
+  /** What waits for this user's decision, newest first, up to `maxPages` pages of 100. */
+  async listApprovalInbox(maxPages = 5): Promise<{ approvals: InboxApproval[]; more: boolean }> {
+    const approvals: InboxApproval[] = [];
+    let cursor: string | null | undefined;
+    for (let page = 0; page < maxPages; page++) {
+      const query = `state=pending&limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
+      const body = await this.request('GET', `/v1/approvals?${query}`, ApprovalInboxResponse);
+      approvals.push(...body.approvals);
+      cursor = body.nextCursor;
+      if (!cursor) return { approvals, more: false };
+    }
+    return { approvals, more: true };
   }
 
   async review(taskId: string, action: ReviewRequest['action'], comments: ReviewComment[] = []): Promise<void> {

@@ -13,6 +13,8 @@ import type { TaskSessions } from './task-sessions';
 
 export class DockhandState implements vscode.Disposable {
   private tasksById = new Map<string, Task>();
+  /** Tasks opened from elsewhere (another user's, from the approvals inbox): kept across refreshes. */
+  private readonly kept = new Set<string>();
   private selected: string | undefined;
   private readonly trajectories = new Map<string, Trajectory>();
   private readonly disposables: vscode.Disposable[] = [];
@@ -76,6 +78,10 @@ export class DockhandState implements vscode.Disposable {
   async refreshTasks(): Promise<void> {
     const tasks = await this.api().listTasks();
     const next = new Map<string, Task>();
+    for (const id of this.kept) {
+      const task = this.tasksById.get(id);
+      if (task) next.set(id, task);
+    }
     for (const task of tasks) {
       const trajectory = this.trajectories.get(task.id);
       // Live events may be ahead of the list; keep the newer state.
@@ -88,7 +94,9 @@ export class DockhandState implements vscode.Disposable {
     else if (this.selected) this.sessions.follow(this.selected);
   }
 
-  addTask(task: Task): void {
+  /** `keep`: the task is not in the user's own list (see `kept`); keep it until the window closes. */
+  addTask(task: Task, options: { keep?: boolean } = {}): void {
+    if (options.keep) this.kept.add(task.id);
     this.tasksById.set(task.id, task);
     this.tasksChanged.fire();
   }

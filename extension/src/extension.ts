@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
 import { TaskActions } from './actions';
 import { ApiClient } from './api-client';
+import { showApprovalInbox } from './approvals-inbox';
 import { TokenStore } from './auth';
 import { AGENT_SCHEME, BASE_SCHEME, ChangeContentProvider, ChangesTreeProvider, openChangeDiff } from './changes';
 import { DockhandState } from './dockhand-state';
@@ -61,6 +62,7 @@ export function activate(context: vscode.ExtensionContext): void {
         sendTicket: () => void vscode.commands.executeCommand('dockhand.sendTicket'),
         openDiff,
         review: (taskId, action, comment) => reviewTask(taskId, action, comment),
+        taskApprovals: (taskId) => api().listTaskApprovals(taskId),
       },
       log,
     ),
@@ -145,6 +147,7 @@ export function activate(context: vscode.ExtensionContext): void {
     state.select(taskId);
     revealPanel();
   });
+  command('dockhand.showApprovals', () => showApprovalInbox({ api, state, revealPanel }));
   command('dockhand.refreshTasks', () => refresh(false));
   command('dockhand.interrupt', async (arg) => {
     const taskId = await targetTask(arg);

@@ -1,8 +1,9 @@
-import type { TaskEvent } from '@dockhand/protocol';
+import type { ApprovalView, TaskEvent } from '@dockhand/protocol';
 import { FromWebview, clipEventOutput, type ClippedOutput, type ToWebview } from '@dockhand/webview-ui/messages';
 import * as vscode from 'vscode';
 import type { TaskActions } from './actions';
 import type { DockhandState } from './dockhand-state';
+import { describeError } from './errors';
 
 /*
  * The side panel (a webview view in its own activity bar container). The extension keeps the
@@ -27,6 +28,8 @@ export class TrajectoryViewProvider implements vscode.WebviewViewProvider, vscod
       sendTicket(): void;
       openDiff(taskId: string, path: string): void;
       review(taskId: string, action: 'approve' | 'request_changes' | 'reject', comment?: string): Promise<boolean>;
+      /** The task's approvals as the server shows them to this user (`canDecide`, `deciders`). */
+      taskApprovals(taskId: string): Promise<ApprovalView[]>;
     },
     private readonly log: vscode.LogOutputChannel,
   ) {
@@ -37,7 +40,9 @@ export class TrajectoryViewProvider implements vscode.WebviewViewProvider, vscod
         this.postAllEvents();
       }),
       state.onDidReceiveEvents(({ taskId, events }) => {
-        if (taskId === state.selectedTaskId) this.postEvents(taskId, events, false);
+        if (taskId !== state.selectedTaskId) return;
+        this.postEvents(taskId, events, false);
+        if (events.some((event) => event.type === 'approval.requested')) void this.postApprovals(taskId);
       }),
       state.onDidChangeStatus(({ taskId, status, detail }) => {
         if (taskId === state.selectedTaskId) this.post({ type: 'connection', taskId, status, detail });
@@ -82,6 +87,7 @@ export class TrajectoryViewProvider implements vscode.WebviewViewProvider, vscod
     const taskId = this.state.selectedTaskId;
     if (!taskId) return;
     this.postEvents(taskId, this.state.sessions.events(taskId), true);
+    void this.postApprovals(taskId);
     const status = this.state.sessions.status(taskId);
     if (status) this.post({ type: 'connection', taskId, status: status.status, detail: status.detail });
   }
@@ -95,6 +101,22 @@ export class TrajectoryViewProvider implements vscode.WebviewViewProvider, vscod
       if (result.clipped) clipped.push(result.clipped);
     }
     this.post({ type: 'events', taskId, reset, events: sent, clipped });
+  }
+
+  /**
+   * Who may decide the task's pending approvals, asked of the server whenever one is requested
+   * (the panel shows Approve/Deny only to someone who may). A failure is logged; the panel then
+   * keeps an override's card without buttons and a command's with them, as before it knew.
+   */
+  private async postApprovals(taskId: string): Promise<void> {
+    if (this.state.trajectory(taskId).summary.pendingApprovals.length === 0) return;
+    try {
+      const approvals = await this.commands.taskApprovals(taskId);
+      const pending = approvals.filter((approval) => approval.state === 'pending');
+      this.post({ type: 'approvals', taskId, approvals: pending.map(({ id, canDecide, deciders }) => ({ approvalId: id, canDecide, deciders })) });
+    } catch (error) {
+      this.log.warn(`Reading the approvals of ${taskId} failed: ${describeError(error)}`);
+    }
   }
 
   private receive(raw: unknown): void {
