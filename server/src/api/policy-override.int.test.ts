@@ -61,7 +61,7 @@ async function taskAfter(id: string, done: (task: Task, events: TaskEvent[]) => 
   throw new Error(`task ${id} never got there`);
 }
 
-interface ApprovalJson { id: string; kind: string; state: string; reason: string; decidedBy?: string; comment?: string }
+interface ApprovalJson { id: string; kind: string; state: string; reason: string; decidedBy?: string; comment?: string; canDecide: boolean; deciders: string[] }
 
 async function approvals(id: string, headers = alice): Promise<ApprovalJson[]> {
   const res = await fleet.app.inject({ url: `/v1/tasks/${id}/approvals`, headers });
@@ -91,6 +91,14 @@ describe('policy overrides through the approvals API', () => {
     expect(early.statusCode).toBe(409);
     expect(JSON.parse(early.body).error.message).toMatch(/breaks repository policy and policy override apr_\w+ is still pending/);
 
+    // The owner finds it in her inbox, with the policy read from the repo at the base SHA; alice
+    // sees whom it waits for, and no button of hers would be honoured.
+    const inbox = async (headers: Record<string, string>) => JSON.parse((await fleet.app.inject({ url: '/v1/approvals?state=pending', headers })).body).approvals;
+    expect(await inbox(olive)).toMatchObject([{ approvalId: request!.id, taskId: id, taskOwner: 'alice', repo: bare, kind: 'policy_override', canDecide: true }]);
+    expect(await inbox(alice)).toEqual([]);
+    expect(await pendingOverride(id)).toMatchObject({ canDecide: false, deciders: ['olive'] });
+    expect((await approvals(id, olive)).find((a) => a.id === request!.id)).toMatchObject({ canDecide: true });
+
     // alice asked for the task but does not own the repo.
     const refused = await decide(id, request!.id, alice, 'approved', 'I need it');
     expect(refused.statusCode).toBe(403);
@@ -110,6 +118,8 @@ describe('policy overrides through the approvals API', () => {
 
     // The override is in the log (who, when, which violations), then review → push as usual.
     expect((await approvals(id)).filter((a) => a.kind === 'push' && a.state === 'pending')).toHaveLength(1);
+    expect(await inbox(olive)).toEqual([]);
+    expect(await inbox(alice)).toMatchObject([{ taskId: id, kind: 'push', canDecide: true }]);
     expect((await approveReview(id)).statusCode).toBe(200);
     const { task, events } = await taskAfter(id, (t) => t.state === 'pr_open');
     const resolved = events.find((e) => e.type === 'approval.resolved' && e.data.approvalId === request!.id);
