@@ -177,6 +177,7 @@ describe('tasks API', () => {
   it('serves OpenAPI, health, readiness and metrics', async () => {
     const doc = JSON.parse((await h.app.inject({ url: '/docs/json' })).body);
     expect(Object.keys(doc.paths)).toContain('/v1/tasks');
+    expect(Object.keys(doc.paths)).toContain('/v1/approvals');
     expect((await h.app.inject({ url: '/healthz' })).statusCode).toBe(200);
     expect(JSON.parse((await h.app.inject({ url: '/readyz' })).body)).toMatchObject({ ok: true, checks: { store: 'ok' } });
     const task = await h.createTask('alice');
