@@ -13,7 +13,6 @@ import {
   TaskListResponse,
   TicketListResponse,
   formatFieldPath,
-  type ApprovalView,
   type InboxApproval,
   type ReviewComment,
   type TicketSummary,
@@ -93,9 +92,9 @@ export class ApiClient {
     );
   }
 
-  /** The task's approvals, each pending one saying whether this user may decide it. */
-  async listTaskApprovals(taskId: string): Promise<ApprovalView[]> {
-    return (await this.request('GET', `/v1/tasks/${encodeURIComponent(taskId)}/approvals`, TaskApprovalsResponse)).approvals;
+  /** The task's approvals, each pending one saying whether this user may decide it, and whether this user may review it. */
+  listTaskApprovals(taskId: string): Promise<TaskApprovalsResponse> {
+    return this.request('GET', `/v1/tasks/${encodeURIComponent(taskId)}/approvals`, TaskApprovalsResponse);
   }
 
   /** What waits for this user's decision, newest first, up to `maxPages` pages of 100. */

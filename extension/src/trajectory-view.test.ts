@@ -2,7 +2,7 @@ import { beforeEach, describe, expect, it, vi } from 'vitest';
 
 vi.mock('vscode', () => import('./test/vscode-stub'));
 
-import type { ApprovalView, TaskEvent } from '@dockhand/protocol';
+import type { TaskApprovalsResponse, TaskEvent } from '@dockhand/protocol';
 import { ToWebview } from '@dockhand/webview-ui/messages';
 import { TASK_ID, longRun, runUntilApproval, sampleTask, stamp } from '../../webview-ui/src/test/recorded-stream';
 import type { TaskActions } from './actions';
@@ -67,7 +67,7 @@ function setup() {
   const api = { listTasks: vi.fn(async () => [sampleTask()]) };
   const state = new DockhandState(() => api as unknown as ApiClient, sessions, memento());
   const actions = { interrupt: vi.fn(async () => true), sendMessage: vi.fn(async () => true), decideApproval: vi.fn(async () => false) };
-  const commands = { sendTicket: vi.fn(), openDiff: vi.fn(), review: vi.fn(async () => true), taskApprovals: vi.fn(async (): Promise<ApprovalView[]> => []) };
+  const commands = { sendTicket: vi.fn(), openDiff: vi.fn(), review: vi.fn(async () => true), taskApprovals: vi.fn(async (): Promise<TaskApprovalsResponse> => ({ approvals: [], canReview: true })) };
   const provider = new TrajectoryViewProvider(Uri.file('/ext'), state, actions as unknown as TaskActions, commands, logChannel());
   return { state, provider, push, followed, actions, commands, api };
 }
@@ -149,10 +149,13 @@ describe('Trajectory view provider', () => {
 
   it('tells the panel who may decide each pending approval, asking the server when one is requested', async () => {
     const t = setup();
-    t.commands.taskApprovals.mockResolvedValue([
-      { id: 'ap_1', taskId: TASK_ID, kind: 'command', state: 'pending', reason: 'rm', createdAt: '2026-01-01T00:00:00Z', canDecide: false, deciders: ['dev@example.com'] },
-      { id: 'ap_0', taskId: TASK_ID, kind: 'command', state: 'approved', reason: 'old', createdAt: '2026-01-01T00:00:00Z', canDecide: false, deciders: [] },
-    ]);
+    t.commands.taskApprovals.mockResolvedValue({
+      canReview: false,
+      approvals: [
+        { id: 'ap_1', taskId: TASK_ID, kind: 'command', state: 'pending', reason: 'rm', createdAt: '2026-01-01T00:00:00Z', canDecide: false, deciders: ['dev@example.com'] },
+        { id: 'ap_0', taskId: TASK_ID, kind: 'command', state: 'approved', reason: 'old', createdAt: '2026-01-01T00:00:00Z', canDecide: false, deciders: [] },
+      ],
+    });
     const { view, posted, send } = fakeView();
     t.provider.resolveWebviewView(view);
     send({ type: 'ready' });
@@ -163,7 +166,7 @@ describe('Trajectory view provider', () => {
     // Nothing pending yet: the server is not asked.
     expect(t.commands.taskApprovals).not.toHaveBeenCalled();
     t.push(TASK_ID, events.slice(-2));
-    await vi.waitFor(() => expect(posted.at(-1)).toEqual({ type: 'approvals', taskId: TASK_ID, approvals: [{ approvalId: 'ap_1', canDecide: false, deciders: ['dev@example.com'] }] }));
+    await vi.waitFor(() => expect(posted.at(-1)).toEqual({ type: 'approvals', taskId: TASK_ID, canReview: false, approvals: [{ approvalId: 'ap_1', canDecide: false, deciders: ['dev@example.com'] }] }));
     expect(t.commands.taskApprovals).toHaveBeenCalledWith(TASK_ID);
   });
 

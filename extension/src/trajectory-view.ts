@@ -1,4 +1,4 @@
-import type { ApprovalView, TaskEvent } from '@dockhand/protocol';
+import type { TaskApprovalsResponse, TaskEvent } from '@dockhand/protocol';
 import { FromWebview, clipEventOutput, type ClippedOutput, type ToWebview } from '@dockhand/webview-ui/messages';
 import * as vscode from 'vscode';
 import type { TaskActions } from './actions';
@@ -28,8 +28,8 @@ export class TrajectoryViewProvider implements vscode.WebviewViewProvider, vscod
       sendTicket(): void;
       openDiff(taskId: string, path: string): void;
       review(taskId: string, action: 'approve' | 'request_changes' | 'reject', comment?: string): Promise<boolean>;
-      /** The task's approvals as the server shows them to this user (`canDecide`, `deciders`). */
-      taskApprovals(taskId: string): Promise<ApprovalView[]>;
+      /** The task's approvals as the server shows them to this user (`canDecide`, `deciders`, `canReview`). */
+      taskApprovals(taskId: string): Promise<TaskApprovalsResponse>;
     },
     private readonly log: vscode.LogOutputChannel,
   ) {
@@ -111,9 +111,9 @@ export class TrajectoryViewProvider implements vscode.WebviewViewProvider, vscod
   private async postApprovals(taskId: string): Promise<void> {
     if (this.state.trajectory(taskId).summary.pendingApprovals.length === 0) return;
     try {
-      const approvals = await this.commands.taskApprovals(taskId);
+      const { approvals, canReview } = await this.commands.taskApprovals(taskId);
       const pending = approvals.filter((approval) => approval.state === 'pending');
-      this.post({ type: 'approvals', taskId, approvals: pending.map(({ id, canDecide, deciders }) => ({ approvalId: id, canDecide, deciders })) });
+      this.post({ type: 'approvals', taskId, canReview, approvals: pending.map(({ id, canDecide, deciders }) => ({ approvalId: id, canDecide, deciders })) });
     } catch (error) {
       this.log.warn(`Reading the approvals of ${taskId} failed: ${describeError(error)}`);
     }

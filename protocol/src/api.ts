@@ -99,7 +99,14 @@ export const ApprovalView = z.object({
 });
 export type ApprovalView = z.infer<typeof ApprovalView>;
 
-export const TaskApprovalsResponse = z.object({ approvals: z.array(ApprovalView) });
+export const TaskApprovalsResponse = z.object({
+  approvals: z.array(ApprovalView),
+  /**
+   * The caller may review, steer and interrupt the task (its requester or an admin); false for a
+   * repo owner who reads it to decide an override.
+   */
+  canReview: z.boolean().default(false),
+});
 export type TaskApprovalsResponse = z.infer<typeof TaskApprovalsResponse>;
 
 /** `GET /v1/approvals?state=pending`: one approval waiting for the caller's decision. */

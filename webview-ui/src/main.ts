@@ -45,7 +45,12 @@ let selectedTaskId: string | null = saved.selectedTaskId;
 let trajectory: Trajectory | null = null;
 let connection: { status: ConnectionStatus; detail?: string } = { status: 'connecting' };
 /** Who may decide the selected task's pending approvals, as the extension last heard from the server. */
-let access: { taskId: string; byId: Map<string, ApprovalAccess> } = { taskId: '', byId: new Map() };
+let access: { taskId: string; byId: Map<string, ApprovalAccess>; canReview: boolean } = { taskId: '', byId: new Map(), canReview: true };
+
+/** False only once the extension said the viewer does not own the selected task. */
+function viewerMayReview(): boolean {
+  return access.taskId !== selectedTaskId || access.canReview;
+}
 const context: RowContext = {
   loadedOutputs: new Map(),
   clippedOutputs: new Map(),
@@ -183,9 +188,10 @@ function renderHeader(): void {
     bar('Cost', summary.costUsd, b.maxCostUsd, `$${summary.costUsd.toFixed(2)} / $${b.maxCostUsd.toFixed(2)}`),
     bar('Time', elapsedMs / 1000, b.maxWallClockSeconds, `${formatDuration(elapsedMs)} / ${formatDuration(b.maxWallClockSeconds * 1000)}`),
   );
-  interruptButton.disabled = isFinalState(state) || state === 'awaiting_review' || state === 'pr_open';
-  steerInput.disabled = isFinalState(state);
-  steerButton.disabled = isFinalState(state);
+  const mine = viewerMayReview();
+  interruptButton.disabled = !mine || isFinalState(state) || state === 'awaiting_review' || state === 'pr_open';
+  steerInput.disabled = !mine || isFinalState(state);
+  steerButton.disabled = !mine || isFinalState(state);
   if (connection.status === 'reconnecting' || connection.status === 'offline') {
     banner.textContent = connection.detail ?? 'Lost the connection to the Dockhand server; reconnecting…';
     banner.hidden = false;
@@ -286,7 +292,10 @@ function renderReview(): void {
       ),
     );
   }
-  if (reviewable) {
+  if (reviewable && !viewerMayReview()) {
+    const requester = tasks.find((t) => t.id === selectedTaskId)?.owner;
+    parts.push(h('div', { className: 'waiting' }, `The review is ${requester ? `${requester}'s` : "the requester's"} to give.`));
+  } else if (reviewable) {
     const comment = h('textarea', { className: 'review-comment', attrs: { rows: '2', placeholder: 'What should change? (needed for "Request changes")' } });
     const act = (action: ReviewAction) => () => {
       if (!selectedTaskId) return;
@@ -377,8 +386,8 @@ window.addEventListener('message', (event: MessageEvent<unknown>) => {
       break;
     }
     case 'approvals':
-      access = { taskId: message.taskId, byId: new Map(message.approvals.map((a) => [a.approvalId, a])) };
-      if (message.taskId === selectedTaskId) renderApprovals();
+      access = { taskId: message.taskId, byId: new Map(message.approvals.map((a) => [a.approvalId, a])), canReview: message.canReview };
+      if (message.taskId === selectedTaskId) renderDetail();
       break;
     case 'notice':
       banner.textContent = message.text;

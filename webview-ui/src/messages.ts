@@ -45,7 +45,13 @@ export const ToWebview = z.discriminatedUnion('type', [
   }),
   z.object({ type: z.literal('notice'), level: z.enum(['info', 'error']), text: z.string() }),
   /** The pending approvals of a task as the viewer may act on them; replaces what was sent before. */
-  z.object({ type: z.literal('approvals'), taskId: z.string(), approvals: z.array(ApprovalAccess) }),
+  z.object({
+    type: z.literal('approvals'),
+    taskId: z.string(),
+    approvals: z.array(ApprovalAccess),
+    /** False for a viewer who is not the requester (a repo owner deciding an override): no review, steering or interrupt. */
+    canReview: z.boolean().default(true),
+  }),
 ]);
 export type ToWebview = z.infer<typeof ToWebview>;
 

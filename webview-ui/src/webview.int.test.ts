@@ -224,17 +224,22 @@ describe('side panel in Chromium', () => {
     const card = page.locator('.approval-card', { hasText: 'policy override' });
     await card.waitFor();
     expect(await card.locator('button').count()).toBe(0);
-    await panel.send({ type: 'approvals', taskId: TASK_ID, approvals: [{ approvalId: OVERRIDE_APPROVAL_ID, canDecide: false, deciders: ['olive', 'oscar'] }] });
+    await panel.send({ type: 'approvals', taskId: TASK_ID, canReview: true, approvals: [{ approvalId: OVERRIDE_APPROVAL_ID, canDecide: false, deciders: ['olive', 'oscar'] }] });
     await card.locator('.waiting', { hasText: 'Waiting for an owner (olive, oscar)' }).waitFor({ timeout: 5_000 });
     expect(await card.locator('button').count()).toBe(0);
     await panel.screenshot('webview-override-waiting-for-owner');
+    expect(await page.locator('.review button.review-approve').count()).toBe(1);
     await page.close();
 
-    // olive owns the repo: the same card with Approve/Deny, and her decision is posted.
+    // olive owns the repo: the same card with Approve/Deny, and her decision is posted. The
+    // review, steering and interrupt stay the requester's.
     const owner = await ready();
     await owner.send({ type: 'events', taskId: TASK_ID, reset: true, events, clipped: [] });
-    await owner.send({ type: 'approvals', taskId: TASK_ID, approvals: [{ approvalId: OVERRIDE_APPROVAL_ID, canDecide: true, deciders: ['olive', 'oscar'] }] });
+    await owner.send({ type: 'approvals', taskId: TASK_ID, canReview: false, approvals: [{ approvalId: OVERRIDE_APPROVAL_ID, canDecide: true, deciders: ['olive', 'oscar'] }] });
     const ownerCard = owner.page.locator('.approval-card', { hasText: 'policy override' });
+    await owner.page.locator('.review .waiting', { hasText: "The review is dev@example.com's to give." }).waitFor({ timeout: 5_000 });
+    expect(await owner.page.locator('.review .buttons button').count()).toBe(0);
+    expect(await owner.page.isDisabled('.steer-input')).toBe(true);
     await ownerCard.locator('button.approve').click();
     expect(await owner.waitForPosted((m) => m.type === 'decideApproval')).toEqual({ type: 'decideApproval', taskId: TASK_ID, approvalId: OVERRIDE_APPROVAL_ID, decision: 'approved' });
     expect(await ownerCard.locator('.waiting').count()).toBe(0);
@@ -246,7 +251,7 @@ describe('side panel in Chromium', () => {
     await panel.send({ type: 'events', taskId: TASK_ID, reset: true, events: approvalEvents, clipped: [] });
     const card = panel.page.locator('.approval-card');
     await card.locator('button.approve').waitFor();
-    await panel.send({ type: 'approvals', taskId: TASK_ID, approvals: [{ approvalId: 'ap_1', canDecide: false, deciders: ['dev@example.com'] }] });
+    await panel.send({ type: 'approvals', taskId: TASK_ID, canReview: false, approvals: [{ approvalId: 'ap_1', canDecide: false, deciders: ['dev@example.com'] }] });
     await card.locator('.waiting', { hasText: 'Waiting for dev@example.com' }).waitFor({ timeout: 5_000 });
     expect(await card.locator('button').count()).toBe(0);
   });

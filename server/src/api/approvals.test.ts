@@ -40,7 +40,7 @@ async function inbox(who: 'alice' | 'bob' | 'admin', query = ''): Promise<Approv
 async function taskApprovals(who: 'alice' | 'bob', taskId: string) {
   const res = await h.app.inject({ url: `/v1/tasks/${taskId}/approvals`, headers: h.auth(who) });
   expect(res.statusCode).toBe(200);
-  return TaskApprovalsResponse.parse(JSON.parse(res.body)).approvals;
+  return TaskApprovalsResponse.parse(JSON.parse(res.body));
 }
 
 describe('GET /v1/approvals (the inbox)', () => {
@@ -120,12 +120,14 @@ describe('canDecide on a task\'s approvals', () => {
     const { task, approvalId } = await waiting('alice', 'policy_override');
     const { approval: command } = await h.store.requestApproval(task.id, { kind: 'command', reason: 'network', command: 'curl x' });
 
-    const asAlice = await taskApprovals('alice', task.id);
+    const { approvals: asAlice, canReview: aliceReviews } = await taskApprovals('alice', task.id);
+    expect(aliceReviews).toBe(true);
     expect(asAlice.find((a) => a.id === approvalId)).toMatchObject({ kind: 'policy_override', canDecide: false, deciders: ['bob'] });
     expect(asAlice.find((a) => a.id === command.id)).toMatchObject({ kind: 'command', canDecide: true, deciders: ['alice'] });
 
     // bob reads the task as its repo's owner: the override is his to decide, the command is not.
-    const asBob = await taskApprovals('bob', task.id);
+    const { approvals: asBob, canReview: bobReviews } = await taskApprovals('bob', task.id);
+    expect(bobReviews).toBe(false);
     expect(asBob.find((a) => a.id === approvalId)).toMatchObject({ canDecide: true, deciders: ['bob'] });
     expect(asBob.find((a) => a.id === command.id)).toMatchObject({ canDecide: false, deciders: ['alice'] });
   });

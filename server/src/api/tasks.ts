@@ -127,7 +127,10 @@ export async function taskRoutes(app: FastifyInstance, deps: AppDeps): Promise<v
   }, async (request) => {
     const user = requireUser(request);
     const { task } = await loadForOverride(user, request.params.id);
-    return { approvals: await describeApprovals(deps, user, task, await deps.store.listApprovals(task.id)) };
+    return {
+      approvals: await describeApprovals(deps, user, task, await deps.store.listApprovals(task.id)),
+      canReview: task.owner === user.name || user.role === 'admin',
+    };
   });
 
   api.post('/tasks/:id/approvals/:approvalId', {
