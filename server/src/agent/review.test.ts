@@ -1,20 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DockhandError } from '../errors';
 import { AnthropicModelClient } from '../model/anthropic-client';
 import type { CassetteInput } from '../model/replay/cassette';
-import { startReplayServer, type ReplayServer } from '../model/replay/server';
+import { useReplayServer } from '../model/replay/testing';
 import { buildReviewRequest, reviewVerdictOf, type ReviewVerdict } from './review';
 
 /* The review call through AnthropicModelClient and the real SDK against the replay server. */
 
-let server: ReplayServer;
-let sessions = 0;
-beforeAll(async () => {
-  server = await startReplayServer();
-});
-afterAll(async () => {
-  await server.close();
-});
+const replay = useReplayServer('review');
 
 const REVIEW_INPUT = {
   ticket: { kind: 'text' as const, title: 'average() is wrong', body: 'average([1, 2, 3]) should be 2.' },
@@ -24,9 +17,8 @@ const REVIEW_INPUT = {
 };
 
 async function review(turn: CassetteInput['turns'][number]): Promise<{ verdict: ReviewVerdict; session: string }> {
-  const session = `review-${++sessions}`;
-  server.addCassette(session, { turns: [turn] });
-  const client = new AnthropicModelClient({ apiKey: `replay:${session}`, baseURL: server.url, model: 'claude-sonnet-4-6', retry: { maxAttempts: 1 } });
+  const session = replay.session({ turns: [turn] });
+  const client = new AnthropicModelClient({ apiKey: `replay:${session}`, baseURL: replay.server.url, model: 'claude-sonnet-4-6', retry: { maxAttempts: 1 } });
   const result = await client.turn({ ...buildReviewRequest(REVIEW_INPUT), maxTokens: 1024 });
   return { verdict: reviewVerdictOf(result.message), session };
 }
@@ -38,7 +30,7 @@ describe('the review call', () => {
       content: [{ type: 'tool_use', name: 'submit_review', input: { approved: false, problems: ['src/calc.js: no test for []'] } }],
     });
     expect(verdict).toEqual({ approved: false, problems: ['src/calc.js: no test for []'], summary: '' });
-    expect(server.requests(session)[0]?.body.tool_choice).toEqual({ type: 'tool', name: 'submit_review', disable_parallel_tool_use: true });
+    expect(replay.server.requests(session)[0]?.body.tool_choice).toEqual({ type: 'tool', name: 'submit_review', disable_parallel_tool_use: true });
   });
 
   it('cannot be answered in prose: the forced choice makes a prose turn a rejected request', async () => {

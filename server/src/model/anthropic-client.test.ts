@@ -1,10 +1,10 @@
 import type Anthropic from '@anthropic-ai/sdk';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DockhandError } from '../errors';
 import { AnthropicModelClient, type AnthropicModelOptions } from './anthropic-client';
 import { costOf, pricesFor } from './pricing';
 import type { CassetteInput } from './replay/cassette';
-import { startReplayServer, type ReplayServer } from './replay/server';
+import { useReplayServer } from './replay/testing';
 import type { FallbackNotice, ModelTurnRequest, RetryNotice } from './types';
 
 /* AnthropicModelClient against the replay server, through the real SDK. */
@@ -13,14 +13,7 @@ const PRIMARY = 'claude-sonnet-4-6';
 const FALLBACK = 'claude-haiku-4-5';
 const ANSWER = 'The fix is to add the two numbers instead of subtracting them.';
 
-let server: ReplayServer;
-let sessions = 0;
-beforeAll(async () => {
-  server = await startReplayServer();
-});
-afterAll(async () => {
-  await server.close();
-});
+const replay = useReplayServer('client');
 
 interface Harness {
   client: AnthropicModelClient;
@@ -31,14 +24,13 @@ interface Harness {
 }
 
 function harness(cassette: CassetteInput, options: Partial<AnthropicModelOptions> = {}): Harness {
-  const session = `client-${++sessions}`;
-  server.addCassette(session, cassette);
+  const session = replay.session(cassette);
   const sleeps: number[] = [];
   const retries: RetryNotice[] = [];
   const fallbacks: FallbackNotice[] = [];
   const client = new AnthropicModelClient({
     apiKey: `replay:${session}`,
-    baseURL: server.url,
+    baseURL: replay.server.url,
     model: PRIMARY,
     maxTokens: 1024,
     sleep: async (ms) => {
@@ -102,7 +94,7 @@ describe('AnthropicModelClient', () => {
     // The first attempt's partial text came through before the cut; the retry streamed all of it again.
     expect(deltas.join('').endsWith(ANSWER)).toBe(true);
     expect(deltas.join('').length).toBeGreaterThan(ANSWER.length);
-    expect(server.requests(session).map((record) => [record.position, record.fault])).toEqual([
+    expect(replay.server.requests(session).map((record) => [record.position, record.fault])).toEqual([
       [0, 'cut'],
       [0, undefined],
     ]);
@@ -156,7 +148,7 @@ describe('AnthropicModelClient', () => {
       ]),
     );
     expect(second.message.content[0]).toMatchObject({ text: ANSWER });
-    expect(server.requests(session).map((record) => [record.position, record.model, record.status])).toEqual([
+    expect(replay.server.requests(session).map((record) => [record.position, record.model, record.status])).toEqual([
       [0, PRIMARY, 529],
       [0, PRIMARY, 529],
       [0, FALLBACK, 200],
@@ -176,8 +168,8 @@ describe('AnthropicModelClient', () => {
     expect(String(error)).toContain('after 4 attempts: 529 overloaded_error');
     expect(fallbacks).toEqual([]);
     expect(sleeps).toEqual([100, 200, 400]);
-    expect(server.requests(session).every((record) => record.model === PRIMARY)).toBe(true);
-    expect(server.requests(session)).toHaveLength(4);
+    expect(replay.server.requests(session).every((record) => record.model === PRIMARY)).toBe(true);
+    expect(replay.server.requests(session)).toHaveLength(4);
   });
 
   it('does not retry a request the API rejects, and names the unmet expectation', async () => {
@@ -203,7 +195,7 @@ describe('AnthropicModelClient', () => {
     expect(String(error)).toContain('400 invalid_request_error');
     expect(String(error)).toContain('toolResultContains "2 failed" not met');
     expect(retries).toEqual([]);
-    expect(server.requests(session)).toHaveLength(2);
+    expect(replay.server.requests(session)).toHaveLength(2);
   });
 
   it('sends toolChoice as tool_choice, and nothing when it is absent', async () => {
@@ -224,7 +216,7 @@ describe('AnthropicModelClient', () => {
         { role: 'user', content: [{ type: 'tool_result', tool_use_id: toolUse.id, content: 'ok' }] },
       ]),
     );
-    const [first, second] = server.requests(session);
+    const [first, second] = replay.server.requests(session);
     expect(first?.body.tool_choice).toEqual({ type: 'tool', name: 'run_tests', disable_parallel_tool_use: true });
     expect(second?.body).not.toHaveProperty('tool_choice');
   });

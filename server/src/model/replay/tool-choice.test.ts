@@ -1,7 +1,7 @@
 import Anthropic, { BadRequestError } from '@anthropic-ai/sdk';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parseCassette, type CassetteInput } from './cassette';
-import { startReplayServer, type ReplayServer } from './server';
+import { useReplayServer } from './testing';
 
 /* tool_choice through the real SDK: validated like the API, and held against the cassette turn it plays. */
 
@@ -11,19 +11,11 @@ const EDIT_TOOL: Anthropic.Tool = { name: 'edit_file', input_schema: { type: 'ob
 const FORCE_REVIEW: Anthropic.ToolChoice = { type: 'tool', name: 'submit_review' };
 const messages: Anthropic.MessageParam[] = [{ role: 'user', content: 'Review this diff.' }];
 
-let server: ReplayServer;
-let sessions = 0;
-beforeAll(async () => {
-  server = await startReplayServer();
-});
-afterAll(async () => {
-  await server.close();
-});
+const replay = useReplayServer('choice');
 
 function session(cassette: CassetteInput): { client: Anthropic; name: string } {
-  const name = `choice-${++sessions}`;
-  server.addCassette(name, cassette);
-  return { client: new Anthropic({ apiKey: `replay:${name}`, baseURL: server.url, maxRetries: 0 }), name };
+  const name = replay.session(cassette);
+  return { client: new Anthropic({ apiKey: `replay:${name}`, baseURL: replay.server.url, maxRetries: 0 }), name };
 }
 
 const approve: CassetteInput = { turns: [{ name: 'approve', content: [{ type: 'tool_use', name: 'submit_review', input: { approved: true } }] }] };
@@ -45,13 +37,13 @@ describe('tool_choice in the replay server', () => {
       expect(message.content).toMatchObject([{ type: 'tool_use', name: 'submit_review', input: { approved: true } }]);
       expect(message.stop_reason).toBe('tool_use');
     }
-    expect(server.requests(name).map((record) => record.body.tool_choice)).toEqual([FORCE_REVIEW, FORCE_REVIEW]);
+    expect(replay.server.requests(name).map((record) => record.body.tool_choice)).toEqual([FORCE_REVIEW, FORCE_REVIEW]);
   });
 
   it('rejects a malformed tool_choice like the API does, naming the field', async () => {
     const { name } = session(approve);
     const post = (toolChoice: unknown): Promise<Response> =>
-      fetch(`${server.url}/v1/messages`, {
+      fetch(`${replay.server.url}/v1/messages`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'x-api-key': `replay:${name}` },
         body: JSON.stringify({ model: MODEL, max_tokens: 64, messages, tools: [REVIEW_TOOL], tool_choice: toolChoice }),
@@ -67,7 +59,7 @@ describe('tool_choice in the replay server', () => {
       const body: unknown = await response.json();
       expect(body).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', message: expect.stringMatching(new RegExp(`^${field.replace('.', '\\.')}: `)) } });
     }
-    expect(server.requests(name)).toEqual([]);
+    expect(replay.server.requests(name)).toEqual([]);
   });
 
   it('rejects a choice the tools cannot satisfy, and forced tool use with thinking', async () => {
@@ -133,7 +125,7 @@ describe('tool_choice in the replay server', () => {
         client.messages.stream({ model: MODEL, max_tokens: 64, messages, tools: [REVIEW_TOOL, EDIT_TOOL], tool_choice: choice }).finalMessage(),
       );
       expect(error.apiMessage).toContain(says.replace('%s', name));
-      expect(server.requests(name).map((record) => [record.status, record.error])).toEqual([[400, error.apiMessage]]);
+      expect(replay.server.requests(name).map((record) => [record.status, record.error])).toEqual([[400, error.apiMessage]]);
     }
   });
 
