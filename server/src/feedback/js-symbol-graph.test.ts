@@ -129,4 +129,14 @@ describe('selection by name through re-exports', () => {
     };
     expect(selected(select(files, bodyEdit('src/b.ts')))).toEqual(['test/b.test.ts']);
   });
+  it('a local that shadows a namespace import hides it only in its own scope', () => {
+    const files = {
+      ...library,
+      'src/run.ts': "import * as lib from './star';\nexport function run() {\n  {\n    const lib = [1];\n    lib.length;\n  }\n  return lib.a();\n}\n",
+      'test/run.test.ts': "import { run } from '../src/run';\nit('run', () => run());\n",
+      'test/b.test.ts': "import { b } from '../src/b';\nit('b', () => b());\n",
+    };
+    expect(selected(select(files, bodyEdit('src/b.ts')))).toEqual(['test/b.test.ts']);
+    expect(selected(select(files, bodyEdit('src/a.ts')))).toEqual(['test/run.test.ts']);
+  });
 });

@@ -202,11 +202,25 @@ class UsesBuilder {
  */
 function collectUses(node: ts.Node, uses: UsesBuilder, scope: Scope, skipBodies: boolean): void {
   const { bindings, namespaces, imports } = scope;
+  // Local declarations that shadow a top-level binding (`const checks = …` beside `import * as
+  // checks`), counted per name while their scope is being walked.
+  const shadowed = new Map<string, number>();
+  const isShadowed = (name: string): boolean => (shadowed.get(name) ?? 0) > 0;
   const visit = (current: ts.Node): void => {
     if (ts.isIdentifier(current)) {
-      if (bindings.has(current.text) && !isPropertyName(current)) uses.refs.add(current.text);
+      if (bindings.has(current.text) && !isShadowed(current.text) && !isPropertyName(current)) uses.refs.add(current.text);
       return;
     }
+    const locals = scopeNames(current).filter((name) => bindings.has(name));
+    if (locals.length > 0) {
+      for (const name of locals) shadowed.set(name, (shadowed.get(name) ?? 0) + 1);
+      visitScope(current);
+      for (const name of locals) shadowed.set(name, (shadowed.get(name) ?? 0) - 1);
+      return;
+    }
+    visitScope(current);
+  };
+  const visitScope = (current: ts.Node): void => {
     // Types do not run: `x: ZodString`, `f<T>()`, `as T` use nothing at run time (heritage
     // `extends Base<T>` does, through its expression).
     if (ts.isTypeNode(current) && !ts.isExpressionWithTypeArguments(current)) return;
@@ -227,12 +241,15 @@ function collectUses(node: ts.Node, uses: UsesBuilder, scope: Scope, skipBodies:
     if (ts.isPropertyAccessExpression(current) || ts.isQualifiedName(current)) {
       const left = ts.isPropertyAccessExpression(current) ? current.expression : current.left;
       const right = ts.isPropertyAccessExpression(current) ? current.name : current.right;
-      if (ts.isIdentifier(left) && imports.has(left.text) && ts.isIdentifier(right)) {
+      if (ts.isIdentifier(left) && imports.has(left.text) && !isShadowed(left.text) && ts.isIdentifier(right)) {
         uses.members.set(`${left.text}.${right.text}`, [left.text, right.text]);
         return;
       }
       // `z.core.$ZodType`: a member of a namespace re-exported as a member.
-      if (ts.isPropertyAccessExpression(current) && ts.isPropertyAccessExpression(left) && ts.isIdentifier(left.expression) && imports.has(left.expression.text)) {
+      if (
+        ts.isPropertyAccessExpression(current) && ts.isPropertyAccessExpression(left) && ts.isIdentifier(left.expression) &&
+        imports.has(left.expression.text) && !isShadowed(left.expression.text)
+      ) {
         const path = [left.expression.text, left.name.text, current.name.text];
         uses.members.set(path.join('.'), path);
         return;
@@ -255,6 +272,46 @@ export function isStoredReference(node: ts.Node, namespaces: Set<string>): boole
   if (ts.isParenthesizedExpression(node) || ts.isAsExpression(node) || ts.isSatisfiesExpression(node)) return isStoredReference(node.expression, namespaces);
   if (ts.isIdentifier(node)) return true;
   return ts.isPropertyAccessExpression(node) && ts.isIdentifier(node.expression) && namespaces.has(node.expression.text);
+}
+
+/**
+ * Names a scope node declares for its own body (ES modules are strict: `let`, `const`, `class`
+ * and block-level functions are block-scoped, `var` and parameters function-scoped).
+ */
+function scopeNames(node: ts.Node): string[] {
+  if (ts.isFunctionLike(node) && !ts.isTypeNode(node)) {
+    const names = node.parameters.flatMap((parameter) => bindingNames(parameter.name));
+    const body = 'body' in node ? node.body : undefined;
+    if (body) names.push(...varNames(body));
+    return names;
+  }
+  if (ts.isBlock(node) || ts.isModuleBlock(node)) return node.statements.flatMap(lexicalNames);
+  if (ts.isCaseBlock(node)) return node.clauses.flatMap((clause) => clause.statements.flatMap(lexicalNames));
+  if ((ts.isForStatement(node) || ts.isForInStatement(node) || ts.isForOfStatement(node)) && node.initializer && ts.isVariableDeclarationList(node.initializer)) {
+    return node.initializer.declarations.flatMap((declaration) => bindingNames(declaration.name));
+  }
+  if (ts.isCatchClause(node) && node.variableDeclaration) return bindingNames(node.variableDeclaration.name);
+  return [];
+}
+
+function lexicalNames(statement: ts.Statement): string[] {
+  if (ts.isVariableStatement(statement)) return statement.declarationList.declarations.flatMap((declaration) => bindingNames(declaration.name));
+  if ((ts.isFunctionDeclaration(statement) || ts.isClassDeclaration(statement)) && statement.name) return [statement.name.text];
+  return [];
+}
+
+/** `var` names declared anywhere in a function body, not inside nested functions. */
+function varNames(body: ts.Node): string[] {
+  const names: string[] = [];
+  const visit = (node: ts.Node): void => {
+    if (ts.isFunctionLike(node)) return;
+    if (ts.isVariableDeclarationList(node) && !(node.flags & ts.NodeFlags.BlockScoped)) {
+      for (const declaration of node.declarations) names.push(...bindingNames(declaration.name));
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(body);
+  return names;
 }
 
 /** `require('x')`, `import('x')`, `import('x').T` in a type: the specifier. */
