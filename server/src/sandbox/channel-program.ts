@@ -76,6 +76,11 @@ async function readFile(request) {
 
 // The slice of a file read_file shows (lines.ts sliceLines, the same rules): only it crosses the boundary.
 async function readLines(request) {
+  // A file the resident search holds, unchanged since (inotify), is sliced from memory: no system
+  // calls. Events queued by commands that ended before this request are applied first.
+  await new Promise((resolve) => setImmediate(resolve));
+  const held = residentText(request.path);
+  if (held) return { lines: held.bytes > request.maxBytes ? { bytes: held.bytes, binary: false, total: 0, lines: [] } : sliceText(held.text, held.bytes, request) };
   const resolved = await resolveInside(request.path);
   const stat = fs.statSync(resolved);
   if (stat.isDirectory()) throw Object.assign(new Error('is a directory'), { code: 'EISDIR' });
@@ -83,10 +88,14 @@ async function readLines(request) {
   const buffer = fs.readFileSync(resolved);
   const binary = buffer.subarray(0, 8000).includes(0);
   if (binary || buffer.length > request.maxBytes) return { lines: { bytes: buffer.length, binary: binary, total: 0, lines: [] } };
-  const all = buffer.toString('utf8').split('\n');
+  return { lines: sliceText(buffer.toString('utf8'), buffer.length, request) };
+}
+
+function sliceText(text, bytes, request) {
+  const all = text.split('\n');
   if (all.length > 0 && all[all.length - 1] === '') all.pop();
   const lines = all.slice(request.start - 1, request.start - 1 + request.count).map((line) => [line.slice(0, request.maxLineChars), line.length]);
-  return { lines: { bytes: buffer.length, binary: false, total: all.length, lines: lines } };
+  return { bytes: bytes, binary: false, total: all.length, lines: lines };
 }
 
 async function writeFile(request) {

@@ -1,9 +1,10 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SandboxChannel } from './channel';
+import { sliceLines } from './lines';
 import { openLocalChannel } from './local-channel';
 import type { ContentAnswer, ContentHit, ContentQuery } from './types';
 
@@ -221,6 +222,23 @@ describe('resident search', () => {
     expect(ripgrep(query('util', { path: 'src' }))).toMatchObject({ matches: 2 });
     expect(ripgrep(query('util'))).toMatchObject({ matches: 0 });
     write('.gitignore', 'build/\n*.log\n');
+  });
+
+  it('slices read_file lines from the text it holds, and from the disk once the file changed', async () => {
+    const request = { start: 1, count: 400, maxLineChars: 1000, maxBytes: 4 * 1024 * 1024 };
+    const fromDisk = (relative: string) => sliceLines(readFileSync(join(root, relative)), request);
+    await resident(query('spin_lock')); // the text is held
+    expect(await channel.readLines('src/deep/nested/util.c', request)).toEqual(fromDisk('src/deep/nested/util.c'));
+    // Written in place, replaced by a rename (as editors save), removed: the next read sees each.
+    write('src/deep/nested/util.c', 'int util3(void);\n');
+    expect(await channel.readLines('src/deep/nested/util.c', request)).toEqual(fromDisk('src/deep/nested/util.c'));
+    write('src/deep/nested/util.c.tmp', 'int util4(void);\nint util5(void);\n');
+    renameSync(join(root, 'src/deep/nested/util.c.tmp'), join(root, 'src/deep/nested/util.c'));
+    expect(await channel.readLines('src/deep/nested/util.c', request)).toEqual(fromDisk('src/deep/nested/util.c'));
+    await resident(query('spin_lock')); // held again after the listing
+    unlinkSync(join(root, 'src/deep/nested/util.c'));
+    await expect(channel.readLines('src/deep/nested/util.c', request)).rejects.toThrow(/No such file/);
+    write('src/deep/nested/util.c', 'int util(int a) { return a * 2; }\nint util2(int b) { return b + 2; } // util\n');
   });
 
   it('declines when the workspace has more text than its budget', async () => {

@@ -386,6 +386,16 @@ async function refreshRounds(budgetBytes) {
   return null;
 }
 
+// The text of a workspace file as the resident search holds it, when that is known to be the file's
+// content now: held (a regular, non-binary file of ripgrep's set, by exactly this path), no change
+// seen since it was read, no listing or refresh pending. Otherwise null (read the disk).
+function residentText(relative) {
+  if (!corpus.files || refreshing || corpus.listingStale || corpus.dirty.has(relative)) return null;
+  const entry = corpus.files.get(relative);
+  if (!entry || entry.binary || entry.tooLarge) return null;
+  return entry;
+}
+
 function isBelow(relative, scope) {
   return scope === '.' || relative === scope || relative.startsWith(scope + '/');
 }

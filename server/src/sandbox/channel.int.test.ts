@@ -130,6 +130,10 @@ describe('sandbox command channel (runsc)', () => {
     const after = await resident();
     expect(after).toEqual(await ripgrep());
     expect(after.map(([path, line]) => `${path}:${line}`)).toEqual(['src/a.c:1', 'src/a.c:3', 'src/b/new.c:1']);
+    // read_file's slice of a held file follows a command's change at once.
+    const slice = { start: 1, count: 10, maxLineChars: 1000, maxBytes: 1 << 20 };
+    await sandbox.exec({ cmd: ['sh', '-c', 'echo "int needle_three;" >> src/a.c'] });
+    expect((await sandbox.readLines('src/a.c', slice)).lines.map(([text]) => text)).toEqual(['int needle_one;', 'int other;', 'int needle_two;', 'int needle_three;']);
     // A pattern outside the translation is declined, and says why.
     expect(await sandbox.searchContent({ ...query, pattern: '(?i)needle' })).toBeUndefined();
     expect(sandbox.transport.lastDeclined).toMatch(/\(\?/);
