@@ -7,6 +7,8 @@
  * missing tail allowed) and refused unless the result stays under the root; the file is then
  * opened by its resolved path, so what was checked is what is read or written.
  */
+import { CTAGS_PROGRAM } from './channel-ctags';
+import { PATTERN_PROGRAM } from './channel-pattern';
 import { RESIDENT_PROGRAM } from './channel-resident';
 
 export const CHANNEL_PROGRAM = String.raw`'use strict';
@@ -78,7 +80,7 @@ async function readFile(request) {
 async function readLines(request) {
   // A file the resident search holds, unchanged since (inotify), is sliced from memory: no system
   // calls. Events queued by commands that ended before this request are applied first.
-  await new Promise((resolve) => setImmediate(resolve));
+  await yieldToLoop();
   const held = residentText(request.path);
   if (held) return { lines: held.bytes > request.maxBytes ? { bytes: held.bytes, binary: false, total: 0, lines: [] } : sliceText(held.text, held.bytes, request) };
   const resolved = await resolveInside(request.path);
@@ -254,12 +256,14 @@ function kill(request) {
   }
 }
 
+${PATTERN_PROGRAM}
 ${RESIDENT_PROGRAM}
+${CTAGS_PROGRAM}
 
 // A query runs after this turn of the event loop, so inotify events already queued (by a command
 // that ended before the query was sent) are applied first.
 function searchOperation(request) {
-  return new Promise((resolve) => setImmediate(resolve))
+  return yieldToLoop()
     .then(() => search(request))
     .then((answer) => ({ search: answer }));
 }
