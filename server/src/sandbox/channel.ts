@@ -11,7 +11,8 @@ import type { ContentAnswer, ContentQuery } from './types';
  * CHANNEL_PROGRAM, so a file operation or a short command costs a message round trip instead of a
  * new exec (about 150 ms each under gVisor). Newline-delimited JSON both ways, multiplexed by id:
  *
- *   host → channel  { id, op: 'readFile' | 'writeFile' | 'listFiles' | 'run' | 'kill', ... }
+ *   host → channel  { id, op: 'readFile' | 'readLines' | 'writeFile' | 'listFiles' | 'run' | 'kill'
+ *                         | 'search' | 'warm' | 'tags', ... }        (the last three: channel-resident.ts)
  *   channel → host  { type: 'ready', pid }                       once, when it can serve
  *                   { id, type: 'result', ... }                   a file operation's answer
  *                   { id, type: 'error', exitCode, stderr }       shell-like failure (exit 3: escape)

@@ -25,6 +25,10 @@ export function capOutput(text: string, maxChars: number): CappedText {
 
 /** Cuts single very long lines (minified files, data blobs) so one line cannot flood the context. */
 export function capLine(line: string, maxChars: number): string {
-  if (line.length <= maxChars) return line;
-  return `${line.slice(0, maxChars)} [... ${line.length - maxChars} more characters on this line]`;
+  return cappedLine(line.slice(0, maxChars), line.length, maxChars);
+}
+
+/** capLine for a line already cut to its first `maxChars` characters (`head`) whose full length is `length`. */
+export function cappedLine(head: string, length: number, maxChars: number): string {
+  return length <= maxChars ? head : `${head} [... ${length - maxChars} more characters on this line]`;
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { sliceLines, type LineSlice } from '../../sandbox/lines';
+import { cappedLine } from './output';
 import { toWorkspacePath } from './paths';
 import { ToolError, defineTool } from './types';
 
@@ -50,10 +51,7 @@ export const readFileTool = defineTool({
     const width = String(end).length;
     const shown = slice.lines
       .slice(0, end - input.start_line + 1)
-      .map(([text, length], index) => {
-        const line = length > MAX_LINE_CHARS ? `${text} [... ${length - MAX_LINE_CHARS} more characters on this line]` : text;
-        return `${String(input.start_line + index).padStart(width)}\t${line}`;
-      });
+      .map(([head, length], index) => `${String(input.start_line + index).padStart(width)}\t${cappedLine(head, length, MAX_LINE_CHARS)}`);
     const header = `${path} (${total} lines), lines ${input.start_line}-${end}:`;
     const more = end < Math.min(requestedEnd, total) || (input.end_line === undefined && end < total);
     const footer = more ? `\n[${total - end} more lines; continue with start_line=${end + 1}]` : '';
