@@ -12,6 +12,8 @@ export const ERROR_CODES = [
   'sandbox_unavailable',
   'model_unavailable',
   'budget_exceeded',
+  // The repository's test runner (not its tests) failed: missing, crashed, timed out, no report.
+  'test_infrastructure',
   'internal',
 ] as const;
 export const ErrorCode = z.enum(ERROR_CODES);

@@ -28,6 +28,13 @@ export const EventData = {
     source: z.enum(['warm_pool', 'snapshot', 'cold']),
     startMs: z.number().min(0),
   }),
+  /** Progress of a snapshot build the task waits for (cold start): stage, time so far, last output line. */
+  'snapshot.progress': z.object({
+    stage: z.enum(['mirror', 'toolchain', 'install', 'setup', 'baseline', 'commit', 'done', 'failed']),
+    elapsedMs: z.number().min(0),
+    line: z.string().max(2000).optional(),
+    image: z.string().optional(),
+  }),
   'model.turn': z.object({
     turn: z.number().int().min(1),
     model: z.string(),
@@ -92,8 +99,20 @@ export const EventData = {
     ok: z.boolean(),
     selectionReason: z.string().optional(),
     quarantined: z.array(z.string()).default([]),
+    /** Failing tests that already fail at the base commit: reported, not the agent's to fix. */
+    preExisting: z.array(z.string()).optional(),
     output: z.string(),
     durationMs: z.number().min(0),
+  }),
+  /**
+   * The test runner itself failed (missing, could not start, crashed, timed out, gave no report):
+   * an infrastructure result, never a red test and never something the model is asked to fix.
+   */
+  'tests.runner_failed': z.object({
+    command: z.string(),
+    kind: z.enum(['missing', 'start', 'crash', 'timeout', 'no_report']),
+    message: z.string(),
+    output: z.string().default(''),
   }),
   'review.finished': z.object({
     approved: z.boolean(),
@@ -167,6 +186,7 @@ export const TaskEvent = z.discriminatedUnion('type', [
   envelope('task.created'),
   envelope('task.state'),
   envelope('sandbox.ready'),
+  envelope('snapshot.progress'),
   envelope('model.turn'),
   envelope('assistant.text'),
   envelope('tool.called'),
@@ -175,6 +195,7 @@ export const TaskEvent = z.discriminatedUnion('type', [
   envelope('approval.requested'),
   envelope('approval.resolved'),
   envelope('tests.finished'),
+  envelope('tests.runner_failed'),
   envelope('review.finished'),
   envelope('policy.checked'),
   envelope('budget.exceeded'),

@@ -4,3 +4,4 @@ export * from './events';
 export * from './errors';
 export * from './ws';
 export * from './api';
+export * from './repos';

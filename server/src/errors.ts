@@ -42,6 +42,7 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   sandbox_unavailable: 503,
   model_unavailable: 503,
   budget_exceeded: 422,
+  test_infrastructure: 503,
   internal: 500,
 };
 

@@ -1,3 +1,4 @@
+import type { EnvironmentRecipe } from '@dockhand/protocol';
 /**
  * The sandbox contract. The agent loop, the tools and the feedback engine see sandboxes only
  * through these interfaces; `DockerSandboxDriver` (dockerode + gVisor) is the real implementation.
@@ -78,6 +79,12 @@ export interface Sandbox {
   /** The commit the workspace was verified to be at when the sandbox was handed out. */
   readonly baseSha: string;
   readonly image: string;
+  /**
+   * How this sandbox's repository installs and tests (the snapshot's recipe), when known. The
+   * feedback engine runs `environment.test.command`; sandboxes without one (test doubles) leave
+   * it out and the engine detects a runner.
+   */
+  readonly environment?: EnvironmentRecipe;
   exec(opts: ExecOptions): Promise<ExecResult>;
   readFile(path: string): Promise<Buffer>;
   writeFile(path: string, content: string | Buffer): Promise<void>;

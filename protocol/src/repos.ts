@@ -1,0 +1,90 @@
+import { z } from 'zod';
+
+/*
+ * Registered repositories, their environment recipe and their readiness report.
+ *
+ * A repository is registered before anyone works on it; a task names it by `name`. The server
+ * never clones a path or URL a user typed in a task: mirrors are made from the registration.
+ *
+ * The environment recipe says how a repository's sandbox is built and how its tests run. It is
+ * detected from the repository's own files at a commit and can be overridden in
+ * `.dockhand/environment.yml`; a snapshot belongs to exactly one (repository, recipe) pair.
+ */
+
+export const RepoName = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}(?:\/[A-Za-z0-9][A-Za-z0-9._-]{0,99})?$/, 'must be a repository name such as "shop" or "acme/shop"');
+
+/** Where a value of the recipe came from (a file name such as ".nvmrc", "environment.yml" or "default"). */
+const Source = z.string().min(1).max(200);
+
+export const PackageManagerName = z.enum(['npm', 'pnpm', 'yarn', 'yarn-berry']);
+export type PackageManagerName = z.infer<typeof PackageManagerName>;
+
+export const EnvironmentRecipe = z.object({
+  /** The registered repository this recipe (and any snapshot built from it) belongs to. */
+  repo: z.string().min(1),
+  node: z.object({ version: z.string().min(1), source: Source }).optional(),
+  packageManager: z.object({ name: PackageManagerName, version: z.string().min(1), source: Source }).optional(),
+  python: z.object({ version: z.string().optional(), requirements: z.array(z.string()).default([]), source: Source }).optional(),
+  install: z.object({ command: z.string(), source: Source }),
+  /** Lifecycle scripts (postinstall, prepare, …) run during the install, under the egress allowlist. */
+  lifecycleScripts: z.boolean().default(true),
+  /** Packages whose lifecycle scripts are skipped (`.dockhand/environment.yml` `skipScripts`). */
+  skipScripts: z.array(z.string()).default([]),
+  /** Hosts the install may reach besides the package registries. */
+  egressHosts: z.array(z.string()).default([]),
+  test: z.object({ command: z.string().min(1), source: Source }),
+  /** Run once, instead of the full test command, before a PR is opened. */
+  prePr: z.object({ command: z.string().min(1), source: Source }).optional(),
+  /** `.dockhand/setup.sh`: 'after' runs it after the default install, 'replace' instead of it. */
+  setupScript: z.enum(['after', 'replace']).optional(),
+});
+export type EnvironmentRecipe = z.infer<typeof EnvironmentRecipe>;
+
+export const RepoRegistration = z.object({
+  name: RepoName,
+  /** Where the server mirrors it from: a local path on the server host, or an http(s)/ssh URL. */
+  source: z.string().min(1).max(4096),
+  /** Default branch detected from the source (a PR's base when the task names none). */
+  defaultBranch: z.string().min(1).max(255),
+  owners: z.array(z.string().min(1).max(200)).default([]),
+  /** Users who may submit tasks; empty = every signed-in user. */
+  submitters: z.array(z.string().min(1).max(200)).default([]),
+  createdAt: z.string(),
+  createdBy: z.string(),
+});
+export type RepoRegistration = z.infer<typeof RepoRegistration>;
+
+const Check = z.object({
+  ok: z.boolean(),
+  detail: z.string(),
+  /** What to do when not ok. */
+  action: z.string().optional(),
+});
+
+/** `dockhand repo check <repo>`: what a person deciding whether to roll out on a repository needs. */
+export const ReadinessReport = z.object({
+  repo: z.string(),
+  sha: z.string(),
+  ready: z.boolean(),
+  environment: EnvironmentRecipe.optional(),
+  snapshot: z
+    .object({ image: z.string(), built: z.boolean(), buildSeconds: z.number().min(0).optional(), startSeconds: z.number().min(0).optional() })
+    .optional(),
+  install: Check.extend({ seconds: z.number().min(0).optional() }),
+  tests: Check.extend({
+    command: z.string().optional(),
+    runner: z.string().optional(),
+    passed: z.number().int().min(0).default(0),
+    failed: z.number().int().min(0).default(0),
+    flaky: z.array(z.string()).default([]),
+    /** Tests that fail at this commit before any change: pre-existing, never the agent's. */
+    preExistingFailures: z.array(z.string()).default([]),
+    seconds: z.number().min(0).optional(),
+  }),
+  selection: Check.extend({ testFiles: z.number().int().min(0).optional(), sourceFiles: z.number().int().min(0).optional() }),
+  /** Everything that blocks a rollout, each with what to do. */
+  blocking: z.array(z.object({ problem: z.string(), action: z.string() })).default([]),
+});
+export type ReadinessReport = z.infer<typeof ReadinessReport>;
