@@ -111,8 +111,8 @@ const INSTANCE_ORDER = ['repo', 'instance_id', 'base_commit', 'patch', 'test_pat
 const PREDICTION_ORDER = ['instance_id', 'model_name_or_path', 'model_patch'];
 const LIST_FIELDS = ['FAIL_TO_PASS', 'PASS_TO_PASS'];
 
-function readJsonl<T extends z.ZodTypeAny>(text: string, schema: T, idField: string): ReadResult<z.infer<T> & { layout: RecordLayout }> {
-  const records: Array<z.infer<T> & { layout: RecordLayout }> = [];
+function readJsonl<O extends object>(text: string, schema: z.ZodType<O, unknown>, idField: string): ReadResult<O & { layout: RecordLayout }> {
+  const records: Array<O & { layout: RecordLayout }> = [];
   const errors: LineError[] = [];
   const seen = new Map<string, number>();
   text.split('\n').forEach((rawLine, index) => {
