@@ -1,14 +1,21 @@
-import { ACTIVE_STATES, isFinalState, type Task } from '@dockhand/protocol';
+import { isFinalState, type Task } from '@dockhand/protocol';
+import { ActionArea } from './action-area';
+import { renderApprovalCards } from './approval-cards';
 import { button, h } from './dom';
-import { FromWebview, ToWebview, type ApprovalAccess, type ConnectionStatus, type ReviewAction } from './messages';
+import { FromWebview, ToWebview, type ApprovalAccess, type ConnectionStatus, type PendingComment } from './messages';
 import { renderRow, type RowContext } from './rows';
-import { applyEvents, createTrajectory, formatDuration, stateLabel, stateTone, type Trajectory } from './trajectory';
+import { renderTaskItems } from './task-list';
+import { applyEvents, createTrajectory, formatDuration, isWorkingState, stateLabel, stateTone, workedMs, type Trajectory } from './trajectory';
 import { VirtualList } from './virtual-list';
 
 /*
  * The side panel. It renders what the extension sends and posts the developer's decisions back;
  * it never talks to the server. It says `ready` once its listener is in place, and the extension
  * sends nothing before that.
+ *
+ * Layout, top to bottom: the task list, the selected task's header (title, state, budgets), one
+ * banner for a problem, approval cards, the trajectory (the only part that grows), and one compact
+ * action area (action-area.ts).
  */
 
 interface VsCodeApi {
@@ -46,6 +53,9 @@ let trajectory: Trajectory | null = null;
 let connection: { status: ConnectionStatus; detail?: string } = { status: 'connecting' };
 /** Who may decide the selected task's pending approvals, as the extension last heard from the server. */
 let access: { taskId: string; byId: Map<string, ApprovalAccess>; canReview: boolean } = { taskId: '', byId: new Map(), canReview: true };
+let pending: { taskId: string; comments: PendingComment[] } = { taskId: '', comments: [] };
+/** A refusal or other notice from the extension; cleared when the next state arrives. */
+let notice: { level: 'info' | 'error'; text: string } | null = null;
 
 /** False only once the extension said the viewer does not own the selected task. */
 function viewerMayReview(): boolean {
@@ -77,21 +87,25 @@ const empty = h(
   h('p', {}, 'No tasks yet.'),
   button('Send ticket to agent', 'primary', () => post({ type: 'sendTicket' })),
 );
-const title = h('div', { className: 'task-title' });
+const title = h('h2', { className: 'task-title' });
 const stateBadge = h('span', { className: 'badge state' });
 const connectionBadge = h('span', { className: 'badge connection' });
 const budgets = h('div', { className: 'budgets' });
-const interruptButton = button('Interrupt', 'secondary interrupt', () => selectedTaskId && post({ type: 'interrupt', taskId: selectedTaskId }));
 const banner = h('div', { className: 'banner', attrs: { role: 'alert' } });
 const approvals = h('section', { className: 'approvals', attrs: { 'aria-label': 'Pending approvals' } });
-const viewport = h('div', { className: 'trajectory', attrs: { role: 'log', 'aria-label': 'Trajectory' } });
-const review = h('section', { className: 'review', attrs: { 'aria-label': 'Review' } });
-const steerInput = h('textarea', { className: 'steer-input', attrs: { rows: '2', placeholder: 'Message the agent (Ctrl+Enter to send)' } });
-const steerButton = button('Send', 'primary steer-send', sendSteer);
-const steer = h('form', { className: 'steer' }, steerInput, steerButton);
-const header = h('section', { className: 'task-header' }, h('div', { className: 'title-line' }, title, stateBadge, connectionBadge), budgets, h('div', { className: 'controls' }, interruptButton));
-const detail = h('div', { className: 'detail' }, header, banner, approvals, viewport, review, steer);
-document.body.append(h('div', { className: 'app' }, taskList, empty, detail));
+const viewport = h('div', { className: 'trajectory', attrs: { role: 'log', 'aria-label': 'Trajectory', tabindex: '0' } });
+const actions = new ActionArea({
+  post,
+  draftChanged: (text) => {
+    if (!selectedTaskId) return;
+    if (text) saved.drafts[selectedTaskId] = text;
+    else delete saved.drafts[selectedTaskId];
+    persist();
+  },
+});
+const header = h('section', { className: 'task-header', attrs: { 'aria-label': 'Selected task' } }, h('div', { className: 'title-line' }, title, stateBadge, connectionBadge), budgets);
+const detail = h('div', { className: 'detail' }, header, banner, approvals, viewport, actions.element);
+document.body.append(h('main', { className: 'app' }, h('nav', { className: 'tasks', attrs: { 'aria-label': 'Tasks' } }, taskList), empty, detail));
 
 const list = new VirtualList(viewport, {
   renderRow: (index) => {
@@ -106,51 +120,23 @@ const list = new VirtualList(viewport, {
   },
 });
 
-steer.addEventListener('submit', (event) => {
-  event.preventDefault();
-  sendSteer();
-});
-steerInput.addEventListener('keydown', (event) => {
-  if (event.key === 'Enter' && (event.ctrlKey || event.metaKey)) sendSteer();
-});
-steerInput.addEventListener('input', () => {
-  if (selectedTaskId) saved.drafts[selectedTaskId] = steerInput.value;
-  persist();
-});
-
-function sendSteer(): void {
-  const text = steerInput.value.trim();
-  if (!selectedTaskId || !text) return;
-  post({ type: 'sendMessage', taskId: selectedTaskId, text });
-  steerInput.value = '';
-  delete saved.drafts[selectedTaskId];
-  persist();
-}
-
 // ---- rendering ----------------------------------------------------------------------------
 
 function renderTasks(): void {
+  const shown = tasks.map((listed) => {
+    // The selected task's live events are newer than the list the extension last sent.
+    const live = trajectory && trajectory.summary.taskId === listed.id && trajectory.lastSeq > listed.lastSeq ? trajectory.summary : undefined;
+    return live ? { ...listed, state: live.state, usage: { ...listed.usage, costUsd: Math.max(listed.usage.costUsd, live.costUsd) } } : listed;
+  });
+  const focused = document.activeElement instanceof HTMLElement ? document.activeElement.dataset.taskId : undefined;
   taskList.replaceChildren(
-    ...tasks.map((listed) => {
-      // The selected task's live events are newer than the list the extension last sent.
-      const live = trajectory && trajectory.summary.taskId === listed.id && trajectory.lastSeq > listed.lastSeq ? trajectory.summary : undefined;
-      const task = live ? { ...listed, state: live.state, usage: { ...listed.usage, costUsd: Math.max(listed.usage.costUsd, live.costUsd) } } : listed;
-      const item = h(
-        'li',
-        { className: `task-item${task.id === selectedTaskId ? ' selected' : ''}`, dataset: { taskId: task.id }, attrs: { tabindex: '0' } },
-        h('span', { className: 'task-item-title' }, task.ticket.title),
-        h('span', { className: `badge tone-${stateTone(task.state)}` }, stateLabel(task.state)),
-        h('span', { className: 'cost' }, `$${task.usage.costUsd.toFixed(2)}`),
-      );
-      const choose = (): void => {
-        if (task.id !== selectedTaskId) post({ type: 'selectTask', taskId: task.id });
-      };
-      item.addEventListener('click', choose);
-      item.addEventListener('keydown', (event) => event.key === 'Enter' && choose());
-      return item;
+    ...renderTaskItems(shown, selectedTaskId, Date.now(), (taskId) => {
+      if (taskId !== selectedTaskId) post({ type: 'selectTask', taskId });
     }),
   );
+  if (focused) taskList.querySelector<HTMLElement>(`[data-task-id="${CSS.escape(focused)}"]`)?.focus();
   empty.hidden = tasks.length > 0;
+  taskList.hidden = tasks.length === 0;
   detail.hidden = !selectedTaskId;
 }
 
@@ -160,177 +146,100 @@ function bar(label: string, used: number, limit: number, text: string): HTMLElem
   fill.style.width = `${(ratio * 100).toFixed(1)}%`;
   return h(
     'div',
-    { className: 'budget', title: `${label}: ${text}`, attrs: { role: 'meter', 'aria-label': label, 'aria-valuenow': String(used), 'aria-valuemax': String(limit) } },
+    { className: 'budget', title: `${label}: ${text}`, attrs: { role: 'meter', 'aria-label': label, 'aria-valuenow': String(used), 'aria-valuemin': '0', 'aria-valuemax': String(limit), 'aria-valuetext': text } },
     h('span', { className: 'budget-label' }, label),
     h('div', { className: 'bar' }, fill),
     h('span', { className: 'budget-text' }, text),
   );
 }
 
+function currentState(): Task['state'] {
+  const summary = trajectory!.summary;
+  const task = tasks.find((t) => t.id === summary.taskId);
+  return trajectory!.lastSeq > 0 ? summary.state : (task?.state ?? summary.state);
+}
+
 function renderHeader(): void {
   if (!trajectory) return;
   const summary = trajectory.summary;
   const task = tasks.find((t) => t.id === summary.taskId);
-  const state = trajectory.lastSeq > 0 ? summary.state : (task?.state ?? summary.state);
+  const state = currentState();
   title.textContent = summary.title || task?.ticket.title || summary.taskId;
   stateBadge.textContent = stateLabel(state);
   stateBadge.className = `badge state tone-${stateTone(state)}`;
-  connectionBadge.textContent = connection.status === 'live' ? 'live' : connection.status;
-  connectionBadge.className = `badge connection connection-${connection.status}`;
-  const start = summary.startedAt ? Date.parse(summary.startedAt) : NaN;
-  // The clock runs while the agent works; waiting for the developer or a finished task stops it.
-  const working = state === 'queued' || ACTIVE_STATES.includes(state);
-  const end = !working && summary.lastEventAt ? Date.parse(summary.lastEventAt) : Date.now();
-  const elapsedMs = Number.isNaN(start) ? 0 : Math.max(0, end - start);
+  const status = connection.status;
+  connectionBadge.textContent = status === 'signed_out' ? 'signed out' : status;
+  connectionBadge.className = `badge connection connection-${status}`;
+  // The clock counts the agent's time only: waiting for the developer's review or decision is not the agent's.
+  const elapsedMs = workedMs(summary, isWorkingState(state) ? Date.now() : Date.parse(summary.lastEventAt ?? '') || Date.now());
   const b = summary.budgets;
   budgets.replaceChildren(
     bar('Turns', summary.turnsUsed, b.maxTurns, `${summary.turnsUsed} / ${b.maxTurns}`),
     bar('Cost', summary.costUsd, b.maxCostUsd, `$${summary.costUsd.toFixed(2)} / $${b.maxCostUsd.toFixed(2)}`),
     bar('Time', elapsedMs / 1000, b.maxWallClockSeconds, `${formatDuration(elapsedMs)} / ${formatDuration(b.maxWallClockSeconds * 1000)}`),
   );
-  const mine = viewerMayReview();
-  interruptButton.disabled = !mine || isFinalState(state) || state === 'awaiting_review' || state === 'pr_open';
-  steerInput.disabled = !mine || isFinalState(state);
-  steerButton.disabled = !mine || isFinalState(state);
-  if (connection.status === 'reconnecting' || connection.status === 'offline') {
-    banner.textContent = connection.detail ?? 'Lost the connection to the Dockhand server; reconnecting…';
-    banner.hidden = false;
-  } else if (summary.failure) {
-    banner.textContent = `This task failed: ${summary.failure}`;
-    banner.hidden = false;
-  } else if (banner.dataset.notice !== 'true') {
-    banner.hidden = true;
+  renderBanner();
+}
+
+let bannerKey = '';
+
+/** One banner, one problem: signed out, the connection, a failure, or the last refusal. */
+function renderBanner(): void {
+  const summary = trajectory?.summary;
+  // Redrawn only when what it says changes, so a focused "Sign in" keeps the focus.
+  const key = JSON.stringify([connection, summary?.failure ?? null, notice]);
+  if (key === bannerKey) return;
+  bannerKey = key;
+  const parts: Array<HTMLElement | string> = [];
+  let tone = 'warn';
+  if (connection.status === 'signed_out') {
+    tone = 'error';
+    parts.push(h('strong', {}, 'Signed out. '), connection.detail ?? 'The server did not accept your token.', ' ', button('Sign in', 'link banner-action', () => post({ type: 'command', command: 'signIn' })));
+  } else if (connection.status === 'reconnecting' || connection.status === 'offline') {
+    parts.push(connection.detail ?? 'Lost the connection to the Dockhand server; reconnecting…');
+  } else if (summary?.failure) {
+    tone = 'error';
+    const failure = summary.failure;
+    parts.push(
+      h('strong', { className: 'failure-title' }, `${failure.title}.`),
+      failure.detail ? ` ${failure.detail}.` : '',
+      h('div', { className: 'failure-action' }, failure.action, ' ', button('Show details', 'link banner-action', () => post({ type: 'command', command: 'showOutput' }))),
+    );
+  } else if (notice) {
+    tone = notice.level === 'error' ? 'error' : 'info';
+    parts.push(notice.text);
   }
+  banner.replaceChildren(...parts);
+  banner.className = `banner tone-${tone}`;
+  banner.hidden = parts.length === 0;
 }
 
 function renderApprovals(): void {
   if (!trajectory) return approvals.replaceChildren();
-  const cards: HTMLElement[] = [];
-  for (const approvalId of trajectory.summary.pendingApprovals) {
-    const index = trajectory.approvalRows.get(approvalId);
-    const row = index === undefined ? undefined : trajectory.rows[index];
-    // The push approval is what the Review section decides ("Approve and push" approves it,
-    // "Request changes" and "Reject" deny it): a card with its own Approve/Deny beside those
-    // buttons would be a second control for the same decision.
-    if (row?.kind !== 'approval' || row.approvalKind === 'push') continue;
-    const decide = (decision: 'approved' | 'denied') => () => {
-      if (!selectedTaskId) return;
-      for (const b of card.querySelectorAll('button')) b.disabled = true;
-      post({ type: 'decideApproval', taskId: selectedTaskId, approvalId, decision });
-    };
-    const card = h(
-      'div',
-      { className: 'approval-card', dataset: { approvalId } },
-      h('div', { className: 'approval-title' }, row.approvalKind === 'command' ? 'The agent wants to run:' : `Approval needed (${row.approvalKind.replace('_', ' ')})`),
-      row.command ? h('code', { className: 'command' }, row.command) : null,
-      h('div', { className: 'reason' }, h('strong', {}, 'Why it was flagged: '), row.reason),
-      decisionControls(approvalId, row.approvalKind, decide),
-    );
-    cards.push(card);
-  }
+  const known = access.taskId === selectedTaskId ? access.byId : undefined;
+  const cards = renderApprovalCards(trajectory, known, (approvalId, decision) => {
+    if (selectedTaskId) post({ type: 'decideApproval', taskId: selectedTaskId, approvalId, decision });
+  });
   approvals.replaceChildren(...cards);
   approvals.hidden = cards.length === 0;
 }
 
-/**
- * Approve/Deny only for a viewer who may decide; otherwise who is being waited for. An override
- * is usually someone else's to decide (a repo owner), so its buttons wait until the server says
- * this viewer may; a command approval is the requester's, so its buttons go only when told not.
- */
-function decisionControls(approvalId: string, kind: string, decide: (decision: 'approved' | 'denied') => () => void): HTMLElement {
-  const known = access.taskId === selectedTaskId ? access.byId.get(approvalId) : undefined;
-  const override = kind === 'policy_override';
-  const mayDecide = override ? known?.canDecide === true : known?.canDecide !== false;
-  if (mayDecide) {
-    return h('div', { className: 'buttons' }, button('Approve', 'primary approve', decide('approved')), button('Deny', 'secondary deny', decide('denied')));
-  }
-  let text: string;
-  if (!known) text = 'Checking who may decide…';
-  else if (override) text = known.deciders.length ? `Waiting for an owner (${known.deciders.join(', ')})` : 'Waiting for an owner: the repository lists none in .dockhand/policy.yml';
-  else text = `Waiting for ${known.deciders.join(', ') || 'the requester'}`;
-  return h('div', { className: 'waiting' }, text);
-}
-
-function renderReview(): void {
-  if (!trajectory) return review.replaceChildren();
-  const summary = trajectory.summary;
-  const reviewable = summary.state === 'awaiting_review';
-  if (!reviewable && !summary.prUrl && !summary.policy) {
-    review.hidden = true;
-    return;
-  }
-  const parts: HTMLElement[] = [h('h3', {}, 'Review')];
-  if (summary.policy) {
-    const policy = summary.policy;
-    // An overridden check keeps its violations (`ok: false`) but did not block: a repo owner let it through.
-    const [tone, label] = policy.ok
-      ? ['tone-ok', '✓ Policy checks passed']
-      : policy.overridden
-        ? ['tone-warn', `⚠ Policy checks overridden by ${policy.overriddenBy ?? 'a repo owner'}`]
-        : ['tone-error', '✗ Policy checks failed'];
-    parts.push(
-      h(
-        'div',
-        { className: `policy ${tone}` },
-        label,
-        ...policy.violations.map((v) => h('div', { className: 'violation' }, `${v.rule} — ${v.path}${v.line ? `:${v.line}` : ''}: ${v.message}`)),
-      ),
-    );
-  }
-  if (summary.review) {
-    parts.push(h('div', { className: 'self-review' }, summary.review.summary || (summary.review.approved ? 'Self-review approved.' : 'Self-review found problems.'), ...summary.review.problems.map((p) => h('div', { className: 'problem' }, `• ${p}`))));
-  }
-  if (summary.changedFiles.size) {
-    parts.push(
-      h(
-        'ul',
-        { className: 'changed-files' },
-        ...[...summary.changedFiles].map(([path, change]) => {
-          const link = button(path, 'link', () => context.openDiff(path), `Open the diff of ${path}`);
-          return h('li', {}, h('span', { className: `badge change-${change}` }, change), ' ', link);
-        }),
-      ),
-    );
-  }
-  if (reviewable && !viewerMayReview()) {
-    const requester = tasks.find((t) => t.id === selectedTaskId)?.owner;
-    parts.push(h('div', { className: 'waiting' }, `The review is ${requester ? `${requester}'s` : "the requester's"} to give.`));
-  } else if (reviewable) {
-    const comment = h('textarea', { className: 'review-comment', attrs: { rows: '2', placeholder: 'What should change? (needed for "Request changes")' } });
-    const act = (action: ReviewAction) => () => {
-      if (!selectedTaskId) return;
-      const text = comment.value.trim();
-      if (action === 'request_changes' && !text) {
-        comment.focus();
-        comment.classList.add('invalid');
-        return;
-      }
-      for (const b of review.querySelectorAll('button')) b.disabled = true;
-      post({ type: 'review', taskId: selectedTaskId, action, ...(text ? { comment: text } : {}) });
-    };
-    parts.push(
-      comment,
-      h(
-        'div',
-        { className: 'buttons' },
-        button('Approve and push', 'primary review-approve', act('approve')),
-        button('Request changes', 'secondary review-changes', act('request_changes')),
-        button('Reject', 'secondary review-reject', act('reject')),
-      ),
-    );
-  }
-  if (summary.prUrl) {
-    const url = summary.prUrl;
-    parts.push(h('div', { className: 'pr-link' }, 'Pull request: ', button(url, 'link open-pr', () => post({ type: 'openExternal', url }))));
-  }
-  review.replaceChildren(...parts);
-  review.hidden = false;
+function renderActions(): void {
+  if (!trajectory || !selectedTaskId) return actions.render(null);
+  actions.render({
+    taskId: selectedTaskId,
+    state: currentState(),
+    summary: trajectory.summary,
+    mayReview: viewerMayReview(),
+    requester: tasks.find((t) => t.id === selectedTaskId)?.owner,
+    pending: pending.taskId === selectedTaskId ? pending.comments : [],
+  });
 }
 
 function renderDetail(): void {
   renderHeader();
   renderApprovals();
-  renderReview();
+  renderActions();
 }
 
 function selectTrajectory(taskId: string): void {
@@ -339,7 +248,8 @@ function selectTrajectory(taskId: string): void {
   context.loadedOutputs.clear();
   context.clippedOutputs.clear();
   context.expanded.clear();
-  steerInput.value = saved.drafts[taskId] ?? '';
+  notice = null;
+  actions.setDraft(saved.drafts[taskId] ?? '');
   list.reset(0);
   persist();
 }
@@ -363,7 +273,9 @@ window.addEventListener('message', (event: MessageEvent<unknown>) => {
       if (!trajectory) break;
       for (const clip of message.clipped) context.clippedOutputs.set(clip.seq, clip.totalChars);
       const before = trajectory.rows.length;
+      const stateBefore = trajectory.summary.state;
       const touched = applyEvents(trajectory, message.events);
+      if (trajectory.summary.state !== stateBefore) notice = null;
       list.setCount(trajectory.rows.length);
       for (const index of touched) if (index < before) list.invalidate(index);
       renderTasks();
@@ -389,24 +301,29 @@ window.addEventListener('message', (event: MessageEvent<unknown>) => {
       access = { taskId: message.taskId, byId: new Map(message.approvals.map((a) => [a.approvalId, a])), canReview: message.canReview };
       if (message.taskId === selectedTaskId) renderDetail();
       break;
+    case 'pendingComments':
+      pending = { taskId: message.taskId, comments: message.comments };
+      if (message.taskId === selectedTaskId) renderActions();
+      break;
     case 'notice':
-      banner.textContent = message.text;
-      banner.className = `banner tone-${message.level === 'error' ? 'error' : 'info'}`;
-      banner.dataset.notice = 'true';
-      banner.hidden = false;
+      notice = { level: message.level, text: message.text };
+      renderBanner();
       // Actions the server refused re-enable their buttons so the developer can try again.
-      if (message.level === 'error') renderDetail();
+      if (message.level === 'error') actions.enable();
       break;
   }
 });
 
-// The wall-clock bar moves while the task runs.
+// The wall-clock bar moves while the agent works; the list's "5 min ago" every so often.
+let ticks = 0;
 setInterval(() => {
+  ticks += 1;
   if (trajectory && !isFinalState(trajectory.summary.state)) renderHeader();
+  if (ticks % 30 === 0) renderTasks();
 }, 1000);
 
 banner.hidden = true;
 approvals.hidden = true;
-review.hidden = true;
+actions.element.hidden = true;
 renderTasks();
 post({ type: 'ready' });

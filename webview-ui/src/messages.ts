@@ -7,7 +7,8 @@ import { Task, TaskEvent } from '@dockhand/protocol';
  * server connection (DESIGN: the UI never drives the agent loop).
  */
 
-export const ConnectionStatus = z.enum(['connecting', 'replaying', 'live', 'reconnecting', 'offline']);
+/** `signed_out`: the server refused the token (401); reconnecting cannot help until the developer signs in. */
+export const ConnectionStatus = z.enum(['connecting', 'replaying', 'live', 'reconnecting', 'offline', 'signed_out']);
 export type ConnectionStatus = z.infer<typeof ConnectionStatus>;
 
 /** Long tool/test outputs are sent clipped; the webview asks for the rest on demand. */
@@ -17,6 +18,10 @@ export type ClippedOutput = z.infer<typeof ClippedOutput>;
 /** Whether the viewer may decide a pending approval, and who may (from the task's approvals route). */
 export const ApprovalAccess = z.object({ approvalId: z.string(), canDecide: z.boolean(), deciders: z.array(z.string()) });
 export type ApprovalAccess = z.infer<typeof ApprovalAccess>;
+
+/** A line comment written in the diff editor (Comments API) and not yet sent. */
+export const PendingComment = z.object({ path: z.string(), line: z.number().int().min(1), body: z.string() });
+export type PendingComment = z.infer<typeof PendingComment>;
 
 export const ToWebview = z.discriminatedUnion('type', [
   z.object({ type: z.literal('tasks'), tasks: z.array(Task), selectedTaskId: z.string().nullable() }),
@@ -52,6 +57,8 @@ export const ToWebview = z.discriminatedUnion('type', [
     /** False for a viewer who is not the requester (a repo owner deciding an override): no review, steering or interrupt. */
     canReview: z.boolean().default(true),
   }),
+  /** The line comments waiting to go out with "Request changes"; replaces what was sent before. */
+  z.object({ type: z.literal('pendingComments'), taskId: z.string(), comments: z.array(PendingComment) }),
 ]);
 export type ToWebview = z.infer<typeof ToWebview>;
 
@@ -76,10 +83,12 @@ export const FromWebview = z.discriminatedUnion('type', [
     action: ReviewAction,
     comment: z.string().optional(),
   }),
-  z.object({ type: z.literal('openDiff'), taskId: z.string(), path: z.string() }),
+  z.object({ type: z.literal('openDiff'), taskId: z.string(), path: z.string(), line: z.number().int().min(1).optional() }),
   z.object({ type: z.literal('openExternal'), url: z.string().url() }),
   z.object({ type: z.literal('loadOutput'), taskId: z.string(), seq: z.number().int().min(1) }),
   z.object({ type: z.literal('sendTicket') }),
+  /** A fix the panel offers for a problem it shows (signed out, failure details). */
+  z.object({ type: z.literal('command'), command: z.enum(['signIn', 'showOutput']) }),
 ]);
 export type FromWebview = z.infer<typeof FromWebview>;
 

@@ -39,6 +39,15 @@ export function renderRow(row: Row, context: RowContext): HTMLElement {
       return renderTool(row, context);
     case 'tests':
       return renderTests(row, context);
+    case 'runner':
+      return renderRunner(row, context);
+    case 'snapshot':
+      return h(
+        'div',
+        { className: `row row-snapshot${row.done ? '' : ' active'}`, dataset: { seq: String(row.seq) } },
+        h('div', {}, h('strong', {}, row.done ? (row.stage === 'failed' ? 'Sandbox snapshot build failed' : 'Sandbox snapshot built') : 'Building the sandbox snapshot'), ' ', h('span', { className: 'badge' }, `${row.stage} · ${formatDuration(row.elapsedMs)}`)),
+        row.line ? h('code', { className: 'snapshot-line' }, row.line) : null,
+      );
     case 'file':
       return renderFile(row, context);
     case 'approval': {
@@ -110,7 +119,9 @@ function previewInput(input: unknown): string {
 
 function renderTool(row: Extract<Row, { kind: 'tool' }>, context: RowContext): HTMLElement {
   const result = row.result;
-  const status = !result
+  const status = row.interrupted
+    ? h('span', { className: 'badge tone-muted' }, 'interrupted')
+    : !result
     ? h('span', { className: 'badge tone-info' }, 'running…')
     : result.isError
       ? h('span', { className: 'badge tone-error' }, `error · ${formatDuration(result.durationMs)}`)
@@ -138,18 +149,46 @@ function renderTool(row: Extract<Row, { kind: 'tool' }>, context: RowContext): H
 }
 
 function renderTests(row: Extract<Row, { kind: 'tests' }>, context: RowContext): HTMLElement {
-  const counts = `${row.passed} passed, ${row.failed} failed${row.skipped ? `, ${row.skipped} skipped` : ''}`;
+  const pre = row.preExisting.length;
+  const counts = `${row.passed} passed, ${row.failed} failed${pre ? ` (${pre} already failing at the base)` : ''}${row.skipped ? `, ${row.skipped} skipped` : ''}`;
+  const [tone, label] = row.interrupted ? ['tone-muted', 'tests interrupted'] : row.ok ? ['tone-ok', 'tests pass'] : ['tone-error', 'tests fail'];
   const summary = h(
     'summary',
     {},
-    h('span', { className: `badge ${row.ok ? 'tone-ok' : 'tone-error'}` }, row.ok ? 'tests pass' : 'tests fail'),
+    h('span', { className: `badge ${tone}` }, label),
     ' ',
     h('span', { className: 'test-counts' }, counts),
     ' ',
     h('span', { className: 'muted' }, `${row.scope} · ${formatDuration(row.durationMs)}`),
   );
-  const body = (): HTMLElement[] => [h('code', { className: 'command' }, row.command), ...outputBlock(row.seq, row.output, context)];
-  return h('div', { className: 'row row-tests', dataset: { seq: String(row.seq) } }, collapsible(row, context, summary, body, !row.ok));
+  const body = (): HTMLElement[] => [
+    h('code', { className: 'command' }, row.command),
+    ...(pre
+      ? [h('div', { className: 'label' }, 'Already failing at the base commit (not the agent\'s):'), h('ul', { className: 'pre-existing' }, ...row.preExisting.map((name) => h('li', {}, name)))]
+      : []),
+    ...outputBlock(row.seq, row.output, context),
+  ];
+  return h('div', { className: 'row row-tests', dataset: { seq: String(row.seq) } }, collapsible(row, context, summary, body, !row.ok && !row.interrupted));
+}
+
+const RUNNER_FAILURES: Record<string, string> = {
+  missing: 'the test runner is not installed',
+  start: 'the test runner could not start',
+  crash: 'the test runner crashed',
+  timeout: 'the test runner timed out',
+  no_report: 'the test runner gave no report',
+};
+
+function renderRunner(row: Extract<Row, { kind: 'runner' }>, context: RowContext): HTMLElement {
+  const summary = h(
+    'summary',
+    {},
+    h('span', { className: 'badge tone-error' }, 'test infrastructure'),
+    ' ',
+    `${RUNNER_FAILURES[row.failure] ?? row.failure}: ${row.message}`,
+  );
+  const body = (): HTMLElement[] => [h('code', { className: 'command' }, row.command), ...(row.output ? outputBlock(row.seq, row.output, context) : [])];
+  return h('div', { className: 'row row-runner', dataset: { seq: String(row.seq) } }, collapsible(row, context, summary, body));
 }
 
 export function renderPatch(patch: string): HTMLElement {

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { clipEventOutput } from './messages';
 import { TASK_ID, approvalResolved, blockedForOverride, longRun, overriddenAndPushed, pushed, runUntilApproval, runUntilReview, stamp } from './test/recorded-stream';
-import { applyEvents, createTrajectory } from './trajectory';
+import { classifyFailure } from './failures';
+import { applyEvents, createTrajectory, workedMs } from './trajectory';
 
 const first = stamp(TASK_ID, runUntilApproval());
 const second = stamp(TASK_ID, approvalResolved('denied'), first.length + 1);
@@ -64,19 +65,73 @@ describe('trajectory fold', () => {
     expect(t.lastSeq).toBe(first.length);
   });
 
-  it('says budget stops and failures in plain words', () => {
+  it('says budget stops and failures in plain words, each failure once', () => {
     const t = createTrajectory(TASK_ID);
     applyEvents(t, stamp(TASK_ID, [
       { type: 'budget.exceeded', data: { budget: 'cost', limit: 2, used: 2.04 } },
       { type: 'budget.exceeded', data: { budget: 'wall_clock', limit: 900, used: 905 } },
-      { type: 'task.failed', data: { code: 'sandbox_unavailable', message: 'no sandbox could be started' } },
+      { type: 'task.failed', data: { code: 'sandbox_unavailable', message: 'no sandbox could be started (request_id: req_0123abc)\n    at start (docker.ts:1)' } },
+      { type: 'task.state', data: { state: 'failed', reason: 'no sandbox could be started (request_id: req_0123abc)' } },
     ]));
     expect(t.rows.map((r) => (r.kind === 'note' ? r.text : ''))).toEqual([
       'Stopped: the cost budget is used up ($2.04 of $2.00).',
       'Stopped: the time budget is used up (15 min 5 s of 15 min 0 s).',
-      'Task failed: no sandbox could be started',
+      'State: failed',
     ]);
-    expect(t.summary.failure).toBe('no sandbox could be started');
+    expect(t.summary.failure).toEqual({
+      kind: 'sandbox',
+      title: 'The sandbox could not run',
+      detail: 'no sandbox could be started',
+      action: expect.stringContaining('Docker and gVisor'),
+    });
+  });
+
+  it('classifies failures by what went wrong', () => {
+    expect(classifyFailure('model_unavailable', 'model claude failed: overloaded').kind).toBe('model_unreachable');
+    expect(classifyFailure('internal', 'The model refused to continue with this ticket.').kind).toBe('model_refused');
+    expect(classifyFailure('policy_violation', 'policy violations remain').kind).toBe('policy');
+    expect(classifyFailure('budget_exceeded', 'turns').kind).toBe('budget');
+    expect(classifyFailure('test_infrastructure', 'vitest not found').title).toBe("The repository's test runner failed (not the tests)");
+    expect(classifyFailure('not_found', 'base SHA abc is not in the mirror of shop').kind).toBe('repository');
+    expect(classifyFailure('internal', 'boom').kind).toBe('internal');
+  });
+
+  it('shows a run ended by a cancel as interrupted, not failed, and does not count review time', () => {
+    const t = createTrajectory(TASK_ID);
+    const events = stamp(TASK_ID, [
+      { type: 'task.state', data: { state: 'running' } },
+      { type: 'tool.called', data: { turn: 1, toolUseId: 'tu_9', name: 'run_command', input: { command: 'sleep 100' } } },
+      { type: 'task.state', data: { state: 'cancelled', reason: 'interrupted by dev' } },
+      { type: 'tool.finished', data: { toolUseId: 'tu_9', name: 'run_command', isError: true, output: 'exited with 137', truncated: false, durationMs: 900 } },
+      { type: 'tests.finished', data: { command: 'npm test', scope: 'selected', passed: 0, failed: 1, skipped: 0, ok: false, quarantined: [], output: 'killed', durationMs: 5 } },
+    ], 1, Date.parse('2026-01-01T10:00:00Z'));
+    applyEvents(t, events.slice(0, 3));
+    const tool = t.rows.find((r) => r.kind === 'tool');
+    expect(tool?.kind === 'tool' && tool.interrupted).toBe(true);
+    applyEvents(t, events.slice(3));
+    expect(tool?.kind === 'tool' && tool.result?.isError && tool.interrupted).toBe(true);
+    const tests = t.rows.find((r) => r.kind === 'tests');
+    expect(tests?.kind === 'tests' && tests.interrupted).toBe(true);
+
+    const waiting = createTrajectory(TASK_ID);
+    const [working] = stamp(TASK_ID, [{ type: 'task.state', data: { state: 'running' } }], 1, Date.parse('2026-01-01T10:00:00Z'));
+    const [review] = stamp(TASK_ID, [{ type: 'task.state', data: { state: 'awaiting_review' } }], 2, Date.parse('2026-01-01T10:01:00Z'));
+    applyEvents(waiting, [working!, review!]);
+    // An hour in review adds nothing to the agent's time.
+    expect(workedMs(waiting.summary, Date.parse('2026-01-01T11:01:00Z'))).toBe(60_000);
+  });
+
+  it('keeps one row for a snapshot build and pre-existing test failures apart', () => {
+    const t = createTrajectory(TASK_ID);
+    applyEvents(t, stamp(TASK_ID, [
+      { type: 'snapshot.progress', data: { stage: 'install', elapsedMs: 4000, line: 'added 120 packages' } },
+      { type: 'snapshot.progress', data: { stage: 'baseline', elapsedMs: 9000, line: 'running npm test at the base' } },
+      { type: 'tests.finished', data: { command: 'npm test', scope: 'selected', passed: 5, failed: 1, skipped: 0, ok: true, quarantined: [], preExisting: ['test/legacy.test.js > parses dates'], output: '', durationMs: 5 } },
+      { type: 'tests.runner_failed', data: { command: 'npm test', kind: 'timeout', message: 'no report after 600 s', output: '' } },
+    ]));
+    expect(t.rows.map((r) => r.kind)).toEqual(['snapshot', 'tests', 'runner']);
+    expect(t.rows[0]).toMatchObject({ stage: 'baseline', elapsedMs: 9000, line: 'running npm test at the base', version: 1 });
+    expect(t.rows[1]).toMatchObject({ preExisting: ['test/legacy.test.js > parses dates'] });
   });
 
   it('folds 5,000 events quickly', () => {

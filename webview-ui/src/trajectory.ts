@@ -1,4 +1,5 @@
-import type { Budgets, TaskEvent, TaskEventOf, TaskState } from '@dockhand/protocol';
+import { ACTIVE_STATES, type Budgets, type TaskEvent, type TaskEventOf, type TaskState } from '@dockhand/protocol';
+import { classifyFailure, type Failure } from './failures';
 
 /*
  * Folds a task's event log into what the side panel shows: a list of rows (one per thing the
@@ -25,6 +26,8 @@ export type Row =
       name: string;
       input: unknown;
       result?: { seq: number; isError: boolean; output: string; truncated: boolean; durationMs: number };
+      /** Ended by a cancel (the task was stopped while it ran): not a failure of the tool. */
+      interrupted?: boolean;
     })
   | (RowBase & {
       kind: 'tests';
@@ -36,7 +39,13 @@ export type Row =
       ok: boolean;
       output: string;
       durationMs: number;
+      /** Failing tests that already failed at the base commit. */
+      preExisting: string[];
+      /** The run was killed by a cancel: its result says nothing about the change. */
+      interrupted?: boolean;
     })
+  | (RowBase & { kind: 'runner'; command: string; failure: string; message: string; output: string })
+  | (RowBase & { kind: 'snapshot'; stage: string; elapsedMs: number; line?: string; done: boolean })
   | (RowBase & { kind: 'file'; path: string; change: 'added' | 'modified' | 'deleted'; patch: string })
   | (RowBase & {
       kind: 'approval';
@@ -73,7 +82,11 @@ export interface TrajectorySummary {
   policy?: PolicyResult;
   review?: ReviewResult;
   prUrl?: string;
-  failure?: string;
+  failure?: Failure;
+  /** Time the agent has worked (queued and active states), excluding time waiting for a person. */
+  workedMs: number;
+  /** When the current working stretch began; unset while the task waits for a person or has ended. */
+  workingSince?: string;
 }
 
 export interface Trajectory {
@@ -83,6 +96,8 @@ export interface Trajectory {
   /** Row index by tool use id / approval id so late events update the row in place. */
   toolRows: Map<string, number>;
   approvalRows: Map<string, number>;
+  /** The one row that shows a snapshot build's progress, updated in place. */
+  snapshotRow?: number;
 }
 
 const DEFAULT_BUDGETS: Budgets = { maxTurns: 40, maxCostUsd: 5, maxWallClockSeconds: 1800 };
@@ -98,6 +113,7 @@ export function createTrajectory(taskId: string): Trajectory {
       costUsd: 0,
       pendingApprovals: [],
       changedFiles: new Map(),
+      workedMs: 0,
     },
     rows: [],
     lastSeq: 0,
@@ -113,7 +129,7 @@ export function applyEvents(trajectory: Trajectory, events: readonly TaskEvent[]
     if (event.seq <= trajectory.lastSeq) continue;
     trajectory.lastSeq = event.seq;
     trajectory.summary.lastEventAt = event.ts;
-    const index = applyEvent(trajectory, event);
+    const index = applyEvent(trajectory, event, touched);
     if (index !== undefined) touched.add(index);
   }
   return touched;
@@ -128,23 +144,69 @@ function note(trajectory: Trajectory, seq: number, tone: Tone, text: string): nu
   return push(trajectory, { kind: 'note', seq, version: 0, tone, text });
 }
 
-function applyEvent(trajectory: Trajectory, event: TaskEvent): number | undefined {
+/** States in which the agent (not a person) is who the task waits for: the wall clock runs. */
+export function isWorkingState(state: TaskState): boolean {
+  return state === 'queued' || (ACTIVE_STATES.includes(state) && state !== 'awaiting_approval');
+}
+
+/** Time the agent has worked up to `now` (ms since epoch). */
+export function workedMs(summary: TrajectorySummary, now: number): number {
+  const since = summary.workingSince ? Date.parse(summary.workingSince) : NaN;
+  return summary.workedMs + (Number.isNaN(since) ? 0 : Math.max(0, now - since));
+}
+
+function changeState(trajectory: Trajectory, state: TaskState, ts: string, touched: Set<number>): void {
+  const summary = trajectory.summary;
+  if (summary.workingSince) {
+    const since = Date.parse(summary.workingSince);
+    if (!Number.isNaN(since)) summary.workedMs += Math.max(0, Date.parse(ts) - since);
+  }
+  summary.workingSince = isWorkingState(state) ? ts : undefined;
+  summary.state = state;
+  if (state !== 'cancelled') return;
+  // A cancel kills whatever was running: those calls were interrupted, they did not fail.
+  trajectory.rows.forEach((row, index) => {
+    if (row.kind === 'tool' && !row.result && !row.interrupted) {
+      row.interrupted = true;
+      row.version += 1;
+      touched.add(index);
+    }
+  });
+}
+
+function applyEvent(trajectory: Trajectory, event: TaskEvent, touched: Set<number>): number | undefined {
   const summary = trajectory.summary;
   const seq = event.seq;
   switch (event.type) {
     case 'task.created':
       summary.title = event.data.ticket.title;
       summary.startedAt = event.ts;
+      summary.workingSince ??= event.ts;
       summary.budgets = { ...DEFAULT_BUDGETS, ...event.data.budgets };
       return note(trajectory, seq, 'info', `Task created: ${event.data.ticket.title}`);
-    case 'task.state':
-      summary.state = event.data.state;
-      return note(
-        trajectory,
-        seq,
-        stateTone(event.data.state),
-        `State: ${stateLabel(event.data.state)}${event.data.reason ? ` (${event.data.reason})` : ''}`,
-      );
+    case 'task.state': {
+      changeState(trajectory, event.data.state, event.ts, touched);
+      // A failure's words are already shown once (the banner); the state row only names the state.
+      const reason = event.data.reason && !(event.data.state === 'failed' && summary.failure) ? ` (${event.data.reason})` : '';
+      return note(trajectory, seq, stateTone(event.data.state), `State: ${stateLabel(event.data.state)}${reason}`);
+    }
+    case 'snapshot.progress': {
+      const done = event.data.stage === 'done' || event.data.stage === 'failed';
+      const existing = trajectory.snapshotRow === undefined ? undefined : trajectory.rows[trajectory.snapshotRow];
+      if (existing?.kind === 'snapshot') {
+        existing.stage = event.data.stage;
+        existing.elapsedMs = event.data.elapsedMs;
+        existing.line = event.data.line ?? existing.line;
+        existing.done = done;
+        existing.version += 1;
+        return trajectory.snapshotRow;
+      }
+      const index = push(trajectory, { kind: 'snapshot', seq, version: 0, stage: event.data.stage, elapsedMs: event.data.elapsedMs, line: event.data.line, done });
+      trajectory.snapshotRow = index;
+      return index;
+    }
+    case 'tests.runner_failed':
+      return push(trajectory, { kind: 'runner', seq, version: 0, command: event.data.command, failure: event.data.kind, message: event.data.message, output: event.data.output });
     case 'sandbox.ready':
       return note(
         trajectory,
@@ -211,6 +273,9 @@ function applyEvent(trajectory: Trajectory, event: TaskEvent): number | undefine
         ok: event.data.ok,
         output: event.data.output,
         durationMs: event.data.durationMs,
+        preExisting: event.data.preExisting ?? [],
+        // A run that ends after the task was cancelled was killed by the cancel.
+        interrupted: summary.state === 'cancelled' && !event.data.ok ? true : undefined,
       });
     case 'review.finished':
       summary.review = event.data;
@@ -249,8 +314,9 @@ function applyEvent(trajectory: Trajectory, event: TaskEvent): number | undefine
         `${event.data.by} requested changes: ${event.data.comments.map((c) => (c.path ? `${c.path}${c.line ? `:${c.line}` : ''} ` : '') + c.body).join('; ')}`,
       );
     case 'task.failed':
-      summary.failure = event.data.message;
-      return note(trajectory, seq, 'error', `Task failed: ${event.data.message}`);
+      // Shown once, classified, in the panel's banner; the raw message goes to the output channel.
+      summary.failure = classifyFailure(event.data.code, event.data.message);
+      return undefined;
   }
 }
 
@@ -264,8 +330,10 @@ function finishTool(trajectory: Trajectory, event: TaskEventOf<'tool.finished'>)
   };
   const index = trajectory.toolRows.get(event.data.toolUseId);
   const row = index === undefined ? undefined : trajectory.rows[index];
+  const interrupted = trajectory.summary.state === 'cancelled' && event.data.isError ? true : undefined;
   if (index !== undefined && row?.kind === 'tool') {
     row.result = result;
+    row.interrupted = interrupted;
     row.version += 1;
     return index;
   }
@@ -278,6 +346,7 @@ function finishTool(trajectory: Trajectory, event: TaskEventOf<'tool.finished'>)
     name: event.data.name,
     input: undefined,
     result,
+    interrupted,
   });
   trajectory.toolRows.set(event.data.toolUseId, added);
   return added;

@@ -30,6 +30,7 @@ export class VirtualList {
   ) {
     this.content = document.createElement('div');
     this.content.className = 'virtual-content';
+    this.content.setAttribute('role', 'list');
     viewport.replaceChildren(this.content);
     viewport.addEventListener('scroll', () => {
       this.stickToBottom = this.isAtBottom();
@@ -95,6 +96,15 @@ export class VirtualList {
     });
   }
 
+  /** The rendered row that follows `index`, so rows sit in the DOM (and the Tab order) in list order. */
+  private nextRendered(index: number): HTMLElement | null {
+    let best: { index: number; element: HTMLElement } | undefined;
+    for (const [other, { element }] of this.rendered) {
+      if (other > index && (!best || other < best.index)) best = { index: other, element };
+    }
+    return best?.element ?? null;
+  }
+
   private isAtBottom(): boolean {
     const v = this.viewport;
     return v.scrollHeight - v.scrollTop - v.clientHeight < 24;
@@ -155,8 +165,10 @@ export class VirtualList {
           const element = this.options.renderRow(index);
           element.classList.add('virtual-row');
           element.dataset.index = String(index);
+          element.setAttribute('role', 'listitem');
+          element.setAttribute('aria-posinset', String(index + 1));
           if (entry) entry.element.replaceWith(element);
-          else this.content.appendChild(element);
+          else this.content.insertBefore(element, this.nextRendered(index));
           entry = { element, version };
           this.rendered.set(index, entry);
         }
@@ -168,6 +180,7 @@ export class VirtualList {
       }
       if (changedHeight >= 0) this.offsetsValidUpTo = Math.min(this.offsetsValidUpTo, changedHeight);
       for (const [index, { element }] of this.rendered) {
+        element.setAttribute('aria-setsize', String(this.count));
         element.style.transform = `translateY(${this.offsetOf(index)}px)`;
       }
       this.content.style.height = `${this.totalHeight()}px`;

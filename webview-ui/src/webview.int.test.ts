@@ -111,14 +111,14 @@ describe('side panel in Chromium', () => {
     await panel.send({ type: 'events', taskId: TASK_ID, reset: true, events: approvalEvents.slice(0, 8), clipped: [] });
     await panel.page.click('button.interrupt');
     expect(await panel.waitForPosted((m) => m.type === 'interrupt')).toEqual({ type: 'interrupt', taskId: TASK_ID });
-    await panel.page.fill('.steer-input', 'Also handle page 0 as page 1.');
-    await panel.page.click('button.steer-send');
+    await panel.page.fill('.action-input', 'Also handle page 0 as page 1.');
+    await panel.page.click('button.action-send');
     expect(await panel.waitForPosted((m) => m.type === 'sendMessage')).toEqual({ type: 'sendMessage', taskId: TASK_ID, text: 'Also handle page 0 as page 1.' });
-    expect(await panel.page.inputValue('.steer-input')).toBe('');
-    // An ended task cannot be interrupted or steered.
+    expect(await panel.page.inputValue('.action-input')).toBe('');
+    // An ended task cannot be interrupted or steered: the text box and its buttons go.
     await panel.send({ type: 'events', taskId: TASK_ID, reset: false, events: stamp(TASK_ID, [{ type: 'task.state', data: { state: 'cancelled' } }], 9), clipped: [] });
-    await panel.page.waitForSelector('button.interrupt:disabled');
-    expect(await panel.page.isDisabled('button.steer-send')).toBe(true);
+    await panel.page.waitForSelector('.action-input', { state: 'hidden' });
+    expect(await panel.page.locator('button.interrupt, button.action-send').count()).toBe(0);
   });
 
   it('ends with review actions, policy results and the pull request link', async () => {
@@ -134,10 +134,11 @@ describe('side panel in Chromium', () => {
     expect(await page.$$eval('.row-tests .test-counts', (els) => els.map((el) => el.textContent))).toEqual(['11 passed, 1 failed', '12 passed, 0 failed']);
     await panel.screenshot('webview-review');
 
-    // "Request changes" needs a comment; without one nothing is sent.
+    // "Request changes" needs a comment or a line comment; without either nothing is sent, and the panel says why.
     await page.click('button.review-changes');
     expect((await panel.posted()).some((m) => m.type === 'review')).toBe(false);
-    await page.fill('.review-comment', 'Add a test for an empty list.');
+    expect(await page.textContent('.action-hint')).toBe('Write what should change, or add line comments in the diff first.');
+    await page.fill('.action-input', 'Add a test for an empty list.');
     await page.click('button.review-changes');
     expect(await panel.waitForPosted((m) => m.type === 'review')).toEqual({ type: 'review', taskId: TASK_ID, action: 'request_changes', comment: 'Add a test for an empty list.' });
     // Refused by the server: the extension sends a notice and the buttons work again.
@@ -153,6 +154,7 @@ describe('side panel in Chromium', () => {
     expect(await page.textContent('.badge.state')).toBe('pr open');
     await page.click('button.open-pr');
     expect(await panel.waitForPosted((m) => m.type === 'openExternal')).toEqual({ type: 'openExternal', url: 'https://forge.example/acme/app/pull/17' });
+    await page.click('.verdict-details summary');
     await page.click('.review .changed-files button');
     expect(await panel.waitForPosted((m) => m.type === 'openDiff')).toEqual({ type: 'openDiff', taskId: TASK_ID, path: 'src/paginate.js' });
     await panel.screenshot('webview-pr-open');
@@ -239,7 +241,7 @@ describe('side panel in Chromium', () => {
     const ownerCard = owner.page.locator('.approval-card', { hasText: 'policy override' });
     await owner.page.locator('.review .waiting', { hasText: "The review is dev@example.com's to give." }).waitFor({ timeout: 5_000 });
     expect(await owner.page.locator('.review .buttons button').count()).toBe(0);
-    expect(await owner.page.isDisabled('.steer-input')).toBe(true);
+    expect(await owner.page.isHidden('.action-input')).toBe(true);
     await ownerCard.locator('button.approve').click();
     expect(await owner.waitForPosted((m) => m.type === 'decideApproval')).toEqual({ type: 'decideApproval', taskId: TASK_ID, approvalId: OVERRIDE_APPROVAL_ID, decision: 'approved' });
     expect(await ownerCard.locator('.waiting').count()).toBe(0);
@@ -371,7 +373,7 @@ describe('side panel in Chromium', () => {
   it('keeps the selected task and an unsent message across a reload, then takes the replay', async () => {
     const panel = await ready();
     await panel.send({ type: 'events', taskId: TASK_ID, reset: true, events: approvalEvents, clipped: [] });
-    await panel.page.fill('.steer-input', 'draft not yet sent');
+    await panel.page.fill('.action-input', 'draft not yet sent');
     await panel.page.reload();
     await panel.waitForPosted((m) => m.type === 'ready');
     // Before the extension answers, the panel already remembers what was selected.
@@ -379,7 +381,7 @@ describe('side panel in Chromium', () => {
     await panel.send({ type: 'tasks', tasks: [sampleTask()], selectedTaskId: TASK_ID });
     await panel.send({ type: 'events', taskId: TASK_ID, reset: true, events: approvalEvents, clipped: [] });
     await panel.page.waitForSelector('.approval-card');
-    expect(await panel.page.inputValue('.steer-input')).toBe('draft not yet sent');
+    expect(await panel.page.inputValue('.action-input')).toBe('draft not yet sent');
     // Garbage from a confused host is ignored, not rendered.
     await panel.page.evaluate(() => window.postMessage({ type: 'events', taskId: 1, events: 'nope' }, '*'));
     await panel.page.waitForTimeout(50);

@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -30,22 +31,12 @@ window.acquireVsCodeApi = () => ({
   setState: (s) => sessionStorage.setItem('vscode-state', JSON.stringify(s)),
 });`;
 
-// A subset of VS Code's Dark Modern theme, enough for the panel to look as it does in the editor.
-const THEME = `:root {
-  --vscode-font-family: system-ui, sans-serif; --vscode-font-size: 13px; --vscode-editor-font-family: monospace; --vscode-editor-font-size: 12px;
-  --vscode-foreground: #cccccc; --vscode-sideBar-background: #181818; --vscode-editor-background: #1f1f1f;
-  --vscode-panel-border: #2b2b2b; --vscode-list-hoverBackground: #2a2d2e; --vscode-list-activeSelectionBackground: #04395e; --vscode-list-activeSelectionForeground: #ffffff;
-  --vscode-focusBorder: #0078d4; --vscode-badge-background: #616161; --vscode-badge-foreground: #f8f8f8;
-  --vscode-progressBar-background: #0078d4; --vscode-input-background: #313131; --vscode-input-border: #3c3c3c; --vscode-input-foreground: #cccccc;
-  --vscode-editorWarning-foreground: #cca700; --vscode-errorForeground: #f85149; --vscode-testing-iconPassed: #73c991; --vscode-testing-iconFailed: #f14c4c;
-  --vscode-inputValidation-warningBackground: #352a05; --vscode-inputValidation-errorBackground: #5a1d1d; --vscode-inputValidation-errorBorder: #be1100;
-  --vscode-editorWidget-background: #202020; --vscode-textBlockQuote-background: #2b2b2b; --vscode-textCodeBlock-background: #2b2b2b;
-  --vscode-gitDecoration-addedResourceForeground: #81b88b; --vscode-gitDecoration-modifiedResourceForeground: #e2c08d; --vscode-gitDecoration-deletedResourceForeground: #c74e39;
-  --vscode-diffEditor-insertedLineBackground: rgba(155,185,85,0.2); --vscode-diffEditor-removedLineBackground: rgba(255,0,0,0.2);
-  --vscode-textLink-foreground: #4daafc; --vscode-button-background: #0078d4; --vscode-button-foreground: #ffffff; --vscode-button-hoverBackground: #026ec1;
-  --vscode-button-secondaryBackground: #313131; --vscode-button-secondaryForeground: #cccccc; --vscode-button-secondaryHoverBackground: #3c3c3c;
-  --vscode-editorGroup-border: #ffffff17;
-}`;
+/** Themes recorded from the real workbench (test/vscode/capture-themes.ts). */
+export type ThemeName = 'dark' | 'light' | 'high-contrast' | 'high-contrast-light';
+
+function themeCss(theme: ThemeName): string {
+  return readFileSync(join(here, 'themes', `${theme}.css`), 'utf8');
+}
 
 export function buildWebview(): void {
   execFileSync(process.execPath, [join(webviewRoot, 'build.mjs')], { stdio: 'inherit' });
@@ -68,9 +59,13 @@ export interface PanelPage {
   clearPosted(): Promise<void>;
   waitForPosted(predicate: (message: FromWebview) => boolean, timeoutMs?: number): Promise<FromWebview>;
   screenshot(name: string): Promise<void>;
+  /** Runs axe-core in the page; returns the serious and critical violations, one line each. */
+  axe(): Promise<string[]>;
 }
 
-export async function openPanel(browser: Browser, size = { width: 420, height: 820 }): Promise<PanelPage> {
+const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+export async function openPanel(browser: Browser, size = { width: 420, height: 820 }, theme: ThemeName = 'dark'): Promise<PanelPage> {
   const context = await browser.newContext({ viewport: size });
   const page = await context.newPage();
   const problems: string[] = [];
@@ -87,7 +82,7 @@ export async function openPanel(browser: Browser, size = { width: 420, height: 8
       '/harness.js': ['text/javascript', HARNESS],
       '/webview.js': ['text/javascript', js],
       '/webview.css': ['text/css', css],
-      '/theme.css': ['text/css', THEME],
+      '/theme.css': ['text/css', themeCss(theme)],
     };
     const file = files[path];
     if (!file) return route.fulfill({ status: 404, body: 'not found' });
@@ -114,6 +109,16 @@ export async function openPanel(browser: Browser, size = { width: 420, height: 8
         if (Date.now() > deadline) throw new Error(`the panel did not post the expected message; it posted ${JSON.stringify(await panel.posted())}`);
         await page.waitForTimeout(25);
       }
+    },
+    axe: async () => {
+      // Injected through the test runner (not a <script>), so the page's CSP stays as VS Code's.
+      await page.evaluate(AXE_SOURCE);
+      const results = await page.evaluate(async () => {
+        const axe = (window as unknown as { axe: { run(context: Document, options: unknown): Promise<{ violations: Array<{ id: string; impact: string | null; help: string; nodes: Array<{ target: unknown[]; failureSummary?: string }> }> }> } }).axe;
+        const run = await axe.run(document, { resultTypes: ['violations'] });
+        return run.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => `${JSON.stringify(n.target)} ${n.failureSummary ?? ''}`) }));
+      });
+      return results.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.impact} ${v.id} (${v.help}): ${v.nodes.join(' | ')}`);
     },
     screenshot: async (name) => {
       mkdirSync(ARTIFACTS, { recursive: true });

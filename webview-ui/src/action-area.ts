@@ -1,0 +1,301 @@
+import { isFinalState, type TaskState } from '@dockhand/protocol';
+import { button, h } from './dom';
+import type { FromWebview, PendingComment, ReviewAction } from './messages';
+import type { TrajectorySummary } from './trajectory';
+
+/*
+ * The one compact area under the trajectory where the developer acts on a task: one text box whose
+ * buttons change with the state (steer and cancel while the agent works; approve, request changes
+ * and reject in review; the pull request once it is open), the review's verdicts on one line, and
+ * the line comments waiting to go out with "Request changes". It never scrolls inside itself
+ * except a long list of changed files, so the trajectory keeps the height.
+ */
+
+export interface ActionAreaInput {
+  taskId: string;
+  state: TaskState;
+  summary: TrajectorySummary;
+  /** False for a viewer who is not the requester: no review, steering or cancel. */
+  mayReview: boolean;
+  requester?: string;
+  pending: PendingComment[];
+}
+
+export interface ActionCallbacks {
+  post(message: FromWebview): void;
+  draftChanged(text: string): void;
+}
+
+type Mode = 'work' | 'review' | 'none';
+
+function modeOf(input: ActionAreaInput): Mode {
+  if (!input.mayReview) return 'none';
+  if (input.state === 'awaiting_review') return 'review';
+  if (isFinalState(input.state) || input.state === 'pr_open' || input.state === 'pushing') return 'none';
+  return 'work';
+}
+
+const PLACEHOLDERS: Record<Mode, string> = {
+  work: 'Message the agent: it reads it before its next step (Ctrl+Enter sends)',
+  review: 'What should change? Sent with your line comments by "Request changes" (Ctrl+Enter)',
+  none: '',
+};
+
+export class ActionArea {
+  readonly element: HTMLElement;
+  readonly input: HTMLTextAreaElement;
+  private readonly verdicts = h('div', { className: 'verdicts' });
+  private readonly comments = h('div', { className: 'pending-comments' });
+  private readonly extra = h('div', { className: 'action-extra' });
+  private readonly hint = h('div', { className: 'action-hint', attrs: { role: 'status', 'aria-live': 'polite' } });
+  private readonly buttons = h('div', { className: 'buttons' });
+  private readonly composer: HTMLElement;
+  private current: ActionAreaInput | null = null;
+  private renderedKey = '';
+  private busy = false;
+
+  constructor(private readonly callbacks: ActionCallbacks) {
+    const label = h('label', { className: 'visually-hidden', attrs: { for: 'action-input' } }, 'Message for the agent');
+    this.input = h('textarea', { className: 'action-input', attrs: { id: 'action-input', rows: '2' } });
+    this.composer = h('div', { className: 'composer' }, label, this.input, this.hint, this.buttons);
+    this.element = h(
+      'section',
+      { className: 'review actions', attrs: { 'aria-label': 'Review and steering' } },
+      this.verdicts,
+      this.comments,
+      this.extra,
+      this.composer,
+    );
+    this.input.addEventListener('input', () => {
+      this.input.classList.remove('invalid');
+      this.hint.textContent = '';
+      this.callbacks.draftChanged(this.input.value);
+      this.renderButtons();
+    });
+    this.input.addEventListener('keydown', (event) => {
+      if (event.key !== 'Enter' || !(event.ctrlKey || event.metaKey)) return;
+      event.preventDefault();
+      const mode = this.current ? modeOf(this.current) : 'none';
+      if (mode === 'work') this.sendMessage();
+      if (mode === 'review') this.review('request_changes');
+    });
+  }
+
+  setDraft(text: string): void {
+    this.input.value = text;
+  }
+
+  /** The server refused the last action: the buttons work again. */
+  enable(): void {
+    this.busy = false;
+    this.renderedKey = '';
+    this.render(this.current);
+  }
+
+  render(input: ActionAreaInput | null): void {
+    const key = input ? renderKey(input) : '';
+    if (key !== this.renderedKey.replace(/^busy:/, '')) this.busy = false;
+    this.current = input;
+    const fullKey = `${this.busy ? 'busy:' : ''}${key}`;
+    if (fullKey === this.renderedKey) return;
+    this.renderedKey = fullKey;
+    if (!input) {
+      this.element.hidden = true;
+      return;
+    }
+    const mode = modeOf(input);
+    this.renderVerdicts(input.summary);
+    this.renderComments(input, mode);
+    this.renderExtra(input);
+    this.composer.hidden = mode === 'none';
+    this.input.placeholder = PLACEHOLDERS[mode];
+    this.input.setAttribute('aria-label', mode === 'review' ? 'Feedback for the agent' : 'Message for the agent');
+    this.input.disabled = this.busy;
+    this.renderButtons();
+    this.element.hidden = mode === 'none' && !this.verdicts.childElementCount && !this.extra.childElementCount;
+  }
+
+  private renderVerdicts(summary: TrajectorySummary): void {
+    const parts: HTMLElement[] = [];
+    const detail: HTMLElement[] = [];
+    if (summary.policy) {
+      const policy = summary.policy;
+      // An overridden check keeps its violations (`ok: false`) but did not block: a repo owner let it through.
+      const [tone, label] = policy.ok
+        ? ['tone-ok', '✓ Policy checks passed']
+        : policy.overridden
+          ? ['tone-warn', `⚠ Policy checks overridden by ${policy.overriddenBy ?? 'a repo owner'}`]
+          : ['tone-error', '✗ Policy checks failed'];
+      detail.push(
+        h(
+          'div',
+          { className: `policy ${tone}` },
+          label,
+          ...policy.violations.map((v) => h('div', { className: 'violation' }, `${v.rule} — ${v.path}${v.line ? `:${v.line}` : ''}: ${v.message}`)),
+        ),
+      );
+      parts.push(h('span', { className: `verdict ${tone}` }, label.replace(' checks', '')));
+    }
+    if (summary.review) {
+      const review = summary.review;
+      detail.push(
+        h('div', { className: 'self-review' }, review.summary || (review.approved ? 'Self-review approved.' : 'Self-review found problems.'), ...review.problems.map((p) => h('div', { className: 'problem' }, `• ${p}`))),
+      );
+      parts.push(h('span', { className: `verdict ${review.approved ? 'tone-ok' : 'tone-warn'}` }, review.approved ? '✓ Self-review' : '⚠ Self-review'));
+    }
+    if (summary.changedFiles.size) {
+      const files = [...summary.changedFiles].sort(([a], [b]) => a.localeCompare(b));
+      detail.push(
+        h(
+          'ul',
+          { className: 'changed-files', attrs: { 'aria-label': 'Changed files' } },
+          ...files.map(([path, change]) => {
+            const link = button(path, 'link', () => this.post({ type: 'openDiff', taskId: this.taskId(), path }), `Open the diff of ${path}`);
+            return h('li', {}, h('span', { className: `badge change-${change}` }, change), ' ', link);
+          }),
+        ),
+      );
+      parts.push(h('span', { className: 'verdict' }, `${files.length} file${files.length === 1 ? '' : 's'} changed`));
+    }
+    if (!parts.length) {
+      this.verdicts.replaceChildren();
+      return;
+    }
+    const open = this.verdicts.querySelector('details')?.open ?? false;
+    const details = h('details', { className: 'verdict-details' }, h('summary', { attrs: { 'aria-label': `Review summary: ${parts.map((p) => p.textContent).join(', ')}` } }, ...joinWith(parts, ' · ')), ...detail);
+    details.open = open;
+    this.verdicts.replaceChildren(details);
+  }
+
+  private renderComments(input: ActionAreaInput, mode: Mode): void {
+    const count = input.pending.length;
+    if (!count || mode !== 'review') {
+      this.comments.replaceChildren();
+      this.comments.hidden = true;
+      return;
+    }
+    const open = this.comments.querySelector('details')?.open ?? false;
+    const details = h(
+      'details',
+      {},
+      h('summary', {}, `${count} line comment${count === 1 ? '' : 's'} pending: sent with "Request changes"`),
+      h(
+        'ul',
+        { className: 'pending-list' },
+        ...input.pending.map((comment) =>
+          h(
+            'li',
+            {},
+            button(`${comment.path}:${comment.line}`, 'link', () => this.post({ type: 'openDiff', taskId: input.taskId, path: comment.path, line: comment.line }), `Open ${comment.path} at line ${comment.line}`),
+            ` ${comment.body}`,
+          ),
+        ),
+      ),
+    );
+    details.open = open;
+    this.comments.replaceChildren(details);
+    this.comments.hidden = false;
+  }
+
+  private renderExtra(input: ActionAreaInput): void {
+    const parts: HTMLElement[] = [];
+    if (input.state === 'awaiting_review' && !input.mayReview) {
+      parts.push(h('div', { className: 'waiting' }, `The review is ${input.requester ? `${input.requester}'s` : "the requester's"} to give.`));
+    }
+    if (input.summary.prUrl) {
+      const url = input.summary.prUrl;
+      parts.push(h('div', { className: 'pr-link' }, 'Pull request: ', button(url, 'link open-pr', () => this.post({ type: 'openExternal', url }))));
+    }
+    this.extra.replaceChildren(...parts);
+  }
+
+  private renderButtons(): void {
+    const input = this.current;
+    if (!input) return;
+    const mode = modeOf(input);
+    const focused = document.activeElement instanceof HTMLElement ? document.activeElement.dataset.action : undefined;
+    const make = (label: string, className: string, action: string, run: () => void, title?: string): HTMLButtonElement => {
+      const element = button(label, className, run, title);
+      element.dataset.action = action;
+      element.disabled = this.busy;
+      return element;
+    };
+    const buttons: HTMLButtonElement[] = [];
+    if (mode === 'work') {
+      buttons.push(make('Send message', 'primary action-send', 'send', () => this.sendMessage()));
+      buttons.push(make('Cancel task…', 'secondary interrupt action-cancel', 'cancel', () => this.post({ type: 'interrupt', taskId: input.taskId }), 'Stop the agent (asks first); the diff so far is kept'));
+    } else if (mode === 'review') {
+      const count = input.pending.length;
+      buttons.push(make('Approve and push', 'primary review-approve', 'approve', () => this.review('approve'), 'Let the server push the branch and open a pull request'));
+      buttons.push(make(count ? `Request changes (${count})` : 'Request changes', 'secondary review-changes', 'request_changes', () => this.review('request_changes'), 'Send the text and the pending line comments; the agent goes on'));
+      buttons.push(make('Reject', 'secondary review-reject', 'reject', () => this.review('reject'), 'End the task; nothing is pushed'));
+    }
+    this.buttons.replaceChildren(...buttons);
+    if (focused) buttons.find((b) => b.dataset.action === focused)?.focus();
+  }
+
+  private sendMessage(): void {
+    const text = this.input.value.trim();
+    if (!this.current || this.busy) return;
+    if (!text) {
+      this.refuse('Write a message for the agent first.');
+      return;
+    }
+    this.post({ type: 'sendMessage', taskId: this.current.taskId, text });
+    this.input.value = '';
+    this.callbacks.draftChanged('');
+  }
+
+  private review(action: ReviewAction): void {
+    const input = this.current;
+    if (!input || this.busy) return;
+    const text = this.input.value.trim();
+    if (action === 'request_changes' && !text && input.pending.length === 0) {
+      this.refuse('Write what should change, or add line comments in the diff first.');
+      return;
+    }
+    this.busy = true;
+    this.renderedKey = `busy:${renderKey(input)}`;
+    this.input.disabled = true;
+    for (const b of this.buttons.querySelectorAll('button')) b.disabled = true;
+    this.post({ type: 'review', taskId: input.taskId, action, ...(text ? { comment: text } : {}) });
+    if (action !== 'approve') {
+      this.input.value = '';
+      this.callbacks.draftChanged('');
+    }
+  }
+
+  private refuse(text: string): void {
+    this.input.classList.add('invalid');
+    this.input.focus();
+    this.hint.textContent = text;
+  }
+
+  private taskId(): string {
+    return this.current?.taskId ?? '';
+  }
+
+  private post(message: FromWebview): void {
+    this.callbacks.post(message);
+  }
+}
+
+/** Everything the area shows, so an unchanged state is not redrawn (and focus stays where it is). */
+function renderKey(input: ActionAreaInput): string {
+  const s = input.summary;
+  return JSON.stringify([
+    input.taskId,
+    input.state,
+    input.mayReview,
+    input.requester,
+    input.pending,
+    s.policy ?? null,
+    s.review ?? null,
+    [...s.changedFiles],
+    s.prUrl ?? null,
+  ]);
+}
+
+function joinWith(parts: HTMLElement[], separator: string): Array<HTMLElement | string> {
+  return parts.flatMap((part, index) => (index ? [separator, part] : [part]));
+}
