@@ -18,7 +18,7 @@ export {
 export type { FoundOverride, GatedPolicyResult, PolicyOverrideInput } from './override';
 export { CI_CONFIG_GLOBS, DEFAULT_PROTECTED_GLOBS, TEST_CONFIG_GLOBS, TEST_GLOBS, isCiConfig, isTestConfig, isTestFile } from './paths';
 export { DEFAULT_REPO_POLICY, POLICY_FILE_PATH, RepoPolicy, parseRepoPolicy } from './repo-policy';
-export { maskSecret, scanSecrets, shannonEntropy } from './secrets';
+export { findMaskedSecrets, scanSecrets, scanText, secretMarker, SECRET_MARKER, shannonEntropy } from './secrets';
 export type { SecretFinding } from './secrets';
 export { SECRET_RULES } from './secret-rules';
 export { pushApprovalStatus } from './approvals';

@@ -14,6 +14,9 @@
  * `secrets.ts` is the net under them.
  */
 
+import { ASSIGNMENT_RULES, PASSWORD_ASSIGNMENT_RULE } from './secret-assignments';
+import { PROVIDER_RULES } from './secret-providers';
+
 export interface SecretRule {
   id: string;
   description: string;
@@ -32,6 +35,8 @@ export interface SecretRule {
   keywords: string[];
   /** Matches may span lines (key blocks); the rule then runs on runs of consecutive added lines. */
   multiline?: boolean;
+  /** A finding whose `name` group matches this is not a secret (`passwordLabel`, `tokenUrl`). */
+  nameAllow?: RegExp;
 }
 
 /** gitleaks' common right-hand boundary of a token: quote, backtick, space, `;`, `\n` escape or end. */
@@ -41,7 +46,7 @@ function rx(source: string, flags = ''): RegExp {
   return new RegExp(source, `g${flags}`);
 }
 
-export const SECRET_RULES: readonly SecretRule[] = [
+const GITLEAKS_CORE_RULES: readonly SecretRule[] = [
   {
     id: 'aws-access-token',
     keywords: ['a3t', 'akia', 'asia', 'abia', 'acca'],
@@ -222,7 +227,7 @@ export const SECRET_RULES: readonly SecretRule[] = [
     keywords: ['t3blbkfj'],
     description: 'OpenAI API key',
     regex: rx(
-      String.raw`\b(?<secret>sk-(?:proj|svcacct|admin)-(?:[A-Za-z0-9_-]{74}|[A-Za-z0-9_-]{58})T3BlbkFJ(?:[A-Za-z0-9_-]{74}|[A-Za-z0-9_-]{58})\b|sk-[a-zA-Z0-9]{20}T3BlbkFJ[a-zA-Z0-9]{20})${END}`,
+      String.raw`\b(?<secret>sk-(?:proj|svcacct|admin)-(?:[A-Za-z0-9_-]{74}|[A-Za-z0-9_-]{58})T3BlbkFJ(?:[A-Za-z0-9_-]{74}|[A-Za-z0-9_-]{58})(?![\w-])|sk-[a-zA-Z0-9]{20}T3BlbkFJ[a-zA-Z0-9]{20})${END}`,
       'm',
     ),
     entropy: 3,
@@ -244,6 +249,21 @@ export const SECRET_RULES: readonly SecretRule[] = [
     stopwords: ['example', 'sample', 'placeholder', 'changeme', 'dummy', 'fake', 'xxxxxx', '000000', 'your_', 'your-', 'redacted'],
   },
 ];
+
+/**
+ * Every rule, in the order they claim a span: provider formats first (a GitHub token inside a URL
+ * is a `github-pat`, not a `credentialed-url`), then the assignment rules, whose allowlists are
+ * wider, last.
+ */
+export const SECRET_RULES: readonly SecretRule[] = [
+  ...GITLEAKS_CORE_RULES.filter((rule) => rule.id !== 'generic-api-key'),
+  ...PROVIDER_RULES,
+  ...GITLEAKS_CORE_RULES.filter((rule) => rule.id === 'generic-api-key'),
+  ...ASSIGNMENT_RULES,
+];
+
+/** Rules that judge a name and a value (skipped in lockfiles and minified files, like the entropy check). */
+export const ASSIGNMENT_RULE_IDS: ReadonlySet<string> = new Set(['generic-api-key', PASSWORD_ASSIGNMENT_RULE]);
 
 /**
  * Names that contain a secret-ish keyword but hold no secret (`public_key`, `token_url`,

@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { AddedLine } from './diff';
 import { SECRET_RULES } from './secret-rules';
-import { classSwitchRate, HIGH_ENTROPY_RULE, looksRandom, maskSecret, scanSecrets, shannonEntropy } from './secrets';
+import { classSwitchRate, HIGH_ENTROPY_RULE, looksRandom, scanSecrets, scanText, secretMarker, shannonEntropy } from './secrets';
 import { HEX, samples } from './testing/samples';
+import { distinctRules, secretFormats } from './testing/secret-formats';
 
 const s = samples(7);
 
@@ -101,7 +102,7 @@ const CASES: Case[] = [
 
 describe('secret rules', () => {
   it('has a test case for every rule', () => {
-    const tested = new Set(CASES.map((testCase) => testCase.rule));
+    const tested = new Set([...CASES.map((testCase) => testCase.rule), ...distinctRules(secretFormats(1))]);
     for (const rule of SECRET_RULES) expect(tested, rule.id).toContain(rule.id);
   });
 
@@ -128,9 +129,7 @@ describe('scanSecrets', () => {
     ]);
     expect(findings).toHaveLength(1);
     expect(findings[0]!.line).toBe(11);
-    expect(findings[0]!.excerpt).not.toContain(token);
-    expect(findings[0]!.excerpt).toContain('ghp_');
-    expect(findings[0]!.excerpt).toContain('*');
+    expect(findings[0]!.excerpt).toBe(`const token = "[secret:github-pat …${token.slice(-4)}]";`);
   });
 
   it('finds a private key written as one JSON string with \\n escapes (service-account files)', () => {
@@ -177,8 +176,86 @@ describe('entropy helpers', () => {
     expect(looksRandom('getUserAccountSettingsForTenant2AndRegion')).toBe(false);
   });
 
-  it('masks all but a short prefix', () => {
-    expect(maskSecret(`ghp_${'abcdefghijklmnopqrstuvwxyz0123456789'}`)).toBe('ghp_************');
-    expect(maskSecret('abcd')).toBe('a****');
+  it('masks to the kind and at most the last four characters', () => {
+    expect(secretMarker('github-pat', `ghp_${'abcdefghijklmnopqrstuvwxyz0123456789'}`)).toBe('[secret:github-pat …6789]');
+    expect(secretMarker('password-assignment', 'Tr0ub4dor&3')).toBe('[secret:password-assignment]');
+  });
+});
+
+/**
+ * Whether an excerpt shows five or more characters of the secret in a row (markers taken out, and
+ * runs that the line shows outside the secret anyway, like the variable name, not counted).
+ */
+function leaksSecret(excerpt: string, secret: string, line: string): boolean {
+  const shown = excerpt.replace(/\[secret:[^\]]*\]/g, ' ');
+  const around = line.split(secret).join(' ');
+  for (let start = 0; start + 5 <= secret.length; start += 1) {
+    const piece = secret.slice(start, start + 5);
+    if (shown.includes(piece) && !around.includes(piece)) return true;
+  }
+  return false;
+}
+
+describe('secret formats (fresh values each run)', () => {
+  const seed = Math.floor(Math.random() * 2 ** 31);
+  const formats = secretFormats(seed);
+
+  it(`covers at least 45 distinct formats (seed ${seed})`, () => {
+    expect(distinctRules(formats).length).toBeGreaterThanOrEqual(45);
+  });
+
+  for (const format of formats) {
+    it(`${format.rule}: found, and its excerpt shows only the kind and a few characters (seed ${seed})`, () => {
+      for (let round = 0; round < 5; round += 1) {
+        const { secret, line } = format.make();
+        const findings = scanText(line, 'src/settings.ts');
+        expect(findings.map((finding) => finding.rule), line).toContain(format.rule);
+        for (const finding of findings) {
+          if (format.rule !== 'private-key') expect(finding.excerpt).toContain(`[secret:${finding.rule}`);
+          expect(leaksSecret(finding.excerpt, secret, line), finding.excerpt).toBe(false);
+        }
+      }
+    });
+  }
+
+  it('finds every format in a PR summary and a commit message written as prose', () => {
+    for (const format of formats) {
+      const { line } = format.make();
+      expect(scanText(`Fixed the typo.\n\nFor reference, the config had:\n${line}\n`).map((finding) => finding.rule), line).toContain(format.rule);
+    }
+  });
+});
+
+describe('no false positives on look-alikes', () => {
+  const negatives = [
+    'const id = "3f2c7a1e-9b4d-4c8e-a1f2-7d3e9b0c6a15";', // UUID
+    'commit 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b', // git SHA
+    'const image = "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";',
+    'const passwordLabel = "Password (8+ characters)";',
+    'const tokenUrl = "https://auth.example.com/oauth/token";',
+    'password: ${DB_PASSWORD}',
+    'DATABASE_URL=postgres://app:${DB_PASSWORD}@db:5432/app',
+    'const password = process.env.DB_PASSWORD;',
+    'const secret = config.get("secret");',
+    'password = os.environ["DB_PASSWORD"]',
+    'const apiKeyHeader = "X-Api-Key";',
+    'url = "https://github.com/acme/app/blob/main/README.md"',
+    'git clone git@github.com:acme/app.git',
+    'password: "<your password>"',
+    'token_type: "Bearer"',
+    'const tokenTtlSeconds = 3600;',
+    'secret_name = "prod-db-password-v2"',
+  ];
+  for (const negative of negatives) {
+    it(`ignores ${negative.slice(0, 50)}`, () => {
+      expect(scanText(negative, 'src/app.ts').map((finding) => finding.rule)).toEqual([]);
+    });
+  }
+
+  it('ignores lockfile integrity hashes and base64 fixtures in lockfiles', () => {
+    const s2 = samples(5);
+    const lock = [`"integrity": "sha512-${s2.randomBlob(86)}=="`, `"resolved": "https://registry.npmjs.org/x/-/x-1.0.0.tgz"`].join('\n');
+    expect(scanText(lock, 'package-lock.json')).toEqual([]);
+    expect(scanText(`integrity sha512-${s2.randomBlob(86)}==`, 'yarn.lock')).toEqual([]);
   });
 });

@@ -1,5 +1,5 @@
 import type { AddedLine } from './diff';
-import { GENERIC_NAME_ALLOW, SECRET_RULES, type SecretRule } from './secret-rules';
+import { ASSIGNMENT_RULE_IDS, GENERIC_NAME_ALLOW, SECRET_RULES, type SecretRule } from './secret-rules';
 
 /**
  * Secret scanning of the lines a diff adds. Known token formats come from gitleaks' rules
@@ -35,17 +35,25 @@ export function shannonEntropy(value: string): number {
   return entropy;
 }
 
-/** Keeps a short recognisable prefix (`ghp_`, `AKIA`) and hides the rest. */
-export function maskSecret(secret: string): string {
-  const keep = Math.min(4, Math.floor(secret.length / 4));
-  return `${secret.slice(0, keep)}${'*'.repeat(Math.min(Math.max(secret.length - keep, 4), 12))}`;
+/**
+ * The masked form of a secret: its kind and at most its last four characters (none for secrets
+ * under 20 characters), e.g. `[secret:github-pat …x9Qa]`. Deterministic, so the same text always
+ * masks to the same bytes (an override's diff digest stays valid), and recognisable, so a masked
+ * secret in a diff is still a finding (`findMaskedSecrets`).
+ */
+export function secretMarker(rule: string, secret: string): string {
+  const tail = secret.length >= 20 ? secret.slice(-4) : '';
+  return /^[A-Za-z0-9]{4}$/.test(tail) ? `[secret:${rule} …${tail}]` : `[secret:${rule}]`;
 }
+
+/** A marker written by `secretMarker`; `kind` is the rule id. */
+export const SECRET_MARKER = /\[secret:(?<kind>[a-z0-9-]{2,60})(?: …[A-Za-z0-9]{4})?\]/g;
 
 const EXCERPT_MAX = 160;
 
-function excerptOf(lineText: string, secrets: string[]): string {
+function excerptOf(lineText: string, secrets: Array<{ rule: string; secret: string }>): string {
   let masked = lineText;
-  for (const secret of secrets) masked = masked.split(secret).join(maskSecret(secret));
+  for (const { rule, secret } of secrets) masked = masked.split(secret).join(secretMarker(rule, secret));
   masked = masked.trim();
   return masked.length > EXCERPT_MAX ? `${masked.slice(0, EXCERPT_MAX - 1)}…` : masked;
 }
@@ -106,6 +114,7 @@ function passesRuleFilters(rule: SecretRule, secret: string, name: string | unde
   const lower = secret.toLowerCase();
   if (rule.stopwords?.some((word) => lower.includes(word))) return false;
   if (name !== undefined && GENERIC_NAME_ALLOW.test(name)) return false;
+  if (name !== undefined && rule.nameAllow?.test(name)) return false;
   return true;
 }
 
@@ -184,7 +193,7 @@ function scanEntropy(line: AddedLine, taken: Span[], lineStart: number): SecretF
       rule: HIGH_ENTROPY_RULE,
       description: `Random-looking string of ${candidate.length} characters (entropy ${shannonEntropy(candidate).toFixed(2)} bits/char)`,
       line: line.line,
-      excerpt: excerptOf(line.text, [candidate]),
+      excerpt: excerptOf(line.text, [{ rule: HIGH_ENTROPY_RULE, secret: candidate }]),
       secret: candidate,
     });
   }
@@ -212,7 +221,7 @@ function applyRule(rule: SecretRule, block: Block, text: string, offset: number,
     if (!passesRuleFilters(rule, secret, match.groups?.['name'])) continue;
     taken.push(span);
     const line = lineAt(block, start);
-    findings.push({ rule: rule.id, description: rule.description, line: line.line, excerpt: excerptOf(line.text, secretParts(secret)), secret });
+    findings.push({ rule: rule.id, description: rule.description, line: line.line, excerpt: excerptOf(line.text, secretParts(secret).map((part) => ({ rule: rule.id, secret: part }))), secret });
   }
 }
 
@@ -229,11 +238,50 @@ export function scanSecrets(path: string, added: AddedLine[]): SecretFinding[] {
     for (const start of block.starts) {
       const lower = start.line.text.toLowerCase();
       for (const rule of LINE_RULES) {
-        if (exempt && rule.id === 'generic-api-key') continue;
+        if (exempt && ASSIGNMENT_RULE_IDS.has(rule.id)) continue;
         if (matchesKeywords(rule, lower)) applyRule(rule, block, start.line.text, start.offset, taken, findings);
       }
       if (!exempt) findings.push(...scanEntropy(start.line, taken, start.offset));
+      findings.push(...findMaskedSecrets(start.line));
     }
   }
   return findings.sort((a, b) => a.line - b.line);
+}
+
+/**
+ * Secrets Dockhand masked before storing the text (`secretMarker`). The stored diff and summary
+ * hold markers instead of the values, so a check of the stored form must still see that a secret
+ * was there: pushing the marker would publish a broken file, and the finding is the same one the
+ * unmasked text produced.
+ */
+export function findMaskedSecrets(line: AddedLine): SecretFinding[] {
+  if (!line.text.includes('[secret:')) return [];
+  const findings: SecretFinding[] = [];
+  SECRET_MARKER.lastIndex = 0;
+  for (const match of line.text.matchAll(SECRET_MARKER)) {
+    const kind = match.groups?.['kind'] ?? 'secret';
+    findings.push({
+      rule: kind,
+      description: `${describeRule(kind)} (masked by Dockhand before it was stored)`,
+      line: line.line,
+      excerpt: excerptOf(line.text, []),
+      secret: match[0],
+    });
+  }
+  return findings;
+}
+
+function describeRule(id: string): string {
+  if (id === HIGH_ENTROPY_RULE) return 'Random-looking string';
+  return SECRET_RULES.find((rule) => rule.id === id)?.description ?? `Secret (${id})`;
+}
+
+/**
+ * Scans free text (a PR title or body, a commit message, a summary, a tool's output): every line
+ * is treated as added. `path`, when the text is a file's content, applies the lockfile allowances.
+ */
+export function scanText(text: string, path = ''): SecretFinding[] {
+  if (text === '') return [];
+  const added = text.split('\n').map((line, index) => ({ line: index + 1, text: line }));
+  return scanSecrets(path, added);
 }
