@@ -1,17 +1,38 @@
+import { createHash } from 'node:crypto';
 import type { Sandbox } from '../sandbox/types';
+import { InMemoryBaselineStore } from './baseline';
 import { detectCheckers, runCheckers } from './checks';
 import { InMemoryFlakyStore } from './flaky';
 import { buildGraph, GraphCache, overlayChanges, type ImpactGraph } from './graph';
-import { detectJsRunner, parseTestOutput, testCommand, type TestTarget } from './runners';
+import { compactOutput } from './report-output';
+import { detectJsRunner, type TestTarget } from './runners';
 import { selectTests, type Selection } from './selection';
 import { readBaseSnapshot, readWorkspaceChanges, workspaceDiffHash, type WorkspaceChanges } from './snapshot';
-import type { ChecksConfig, Diagnostic, FeedbackEngine, FlakyObservation, FlakyStore, TestCaseResult, TestReport, TestRunner } from './types';
+import { customPlan, detectedPlan, selectableFiles, selectedPlan, wholeCommandPlan, type SuitePlan } from './suite-plan';
+import { runSuite, type SuiteContext, type SuiteRun } from './suite-run';
+import { planTestCommand } from './test-command';
+import type {
+  BaselineKey,
+  BaselineResult,
+  BaselineStore,
+  ChecksConfig,
+  Diagnostic,
+  FeedbackEngine,
+  FlakyObservation,
+  FlakyStore,
+  RunTestsOptions,
+  TestCaseResult,
+  TestReport,
+  TestRunner,
+} from './types';
 
 export interface SmartFeedbackEngineOptions {
-  /** Repo identity for the graph cache and the flaky quarantine (e.g. `github.com/acme/shop`). */
+  /** Repo identity for the graph cache, the flaky quarantine and the baseline (e.g. `github.com/acme/shop`). */
   repo: string;
   checks?: ChecksConfig;
   flakyStore?: FlakyStore;
+  /** Where baselines at base SHAs are kept (default: in memory, for this engine only). */
+  baselineStore?: BaselineStore;
   /** Shared across engines so a second task on the same base SHA reuses the parsed graph. */
   cache?: GraphCache;
   /** Characters of output the model gets. */
@@ -27,13 +48,13 @@ interface Analysis {
   selection: Selection;
 }
 
-interface SuiteRun {
-  runner: TestRunner | 'custom';
-  command: string;
-  cases: TestCaseResult[];
-  failures: string[];
-  exitCode: number;
-  timedOut: boolean;
+interface PlannedRuns {
+  reason: string;
+  plans: SuitePlan[];
+  /** The plans are the whole test command (not a selection of files). */
+  whole: boolean;
+  /** What runs when the selection's runner finds no tests in the selected files. */
+  fallback?: SuitePlan;
 }
 
 /**
@@ -49,10 +70,12 @@ export class SmartFeedbackEngine implements FeedbackEngine {
   private readonly cache: GraphCache;
   private readonly flaky: FlakyStore;
   private readonly checks: ChecksConfig;
+  private readonly baselines: BaselineStore;
 
   constructor(private readonly options: SmartFeedbackEngineOptions) {
     this.cache = options.cache ?? new GraphCache();
     this.flaky = options.flakyStore ?? new InMemoryFlakyStore();
+    this.baselines = options.baselineStore ?? new InMemoryBaselineStore();
     this.checks = options.checks ?? {};
   }
 
@@ -76,115 +99,194 @@ export class SmartFeedbackEngine implements FeedbackEngine {
     return { changes, graph, selection };
   }
 
-  async runTests(sandbox: Sandbox, opts: { scope: 'selected' | 'full'; signal?: AbortSignal }): Promise<TestReport> {
+  async runTests(sandbox: Sandbox, opts: RunTestsOptions): Promise<TestReport> {
     const started = Date.now();
     const analysis = await this.analyze(sandbox);
-    const { graph, selection } = analysis;
-    const jsRunner: TestRunner =
-      this.checks.runner && this.checks.runner !== 'pytest' ? this.checks.runner : (detectJsRunner(await readText(sandbox, 'package.json')) ?? 'node-test');
-    const hasJsTests = [...graph.tests].some((test) => !test.endsWith('.py'));
-    const hasPyTests = [...graph.tests].some((test) => test.endsWith('.py'));
-
-    let reason: string;
-    const plans: Array<{ runner: TestRunner | 'custom'; command: string }> = [];
-    if (opts.scope === 'full' && this.checks.preMerge) {
-      reason = 'scope full: the configured pre-merge command';
-      plans.push({ runner: 'custom', command: this.checks.preMerge });
-    } else if (opts.scope === 'full' || selection.mode === 'full') {
-      reason = opts.scope === 'full' ? 'scope full: the whole suite' : selection.reason;
-      if (hasJsTests) plans.push({ runner: jsRunner, command: testCommand(jsRunner, undefined, this.commandOptions()) });
-      if (hasPyTests) plans.push({ runner: 'pytest', command: testCommand('pytest', undefined, this.commandOptions()) });
-    } else {
-      reason = selection.reason;
-      if (selection.mode === 'selected') {
-        const js = selection.tests.filter((test) => !test.endsWith('.py')).map((file) => ({ file }));
-        const py = selection.tests.filter((test) => test.endsWith('.py')).map((file) => ({ file }));
-        if (js.length > 0) plans.push({ runner: jsRunner, command: testCommand(jsRunner, js, this.commandOptions()) });
-        if (py.length > 0) plans.push({ runner: 'pytest', command: testCommand('pytest', py, this.commandOptions()) });
-      }
+    const planned = await this.plan(sandbox, analysis, opts);
+    const context: SuiteContext = {
+      files: analysis.graph.files,
+      changed: [...analysis.changes.changed, ...analysis.changes.deleted],
+      timeoutSeconds: this.checks.timeoutSeconds ?? 600,
+      ...(opts.signal ? { signal: opts.signal } : {}),
+    };
+    const diffBefore = await workspaceDiffHash(sandbox);
+    let runs: SuiteRun[] = [];
+    for (const plan of planned.plans) runs.push(await runSuite(sandbox, plan, context));
+    // The runner's own configuration decides what a test is: a selection it found nothing in runs whole.
+    if (planned.whole === false && planned.fallback && runs.length > 0 && runs.every((run) => !run.infrastructure && run.cases.length === 0)) {
+      planned.reason += '; the runner found no tests in the selected files: ran the whole command';
+      planned.whole = true;
+      runs = [await runSuite(sandbox, planned.fallback, context)];
     }
 
-    const diffBefore = await workspaceDiffHash(sandbox);
-    const runs: SuiteRun[] = [];
-    for (const plan of plans) runs.push(await this.runSuite(sandbox, plan.runner, plan.command, graph.files, opts.signal));
-
+    const infrastructure = runs.find((run) => run.infrastructure)?.infrastructure;
     const quarantinedIds = new Set((await this.flaky.list(this.options.repo)).map((test) => test.testId));
-    const rerunNotes = await this.rerunFailures(sandbox, runs, quarantinedIds, diffBefore, graph.files, opts.signal);
+    const baseline = await this.baselines.get(this.baselineKey(sandbox));
+    const preExistingIds = new Set(baseline?.preExistingFailures ?? []);
+    const rerunNotes = infrastructure ? [] : await this.rerunFailures(sandbox, runs, quarantinedIds, preExistingIds, diffBefore, context);
 
     const cases = runs.flatMap((run) => run.cases);
     const deciding = cases.filter((testCase) => !quarantinedIds.has(testCase.id));
-    const failed = deciding.filter((testCase) => testCase.outcome === 'failed').length;
-    const passed = cases.filter((testCase) => testCase.outcome === 'passed').length;
-    const skipped = cases.filter((testCase) => testCase.outcome === 'skipped').length;
+    const failing = deciding.filter((testCase) => testCase.outcome === 'failed');
+    const preExisting = [...new Set(failing.filter((testCase) => preExistingIds.has(testCase.id)).map((testCase) => testCase.id))];
     const quarantined = [...new Set(cases.filter((testCase) => quarantinedIds.has(testCase.id)).map((testCase) => testCase.id))];
-    const command = runs.map((run) => run.command).join(' && ') || '(nothing to run)';
+    const runners = [...new Set(runs.map((run) => run.plan.runner))];
     const report: TestReport = {
-      command,
+      command: runs.map((run) => run.plan.command).join(' && ') || '(nothing to run)',
       scope: opts.scope,
-      selectionReason: reason,
-      passed,
-      failed,
-      skipped,
-      ok: failed === 0,
+      selectionReason: planned.reason,
+      passed: cases.filter((testCase) => testCase.outcome === 'passed').length,
+      failed: failing.length,
+      skipped: cases.filter((testCase) => testCase.outcome === 'skipped').length,
+      ok: !infrastructure && failing.every((testCase) => preExistingIds.has(testCase.id)),
       quarantined,
       output: '',
       durationMs: Date.now() - started,
       cases,
+      wholeCommand: planned.whole,
+      preExisting,
     };
-    report.output = this.compactOutput(report, runs, quarantinedIds, rerunNotes);
+    const runner = runners.length === 1 ? runners[0] : undefined;
+    if (runner && runner !== 'custom') report.runner = runner;
+    if (infrastructure) report.infrastructure = infrastructure;
+    report.output = infrastructure
+      ? `${infrastructure.message}\n${infrastructure.output}`
+      : compactOutput(report, runs, quarantinedIds, preExistingIds, rerunNotes, this.options.outputCapChars ?? 8000);
     return report;
   }
 
-  private commandOptions(): { python?: string } {
-    return this.checks.python ? { python: this.checks.python } : {};
+  /**
+   * What runs. With an environment recipe, the repository's test command: its runner on the
+   * selected files when it can take them, else the whole command. Without one (test doubles),
+   * the detected runner per language.
+   */
+  private async plan(sandbox: Sandbox, analysis: Analysis, opts: RunTestsOptions): Promise<PlannedRuns> {
+    const { selection } = analysis;
+    const python = this.checks.python;
+    const environment = sandbox.environment;
+    if (!environment) return this.detectedPlans(sandbox, analysis, opts);
+    const packageJson = await readText(sandbox, 'package.json');
+    const prePr = opts.scope === 'full' && opts.prePr ? (environment.prePr ?? (this.checks.preMerge ? { command: this.checks.preMerge, source: 'checks.preMerge' } : undefined)) : undefined;
+    if (prePr) {
+      return { reason: `scope full: the pre-PR command (from ${prePr.source})`, plans: [wholeCommandPlan(planTestCommand(prePr.command, packageJson), python)], whole: true };
+    }
+    const plan = planTestCommand(environment.test.command, packageJson);
+    const whole = wholeCommandPlan(plan, python);
+    const source = `\`${environment.test.command}\` from ${environment.test.source}`;
+    if (opts.scope === 'full') return { reason: `scope full: the repository's test command (${source})`, plans: [whole], whole: true };
+    if (selection.mode === 'none') return { reason: selection.reason, plans: [], whole: false };
+    if (selection.mode === 'full') return { reason: `${selection.reason}: the whole test command (${source})`, plans: [whole], whole: true };
+    const selectable = selectableFiles(plan, selection.tests);
+    if ('reason' in selectable) return { reason: `${selection.reason}; ${selectable.reason}: ran the whole command instead`, plans: [whole], whole: true };
+    const left = selection.tests.length - selectable.files.length;
+    const note = left > 0 ? ` (${left} selected file(s) are not run by it)` : '';
+    const chosen = selectedPlan(plan, selectable.files.map((file) => ({ file })), python);
+    return { reason: `${selection.reason}; passed to ${plan.runner} of ${source}${note}`, plans: [chosen], whole: false, fallback: whole };
   }
 
-  private async runSuite(sandbox: Sandbox, runner: TestRunner | 'custom', command: string, files: Set<string>, signal?: AbortSignal): Promise<SuiteRun> {
-    const exec: Parameters<Sandbox['exec']>[0] = {
-      cmd: ['bash', '-c', command],
-      // No bytecode or pytest cache files: the run must not change the workspace diff.
-      env: { PYTHONDONTWRITEBYTECODE: '1', CI: '1', NO_COLOR: '1', FORCE_COLOR: '0' },
-      timeoutMs: (this.checks.timeoutSeconds ?? 600) * 1000,
-      outputCapBytes: 4 * 1024 * 1024,
-    };
-    if (signal) exec.signal = signal;
-    const result = await sandbox.exec(exec);
-    const parsed = runner === 'custom' ? { cases: [], failures: [] } : parseTestOutput(runner, result.stdout, files);
-    const run: SuiteRun = { runner, command, cases: parsed.cases, failures: parsed.failures, exitCode: result.exitCode, timedOut: result.timedOut };
-    // A red exit with no failing test parsed (crash, collection error, timeout) is still red.
-    if (result.exitCode !== 0 && !parsed.cases.some((testCase) => testCase.outcome === 'failed')) {
-      const tail = `${result.stdout}\n${result.stderr}`.trim().slice(-3000);
-      const why = result.timedOut ? 'timed out' : `exited with ${result.exitCode}`;
-      run.cases.push({ id: `${command} (${why})`, outcome: 'failed', message: why });
-      run.failures.push(`✗ ${command} ${why}\n${tail}`);
+  private async detectedPlans(sandbox: Sandbox, analysis: Analysis, opts: RunTestsOptions): Promise<PlannedRuns> {
+    const { graph, selection } = analysis;
+    const python = this.checks.python;
+    const jsRunner: TestRunner =
+      this.checks.runner && this.checks.runner !== 'pytest' ? this.checks.runner : (detectJsRunner(await readText(sandbox, 'package.json')) ?? 'node-test');
+    const hasJsTests = [...graph.tests].some((test) => !test.endsWith('.py'));
+    const hasPyTests = [...graph.tests].some((test) => test.endsWith('.py'));
+    if (opts.scope === 'full' && this.checks.preMerge) return { reason: 'scope full: the configured pre-merge command', plans: [customPlan(this.checks.preMerge)], whole: true };
+    if (opts.scope === 'full' || selection.mode === 'full') {
+      const plans: SuitePlan[] = [];
+      if (hasJsTests) plans.push(detectedPlan(jsRunner, undefined, python));
+      if (hasPyTests) plans.push(detectedPlan('pytest', undefined, python));
+      return { reason: opts.scope === 'full' ? 'scope full: the whole suite' : selection.reason, plans, whole: true };
     }
-    return run;
+    if (selection.mode === 'none') return { reason: selection.reason, plans: [], whole: false };
+    const js = selection.tests.filter((test) => !test.endsWith('.py')).map((file) => ({ file }));
+    const py = selection.tests.filter((test) => test.endsWith('.py')).map((file) => ({ file }));
+    const plans: SuitePlan[] = [];
+    if (js.length > 0) plans.push(detectedPlan(jsRunner, js, python));
+    if (py.length > 0) plans.push(detectedPlan('pytest', py, python));
+    return { reason: selection.reason, plans, whole: false };
+  }
+
+  /** Where this sandbox's baseline is kept: repository, recipe (test command included), base SHA. */
+  baselineKey(sandbox: Sandbox): BaselineKey {
+    const recipe = sandbox.environment ? createHash('sha256').update(JSON.stringify(sandbox.environment)).digest('hex').slice(0, 24) : 'detected';
+    return { repo: this.options.repo, recipe, baseSha: sandbox.baseSha };
+  }
+
+  async baseline(sandbox: Sandbox, opts: { signal?: AbortSignal } = {}): Promise<BaselineResult | undefined> {
+    const key = this.baselineKey(sandbox);
+    const stored = await this.baselines.get(key);
+    if (stored) return stored;
+    // Only a workspace still at the base says what the base does.
+    if ((await sandbox.diff()).trim() !== '') return undefined;
+    const result = await this.runBaseline(sandbox, opts);
+    if (!result.infrastructure) await this.baselines.put(key, result);
+    return result;
   }
 
   /**
-   * Reruns failing, not yet quarantined tests once. A test that fails and then passes while the
-   * workspace diff hash stays the same is flaky: quarantined with both observations as evidence.
+   * The full suite twice on the workspace as it is (the base, for a baseline). Tests whose
+   * outcome differs between the two runs are quarantined as flaky; tests that fail in both are
+   * the pre-existing failures. Nothing is stored here (`baseline` does that).
+   */
+  async runBaseline(sandbox: Sandbox, opts: { signal?: AbortSignal } = {}): Promise<BaselineResult> {
+    const analysis = await this.analyze(sandbox);
+    const planned = await this.plan(sandbox, analysis, { scope: 'full' });
+    const context: SuiteContext = { files: analysis.graph.files, changed: [], timeoutSeconds: this.checks.timeoutSeconds ?? 600, ...(opts.signal ? { signal: opts.signal } : {}) };
+    const command = planned.plans.map((plan) => plan.command).join(' && ') || '(nothing to run)';
+    const runners = [...new Set(planned.plans.map((plan) => plan.runner))];
+    const runner = runners.length === 1 && runners[0] !== 'custom' && runners[0] ? runners[0] : 'unknown';
+    const rounds: SuiteRun[][] = [];
+    let seconds = 0;
+    for (let round = 0; round < 2; round++) {
+      const roundStarted = Date.now();
+      const runs: SuiteRun[] = [];
+      for (const plan of planned.plans) runs.push(await runSuite(sandbox, plan, context));
+      if (round === 0) seconds = (Date.now() - roundStarted) / 1000;
+      const infrastructure = runs.find((run) => run.infrastructure)?.infrastructure;
+      if (infrastructure) return { command, runner, passed: 0, failed: 0, flaky: [], preExistingFailures: [], seconds, infrastructure };
+      rounds.push(runs);
+    }
+    const outcomes = rounds.map((runs) => new Map(runs.flatMap((run) => run.cases).map((testCase) => [testCase.id, testCase.outcome])));
+    const [first, second] = [outcomes[0] ?? new Map(), outcomes[1] ?? new Map()];
+    const flaky = [...first.keys()].filter((id) => second.has(id) && first.get(id) !== second.get(id) && first.get(id) !== 'skipped' && second.get(id) !== 'skipped');
+    const diffHash = await workspaceDiffHash(sandbox);
+    const at = (this.options.now?.() ?? new Date()).toISOString();
+    for (const id of flaky) {
+      const observation = (outcome: string | undefined): FlakyObservation => ({ testId: id, diffHash, outcome: outcome === 'passed' ? 'passed' : 'failed', at });
+      await this.flaky.quarantine(this.options.repo, id, [observation(first.get(id)), observation(second.get(id))]);
+    }
+    const both = (outcome: string) => [...first.keys()].filter((id) => first.get(id) === outcome && second.get(id) === outcome);
+    const preExistingFailures = both('failed');
+    return { command, runner, passed: both('passed').length, failed: preExistingFailures.length, flaky, preExistingFailures, seconds };
+  }
+
+  /**
+   * Reruns failing tests once (not quarantined, not failing at the base already). A test that
+   * fails and then passes while the workspace diff hash stays the same is flaky: quarantined
+   * with both observations as evidence.
    */
   private async rerunFailures(
     sandbox: Sandbox,
     runs: SuiteRun[],
     quarantinedIds: Set<string>,
+    preExistingIds: Set<string>,
     diffBefore: string,
-    files: Set<string>,
-    signal?: AbortSignal,
+    context: SuiteContext,
   ): Promise<string[]> {
     const notes: string[] = [];
     const maxRerun = this.options.maxRerun ?? 20;
     for (const run of runs) {
-      if (run.runner === 'custom') continue;
-      const failing = run.cases.filter((testCase) => testCase.outcome === 'failed' && !quarantinedIds.has(testCase.id) && testCase.file);
+      const narrow = run.plan.narrow;
+      if (!narrow || run.plan.runner === 'custom' || run.plan.runner === 'unknown') continue;
+      const runner = run.plan.runner;
+      const failing = run.cases.filter((testCase) => testCase.outcome === 'failed' && !quarantinedIds.has(testCase.id) && !preExistingIds.has(testCase.id) && testCase.file);
       if (failing.length === 0) continue;
       if (failing.length > maxRerun) {
         notes.push(`${failing.length} failing tests: more than ${maxRerun}, not rerun`);
         continue;
       }
-      const targets = rerunTargets(run.runner, failing);
-      const rerun = await this.runSuite(sandbox, run.runner, testCommand(run.runner, targets, this.commandOptions()), files, signal);
+      const rerun = await runSuite(sandbox, narrow(rerunTargets(runner, failing)), context);
       const diffAfter = await workspaceDiffHash(sandbox);
       if (diffAfter !== diffBefore) {
         notes.push('workspace changed during the run: no flakiness judged');
@@ -207,26 +309,6 @@ export class SmartFeedbackEngine implements FeedbackEngine {
       notes.push(`reran ${failing.length} failing test(s) once: ${flakyCount} passed (quarantined as flaky), ${failing.length - flakyCount} failed again`);
     }
     return notes;
-  }
-
-  private compactOutput(report: TestReport, runs: SuiteRun[], quarantinedIds: Set<string>, notes: string[]): string {
-    const cap = this.options.outputCapChars ?? 8000;
-    const head = [
-      `${report.ok ? 'PASS' : 'FAIL'}: ${report.passed} passed, ${report.failed} failed, ${report.skipped} skipped (${report.scope}; ${report.selectionReason})`,
-      ...notes,
-    ];
-    if (report.quarantined.length > 0) head.push(`quarantined (not deciding): ${report.quarantined.join(', ')}`);
-    const failures = runs.flatMap((run) => run.failures).filter((failure) => ![...quarantinedIds].some((id) => failure.startsWith(`✗ ${id}\n`)));
-    let output = head.join('\n');
-    for (const failure of failures) {
-      const piece = `\n\n${failure.slice(0, 1500)}`;
-      if (output.length + piece.length > cap) {
-        output += `\n\n… ${failures.length - failures.indexOf(failure)} more failure(s) not shown`;
-        break;
-      }
-      output += piece;
-    }
-    return output;
   }
 
   async diagnostics(sandbox: Sandbox, opts: { paths?: string[]; signal?: AbortSignal } = {}): Promise<Diagnostic[]> {
@@ -259,4 +341,31 @@ async function readText(sandbox: Sandbox, path: string): Promise<string | undefi
   } catch {
     return undefined;
   }
+}
+
+export interface RunBaselineOptions {
+  /** Repository identity for the quarantine and the store (default: the recipe's repo). */
+  repo?: string;
+  flakyStore?: FlakyStore;
+  /** When given, the result is kept there for the tasks that follow (not when it is an infrastructure result). */
+  baselineStore?: BaselineStore;
+  signal?: AbortSignal;
+  timeoutSeconds?: number;
+}
+
+/**
+ * The readiness report's "tests at base": runs the sandbox's full test command twice on the
+ * workspace as it is (a fresh sandbox is at its base SHA) and reports passed / failed / flaky /
+ * pre-existing failures / time, or the infrastructure result when the runner cannot run.
+ */
+export async function runBaseline(sandbox: Sandbox, options: RunBaselineOptions = {}): Promise<BaselineResult> {
+  const engine = new SmartFeedbackEngine({
+    repo: options.repo ?? sandbox.environment?.repo ?? 'unknown',
+    ...(options.flakyStore ? { flakyStore: options.flakyStore } : {}),
+    ...(options.baselineStore ? { baselineStore: options.baselineStore } : {}),
+    ...(options.timeoutSeconds ? { checks: { timeoutSeconds: options.timeoutSeconds } } : {}),
+  });
+  const result = await engine.runBaseline(sandbox, options.signal ? { signal: options.signal } : {});
+  if (options.baselineStore && !result.infrastructure) await options.baselineStore.put(engine.baselineKey(sandbox), result);
+  return result;
 }

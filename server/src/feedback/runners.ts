@@ -1,5 +1,6 @@
 import { posix } from 'node:path';
 import { z } from 'zod';
+import { parseFlatTap } from './tap';
 import type { TestCaseResult, TestRunner } from './types';
 
 /*
@@ -10,8 +11,8 @@ import type { TestCaseResult, TestRunner } from './types';
  */
 
 export const RESULT_MARKER = '@@DOCKHAND-RESULT@@';
-const FILE_MARKER = 'dockhand-file:';
-const REPORT_FILE = '/tmp/dockhand-test-report.json';
+export const FILE_MARKER = 'dockhand-file:';
+export const REPORT_FILE = '/tmp/dockhand-test-report.json';
 
 export function shellQuote(value: string): string {
   return /^[\w@%+=:,./-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`;
@@ -45,6 +46,10 @@ export function testCommand(runner: TestRunner, targets: TestTarget[] | undefine
       return `npx --no-install vitest run --reporter=json --outputFile=${REPORT_FILE}${pattern ? ` -t ${shellQuote(pattern)}` : ''} ${files}; status=$?; echo ${RESULT_MARKER}; cat ${REPORT_FILE}; exit $status`;
     case 'jest':
       return `npx --no-install jest --json --outputFile=${REPORT_FILE}${pattern ? ` -t ${shellQuote(pattern)}` : ''} ${files}; status=$?; echo ${RESULT_MARKER}; cat ${REPORT_FILE}; exit $status`;
+    case 'tape':
+      return `npx --no-install tape ${files}`.trim();
+    case 'ava':
+      return `npx --no-install ava --tap ${files}`.trim();
     case 'mocha':
       return `npx --no-install mocha --reporter json --reporter-option output=${REPORT_FILE}${pattern ? ` --grep ${shellQuote(pattern)}` : ''} ${files}; status=$?; echo ${RESULT_MARKER}; cat ${REPORT_FILE}; exit $status`;
   }
@@ -58,6 +63,8 @@ export interface ParsedRun {
   cases: TestCaseResult[];
   /** Failing tests' output, in run order. */
   failures: string[];
+  /** The runner's report was there (a TAP plan, pytest's summary line, a JSON report), even if empty. */
+  reported?: boolean;
 }
 
 export function parseTestOutput(runner: TestRunner, stdout: string, files: Set<string>): ParsedRun {
@@ -71,6 +78,9 @@ export function parseTestOutput(runner: TestRunner, stdout: string, files: Set<s
       return parseJestJson(afterMarker(stdout), files);
     case 'mocha':
       return parseMochaJson(afterMarker(stdout), files);
+    case 'tape':
+    case 'ava':
+      return parseFlatTap(stdout, (printed) => toRepoPath(printed, files));
   }
 }
 
@@ -177,7 +187,7 @@ export function parseTap(stdout: string, files: Set<string>): ParsedRun {
     }
     cases.push(testCase);
   }
-  return { cases, failures };
+  return { cases, failures, reported: entries.length > 0 || lines.some((line) => /^1\.\.\d+$/.test(line.trim())) };
 }
 
 /** pytest `-rA` short summary lines plus the FAILURES section for output. */
@@ -204,7 +214,8 @@ export function parsePytest(stdout: string): ParsedRun {
   for (const section of stdout.matchAll(sections)) {
     for (const block of (section[2] ?? '').split(/\n(?=_{3,} )/)) if (block.trim()) failures.push(block.trim());
   }
-  return { cases, failures };
+  const reported = cases.length > 0 || /^=+ .*\b(passed|failed|errors?|skipped|deselected|no tests ran)\b.* in [\d.]+s/m.test(stdout) || /^no tests ran/m.test(stdout);
+  return { cases, failures, reported };
 }
 
 const JestReport = z.object({
@@ -227,7 +238,7 @@ const JestReport = z.object({
 
 export function parseJestJson(text: string, files: Set<string>): ParsedRun {
   const parsed = JestReport.safeParse(safeJson(text));
-  if (!parsed.success) return { cases: [], failures: [] };
+  if (!parsed.success) return { cases: [], failures: [], reported: false };
   const cases: TestCaseResult[] = [];
   const failures: string[] = [];
   for (const suite of parsed.data.testResults) {
@@ -248,7 +259,7 @@ export function parseJestJson(text: string, files: Set<string>): ParsedRun {
       cases.push(testCase);
     }
   }
-  return { cases, failures };
+  return { cases, failures, reported: true };
 }
 
 const MochaTest = z.object({
@@ -260,7 +271,7 @@ const MochaReport = z.object({ passes: z.array(MochaTest), failures: z.array(Moc
 
 export function parseMochaJson(text: string, files: Set<string>): ParsedRun {
   const parsed = MochaReport.safeParse(safeJson(text));
-  if (!parsed.success) return { cases: [], failures: [] };
+  if (!parsed.success) return { cases: [], failures: [], reported: false };
   const cases: TestCaseResult[] = [];
   const failures: string[] = [];
   const add = (test: z.infer<typeof MochaTest>, outcome: TestCaseResult['outcome']): void => {
@@ -276,7 +287,7 @@ export function parseMochaJson(text: string, files: Set<string>): ParsedRun {
   for (const test of parsed.data.passes) add(test, 'passed');
   for (const test of parsed.data.failures) add(test, 'failed');
   for (const test of parsed.data.pending) add(test, 'skipped');
-  return { cases, failures };
+  return { cases, failures, reported: true };
 }
 
 function safeJson(text: string): unknown {

@@ -22,6 +22,28 @@ export interface TestReport {
   output: string;
   durationMs: number;
   cases: TestCaseResult[];
+  /** The runner whose report the counts come from ('unknown': the command's exit status only). */
+  runner?: TestRunner | 'unknown';
+  /** The repository's whole test command ran (not a selection of files). */
+  wholeCommand?: boolean;
+  /** Failing tests that already fail at the base commit (the baseline): listed, never deciding `ok`. */
+  preExisting?: string[];
+  /**
+   * The runner itself failed (missing, could not start, crashed, timed out, gave no report): not a
+   * red test. `ok` is false, no case is counted for it, and the agent is not asked to fix it.
+   */
+  infrastructure?: TestInfrastructure;
+}
+
+export type InfrastructureKind = 'missing' | 'start' | 'crash' | 'timeout' | 'no_report';
+
+export interface TestInfrastructure {
+  kind: InfrastructureKind;
+  /** One sentence a user can act on, starting "the test runner could not …". */
+  message: string;
+  command: string;
+  /** The runner's output tail. */
+  output: string;
 }
 
 export interface Diagnostic {
@@ -33,14 +55,54 @@ export interface Diagnostic {
   message: string;
 }
 
+export interface RunTestsOptions {
+  scope: 'selected' | 'full';
+  signal?: AbortSignal;
+  /** The run before a PR: the recipe's pre-PR command when it has one (scope 'full'). */
+  prePr?: boolean;
+}
+
 /** The feedback engine the run_tests tool and the verified stop use. */
 export interface FeedbackEngine {
-  runTests(sandbox: Sandbox, opts: { scope: 'selected' | 'full'; signal?: AbortSignal }): Promise<TestReport>;
+  runTests(sandbox: Sandbox, opts: RunTestsOptions): Promise<TestReport>;
   diagnostics(sandbox: Sandbox, opts?: { paths?: string[] }): Promise<Diagnostic[]>;
+  /**
+   * The full suite at the base commit (run twice to spot flakes), kept per (repository, recipe,
+   * base SHA). Called by the loop before the agent's first turn, while the workspace is still at
+   * the base; undefined when it cannot be known (the workspace already has changes and none is kept).
+   */
+  baseline?(sandbox: Sandbox, opts?: { signal?: AbortSignal }): Promise<BaselineResult | undefined>;
+}
+
+/** What `runBaseline` reports (also the readiness report's "tests at base"). */
+export interface BaselineResult {
+  command: string;
+  runner: TestRunner | 'unknown';
+  passed: number;
+  failed: number;
+  /** Tests whose outcome differed between the two runs (quarantined). */
+  flaky: string[];
+  /** Tests that failed in both runs: pre-existing, not the agent's to fix. */
+  preExistingFailures: string[];
+  seconds: number;
+  infrastructure?: TestInfrastructure;
+}
+
+export interface BaselineKey {
+  repo: string;
+  /** Hash of the environment recipe (test command included); 'detected' without one. */
+  recipe: string;
+  baseSha: string;
+}
+
+/** Where baselines are kept: `InMemoryBaselineStore` (baseline.ts) and `SqliteBaselineStore` (store/baselines.ts). */
+export interface BaselineStore {
+  get(key: BaselineKey): Promise<BaselineResult | undefined>;
+  put(key: BaselineKey, result: BaselineResult): Promise<void>;
 }
 
 /** Which test runner a suite uses; decides the command and the result parser. */
-export type TestRunner = 'node-test' | 'vitest' | 'jest' | 'mocha' | 'pytest';
+export type TestRunner = 'node-test' | 'vitest' | 'jest' | 'mocha' | 'tape' | 'ava' | 'pytest';
 
 /**
  * The repo's checks as `.dockhand/policy.yml` key `checks` describes them (the policy module owns

@@ -1,0 +1,130 @@
+import picomatch from 'picomatch';
+import { FILE_MARKER, REPORT_FILE, RESULT_MARKER, shellQuote, testCommand, type TestTarget } from './runners';
+import type { RunnerInvocation, ShellWord, TestPlan } from './test-command';
+import type { TestRunner } from './types';
+
+/*
+ * Shell commands for one suite run. With an environment recipe the repository's own test
+ * command is the source: the runner step keeps its own words (wrappers, flags, config) and only
+ * gets a machine reporter added and, for a selection, its positional paths replaced by the
+ * selected files. Without a recipe (test doubles) the detected runner's default command runs.
+ */
+
+export interface SuitePlan {
+  runner: TestRunner | 'unknown' | 'custom';
+  /** What the user sees: the repository's command and what of it ran. */
+  command: string;
+  /** The runner step's shell. */
+  script: string;
+  /** Steps of the repository's chain around the runner step, run as written (whole command only). */
+  before: string[];
+  after: string[];
+  /** The same runner on some tests (reruns); undefined when it cannot be narrowed. */
+  narrow?: (targets: TestTarget[]) => SuitePlan;
+}
+
+/** node_modules/.bin first, as npm does for scripts, so the script's words resolve as written. */
+const PATH_PREFIX = 'export PATH="$PWD/node_modules/.bin:$PATH"; ';
+
+function words(list: ShellWord[]): string {
+  return list.map((word) => word.raw).join(' ');
+}
+
+function escapeRegex(text: string): string {
+  return `^${text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`;
+}
+
+/** The runner step with its reporter; `targets` replace the script's own paths. */
+function invocationShell(invocation: RunnerInvocation, targets: TestTarget[] | undefined, python?: string): { script: string; shown: string } {
+  const files = targets ? [...new Set(targets.map((target) => target.file))].map(shellQuote).join(' ') : words(invocation.paths);
+  const names = (targets ?? []).flatMap((target) => target.names ?? []);
+  const pattern = names.length > 0 ? shellQuote(names.map(escapeRegex).join('|')) : undefined;
+  const head = words(invocation.head);
+  const flags = words(invocation.flags);
+  const join = (...parts: Array<string | undefined>) => parts.filter((part) => part && part.length > 0).join(' ');
+  const withReport = (shown: string) => ({
+    script: `rm -f ${REPORT_FILE}; ${PATH_PREFIX}${shown}; status=$?; echo ${RESULT_MARKER}; cat ${REPORT_FILE} 2>/dev/null; exit $status`,
+    shown,
+  });
+  switch (invocation.runner) {
+    case 'vitest':
+      return withReport(join(head, flags, `--reporter=json --outputFile=${REPORT_FILE}`, pattern && `-t ${pattern}`, files));
+    case 'jest':
+      return withReport(join(head, flags, `--json --outputFile=${REPORT_FILE}`, pattern && `-t ${pattern}`, files));
+    case 'mocha':
+      return withReport(join(head, flags, `--reporter json --reporter-option output=${REPORT_FILE}`, pattern && `--grep ${pattern}`, files));
+    case 'tape':
+      return { script: `${PATH_PREFIX}${join(head, flags, files)}`, shown: join(head, flags, files) };
+    case 'ava':
+      return { script: `${PATH_PREFIX}${join(head, flags, '--tap', files)}`, shown: join(head, flags, '--tap', files) };
+    case 'pytest': {
+      const ids = targets ? (targets.flatMap((target) => target.names ?? [target.file])).map(shellQuote).join(' ') : files;
+      const shown = join(python && head === 'python3 -m pytest' ? `${shellQuote(python)} -m pytest` : head, flags, '-q -rA --tb=short -p no:cacheprovider', ids);
+      return { script: `${PATH_PREFIX}${shown}`, shown };
+    }
+    case 'node-test': {
+      const base = join(head, '--test-reporter=tap', flags, pattern && `--test-name-pattern=${pattern}`);
+      if (!targets) return { script: `${PATH_PREFIX}${join(base, files)}`, shown: join(base, files) };
+      // One process per file: node's TAP names the file only for failures (see runners.ts).
+      const loop = `status=0; for file in ${files}; do echo "# ${FILE_MARKER} $file"; ${base} "$file" || status=1; done; exit $status`;
+      return { script: `${PATH_PREFIX}${loop}`, shown: join(base, files) };
+    }
+  }
+}
+
+/** The whole repository command: its chain as written around the instrumented runner step. */
+export function wholeCommandPlan(plan: TestPlan, python?: string): SuitePlan {
+  const invocation = plan.invocation;
+  if (!invocation) {
+    return { runner: 'unknown', command: plan.command, script: plan.command, before: [], after: [] };
+  }
+  const step = invocationShell(invocation, undefined, python);
+  const chain = [...plan.before, step.shown, ...plan.after].join(' && ');
+  const note = invocation.formatter ? `; report read without the formatter \`${invocation.formatter}\`` : '';
+  const command = chain === plan.command ? plan.command : `${plan.command} → ${chain}${note}`;
+  return { runner: invocation.runner, command, script: step.script, before: plan.before, after: plan.after, narrow: (targets) => selectedPlan(plan, targets, python) };
+}
+
+/** The runner step alone on `targets` (a selection or a rerun). */
+export function selectedPlan(plan: TestPlan, targets: TestTarget[], python?: string): SuitePlan {
+  const invocation = plan.invocation;
+  if (!invocation) throw new Error('a test command without a known runner cannot run a selection');
+  const step = invocationShell(invocation, targets, python);
+  return { runner: invocation.runner, command: step.shown, script: step.script, before: [], after: [], narrow: (next) => selectedPlan(plan, next, python) };
+}
+
+/**
+ * The selected files this command's runner can take: its language's files, inside the paths the
+ * script points it at (a script on `dist/` cannot run sources). A reason when none are left.
+ */
+export function selectableFiles(plan: TestPlan, tests: string[]): { files: string[] } | { reason: string } {
+  const invocation = plan.invocation;
+  if (!invocation) return { reason: `the runner of \`${plan.command}\` is not one Dockhand can pass files to` };
+  const python = invocation.runner === 'pytest';
+  let files = tests.filter((test) => test.endsWith('.py') === python);
+  const paths = invocation.paths.map((word) => word.value.replace(/^\.\//, '').replace(/\/$/, ''));
+  if (paths.length > 0) {
+    const matchers = paths.map((path) => (/[*?{[]/.test(path) ? picomatch(path, { dot: true }) : (file: string) => file === path || file.startsWith(`${path}/`)));
+    files = files.filter((file) => matchers.some((matches) => matches(file)));
+  }
+  if (files.length === 0) return { reason: `none of the selected test files is among what \`${plan.command}\` runs (${invocation.runner}${paths.length > 0 ? ` on ${paths.join(' ')}` : ''})` };
+  return { files };
+}
+
+/** Without a recipe: the detected runner's default command (what the engine always did). */
+export function detectedPlan(runner: TestRunner, targets: TestTarget[] | undefined, python?: string): SuitePlan {
+  const options = python ? { python } : {};
+  return {
+    runner,
+    command: testCommand(runner, targets, options),
+    script: testCommand(runner, targets, options),
+    before: [],
+    after: [],
+    narrow: (next) => detectedPlan(runner, next, python),
+  };
+}
+
+/** A configured command run as written (checks.preMerge): its exit status decides. */
+export function customPlan(command: string): SuitePlan {
+  return { runner: 'custom', command, script: command, before: [], after: [] };
+}

@@ -1,0 +1,324 @@
+import { z } from 'zod';
+import type { TestRunner } from './types';
+
+/*
+ * What the repository's own test command runs. `npm test` is a name for a script; the script is a
+ * shell line that may chain steps (`npm run build && jest`), pipe the runner into a formatter
+ * (`tape test/*.js | tap-spec`) or call other scripts (`npm run test:unit`). This module follows
+ * that chain as far as it can see (scripts of the root package.json, plain words, `&&`, `;` and
+ * `|`) and finds the one step that invokes a runner it knows, with that step's own words kept.
+ *
+ * It does not interpret the shell: a subshell, `$(…)`, `||`, a redirect or a script file
+ * (`./test.sh`, `make test`) leaves the runner 'unknown', and then the whole command runs as
+ * written and only its exit status decides.
+ */
+
+export interface ShellWord {
+  /** As written, quotes included (so globs stay globs when the word is reused). */
+  raw: string;
+  /** With quotes removed. */
+  value: string;
+}
+
+type Token = { word: ShellWord } | { operator: '&&' | '||' | ';' | '|' | '&' | 'other' };
+
+/** Splits a shell line into words and operators; undefined for anything it does not model. */
+export function tokenize(line: string): Token[] | undefined {
+  const tokens: Token[] = [];
+  let index = 0;
+  while (index < line.length) {
+    const char = line[index] ?? '';
+    if (/\s/.test(char)) {
+      index++;
+      continue;
+    }
+    const two = line.slice(index, index + 2);
+    if (two === '&&' || two === '||') {
+      tokens.push({ operator: two });
+      index += 2;
+      continue;
+    }
+    if (char === ';' || char === '|' || char === '&') {
+      tokens.push({ operator: char });
+      index++;
+      continue;
+    }
+    if ('<>()`'.includes(char) || two === '$(') return undefined;
+    let raw = '';
+    let value = '';
+    while (index < line.length) {
+      const c = line[index] ?? '';
+      if (/\s/.test(c) || ';|&<>()`'.includes(c)) break;
+      if (c === "'" || c === '"') {
+        const end = line.indexOf(c, index + 1);
+        if (end < 0) return undefined;
+        const inner = line.slice(index + 1, end);
+        if (c === '"' && /[$`\\]/.test(inner)) return undefined;
+        raw += line.slice(index, end + 1);
+        value += inner;
+        index = end + 1;
+        continue;
+      }
+      if (c === '\\') {
+        raw += line.slice(index, index + 2);
+        value += line[index + 1] ?? '';
+        index += 2;
+        continue;
+      }
+      if (c === '$') return undefined;
+      raw += c;
+      value += c;
+      index++;
+    }
+    tokens.push({ word: { raw, value } });
+  }
+  return tokens;
+}
+
+/** One command of a chain: its pipe segments, each a list of words. */
+export interface ChainStep {
+  segments: ShellWord[][];
+}
+
+export function stepText(step: ChainStep): string {
+  return step.segments.map((segment) => segment.map((word) => word.raw).join(' ')).join(' | ');
+}
+
+/** `a && b; c` → three steps; undefined for `||`, `&` or an empty step (not modelled). */
+export function splitChain(line: string): ChainStep[] | undefined {
+  const tokens = tokenize(line);
+  if (!tokens) return undefined;
+  const steps: ChainStep[] = [];
+  let segments: ShellWord[][] = [[]];
+  for (const token of tokens) {
+    if ('word' in token) {
+      segments[segments.length - 1]?.push(token.word);
+      continue;
+    }
+    if (token.operator === '|') {
+      segments.push([]);
+      continue;
+    }
+    if (token.operator !== '&&' && token.operator !== ';') return undefined;
+    if (segments.some((segment) => segment.length === 0)) return undefined;
+    steps.push({ segments });
+    segments = [[]];
+  }
+  if (segments.some((segment) => segment.length === 0)) return steps.length > 0 && segments.length === 1 ? steps : undefined;
+  steps.push({ segments });
+  return steps;
+}
+
+const PackageScripts = z.object({ scripts: z.record(z.string(), z.string()).optional() });
+
+export function packageScripts(packageJson: string | undefined): Record<string, string> {
+  if (packageJson === undefined) return {};
+  try {
+    const parsed = PackageScripts.safeParse(JSON.parse(packageJson));
+    return parsed.success ? (parsed.data.scripts ?? {}) : {};
+  } catch {
+    return {};
+  }
+}
+
+/**
+ * The script a step names (`npm test`, `npm run x`, `pnpm x`, `yarn x`), with the words after
+ * it; undefined when the step is not a package-manager script call.
+ */
+function scriptCall(words: ShellWord[], scripts: Record<string, string>): { name: string; extra: ShellWord[]; manager: string } | undefined {
+  const [manager, first, second, ...rest] = words.map((word) => word.value);
+  if (manager !== 'npm' && manager !== 'pnpm' && manager !== 'yarn') return undefined;
+  const flags = (from: number) => words.slice(from).filter((word) => !['--silent', '-s', '--if-present'].includes(word.value));
+  let name: string | undefined;
+  let from = 2;
+  if (first === 'test' || first === 't' || first === 'tst') name = 'test';
+  else if ((first === 'run' || first === 'run-script') && second) {
+    name = second;
+    from = 3;
+  } else if (manager !== 'npm' && first && first in scripts) name = first;
+  if (name === undefined || !(name in scripts)) return undefined;
+  void rest;
+  let extra = flags(from);
+  // npm/yarn classic pass what follows `--`; pnpm and yarn berry pass the words as they are.
+  if (extra[0]?.value === '--') extra = extra.slice(1);
+  return { name, extra, manager };
+}
+
+export interface ResolvedChain {
+  steps: ChainStep[];
+  /** Each script expanded, outermost first (`test: tape test/*.js | tap-spec`). */
+  expanded: string[];
+}
+
+/** The command with its package-manager scripts expanded (depth ≤ 5); undefined if not modelled. */
+export function resolveChain(command: string, scripts: Record<string, string>, depth = 0): ResolvedChain | undefined {
+  const steps = splitChain(command);
+  if (!steps || depth > 5) return undefined;
+  const out: ChainStep[] = [];
+  const expanded: string[] = [];
+  for (const step of steps) {
+    const call = step.segments.length === 1 ? scriptCall(step.segments[0] ?? [], scripts) : undefined;
+    if (!call) {
+      out.push(step);
+      continue;
+    }
+    const pre = scripts[`pre${call.name}`];
+    const script = scripts[call.name] ?? '';
+    expanded.push(`${call.name}: ${script}`);
+    // npm runs pre<name> first; pnpm (since v7) and yarn berry do not.
+    if (pre !== undefined && call.manager === 'npm') {
+      const inner = resolveChain(pre, scripts, depth + 1);
+      if (!inner) return undefined;
+      out.push(...inner.steps);
+      expanded.push(...inner.expanded);
+    }
+    const inner = resolveChain(script, scripts, depth + 1);
+    if (!inner) return undefined;
+    const last = inner.steps[inner.steps.length - 1];
+    const lastSegment = last?.segments[last.segments.length - 1];
+    if (call.extra.length > 0 && lastSegment) lastSegment.push(...call.extra);
+    out.push(...inner.steps);
+    expanded.push(...inner.expanded);
+  }
+  return { steps: out, expanded };
+}
+
+/** A step that runs a known runner, split into the parts a selection or a reporter changes. */
+export interface RunnerInvocation {
+  runner: TestRunner;
+  /** Words up to and including the runner (wrappers, env assignments, `node --test`, `vitest run`). */
+  head: ShellWord[];
+  /** The step's own options, kept (reporter options the engine sets itself are left out). */
+  flags: ShellWord[];
+  /** Positional paths and globs: what the script points the runner at. */
+  paths: ShellWord[];
+  /** A formatter the runner's output was piped into (`tap-spec`), dropped to read the raw report. */
+  formatter?: string;
+}
+
+const WRAPPERS = new Set(['npx', 'cross-env', 'env', 'nyc', 'c8', 'dotenv', 'exec']);
+const BINARIES: Record<string, TestRunner> = {
+  vitest: 'vitest', jest: 'jest', mocha: 'mocha', _mocha: 'mocha', tape: 'tape', ava: 'ava', pytest: 'pytest', 'py.test': 'pytest',
+};
+
+/** Options whose value is the next word, per runner (so `--require test/setup.js` is not a path). */
+const VALUE_OPTIONS: Record<TestRunner, string[]> = {
+  mocha: ['-r', '--require', '-R', '--reporter', '-O', '--reporter-option', '--reporter-options', '-t', '--timeout', '-u', '--ui', '--config', '--file', '--ignore', '--exclude', '--extension', '-g', '--grep', '-f', '--fgrep', '-s', '--slow', '--spec', '--package', '-j', '--jobs'],
+  jest: ['-c', '--config', '-t', '--testNamePattern', '--testPathPattern', '--testPathIgnorePatterns', '--reporters', '--coverageDirectory', '-w', '--maxWorkers', '--testTimeout', '--rootDir', '--roots', '--selectProjects', '--outputFile', '--shard', '--setupFiles', '--setupFilesAfterEnv', '--testEnvironment'],
+  vitest: ['-c', '--config', '-r', '--root', '--dir', '--reporter', '--outputFile', '--project', '--environment', '--pool', '-t', '--testNamePattern', '--shard', '--mode', '--exclude'],
+  'node-test': ['-r', '--require', '--import', '--loader', '--experimental-loader', '--test-reporter', '--test-reporter-destination', '--test-name-pattern', '--test-concurrency', '--test-timeout', '--env-file'],
+  tape: ['-r', '--require', '-i', '--ignore'],
+  ava: ['-m', '--match', '-T', '--timeout', '-c', '--concurrency', '--config', '--node-arguments'],
+  pytest: ['-k', '-m', '-p', '-c', '--rootdir', '-o', '--junitxml', '--tb', '--maxfail', '-n', '--cov', '--cov-report', '--ignore', '--deselect', '--confcutdir', '-W', '--durations', '--import-mode'],
+};
+
+/** Reporter options the engine replaces with its own machine report. */
+const REPORTER_OPTIONS: Record<TestRunner, string[]> = {
+  mocha: ['-R', '--reporter', '-O', '--reporter-option', '--reporter-options', '-w', '--watch'],
+  jest: ['--json', '--outputFile', '--reporters', '--watch', '--watchAll', '--verbose', '--silent'],
+  vitest: ['--reporter', '--outputFile', '-w', '--watch'],
+  'node-test': ['--test-reporter', '--test-reporter-destination', '--watch'],
+  tape: [],
+  ava: ['--tap', '-t', '--verbose', '-v', '--watch', '-w'],
+  pytest: ['-q', '--quiet', '-v', '--verbose', '-rA', '--tb', '--junitxml'],
+};
+
+function looksLikePath(value: string): boolean {
+  return /[/*]/.test(value) || /\.(c|m)?[jt]sx?$|\.py$/.test(value) || /^(test|tests|spec|specs|__tests__|src|lib)$/.test(value);
+}
+
+/** The runner a step invokes (through wrappers and env assignments), or undefined. */
+export function parseInvocation(step: ChainStep): RunnerInvocation | undefined {
+  const words = step.segments[0] ?? [];
+  const formatter = step.segments.length > 1 ? step.segments.slice(1).map((segment) => segment.map((word) => word.value).join(' ')).join(' | ') : undefined;
+  let index = 0;
+  let runner: TestRunner | undefined;
+  while (index < words.length && !runner) {
+    const value = words[index]?.value ?? '';
+    const base = value.split('/').pop() ?? value;
+    if (/^[A-Za-z_][A-Za-z0-9_]*=/.test(value) || WRAPPERS.has(base) || (value.startsWith('-') && index > 0)) {
+      index++;
+      continue;
+    }
+    if (base in BINARIES) runner = BINARIES[base];
+    else if (/^python(3(\.\d+)?)?$/.test(base) && words[index + 1]?.value === '-m' && words[index + 2]?.value === 'pytest') {
+      runner = 'pytest';
+      index += 2;
+    } else if (/^node(js)?$/.test(base)) {
+      // `node [options] --test …`, or node running a runner's script (`node node_modules/jest/bin/jest.js`).
+      const test = words.findIndex((word, position) => position > index && word.value === '--test');
+      const script = words.slice(index + 1).find((word) => !word.value.startsWith('-'))?.value ?? '';
+      const viaScript = Object.entries(BINARIES).find(([name]) =>
+        new RegExp(`(^|/)(node_modules/\\.bin/${name.replace('.', '\\.')}$|${name.replace('.', '\\.')}/bin/)`).test(script),
+      );
+      if (test > 0) {
+        runner = 'node-test';
+        index = test;
+      } else if (viaScript) {
+        runner = viaScript[1];
+        index = words.findIndex((word) => word.value === script);
+      } else return undefined;
+    } else if ((base === 'pnpm' || base === 'yarn') && (words[index + 1]?.value ?? '') in BINARIES) {
+      index++;
+      continue;
+    } else return undefined;
+  }
+  if (!runner) return undefined;
+  const head = words.slice(0, index + 1);
+  const rest = words.slice(index + 1);
+  const subcommand = runner === 'vitest' && ['run', 'related'].includes(rest[0]?.value ?? '') ? rest.shift() : undefined;
+  if (subcommand) head.push(subcommand);
+  else if (runner === 'vitest' && !rest.some((word) => word.value === '--run')) head.push({ raw: 'run', value: 'run' });
+  const flags: ShellWord[] = [];
+  const paths: ShellWord[] = [];
+  for (let position = 0; position < rest.length; position++) {
+    const word = rest[position];
+    if (!word) continue;
+    const name = word.value.split('=')[0] ?? '';
+    const takesValue = !word.value.includes('=') && VALUE_OPTIONS[runner].includes(word.value);
+    const dropped = REPORTER_OPTIONS[runner].includes(name) || (runner === 'pytest' && /^-r[a-zA-Z]+$/.test(word.value));
+    if (word.value.startsWith('-')) {
+      const value = takesValue ? rest[++position] : undefined;
+      if (dropped) continue;
+      flags.push(word);
+      if (value) flags.push(value);
+      continue;
+    }
+    if (looksLikePath(word.value) || runner === 'pytest') paths.push(word);
+    else flags.push(word);
+  }
+  const invocation: RunnerInvocation = { runner, head, flags, paths };
+  if (formatter) invocation.formatter = formatter;
+  return invocation;
+}
+
+/** The repository's test command as the engine understands it. */
+export interface TestPlan {
+  /** The command as the repository gives it (`npm test`). */
+  command: string;
+  runner: TestRunner | 'unknown';
+  /** The resolved chain's steps before and after the runner step, as written. */
+  before: string[];
+  after: string[];
+  invocation?: RunnerInvocation;
+  /** The scripts followed, for the user: `test: tape test/*.js | tap-spec`. */
+  expanded: string[];
+}
+
+export function planTestCommand(command: string, packageJson: string | undefined): TestPlan {
+  const chain = resolveChain(command, packageScripts(packageJson));
+  const unknown: TestPlan = { command, runner: 'unknown', before: [], after: [], expanded: chain?.expanded ?? [] };
+  if (!chain) return unknown;
+  const index = chain.steps.findIndex((step) => parseInvocation(step) !== undefined);
+  const step = chain.steps[index];
+  const invocation = step ? parseInvocation(step) : undefined;
+  if (!invocation) return unknown;
+  return {
+    command,
+    runner: invocation.runner,
+    before: chain.steps.slice(0, index).map(stepText),
+    after: chain.steps.slice(index + 1).map(stepText),
+    invocation,
+    expanded: chain.expanded,
+  };
+}
