@@ -178,7 +178,7 @@ export class ActionArea {
     const details = h(
       'details',
       {},
-      h('summary', {}, `${count} line comment${count === 1 ? '' : 's'} pending: sent with "Request changes"`),
+      h('summary', { title: 'Sent together with the text by "Request changes"' }, `${count} line comment${count === 1 ? '' : 's'} pending`),
       h(
         'ul',
         { className: 'pending-list' },

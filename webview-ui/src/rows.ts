@@ -102,7 +102,7 @@ function outputBlock(seq: number, output: string, context: RowContext): HTMLElem
   const full = context.loadedOutputs.get(seq);
   const text = full ?? output;
   const total = context.clippedOutputs.get(seq);
-  const blocks: HTMLElement[] = [h('pre', { className: 'output' }, text)];
+  const blocks: HTMLElement[] = [h('pre', { className: 'output', attrs: { tabindex: '0' } }, text)];
   if (full === undefined && total !== undefined && total > text.length) {
     blocks.push(
       button(`Load more (${(total - text.length).toLocaleString('en')} more characters)`, 'link load-more', () => context.loadOutput(seq)),
@@ -137,7 +137,7 @@ function renderTool(row: Extract<Row, { kind: 'tool' }>, context: RowContext): H
   );
   const body = (): HTMLElement[] => [
     h('div', { className: 'label' }, 'Input'),
-    h('pre', { className: 'input' }, JSON.stringify(row.input, null, 2) ?? ''),
+    h('pre', { className: 'input', attrs: { tabindex: '0' } }, JSON.stringify(row.input, null, 2) ?? ''),
     ...(result
       ? [
           h('div', { className: 'label' }, result.truncated ? 'Output (cut by the server)' : 'Output'),
@@ -192,7 +192,8 @@ function renderRunner(row: Extract<Row, { kind: 'runner' }>, context: RowContext
 }
 
 export function renderPatch(patch: string): HTMLElement {
-  const pre = h('pre', { className: 'diff' });
+  // Focusable: a long diff scrolls sideways, and a keyboard user must be able to scroll it too.
+  const pre = h('pre', { className: 'diff', attrs: { tabindex: '0' } });
   for (const line of patch.split('\n')) {
     let className = 'diff-context';
     if (line.startsWith('+++') || line.startsWith('---') || line.startsWith('diff ') || line.startsWith('index ')) className = 'diff-meta';

@@ -20,7 +20,7 @@ const NONCE = 'harnessNonce0123456789';
 
 const HTML = `<!DOCTYPE html><html lang="en"><head><meta charset="UTF-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src ${ORIGIN}; img-src ${ORIGIN} data:; font-src ${ORIGIN}; script-src 'nonce-${NONCE}'">
-<link rel="stylesheet" href="${ORIGIN}/theme.css"><link rel="stylesheet" href="${ORIGIN}/webview.css"></head>
+<link rel="stylesheet" href="${ORIGIN}/theme.css"><link rel="stylesheet" href="${ORIGIN}/webview.css"><title>Dockhand</title></head>
 <body><script nonce="${NONCE}" src="${ORIGIN}/harness.js"></script><script nonce="${NONCE}" src="${ORIGIN}/webview.js"></script></body></html>`;
 
 const HARNESS = `
