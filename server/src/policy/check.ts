@@ -3,6 +3,9 @@ import { parseUnifiedDiff, type ChangedFile } from './diff';
 import { globMatcher, isCiConfig, isLockfile, isTestConfig, isTestFile, DEFAULT_PROTECTED_GLOBS } from './paths';
 import { DEFAULT_REPO_POLICY, type RepoPolicy } from './repo-policy';
 import { scanSecrets } from './secrets';
+import { supplyChainViolations } from './supply-chain';
+import { maskSecrets } from './mask';
+import { escapeInvisible, invisibleCharacters } from './unicode';
 
 /**
  * The policy gate: pure checks over the final diff, outside the model. Any violation blocks the
@@ -15,6 +18,8 @@ import { scanSecrets } from './secrets';
  * - `diff-size:lines`, `diff-size:files`   the size caps
  * - `test-edit`        changing existing tests or test configuration when the ticket did not ask
  * - `diff-unparseable` a diff the gate cannot read (fails closed)
+ * - `supply-chain:<kind>` install scripts, dependency sources, registry config, new dependencies
+ * - `trojan-source`    bidi controls and zero-width characters in added lines or paths
  */
 
 export type PolicyStage = 'review' | 'push';
@@ -76,6 +81,34 @@ function secretViolations(file: ChangedFile): PolicyViolation[] {
   return violations;
 }
 
+/** Bidi controls and zero-width characters (Trojan Source) in the lines a file adds, or in its path. */
+function trojanSourceViolations(file: ChangedFile): PolicyViolation[] {
+  const violations: PolicyViolation[] = [];
+  for (const found of invisibleCharacters(file.path).slice(0, 1)) {
+    violations.push({ rule: 'trojan-source', path: file.path, message: `the path ${JSON.stringify(file.path)} contains ${found.name}` });
+  }
+  for (const line of file.added) {
+    const found = invisibleCharacters(line.text, line.line);
+    // A byte-order mark opening the file is allowed; anywhere else it hides in the text.
+    const first = found[0];
+    if (!first) continue;
+    violations.push({
+      rule: 'trojan-source',
+      path: file.path,
+      line: line.line,
+      excerpt: escapeForExcerpt(line.text),
+      message: `${first.name} at ${file.path}:${line.line}${found.length > 1 ? ` (and ${found.length - 1} more on the line)` : ''}; code must read the way it runs (CVE-2021-42574)`,
+    });
+  }
+  return violations;
+}
+
+/** The line as an excerpt: invisible characters written out, any secret on it masked. */
+function escapeForExcerpt(text: string): string {
+  const visible = maskSecrets(escapeInvisible(text)).trim();
+  return visible.length > 160 ? `${visible.slice(0, 159)}…` : visible;
+}
+
 function unreadable(stage: PolicyStage, why: string): PolicyCheckResult & { stats: DiffStats } {
   return {
     ok: false,
@@ -100,6 +133,8 @@ export function checkPolicy(input: PolicyCheckInput): PolicyCheckResult & { stat
 
   for (const file of files) {
     violations.push(...secretViolations(file));
+    violations.push(...trojanSourceViolations(file));
+    violations.push(...supplyChainViolations(file, policy));
     const paths = pathsOf(file);
     const ci = paths.find(isCiConfig);
     if (ci !== undefined) {

@@ -23,6 +23,8 @@ export interface ChangedFile {
   binary: boolean;
   added: AddedLine[];
   removedCount: number;
+  /** The removed lines (numbered in the old file), for rules that tell a change from an addition. */
+  removed: AddedLine[];
 }
 
 const DEV_NULL = '/dev/null';
@@ -49,9 +51,11 @@ export function parseUnifiedDiff(diff: string): ChangedFile[] {
             ? 'renamed'
             : 'modified';
     const added: AddedLine[] = [];
+    const removed: AddedLine[] = [];
     let removedCount = 0;
     for (const hunk of patch.hunks) {
       let lineNumber = hunk.newStart;
+      let oldLine = hunk.oldStart;
       for (const raw of hunk.lines) {
         const marker = raw[0];
         if (marker === '+') {
@@ -59,13 +63,16 @@ export function parseUnifiedDiff(diff: string): ChangedFile[] {
           lineNumber += 1;
         } else if (marker === '-') {
           removedCount += 1;
+          removed.push({ line: oldLine, text: raw.slice(1) });
+          oldLine += 1;
         } else if (marker === ' ') {
           lineNumber += 1;
+          oldLine += 1;
         }
         // '\' ("No newline at end of file") neither adds nor advances.
       }
     }
-    const file: ChangedFile = { path, change, binary: patch.isBinary === true, added, removedCount };
+    const file: ChangedFile = { path, change, binary: patch.isBinary === true, added, removedCount, removed };
     if (change === 'renamed' && oldPath !== undefined) file.oldPath = oldPath;
     files.push(file);
   }

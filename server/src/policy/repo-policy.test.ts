@@ -45,6 +45,7 @@ describe('parseRepoPolicy', () => {
         'model: claude-sonnet-4-5',
         'testCommand: npm test --silent',
         'owners: [alice, bob]',
+        'supplyChain: { newDependencies: allow }',
       ].join('\n'),
     );
     expect(policy).toEqual({
@@ -57,7 +58,9 @@ describe('parseRepoPolicy', () => {
       model: 'claude-sonnet-4-5',
       testCommand: 'npm test --silent',
       owners: ['alice', 'bob'],
+      supplyChain: { installScripts: 'override', dependencySources: 'override', registryConfig: 'override', newDependencies: 'allow' },
     });
+    expect(failure('supplyChain: { newDependencies: sometimes }').field).toBe('supplyChain.newDependencies');
   });
 
   it('names the field in errors', () => {

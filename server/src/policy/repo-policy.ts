@@ -17,6 +17,7 @@ import { DockhandError } from '../errors';
  * model: claude-sonnet-4-5
  * testCommand: npm test --silent
  * owners: ["alice", "bob"]
+ * supplyChain: { newDependencies: allow }   # installScripts, dependencySources, registryConfig: override
  * ```
  */
 
@@ -35,6 +36,16 @@ const Hostname = z
   .regex(/^(?:\*\.)?[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*(?::\d{1,5})?$/i, {
     message: 'must be a host name such as "registry.npmjs.org" or "*.example.com" (no scheme, no path)',
   });
+
+const SupplyChainDecision = z.enum(['allow', 'override']);
+
+/** What a supply-chain change needs (`supply-chain.ts`): `override` (default) or `allow`. */
+export const SupplyChainPolicy = z.strictObject({
+  installScripts: SupplyChainDecision.default('override'),
+  dependencySources: SupplyChainDecision.default('override'),
+  registryConfig: SupplyChainDecision.default('override'),
+  newDependencies: SupplyChainDecision.default('override'),
+});
 
 export const DEFAULT_MAX_CHANGED_LINES = 800;
 export const DEFAULT_MAX_CHANGED_FILES = 40;
@@ -55,6 +66,8 @@ export const RepoPolicy = z.strictObject({
   testCommand: z.string().min(1).max(2000).optional(),
   /** Users who may override a policy violation for this repo. */
   owners: z.array(z.string().min(1).max(200)).max(200).default([]),
+  /** Supply-chain changes: each kind needs an owner's override unless set to `allow`. */
+  supplyChain: SupplyChainPolicy.default(SupplyChainPolicy.parse({})),
 });
 export type RepoPolicy = z.infer<typeof RepoPolicy>;
 

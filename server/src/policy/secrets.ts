@@ -230,7 +230,8 @@ export function scanSecrets(path: string, added: AddedLine[]): SecretFinding[] {
   const exempt = isEntropyExempt(path);
   const findings: SecretFinding[] = [];
   for (const block of toBlocks(added)) {
-    const taken: Span[] = [];
+    // Markers of secrets masked earlier are not scanned again (`[secret:github-pat …]` is no `secret: …` assignment).
+    const taken: Span[] = block.text.includes('[secret:') ? [...block.text.matchAll(SECRET_MARKER)].map((match) => ({ start: match.index, end: match.index + match[0].length })) : [];
     const lowerBlock = block.text.toLowerCase();
     for (const rule of MULTILINE_RULES) {
       if (matchesKeywords(rule, lowerBlock)) applyRule(rule, block, block.text, 0, taken, findings);

@@ -1,0 +1,124 @@
+import type { AddedLine } from './diff';
+import { scanSecrets, scanText, secretMarker, type SecretFinding } from './secrets';
+
+/**
+ * Masking before anything is written. Every detected secret in a text becomes its marker
+ * (`[secret:github-pat …x9Qa]`, see `secretMarker`): events, the stored diff and summary, API
+ * answers and log lines hold the masked form only. Masking is deterministic and idempotent (a
+ * masked text masks to itself), so digests of a masked diff stay stable across writes.
+ *
+ * What this does not do: it masks what the scanner finds (`secrets.ts`, `RULES.md`) plus the
+ * `known` values the caller holds (the push token, the model key). A secret no rule knows stays.
+ */
+
+export interface MaskOptions {
+  /** The file the text is the content of, for the lockfile allowances (`isEntropyExempt`). */
+  path?: string;
+  /** Values the server knows are secret (push token, model API key): masked wherever they appear. */
+  known?: readonly (string | undefined)[];
+}
+
+export const KNOWN_SECRET_RULE = 'server-credential';
+
+/** Known secrets shorter than this are not masked: replacing "ab" everywhere would wreck the text. */
+const MIN_KNOWN_LENGTH = 6;
+
+function knownForms(secret: string): string[] {
+  // The raw value, its URL-encoded form, and base64 (Basic auth headers carry base64(user:token)).
+  const forms = new Set([secret, encodeURIComponent(secret), Buffer.from(secret).toString('base64').replace(/=+$/, '')]);
+  return [...forms].filter((form) => form.length >= MIN_KNOWN_LENGTH);
+}
+
+function replaceAll(text: string, secret: string, marker: string): string {
+  return text.includes(secret) ? text.split(secret).join(marker) : text;
+}
+
+/** The pieces of a finding to replace: a key block's body lines, or the secret itself. */
+function piecesOf(finding: SecretFinding): string[] {
+  if (finding.secret.startsWith('[secret:')) return []; // already a marker
+  if (!finding.secret.includes('\n')) return [finding.secret];
+  return finding.secret.split('\n').map((part) => part.trim()).filter((part) => part.length >= 8 && !part.startsWith('-----'));
+}
+
+function applyFindings(text: string, findings: SecretFinding[]): string {
+  // Longest first, so a secret that contains another is replaced whole.
+  const pieces = findings.flatMap((finding) => piecesOf(finding).map((piece) => ({ piece, rule: finding.rule })));
+  pieces.sort((a, b) => b.piece.length - a.piece.length);
+  let out = text;
+  for (const { piece, rule } of pieces) out = replaceAll(out, piece, secretMarker(rule, piece));
+  return out;
+}
+
+function maskKnown(text: string, known: MaskOptions['known']): string {
+  let out = text;
+  const forms = (known ?? [])
+    .filter((secret): secret is string => secret !== undefined && secret.length >= MIN_KNOWN_LENGTH)
+    .flatMap(knownForms)
+    .sort((a, b) => b.length - a.length);
+  for (const form of forms) out = replaceAll(out, form, secretMarker(KNOWN_SECRET_RULE, form));
+  return out;
+}
+
+/** Masks the secrets in free text (a message, a summary, a tool's output, a file's content). */
+export function maskSecrets(text: string, options: MaskOptions = {}): string {
+  if (text === '') return text;
+  const known = maskKnown(text, options.known);
+  return applyFindings(known, scanText(known, options.path ?? ''));
+}
+
+/**
+ * Masks the secrets in a unified diff: every line of every hunk (added, removed and context: a
+ * removed secret must not be stored either), judged with its file's path so lockfiles keep their
+ * integrity hashes. Markers in the result are still findings of the policy (`findMaskedSecrets`),
+ * so a masked diff is blocked just like the diff it came from.
+ */
+export function maskDiff(diff: string, options: Pick<MaskOptions, 'known'> = {}): string {
+  if (diff.trim() === '') return diff;
+  const known = maskKnown(diff, options.known);
+  // Lines grouped by the file they belong to, numbered by position so key blocks stay contiguous.
+  const files = new Map<string, AddedLine[]>();
+  let path = '';
+  known.split('\n').forEach((text, index) => {
+    const header = /^diff --git a\/.* b\/(.*)$/.exec(text) ?? /^\+\+\+ b\/(.*)$/.exec(text);
+    if (header) path = unquote(header[1] ?? '');
+    const lines = files.get(path) ?? [];
+    const isBody = /^[-+ ]/.test(text) && !/^(?:---|\+\+\+) /.test(text);
+    lines.push({ line: index + 1, text: isBody ? text.slice(1) : text });
+    files.set(path, lines);
+  });
+  return applyFindings(known, [...files].flatMap(([file, lines]) => scanSecrets(file, lines)));
+}
+
+function unquote(path: string): string {
+  return path.startsWith('"') && path.endsWith('"') ? path.slice(1, -1) : path;
+}
+
+/** Keys whose values are identifiers or digests, never prose: left as they are. */
+const IDENTIFIER_KEY = /^(?:id|sha|digest|image|signature|seq|ts|type|state|kind|stage|rule|code|tool|name|model|stopReason|source|change|path|oldPath)$|(?:Id|Sha|Digest|_id)$/;
+
+/**
+ * Masks every string inside a JSON-like value (an event's data). `file.changed` patches are
+ * masked as diffs of their path. Identifier-like keys (`toolUseId`, `headSha`, `signature` of a
+ * thinking block, which the API verifies byte for byte) are left alone.
+ */
+export function maskDeep(value: unknown, options: MaskOptions = {}, key = ''): unknown {
+  if (typeof value === 'string') {
+    if (IDENTIFIER_KEY.test(key)) return value;
+    return key === 'patch' ? maskPatch(value, options) : maskSecrets(value, options);
+  }
+  if (Array.isArray(value)) return value.map((item) => maskDeep(item, options, key));
+  if (value !== null && typeof value === 'object') {
+    const path = 'path' in value && typeof value.path === 'string' ? value.path : options.path;
+    const out: Record<string, unknown> = {};
+    for (const [name, item] of Object.entries(value)) out[name] = maskDeep(item, { ...options, ...(path ? { path } : {}) }, name);
+    return out;
+  }
+  return value;
+}
+
+/** A one-file patch without `diff --git` headers (`file.changed`): masked line by line for its path. */
+function maskPatch(patch: string, options: MaskOptions): string {
+  const known = maskKnown(patch, options.known);
+  const lines = known.split('\n').map((text, index) => ({ line: index + 1, text: /^[-+ ]/.test(text) && !/^(?:---|\+\+\+) /.test(text) ? text.slice(1) : text }));
+  return applyFindings(known, scanSecrets(options.path ?? '', lines));
+}
