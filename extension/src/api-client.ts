@@ -4,6 +4,7 @@ import {
   CreateTaskRequest,
   CreateTaskResponse,
   ErrorBody,
+  ReadinessReport,
   ReviewRequest,
   SendMessageRequest,
   Task,
@@ -127,6 +128,21 @@ export class ApiClient {
     return (await this.request('GET', `/v1/tickets?repo=${encodeURIComponent(repo)}`, Tickets)).tickets;
   }
 
+  /** Whether a Dockhand server answers at the URL at all (no token needed). */
+  async health(): Promise<void> {
+    await this.request('GET', '/healthz', z.unknown(), undefined, { auth: false, timeoutMs: 5_000 });
+  }
+
+  /** Who the token belongs to; `token` checks a token before it is stored. */
+  me(token?: string): Promise<{ name: string; role: 'user' | 'admin' }> {
+    return this.request('GET', '/v1/me', Me, undefined, { token, timeoutMs: 10_000 });
+  }
+
+  /** Runs the readiness check of a registered repository (install, tests, selection) and returns the report. */
+  checkReadiness(repo: string): Promise<ReadinessReport> {
+    return this.request('POST', `/v1/repos/${encodeURIComponent(repo)}/check`, ReadinessReport, {}, { timeoutMs: 15 * 60_000 });
+  }
+
   /** ws(s):// URL of a task's event stream, resuming after `afterSeq`. */
   eventsUrl(taskId: string, afterSeq: number): string {
     const url = new URL(`${this.baseUrl}/v1/tasks/${encodeURIComponent(taskId)}/events`);
@@ -141,8 +157,15 @@ export class ApiClient {
     return { authorization: `Bearer ${token}` };
   }
 
-  private async request<T extends z.ZodType>(method: string, path: string, schema: T, body?: unknown): Promise<z.output<T>> {
-    const headers: Record<string, string> = { ...(await this.authHeaders()), accept: 'application/json' };
+  private async request<T extends z.ZodType>(
+    method: string,
+    path: string,
+    schema: T,
+    body?: unknown,
+    options: { auth?: boolean; token?: string; timeoutMs?: number } = {},
+  ): Promise<z.output<T>> {
+    const auth = options.auth === false ? {} : options.token ? { authorization: `Bearer ${options.token}` } : await this.authHeaders();
+    const headers: Record<string, string> = { ...auth, accept: 'application/json' };
     if (body !== undefined) headers['content-type'] = 'application/json';
     const url = `${this.baseUrl}${path}`;
     let response: Awaited<ReturnType<FetchLike>>;
@@ -151,11 +174,11 @@ export class ApiClient {
         method,
         headers,
         body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(this.options.timeoutMs ?? 30_000),
+        signal: AbortSignal.timeout(options.timeoutMs ?? this.options.timeoutMs ?? 30_000),
       });
     } catch (error) {
-      throw new DockhandError('network', `Cannot reach the Dockhand server at ${this.baseUrl}: ${error instanceof Error ? error.message : String(error)}`, {
-        hint: 'Check "Dockhand: Set server URL" and that the server is running.',
+      throw new DockhandError('network', `Cannot reach the Dockhand server at ${this.baseUrl} (${networkReason(error)})`, {
+        hint: 'Check the server URL ("Dockhand: Set server URL") and that the server is running.',
       });
     }
     const text = await response.text();
@@ -164,8 +187,9 @@ export class ApiClient {
       const parsed = ErrorBody.safeParse(json);
       if (parsed.success) {
         const { code, message, field, hint } = parsed.data.error;
-        throw new DockhandError(code, message, { status: response.status, field, hint });
+        throw new DockhandError(code, message, { status: response.status, field, hint: hint ?? (code === 'unauthenticated' ? SIGN_IN_HINT : undefined) });
       }
+      if (response.status === 401) throw new DockhandError('unauthenticated', 'The server did not accept the token', { status: 401, hint: SIGN_IN_HINT });
       throw new DockhandError(statusCode(response.status), `The server answered ${response.status} to ${method} ${path}`, { status: response.status });
     }
     const parsed = schema.safeParse(text === '' ? {} : json);
@@ -177,6 +201,21 @@ export class ApiClient {
     }
     return parsed.data;
   }
+}
+
+const Me = z.object({ name: z.string(), role: z.enum(['user', 'admin']) });
+const SIGN_IN_HINT = 'Run "Dockhand: Sign in" with a current token (dockhand token create --user <you> on the server).';
+
+/** fetch's "fetch failed" says nothing; its cause says what happened (ECONNREFUSED, ENOTFOUND, a timeout). */
+function networkReason(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  if (error.name === 'TimeoutError' || error.name === 'AbortError') return 'no answer in time';
+  const cause: unknown = Reflect.get(error, 'cause');
+  const code = cause instanceof Error ? Reflect.get(cause, 'code') : undefined;
+  if (code === 'ECONNREFUSED') return 'connection refused';
+  if (code === 'ENOTFOUND') return 'unknown host';
+  if (typeof code === 'string') return code;
+  return cause instanceof Error ? cause.message : error.message;
 }
 
 function parseJson(text: string): unknown {

@@ -6,20 +6,24 @@ import type { DockhandState } from './dockhand-state';
  * Inline diff review: a "Changes" tree of the files the agent changed in the selected task, and a
  * read-only content provider for `dockhand-base:` (the file at the base SHA) and `dockhand-agent:`
  * (the agent's version) so VS Code's own diff editor and Comments API work on them.
- * URIs look like `dockhand-agent:/<taskId>/<path in repo>`.
+ * URIs look like `dockhand-agent:/<path in repo>?task=<taskId>`: the path is the repository's, so
+ * the Comments panel and editor tabs show `src/calc.js`, not an internal task folder.
  */
 
 export const BASE_SCHEME = 'dockhand-base';
 export const AGENT_SCHEME = 'dockhand-agent';
 
 export function changeUri(scheme: typeof BASE_SCHEME | typeof AGENT_SCHEME, taskId: string, path: string): vscode.Uri {
-  return vscode.Uri.from({ scheme, path: `/${encodeURIComponent(taskId)}/${path.replace(/^\/+/, '')}` });
+  return vscode.Uri.from({ scheme, path: `/${path.replace(/^\/+/, '')}`, query: `task=${encodeURIComponent(taskId)}` });
 }
 
 export function parseChangeUri(uri: vscode.Uri): { taskId: string; path: string } | undefined {
+  if (uri.scheme !== BASE_SCHEME && uri.scheme !== AGENT_SCHEME) return undefined;
+  const task = /(?:^|&)task=([^&]+)/.exec(uri.query);
+  if (task) return uri.path.length > 1 ? { taskId: decodeURIComponent(task[1]!), path: uri.path.replace(/^\/+/, '') } : undefined;
+  // The older form, /<taskId>/<path>, from editors restored after an update.
   const match = /^\/([^/]+)\/(.+)$/.exec(uri.path);
-  if (!match || (uri.scheme !== BASE_SCHEME && uri.scheme !== AGENT_SCHEME)) return undefined;
-  return { taskId: decodeURIComponent(match[1]!), path: match[2]! };
+  return match ? { taskId: decodeURIComponent(match[1]!), path: match[2]! } : undefined;
 }
 
 export class ChangeContentProvider implements vscode.TextDocumentContentProvider, vscode.Disposable {
@@ -108,13 +112,15 @@ export class ChangesTreeProvider implements vscode.TreeDataProvider<ChangeItem>,
   }
 }
 
-export async function openChangeDiff(taskId: string, path: string): Promise<void> {
+/** Opens base ↔ agent in the diff editor; `line` (1-based, the agent's version) is revealed and selected. */
+export async function openChangeDiff(taskId: string, path: string, line?: number): Promise<void> {
   const name = path.split('/').pop() ?? path;
+  const at = line ? new vscode.Range(line - 1, 0, line - 1, 0) : undefined;
   await vscode.commands.executeCommand(
     'vscode.diff',
     changeUri(BASE_SCHEME, taskId, path),
     changeUri(AGENT_SCHEME, taskId, path),
     `${name} (base ↔ Dockhand)`,
-    { preview: true },
+    { preview: true, ...(at ? { selection: at } : {}) },
   );
 }

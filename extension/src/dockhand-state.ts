@@ -62,6 +62,11 @@ export class DockhandState implements vscode.Disposable {
     return this.selected;
   }
 
+  /** Opened from elsewhere (another user's task): not one of the developer's own. */
+  isKept(taskId: string): boolean {
+    return this.kept.has(taskId);
+  }
+
   task(taskId: string): Task | undefined {
     return this.tasksById.get(taskId);
   }

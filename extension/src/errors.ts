@@ -24,3 +24,30 @@ export function describeError(error: unknown): string {
   if (error instanceof Error) return error.message;
   return String(error);
 }
+
+/** What fixes an error, as buttons: each runs a command. */
+export interface ErrorAction {
+  title: string;
+  command: string;
+}
+
+export function errorActions(error: unknown): ErrorAction[] {
+  if (!(error instanceof DockhandError)) return [{ title: 'Show details', command: 'dockhand.showOutput' }];
+  switch (error.code) {
+    case 'network':
+      return [
+        { title: 'Set server URL', command: 'dockhand.setServerUrl' },
+        { title: 'Retry', command: 'dockhand.checkConnection' },
+      ];
+    case 'unauthenticated':
+    case 'not_signed_in':
+      return [{ title: 'Sign in', command: 'dockhand.signIn' }];
+    default:
+      return [{ title: 'Show details', command: 'dockhand.showOutput' }];
+  }
+}
+
+/** Whether the server refused the token (the window is then signed out, not "reconnecting"). */
+export function isSignedOutError(error: unknown): boolean {
+  return error instanceof DockhandError && (error.code === 'unauthenticated' || error.code === 'not_signed_in');
+}

@@ -1,7 +1,7 @@
 import type { TaskEvent } from '@dockhand/protocol';
 import { describe, expect, it } from 'vitest';
 import { stamp, runUntilApproval } from '../../webview-ui/src/test/recorded-stream';
-import { TaskEventStream, type EventSocket, type StreamStatus } from './event-stream';
+import { SIGNED_OUT_DETAIL, TaskEventStream, type EventSocket, type StreamStatus } from './event-stream';
 
 /** A socket the test drives by hand. */
 class FakeSocket implements EventSocket {
@@ -23,6 +23,7 @@ class FakeSocket implements EventSocket {
   frame(frame: unknown) { this.listeners.message?.(JSON.stringify(frame)); }
   events(events: TaskEvent[]) { for (const event of events) this.frame({ kind: 'event', event }); }
   drop() { this.closed = true; this.listeners.close?.(1006, ''); }
+  reject(status: number) { this.closed = true; this.listeners.close?.(4000 + status, `the server answered ${status}`); }
 }
 
 function setup() {
@@ -132,9 +133,22 @@ describe('TaskEventStream', () => {
     t.sockets[0]!.open();
     t.sockets[0]!.frame({ kind: 'event', event: { seq: 'one' } });
     t.sockets[0]!.frame({ kind: 'error', error: { code: 'unauthenticated', message: 'unknown or revoked token' } });
-    expect(t.statuses.at(-1)).toEqual({ status: 'offline', detail: 'unknown or revoked token' });
+    expect(t.statuses.at(-1)).toEqual({ status: 'signed_out', detail: SIGNED_OUT_DETAIL });
     expect(t.timers.filter((timer) => timer.ms < 25_000 && !timer.cancelled)).toHaveLength(0);
     expect(t.received).toEqual([]);
+  });
+
+  it('is signed out, not reconnecting, when the upgrade itself is refused with 401; a sign-in restarts it', async () => {
+    const t = setup();
+    t.stream.start();
+    await flush();
+    t.sockets[0]!.reject(401);
+    expect(t.statuses.at(-1)).toEqual({ status: 'signed_out', detail: SIGNED_OUT_DETAIL });
+    expect(t.statuses.some((s) => s.status === 'reconnecting')).toBe(false);
+    expect(t.timers.filter((timer) => !timer.cancelled)).toHaveLength(0);
+    t.stream.restart();
+    await flush();
+    expect(t.sockets).toHaveLength(2);
   });
 
   it('sends keep-alive pings while open and nothing after dispose', async () => {

@@ -19,7 +19,13 @@ export interface EventSocket {
 
 export type SocketFactory = (url: string, headers: Record<string, string>) => EventSocket;
 
-export type StreamStatus = 'connecting' | 'replaying' | 'live' | 'reconnecting' | 'offline';
+/** `signed_out`: the server refused the token; the stream waits for a new sign-in (`restart`). */
+export type StreamStatus = 'connecting' | 'replaying' | 'live' | 'reconnecting' | 'offline' | 'signed_out';
+
+/** A socket whose upgrade got an HTTP answer closes with 4000 + that status (4401: token refused). */
+export const REJECTED_CLOSE_BASE = 4000;
+
+export const SIGNED_OUT_DETAIL = 'The server did not accept your token (unknown or revoked). Run "Dockhand: Sign in".';
 
 export interface EventStreamOptions {
   url(afterSeq: number): string;
@@ -89,8 +95,9 @@ export class TaskEventStream {
     let headers: Record<string, string>;
     try {
       headers = await this.options.headers();
-    } catch (error) {
-      this.options.onStatus('offline', error instanceof Error ? error.message : String(error));
+    } catch {
+      // No token: nothing to retry until the developer signs in.
+      this.options.onStatus('signed_out', 'Not signed in. Run "Dockhand: Sign in".');
       return;
     }
     if (this.stopped) return;
@@ -117,7 +124,11 @@ export class TaskEventStream {
       if (this.socket !== socket) return;
       this.socket = undefined;
       this.cancelPing?.();
-      if (!this.stopped) this.scheduleReconnect(reason || `connection closed (${code})`);
+      if (this.stopped) return;
+      if (code === REJECTED_CLOSE_BASE + 401) return this.stop('signed_out', SIGNED_OUT_DETAIL);
+      if (code === REJECTED_CLOSE_BASE + 403) return this.stop('offline', 'The server does not let you follow this task (403).');
+      if (code === REJECTED_CLOSE_BASE + 404) return this.stop('offline', 'The server does not know this task (404).');
+      this.scheduleReconnect(reason || `connection closed (${code})`);
     });
   }
 
@@ -153,16 +164,22 @@ export class TaskEventStream {
       case 'error': {
         const { code, message } = frame.data.error;
         if (FATAL_CODES.has(code)) {
-          this.stopped = true;
           this.socket = undefined;
           socket.close();
-          this.options.onStatus('offline', message);
+          this.stop(code === 'unauthenticated' ? 'signed_out' : 'offline', code === 'unauthenticated' ? SIGNED_OUT_DETAIL : message);
           return;
         }
         this.drop(socket, message);
         return;
       }
     }
+  }
+
+  /** Gives up until `restart`: retrying cannot help (token refused, task unknown or forbidden). */
+  private stop(status: StreamStatus, detail: string): void {
+    this.stopped = true;
+    this.cancelTimer?.();
+    this.options.onStatus(status, detail);
   }
 
   private drop(socket: EventSocket, reason: string, delayMs?: number): void {

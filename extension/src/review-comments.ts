@@ -16,6 +16,9 @@ class DraftComment implements vscode.Comment {
 export class ReviewComments implements vscode.Disposable {
   readonly controller: vscode.CommentController;
   private readonly threads = new Set<vscode.CommentThread>();
+  private readonly changed = new vscode.EventEmitter<string>();
+  /** Fires with the task id whenever that task's pending comments change. */
+  readonly onDidChange = this.changed.event;
 
   constructor() {
     this.controller = vscode.comments.createCommentController('dockhand.review', 'Dockhand review');
@@ -35,6 +38,8 @@ export class ReviewComments implements vscode.Disposable {
     thread.canReply = true;
     thread.label = 'Pending: sent with "Dockhand: Request changes"';
     this.threads.add(thread);
+    const taskId = parseChangeUri(thread.uri)?.taskId;
+    if (taskId) this.changed.fire(taskId);
   }
 
   /** Comments waiting to be sent for a task, as the review API wants them. */
@@ -58,11 +63,13 @@ export class ReviewComments implements vscode.Disposable {
       thread.dispose();
       this.threads.delete(thread);
     }
+    this.changed.fire(taskId);
   }
 
   dispose(): void {
     for (const thread of this.threads) thread.dispose();
     this.threads.clear();
+    this.changed.dispose();
     this.controller.dispose();
   }
 }

@@ -80,7 +80,7 @@ describe('Send ticket to agent', () => {
       document: { uri: Uri.file('/repo/src/paginate.js'), getText: () => 'const start = page * size + 1;' },
       selection: new Selection(1, 0, 1, 30),
     };
-    ui.answers.push('Describe the task', 'Fix the off-by-one', 'Page 1 must start at item 1', 'Include', 'Adjust budgets', '12', '1.5', '20');
+    ui.answers.push('Describe the task', 'Fix the off-by-one', 'Page 1 must start at item 1', 'Include', 'Adjust budgets', '12', '1.5', '20', 'Send, and let the agent edit tests');
     await sendTicket(h.deps);
     expect(ui.quickPickItems[1]).toEqual(['Include src/paginate.js and lines 2–2', 'Do not include the editor']);
     expect(ui.quickPickItems[2]![0]).toBe('Send with budgets: 25 turns, $5.00, 30 min');
@@ -92,7 +92,9 @@ describe('Send ticket to agent', () => {
         selection: { path: 'src/paginate.js', startLine: 2, endLine: 2, text: 'const start = page * size + 1;' },
       },
       budgets: { maxTurns: 12, maxCostUsd: 1.5, maxWallClockSeconds: 1200 },
+      allowTestEdits: true,
     });
+    expect(ui.quickPickItems[2]![1]).toBe('Send with budgets: 25 turns, $5.00, 30 min, and let the agent edit tests');
   });
 
   it('takes a pasted issue URL and rejects one that is not an issue', async () => {

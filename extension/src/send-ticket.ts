@@ -52,8 +52,9 @@ export async function sendTicket(deps: SendTicketDeps, fromEditor = false): Prom
   const context = await chooseEditorContext(git.root, settings.includeActiveFile, fromEditor);
   if (!context) return undefined;
 
-  const budgets = settings.confirmBudgets ? await confirmBudgets(settings.budgets) : settings.budgets;
-  if (!budgets) return undefined;
+  const confirmed = settings.confirmBudgets ? await confirmBudgets(settings.budgets) : { budgets: settings.budgets, allowTestEdits: false };
+  if (!confirmed) return undefined;
+  const { budgets, allowTestEdits } = confirmed;
 
   const request: CreateTaskRequest = {
     ticket,
@@ -67,7 +68,7 @@ export async function sendTicket(deps: SendTicketDeps, fromEditor = false): Prom
     },
     budgets,
     priority: 'normal',
-    allowTestEdits: false,
+    allowTestEdits,
   };
   let taskId: string;
   try {
@@ -212,14 +213,27 @@ async function chooseEditorContext(
   return selection ? { activeFile: path, selection } : { activeFile: path };
 }
 
-async function confirmBudgets(defaults: Budgets): Promise<Budgets | undefined> {
+const ALLOW_TEST_EDITS = 'and let the agent edit tests';
+
+/**
+ * The budgets, and whether the agent may edit tests (policy refuses test edits unless the ticket
+ * asks; this is the developer saying it does).
+ */
+async function confirmBudgets(defaults: Budgets): Promise<{ budgets: Budgets; allowTestEdits: boolean } | undefined> {
   const summary = `${defaults.maxTurns} turns, $${defaults.maxCostUsd.toFixed(2)}, ${Math.round(defaults.maxWallClockSeconds / 60)} min`;
-  const choice = await vscode.window.showQuickPick([`Send with budgets: ${summary}`, 'Adjust budgets…'], {
+  const choice = await vscode.window.showQuickPick([`Send with budgets: ${summary}`, `Send with budgets: ${summary}, ${ALLOW_TEST_EDITS}`, 'Adjust budgets…'], {
     title: 'Dockhand: budgets for this task',
     ignoreFocusOut: true,
   });
   if (choice === undefined) return undefined;
-  if (!choice.startsWith('Adjust')) return defaults;
+  if (!choice.startsWith('Adjust')) return { budgets: defaults, allowTestEdits: choice.endsWith(ALLOW_TEST_EDITS) };
+  const budgets = await adjustBudgets(defaults);
+  if (!budgets) return undefined;
+  const tests = await vscode.window.showQuickPick(['Send', `Send, ${ALLOW_TEST_EDITS}`], { title: 'Dockhand: send the task', ignoreFocusOut: true });
+  return tests === undefined ? undefined : { budgets, allowTestEdits: tests.endsWith(ALLOW_TEST_EDITS) };
+}
+
+async function adjustBudgets(defaults: Budgets): Promise<Budgets | undefined> {
   const turns = await askNumber('Maximum model turns', defaults.maxTurns, 1, 500, true);
   if (turns === undefined) return undefined;
   const cost = await askNumber('Maximum cost in US dollars', defaults.maxCostUsd, 0.01, 1000, false);
@@ -257,6 +271,9 @@ function showProvisioning(state: DockhandState, taskId: string): Thenable<void> 
           if (id !== taskId) return;
           for (const event of events) {
             if (event.type === 'task.state' && event.data.state === 'provisioning') progress.report({ message: 'Provisioning a sandbox…' });
+            if (event.type === 'snapshot.progress') {
+              progress.report({ message: `Building the sandbox snapshot: ${event.data.stage}, ${Math.round(event.data.elapsedMs / 1000)} s${event.data.line ? ` — ${event.data.line.slice(0, 80)}` : ''}` });
+            }
             if (event.type === 'sandbox.ready') return finish();
             if (event.type === 'task.failed' || (event.type === 'task.state' && event.data.state !== 'queued' && event.data.state !== 'provisioning')) return finish();
           }

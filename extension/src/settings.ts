@@ -9,9 +9,11 @@ import { z } from 'zod';
  */
 
 export const SECTION = 'dockhand';
+/** The server's own default (`dockhand serve`, `npm start`): port 8737 on loopback. */
+export const DEFAULT_SERVER_URL = 'http://127.0.0.1:8737';
 
 const Settings = z.object({
-  serverUrl: z.string().url().catch('http://127.0.0.1:8080'),
+  serverUrl: z.string().url().catch(DEFAULT_SERVER_URL),
   budgets: Budgets.catch(Budgets.parse({})),
   includeActiveFile: z.enum(['ask', 'always', 'never']).catch('ask'),
   confirmBudgets: z.boolean().catch(true),

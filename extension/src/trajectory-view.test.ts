@@ -9,6 +9,7 @@ import type { TaskActions } from './actions';
 import type { ApiClient } from './api-client';
 import { DockhandState } from './dockhand-state';
 import type { SessionListener, TaskSessions } from './task-sessions';
+import type { Connection, ConnectionPhase } from './connection';
 import { TaskStatusBar } from './status-bar';
 import { TrajectoryViewProvider, webviewHtml } from './trajectory-view';
 import { EventEmitter, Uri, env, logChannel, memento, ui } from './test/vscode-stub';
@@ -67,9 +68,24 @@ function setup() {
   const api = { listTasks: vi.fn(async () => [sampleTask()]) };
   const state = new DockhandState(() => api as unknown as ApiClient, sessions, memento());
   const actions = { interrupt: vi.fn(async () => true), sendMessage: vi.fn(async () => true), decideApproval: vi.fn(async () => false) };
-  const commands = { sendTicket: vi.fn(), openDiff: vi.fn(), review: vi.fn(async () => true), taskApprovals: vi.fn(async (): Promise<TaskApprovalsResponse> => ({ approvals: [], canReview: true })) };
+  const commentsChanged = new EventEmitter<string>();
+  const pending = new Map<string, Array<{ path: string; line: number; body: string }>>();
+  const commands = {
+    sendTicket: vi.fn(),
+    openDiff: vi.fn(),
+    review: vi.fn(async () => true),
+    taskApprovals: vi.fn(async (): Promise<TaskApprovalsResponse> => ({ approvals: [], canReview: true })),
+    cancel: vi.fn(async () => true),
+    pendingComments: (taskId: string) => pending.get(taskId) ?? [],
+    onDidChangeComments: commentsChanged.event,
+    run: vi.fn(),
+  };
   const provider = new TrajectoryViewProvider(Uri.file('/ext'), state, actions as unknown as TaskActions, commands, logChannel());
-  return { state, provider, push, followed, actions, commands, api };
+  const setPending = (taskId: string, comments: Array<{ path: string; line: number; body: string }>) => {
+    pending.set(taskId, comments);
+    commentsChanged.fire(taskId);
+  };
+  return { state, provider, push, followed, actions, commands, api, setPending };
 }
 
 beforeEach(() => ui.reset());
@@ -85,7 +101,7 @@ describe('Trajectory view provider', () => {
     t.push(TASK_ID, stamp(TASK_ID, runUntilApproval()).slice(5, 7));
     expect(posted).toEqual([]);
     send({ type: 'ready' });
-    expect(posted.map((m) => m.type)).toEqual(['tasks', 'events', 'connection']);
+    expect(posted.map((m) => m.type)).toEqual(['tasks', 'events', 'pendingComments', 'connection']);
     const replay = posted[1] as Extract<ToWebview, { type: 'events' }>;
     expect(replay.reset).toBe(true);
     expect(replay.events.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6, 7]);
@@ -94,7 +110,20 @@ describe('Trajectory view provider', () => {
     expect(posted.at(-1)).toMatchObject({ type: 'events', reset: false });
     // A reloaded webview says ready again and gets everything again.
     send({ type: 'ready' });
-    expect((posted.at(-2) as Extract<ToWebview, { type: 'events' }>).events).toHaveLength(9);
+    expect((posted.find((m, i) => i > 4 && m.type === 'events' && m.reset) as Extract<ToWebview, { type: 'events' }>).events).toHaveLength(9);
+  });
+
+  it('tells the panel about pending line comments as they are written', async () => {
+    const t = setup();
+    t.state.select(TASK_ID);
+    const { view, posted, send } = fakeView();
+    t.provider.resolveWebviewView(view);
+    send({ type: 'ready' });
+    expect(posted.find((m) => m.type === 'pendingComments')).toEqual({ type: 'pendingComments', taskId: TASK_ID, comments: [] });
+    t.setPending(TASK_ID, [{ path: 'src/a.js', line: 3, body: 'why?' }]);
+    expect(posted.at(-1)).toEqual({ type: 'pendingComments', taskId: TASK_ID, comments: [{ path: 'src/a.js', line: 3, body: 'why?' }] });
+    t.setPending('another-task', [{ path: 'src/b.js', line: 1, body: 'no' }]);
+    expect(posted.at(-1)).toMatchObject({ taskId: TASK_ID });
   });
 
   it('clips long outputs and serves the rest on request', async () => {
@@ -127,7 +156,8 @@ describe('Trajectory view provider', () => {
     send({ type: 'sendMessage', taskId: 't1', text: '' });
     send({ type: 'decideApproval', taskId: 't1', approvalId: 'ap', decision: 'approved' });
     await new Promise((r) => setTimeout(r, 0));
-    expect(t.actions.interrupt).toHaveBeenCalledWith('t1');
+    // Cancel asks first (in the extension), then interrupts.
+    expect(t.commands.cancel).toHaveBeenCalledWith('t1');
     expect(t.commands.review).toHaveBeenCalledWith('t1', 'request_changes', 'add a test');
     expect(t.commands.review).toHaveBeenCalledTimes(1);
     expect(t.commands.openDiff).toHaveBeenCalledWith('t1', 'src/a.js');
@@ -144,7 +174,8 @@ describe('Trajectory view provider', () => {
     t.push('task-b', stamp('task-b', runUntilApproval()).slice(0, 3));
     send({ type: 'selectTask', taskId: 'task-b' });
     expect(t.followed).toContain('task-b');
-    expect(posted.at(-2)).toMatchObject({ type: 'events', taskId: 'task-b', reset: true });
+    expect(posted.at(-3)).toMatchObject({ type: 'events', taskId: 'task-b', reset: true });
+    expect(posted.at(-2)).toMatchObject({ type: 'pendingComments', taskId: 'task-b' });
   });
 
   it('tells the panel who may decide each pending approval, asking the server when one is requested', async () => {
@@ -184,10 +215,20 @@ describe('Trajectory view provider', () => {
 describe('status bar', () => {
   it('shows state, turns and cost of the selected task as events arrive', async () => {
     const t = setup();
-    const bar = new TaskStatusBar(t.state);
+    const connection = { state: { phase: 'signed_in' as ConnectionPhase, disconnected: false }, onDidChange: new EventEmitter<unknown>().event };
+    const bar = new TaskStatusBar(t.state, connection as unknown as Connection);
     expect(bar.text).toBe('$(rocket) Dockhand');
     t.state.select(TASK_ID);
     t.push(TASK_ID, stamp(TASK_ID, runUntilApproval()));
-    expect(bar.text).toBe('$(bell) Dockhand: awaiting approval · 3 turns · $0.08');
+    expect(bar.text).toBe('$(bell-dot) Dockhand: awaiting approval · 3 turns · $0.08');
+    t.push(TASK_ID, stamp(TASK_ID, [{ type: 'task.state', data: { state: 'failed' } }], runUntilApproval().length + 1));
+    expect(bar.text).toBe('$(error) Dockhand: failed · 3 turns · $0.08');
+    // Disconnected is its own state: no spinner, no stale task state.
+    connection.state = { phase: 'signed_in', disconnected: true };
+    bar.update();
+    expect(bar.text).toBe('$(debug-disconnect) Dockhand: disconnected');
+    connection.state = { phase: 'signed_out', disconnected: false };
+    bar.update();
+    expect(bar.text).toBe('$(account) Dockhand: signed out');
   });
 });

@@ -1,5 +1,5 @@
 import type { TaskApprovalsResponse, TaskEvent } from '@dockhand/protocol';
-import { FromWebview, clipEventOutput, type ClippedOutput, type ToWebview } from '@dockhand/webview-ui/messages';
+import { FromWebview, clipEventOutput, type ClippedOutput, type PendingComment, type ToWebview } from '@dockhand/webview-ui/messages';
 import * as vscode from 'vscode';
 import type { TaskActions } from './actions';
 import type { DockhandState } from './dockhand-state';
@@ -26,10 +26,17 @@ export class TrajectoryViewProvider implements vscode.WebviewViewProvider, vscod
     private readonly actions: TaskActions,
     private readonly commands: {
       sendTicket(): void;
-      openDiff(taskId: string, path: string): void;
+      openDiff(taskId: string, path: string, line?: number): void;
       review(taskId: string, action: 'approve' | 'request_changes' | 'reject', comment?: string): Promise<boolean>;
       /** The task's approvals as the server shows them to this user (`canDecide`, `deciders`, `canReview`). */
       taskApprovals(taskId: string): Promise<TaskApprovalsResponse>;
+      /** Cancels the task after asking; false when refused or not confirmed. */
+      cancel(taskId: string): Promise<boolean>;
+      /** Line comments written in the diff editor and not yet sent. */
+      pendingComments(taskId: string): PendingComment[];
+      onDidChangeComments: vscode.Event<string>;
+      /** A fix the panel offers: sign in, show the output channel. */
+      run(command: 'signIn' | 'showOutput'): void;
     },
     private readonly log: vscode.LogOutputChannel,
   ) {
@@ -47,7 +54,15 @@ export class TrajectoryViewProvider implements vscode.WebviewViewProvider, vscod
       state.onDidChangeStatus(({ taskId, status, detail }) => {
         if (taskId === state.selectedTaskId) this.post({ type: 'connection', taskId, status, detail });
       }),
+      commands.onDidChangeComments((taskId) => {
+        if (taskId === state.selectedTaskId) this.postComments(taskId);
+      }),
     );
+  }
+
+  /** The view, once VS Code has created it (for its badge). */
+  get webviewView(): vscode.WebviewView | undefined {
+    return this.view;
   }
 
   resolveWebviewView(view: vscode.WebviewView): void {
@@ -87,9 +102,14 @@ export class TrajectoryViewProvider implements vscode.WebviewViewProvider, vscod
     const taskId = this.state.selectedTaskId;
     if (!taskId) return;
     this.postEvents(taskId, this.state.sessions.events(taskId), true);
+    this.postComments(taskId);
     void this.postApprovals(taskId);
     const status = this.state.sessions.status(taskId);
     if (status) this.post({ type: 'connection', taskId, status: status.status, detail: status.detail });
+  }
+
+  private postComments(taskId: string): void {
+    this.post({ type: 'pendingComments', taskId, comments: this.commands.pendingComments(taskId) });
   }
 
   private postEvents(taskId: string, events: readonly TaskEvent[], reset: boolean): void {
@@ -136,7 +156,9 @@ export class TrajectoryViewProvider implements vscode.WebviewViewProvider, vscod
         this.state.select(message.taskId);
         return;
       case 'interrupt':
-        void this.report(this.actions.interrupt(message.taskId));
+        void this.commands.cancel(message.taskId).then((ok) => {
+          if (!ok) this.post({ type: 'notice', level: 'info', text: 'The task goes on.' });
+        });
         return;
       case 'sendMessage':
         void this.report(this.actions.sendMessage(message.taskId, message.text));
@@ -148,7 +170,8 @@ export class TrajectoryViewProvider implements vscode.WebviewViewProvider, vscod
         void this.report(this.commands.review(message.taskId, message.action, message.comment));
         return;
       case 'openDiff':
-        this.commands.openDiff(message.taskId, message.path);
+        if (message.line) this.commands.openDiff(message.taskId, message.path, message.line);
+        else this.commands.openDiff(message.taskId, message.path);
         return;
       case 'openExternal':
         void vscode.env.openExternal(vscode.Uri.parse(message.url));
@@ -162,6 +185,9 @@ export class TrajectoryViewProvider implements vscode.WebviewViewProvider, vscod
       }
       case 'sendTicket':
         this.commands.sendTicket();
+        return;
+      case 'command':
+        this.commands.run(message.command);
         return;
     }
   }

@@ -106,6 +106,10 @@ export enum CommentMode {
   Preview = 1,
 }
 
+export class ThemeColor {
+  constructor(readonly id: string) {}
+}
+
 export class TreeItem {
   description?: string;
   resourceUri?: Uri;
@@ -205,7 +209,7 @@ export const window = {
     return task({ report: (value) => ui.shown.push({ kind: 'progress', message: value.message ?? '' }) });
   },
   createStatusBarItem() {
-    return { text: '', tooltip: '', name: '', command: '', show() {}, hide() {}, dispose() {} };
+    return { text: '', tooltip: '', name: '', command: '', backgroundColor: undefined as ThemeColor | undefined, show() {}, hide() {}, dispose() {} };
   },
 };
 

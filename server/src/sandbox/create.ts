@@ -19,8 +19,10 @@ export interface SandboxServiceConfig {
   limits?: Partial<SandboxLimits>;
   installEgress?: InstallEgress;
   registryHosts?: string[];
-  /** Extra CA bundle for dependency installs; default the host's bundle when it exists. */
+  /** Extra CA bundle for dependency installs and toolchain downloads; default the host's bundle when it exists. */
   extraCaBundle?: string;
+  /** npm registry for installs and toolchains (Node, npm, pnpm, yarn); default the public one. */
+  registry?: string;
   docker?: Docker;
   logger?: Logger;
 }
@@ -39,6 +41,8 @@ export async function createSandboxService(config: SandboxServiceConfig): Promis
   const snapshots = new SnapshotManager({
     docker,
     mirror,
+    dataDir: config.dataDir,
+    ...(config.registry ? { registry: config.registry } : {}),
     ownerId: config.ownerId,
     egress,
     ...(config.baseImage ? { baseImage: config.baseImage } : {}),

@@ -37,7 +37,8 @@ suite('Dockhand extension host', () => {
     );
   });
 
-  test('opens its side panel', async () => {
-    await vscode.commands.executeCommand('dockhand.trajectory.focus');
+  test('defaults to the server\'s own URL and opens its welcome view when no server answers', async () => {
+    assert.equal(vscode.workspace.getConfiguration('dockhand').get('serverUrl'), 'http://127.0.0.1:8737');
+    await vscode.commands.executeCommand('dockhand.welcome.focus');
   });
 });
