@@ -1,6 +1,6 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import { Budgets, type TaskEvent, type TaskUsage, type Ticket } from '@dockhand/protocol';
-import type { FeedbackEngine, TestReport } from '../feedback/types';
+import type { FeedbackEngine, TestInfrastructure, TestReport } from '../feedback/types';
 import type { ModelClient, ModelTurnResult } from '../model/types';
 import type { Sandbox } from '../sandbox/types';
 import { BudgetTracker, type BudgetExceeded } from './budget';
@@ -22,6 +22,7 @@ import type { ReviewVerdict } from './review';
 import { StuckDetector } from './stuck';
 import { TallyingSink, UsageTally } from './tally';
 import { FINISH_TOOL_NAME, FinishInput, defaultTools, executeTool, type AgentTool, type ToolContext } from './tools';
+import { describeBaseline, runnerFailedData } from './tools/run-tests';
 import { verifyFinish } from './verify';
 
 /*
@@ -119,7 +120,7 @@ export interface AgentOutcome {
   summary: string;
   /** The workspace diff against the base commit, kept whatever the status. */
   diff: string;
-  /** Machine-readable cause for failed/budget_exhausted: 'stuck', 'refusal', 'no_finish', 'model_unavailable', budget name. */
+  /** Machine-readable cause for failed/budget_exhausted: 'stuck', 'refusal', 'no_finish', 'model_unavailable', 'test_infrastructure', budget name. */
   reason?: string;
   budget?: BudgetExceeded;
   usage: TaskUsage;
@@ -179,6 +180,9 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
   };
   const stopForAbort = (): Promise<AgentOutcome> =>
     options.signal?.aborted ? outcome('cancelled', 'Cancelled.', { reason: 'cancelled' }) : stopForBudget(budget.wallClockExceeded());
+  // The runner itself failed: no model turn can fix that, so the task stops with what to do.
+  const stopForInfrastructure = (infrastructure: TestInfrastructure): Promise<AgentOutcome> =>
+    outcome('failed', `${infrastructure.message}. ${infrastructure.action}`, { reason: 'test_infrastructure' });
 
   let messages: Anthropic.MessageParam[] = prior?.messages ?? [{ role: 'user', content: [userText(START_TEXT)] }];
   const addNote = async (text: string) => {
@@ -194,6 +198,17 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
     const meter = new ContextMeter(charsOf(system) + charsOf(toolDefinitions));
     const stuck = new StuckDetector(config.stuckRepeatLimit);
     let textOnlyTurns = 0;
+
+    // The baseline at the base commit, before the first change: what already fails is not the agent's.
+    if (feedback.baseline) {
+      const baseline = await feedback.baseline(sandbox, { signal }).catch(() => undefined);
+      if (signal.aborted) return await stopForAbort();
+      if (baseline?.infrastructure) {
+        await events.append({ type: 'tests.runner_failed', data: runnerFailedData(baseline.infrastructure) });
+        return await stopForInfrastructure(baseline.infrastructure);
+      }
+      if (baseline && !prior) await addNote(describeBaseline(baseline));
+    }
 
     for (;;) {
       if (signal.aborted) return await stopForAbort();
@@ -255,6 +270,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
       let stopReason: string | undefined;
       let verified: Awaited<ReturnType<typeof verifyFinish>> | undefined;
       let finishSummary = '';
+      let infrastructure: TestInfrastructure | undefined;
       for (const use of uses) {
         if (signal.aborted) break;
         await events.append({ type: 'tool.called', data: { turn, toolUseId: use.id, name: use.name, input: use.input } });
@@ -275,6 +291,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
               });
               output = verification.feedback;
               isError = !verification.verified;
+              if (verification.infrastructure) infrastructure = verification.infrastructure;
               if (verification.verified) {
                 verified = verification;
                 finishSummary = finish.data.summary;
@@ -302,6 +319,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
       }
       if (signal.aborted) return await stopForAbort();
       appendUserBlocks(messages, results);
+      if (infrastructure) return await stopForInfrastructure(infrastructure);
       if (verified) {
         return await outcome('finished_verified', finishSummary, {
           diff: verified.diff,

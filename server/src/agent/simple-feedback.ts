@@ -129,6 +129,7 @@ export class SimpleFeedbackEngine implements FeedbackEngine {
         output: 'No tests found in this repository.',
         durationMs: performance.now() - started,
         cases: [],
+        wholeCommand: true,
       };
     }
     const result = await sandbox.exec({
@@ -154,6 +155,8 @@ export class SimpleFeedbackEngine implements FeedbackEngine {
       output: capOutput(note + combined, MODEL_OUTPUT_CHARS).text,
       durationMs: performance.now() - started,
       cases: parseTestCases(combined),
+      // It always runs everything: the verified stop need not run the full suite again.
+      wholeCommand: true,
     };
   }
 

@@ -1,18 +1,21 @@
 import type { Ticket } from '@dockhand/protocol';
-import type { FeedbackEngine, TestReport } from '../feedback/types';
+import type { FeedbackEngine, TestInfrastructure, TestReport } from '../feedback/types';
 import type { ModelClient } from '../model/types';
 import type { Sandbox } from '../sandbox/types';
 import { recordModelTurn } from './model-turn';
 import type { EventSink } from './ports';
 import { buildReviewRequest, reviewVerdictOf, type ReviewVerdict } from './review';
-import { describeTestReport, testsFinishedData } from './tools/run-tests';
+import { describeInfrastructure, describeTestReport, runnerFailedData, testsFinishedData } from './tools/run-tests';
 import { isCiConfigPath, isTestPath } from './tools/paths';
 
 /*
  * The verified stop. "Done" is never the model's word alone: when it calls finish, the server
- * checks the diff itself, runs the tests (scope 'selected'; the caller may run 'full' after) and
- * asks a reviewer model for a structured verdict. Anything short of green tests and an approving
- * review goes back to the model as the finish call's error result.
+ * checks the diff itself, runs the selected tests, asks a reviewer model for a structured
+ * verdict and then, once, the full suite (or the recipe's pre-PR command) as the PR will be
+ * judged. Anything short of green tests and an approving review goes back to the model as the
+ * finish call's error result. Failures that already fail at the base commit (pre-existing) and
+ * quarantined flaky tests do not count. A runner that cannot run is not a red test: the result
+ * carries `infrastructure` and the loop stops the task instead of asking the model to fix it.
  */
 
 export interface VerifyInput {
@@ -36,6 +39,8 @@ export interface VerifyResult {
   diff: string;
   tests?: TestReport;
   review?: ReviewVerdict;
+  /** The test runner failed (not the tests): the task stops with `test_infrastructure`. */
+  infrastructure?: TestInfrastructure;
 }
 
 /** Paths a unified diff touches (the b/ side, which is the a/ side for deletions). */
@@ -77,7 +82,8 @@ export async function verifyFinish(input: VerifyInput): Promise<VerifyResult> {
   }
 
   const tests = await input.feedback.runTests(input.sandbox, { scope: 'selected', signal: input.signal });
-  await input.events.append({ type: 'tests.finished', data: testsFinishedData(tests) });
+  const stopped = await infrastructureStop(input, diff, tests);
+  if (stopped) return stopped;
   if (!tests.ok) {
     return {
       verified: false,
@@ -87,7 +93,9 @@ export async function verifyFinish(input: VerifyInput): Promise<VerifyResult> {
     };
   }
   if (!input.review) {
-    return { verified: true, diff, tests, feedback: `Verified: ${tests.passed} tests passed. Review skipped by configuration.` };
+    const full = await fullSuite(input, diff, tests);
+    if (!full.verified) return full;
+    return { verified: true, diff, tests: full.tests ?? tests, feedback: `Verified: ${passedText(full.tests ?? tests)}. Review skipped by configuration.` };
   }
 
   const verdict = await review(input, diff, tests);
@@ -105,11 +113,49 @@ export async function verifyFinish(input: VerifyInput): Promise<VerifyResult> {
       feedback: `Finish refused: tests pass, but the code review found problems:\n${problems}\nAddress them, run the tests, then call finish again.`,
     };
   }
+  const full = await fullSuite(input, diff, tests);
+  if (!full.verified) return { ...full, review: verdict };
   return {
     verified: true,
     diff,
-    tests,
+    tests: full.tests ?? tests,
     review: verdict,
-    feedback: `Verified: ${tests.passed} tests passed and the review approved the change.`,
+    feedback: `Verified: ${passedText(full.tests ?? tests)} and the review approved the change.`,
+  };
+}
+
+function passedText(tests: TestReport): string {
+  const preExisting = tests.preExisting ?? [];
+  const note = preExisting.length > 0 ? ` (${preExisting.length} pre-existing failure(s) still fail: ${preExisting.join(', ')})` : '';
+  return `${tests.passed} tests passed${tests.scope === 'full' ? ' in the full suite' : ''}${note}`;
+}
+
+/** A runner failure ends verification: the event, and a result the loop turns into a stopped task. */
+async function infrastructureStop(input: VerifyInput, diff: string, tests: TestReport): Promise<VerifyResult | undefined> {
+  if (!tests.infrastructure) {
+    await input.events.append({ type: 'tests.finished', data: testsFinishedData(tests) });
+    return undefined;
+  }
+  await input.events.append({ type: 'tests.runner_failed', data: runnerFailedData(tests.infrastructure) });
+  return { verified: false, diff, tests, infrastructure: tests.infrastructure, feedback: `Finish could not be verified: ${describeInfrastructure(tests.infrastructure)}` };
+}
+
+/**
+ * The full suite (or the recipe's pre-PR command) once before a PR. Skipped when the selected run
+ * already was the whole command and there is no separate pre-PR command.
+ */
+async function fullSuite(input: VerifyInput, diff: string, selected: TestReport): Promise<VerifyResult> {
+  if (selected.wholeCommand && !input.sandbox.environment?.prePr) return { verified: true, diff, tests: selected, feedback: '' };
+  const full = await input.feedback.runTests(input.sandbox, { scope: 'full', prePr: true, signal: input.signal });
+  const stopped = await infrastructureStop(input, diff, full);
+  if (stopped) return stopped;
+  if (full.ok) return { verified: true, diff, tests: full, feedback: '' };
+  return {
+    verified: false,
+    diff,
+    tests: full,
+    feedback:
+      'Finish refused: the selected tests pass, but the full suite the server runs once before a pull request has new failures.\n' +
+      `${describeTestReport(full)}\nFix them (failures that are pre-existing at the base commit do not count), then call finish again.`,
   };
 }

@@ -3,6 +3,7 @@ import type { Sandbox } from '../sandbox/types';
 import { InMemoryBaselineStore } from './baseline';
 import { detectCheckers, runCheckers } from './checks';
 import { InMemoryFlakyStore } from './flaky';
+import { infrastructureAction } from './infrastructure';
 import { buildGraph, GraphCache, overlayChanges, type ImpactGraph } from './graph';
 import { compactOutput } from './report-output';
 import { detectJsRunner, type TestTarget } from './runners';
@@ -120,6 +121,7 @@ export class SmartFeedbackEngine implements FeedbackEngine {
     }
 
     const infrastructure = runs.find((run) => run.infrastructure)?.infrastructure;
+    if (infrastructure && sandbox.environment) infrastructure.action = infrastructureAction(sandbox.environment.test.source);
     const quarantinedIds = new Set((await this.flaky.list(this.options.repo)).map((test) => test.testId));
     const baseline = await this.baselines.get(this.baselineKey(sandbox));
     const preExistingIds = new Set(baseline?.preExistingFailures ?? []);
@@ -244,6 +246,7 @@ export class SmartFeedbackEngine implements FeedbackEngine {
       for (const plan of planned.plans) runs.push(await runSuite(sandbox, plan, context));
       if (round === 0) seconds = (Date.now() - roundStarted) / 1000;
       const infrastructure = runs.find((run) => run.infrastructure)?.infrastructure;
+      if (infrastructure && sandbox.environment) infrastructure.action = infrastructureAction(sandbox.environment.test.source);
       if (infrastructure) return { command, runner, passed: 0, failed: 0, flaky: [], preExistingFailures: [], seconds, infrastructure };
       rounds.push(runs);
     }

@@ -73,7 +73,7 @@ function infrastructure(kind: InfrastructureKind, command: string, detail: strin
     timeout: 'the test runner timed out',
     no_report: 'the test runner gave no report',
   };
-  return { kind, command, message: `${lead[kind]}: \`${command}\`: ${detail}`, output: lastLines(output, 40).slice(-4000) };
+  return { kind, command, message: `${lead[kind]}: \`${command}\`: ${detail}`, action: infrastructureAction(), output: lastLines(output, 40).slice(-4000) };
 }
 
 /** An infrastructure result, or undefined when the run's outcome is the code's (green or red). */

@@ -39,8 +39,10 @@ export type InfrastructureKind = 'missing' | 'start' | 'crash' | 'timeout' | 'no
 
 export interface TestInfrastructure {
   kind: InfrastructureKind;
-  /** One sentence a user can act on, starting "the test runner could not …". */
+  /** What happened, starting "the test runner …" ("could not start", "crashed", "timed out", "gave no report"). */
   message: string;
+  /** What a user can do about it (the test command's source, `.dockhand/environment.yml`, `dockhand repo check`). */
+  action: string;
   command: string;
   /** The runner's output tail. */
   output: string;

@@ -26,6 +26,16 @@ describe('buildPullRequestBody', () => {
     expect(body).toContain('model claude-sonnet-4-5, task t_123');
   });
 
+  it('shows the full-suite run before the PR and lists pre-existing failures apart', () => {
+    const body = buildPullRequestBody({
+      ...report,
+      tests: { command: 'npm test → tape test/*.js', scope: 'full', passed: 83, failed: 1, log: 'not ok 84 rounds', preExisting: ['money > rounds half up'] },
+    });
+    expect(body).toContain('`npm test → tape test/*.js` (full suite): 83 passed, 1 failed (1 of them pre-existing)');
+    expect(body).toContain('**Pre-existing failures** — these fail at the base commit too (run twice before any change), so this change did not cause them:\n\n- `money > rounds half up`');
+    expect(buildPullRequestBody(report)).not.toContain('Pre-existing');
+  });
+
   it('lists the policy violations a repo owner overrode, and none when nothing was overridden', () => {
     const body = buildPullRequestBody({
       ...report,

@@ -12,7 +12,17 @@ export interface PullRequestReport {
   summary: string;
   taskId?: string;
   requester?: string;
-  tests?: { command: string; passed: number; failed: number; skipped?: number; log: string };
+  /** The last test run before the PR (the full suite, once the verified stop has run it). */
+  tests?: {
+    command: string;
+    passed: number;
+    failed: number;
+    skipped?: number;
+    log: string;
+    scope?: 'selected' | 'full';
+    /** Failing tests that fail at the base commit too: listed apart, not this change's. */
+    preExisting?: string[];
+  };
   quarantined?: string[];
   usage: { turns: number; inputTokens: number; outputTokens: number; cacheReadTokens?: number; costUsd: number };
   model?: string;
@@ -50,7 +60,14 @@ export function buildPullRequestBody(report: PullRequestReport, secrets: Readonl
   if (report.tests) {
     const t = report.tests;
     const skipped = t.skipped ? `, ${t.skipped} skipped` : '';
-    lines.push('', '## Tests', '', `\`${t.command}\`: ${t.passed} passed, ${t.failed} failed${skipped}`);
+    const scope = t.scope === 'full' ? ' (full suite)' : t.scope === 'selected' ? ' (tests selected by the change)' : '';
+    const preExisting = t.preExisting ?? [];
+    const inherited = preExisting.length > 0 ? ` (${preExisting.length} of them pre-existing)` : '';
+    lines.push('', '## Tests', '', `\`${t.command}\`${scope}: ${t.passed} passed, ${t.failed} failed${inherited}${skipped}`);
+    if (preExisting.length > 0) {
+      lines.push('', '**Pre-existing failures** — these fail at the base commit too (run twice before any change), so this change did not cause them:', '');
+      for (const test of preExisting) lines.push(`- \`${test}\``);
+    }
     const log = clip(t.log.trimEnd(), TEST_LOG_BUDGET);
     const marker = fence(log);
     lines.push('', '<details><summary>Test log</summary>', '', `${marker}text`, log, marker, '', '</details>');

@@ -57,8 +57,11 @@ export type PolicyResult = EventPayload<'policy.checked'>;
 export type PolicyVerdict = PolicyResult & { overridden: boolean; owners: string[] };
 
 export interface PolicyPort {
-  /** `events`: the task's log, where an owner's override of this exact diff would be. */
-  check(input: { task: Task; diff: string; stage: 'review' | 'push'; events: TaskEvent[] }): Promise<PolicyVerdict>;
+  /**
+   * `events`: the task's log, where an owner's override of this exact diff would be. `summary`:
+   * the model's summary, which goes into the PR and passes the same content gate as the diff.
+   */
+  check(input: { task: Task; diff: string; stage: 'review' | 'push'; events: TaskEvent[]; summary?: string }): Promise<PolicyVerdict>;
 }
 
 export interface PublishResult {

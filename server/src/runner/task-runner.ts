@@ -124,12 +124,12 @@ export class TaskRunner {
     const now = await this.task(task.id);
     if (isFinalState(now.state)) return;
     if (result.outcome === 'cancelled') {
-      await this.deps.log.store.setResult(task.id, { diff: result.diff, summary: result.summary });
+      await this.deps.log.setResult(task.id, { diff: result.diff, summary: result.summary });
       await this.setState(task.id, 'cancelled', result.summary || 'cancelled');
       return;
     }
     if (result.outcome === 'budget_exhausted') {
-      await this.deps.log.store.setResult(task.id, { diff: result.diff, summary: result.summary });
+      await this.deps.log.setResult(task.id, { diff: result.diff, summary: result.summary });
       await this.setState(task.id, 'budget_exhausted', result.summary || 'budget exhausted');
       return;
     }
@@ -163,15 +163,18 @@ export class TaskRunner {
     }
   }
 
-  private async afterFinish(task: Task, diff: string, summary: string): Promise<void> {
-    const policy = await this.deps.policy.check({ task, diff, stage: 'review', events: await this.deps.log.store.listEvents(task.id) });
+  private async afterFinish(task: Task, rawDiff: string, rawSummary: string): Promise<void> {
+    // Checked, stored and bound to an override in the masked form: the diff a person reviews and
+    // the server pushes is the one the store holds (a masked secret is still a violation).
+    const { diff, summary } = this.deps.log.maskResult({ diff: rawDiff, summary: rawSummary });
+    const policy = await this.deps.policy.check({ task, diff, summary, stage: 'review', events: await this.deps.log.store.listEvents(task.id) });
     await this.emit(task.id, policyCheckedEvent(policy));
     if (isBlocked(policy)) {
       const events = await this.deps.log.store.listEvents(task.id);
       const failures = events.filter((e) => e.type === 'policy.checked' && e.data.stage === 'review' && !e.data.ok && !e.data.overridden).length;
       const lines = policy.violations.map((v) => `- ${v.rule} ${v.path}${v.line ? `:${v.line}` : ''}: ${v.message}`);
       if (failures >= (this.deps.maxPolicyRounds ?? 2)) {
-        await this.deps.log.store.setResult(task.id, { diff, summary });
+        await this.deps.log.setResult(task.id, { diff, summary });
         if (policy.owners.length > 0) {
           // The agent could not make it comply: a repo owner decides, on this exact diff.
           await raisePolicyOverride(this.deps.log, task.id, diff, policy, policy.owners);
@@ -192,7 +195,7 @@ export class TaskRunner {
       });
       return; // still running: the next step resumes the agent with this message
     }
-    await this.deps.log.store.setResult(task.id, { diff, summary });
+    await this.deps.log.setResult(task.id, { diff, summary });
     const policyNote = policy.overridden ? `policy overridden by ${policy.overriddenBy ?? 'a repo owner'}` : 'policy ok';
     if (!(await this.setState(task.id, 'awaiting_review', `tests green, review approved, ${policyNote}`))) return;
     const pending = await this.deps.log.store.requestApproval(task.id, { kind: 'push', reason: 'review the diff before it is pushed' });
@@ -207,7 +210,7 @@ export class TaskRunner {
       const result = await this.deps.log.store.getResult(task.id);
       if (!result) throw new DockhandError('conflict', `task ${task.id} has no diff to push`);
       // The same evaluation as the forge's push gate: an owner's override in the log lets it through.
-      const policy = await this.deps.policy.check({ task, diff: result.diff, stage: 'push', events });
+      const policy = await this.deps.policy.check({ task, diff: result.diff, summary: result.summary, stage: 'push', events });
       await this.emit(task.id, policyCheckedEvent(policy));
       if (isBlocked(policy)) {
         const reason = `push blocked by policy: ${blockedReason(policy)}`;

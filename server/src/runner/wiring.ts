@@ -8,7 +8,7 @@ import { runAgent, type AgentConfigInput } from '../agent';
 import type { FeedbackEngine } from '../feedback/types';
 import { buildPullRequestBody, branchName, deliverPullRequest, type Forge } from '../forge';
 import type { ModelClient } from '../model/types';
-import { checkPolicyWithOverrides, parseRepoPolicy, POLICY_FILE_PATH, type RepoPolicy } from '../policy';
+import { gateOutbound, parseRepoPolicy, POLICY_FILE_PATH, type RepoPolicy } from '../policy';
 import type { BaseFiles, TicketSource } from '../api/deps';
 import type { AgentPort, AgentResult, PolicyPort, PublisherPort } from './ports';
 
@@ -41,9 +41,11 @@ export async function repoPolicy(baseFiles: BaseFiles, task: Pick<Task, 'context
 /** The policy gate with owners' overrides: the same evaluation as the forge's push gate. */
 export function policyPort(baseFiles: BaseFiles): PolicyPort {
   return {
-    async check({ task, diff, stage, events }) {
+    async check({ task, diff, stage, events, summary }) {
       const policy = await repoPolicy(baseFiles, task);
-      const { stats: _stats, ...result } = checkPolicyWithOverrides({ diff, policy, allowTestEdits: task.allowTestEdits, stage, overrides: events });
+      // The same gate as the forge's push: the diff and the words that go with it into the PR.
+      const text = { title: task.ticket.title, ...(summary !== undefined ? { summary } : {}) };
+      const { stats: _stats, ...result } = gateOutbound({ diff, policy, allowTestEdits: task.allowTestEdits, stage, overrides: events, text });
       return { ...result, owners: policy.owners };
     },
   };
@@ -131,7 +133,19 @@ export function publisherPort(options: PublisherOptions): PublisherPort {
           summary,
           taskId: task.id,
           requester: task.owner,
-          ...(tests ? { tests: { command: tests.data.command, passed: tests.data.passed, failed: tests.data.failed, skipped: tests.data.skipped, log: tests.data.output } } : {}),
+          ...(tests
+            ? {
+                tests: {
+                  command: tests.data.command,
+                  passed: tests.data.passed,
+                  failed: tests.data.failed,
+                  skipped: tests.data.skipped,
+                  log: tests.data.output,
+                  scope: tests.data.scope,
+                  ...(tests.data.preExisting ? { preExisting: tests.data.preExisting } : {}),
+                },
+              }
+            : {}),
           quarantined: tests?.data.quarantined ?? [],
           usage: task.usage,
           ...(turn ? { model: turn.data.model } : {}),
@@ -147,6 +161,8 @@ export function publisherPort(options: PublisherOptions): PublisherPort {
         baseSha: task.context.baseSha,
         diff,
         branch: branchName(ticketId, task.ticket.title),
+        // The PR goes back into the branch the task started from (else the default branch).
+        ...(task.context.branch ? { startBranch: task.context.branch } : {}),
         title: task.ticket.title,
         body,
         requester: { name: task.owner, email: `${task.owner}@users.dockhand.invalid` },

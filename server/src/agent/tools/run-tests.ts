@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { TestReport } from '../../feedback/types';
+import type { BaselineResult, TestInfrastructure, TestReport } from '../../feedback/types';
 import { defineTool } from './types';
 
 const RunTestsInput = z.object({
@@ -9,16 +9,40 @@ const RunTestsInput = z.object({
     .describe('selected: tests affected by your changes (fast); full: the whole suite'),
 });
 
+/** What the model reads when the runner itself failed: not a red test, not its to fix. */
+export function describeInfrastructure(infrastructure: TestInfrastructure): string {
+  return `${infrastructure.message} — this is not caused by your change; do not try to fix it. The test results are unknown.`;
+}
+
 /** The compact text the model reads for a test run (also used by the verified stop). */
 export function describeTestReport(report: TestReport): string {
-  const verdict = report.ok ? 'PASSED' : 'FAILED';
+  if (report.infrastructure) return describeInfrastructure(report.infrastructure);
+  const verdict = report.ok && report.failed === 0 ? 'PASSED' : 'FAILED';
   const lines = [
     `Tests ${verdict}: ${report.passed} passed, ${report.failed} failed, ${report.skipped} skipped (${report.scope}: ${report.selectionReason}).`,
     `Command: ${report.command}`,
   ];
+  const preExisting = report.preExisting ?? [];
+  if (preExisting.length > 0) {
+    const all = preExisting.length === report.failed ? 'All of the failing tests' : `${preExisting.length} of the failing tests`;
+    lines.push(
+      `${all} already fail at the base commit, before any change (pre-existing; they do not block finishing, ` +
+        `but they are yours to fix if the ticket is about them): ${preExisting.join(', ')}`,
+    );
+  }
   if (report.quarantined.length > 0) lines.push(`Quarantined as flaky (not counted): ${report.quarantined.join(', ')}`);
   if (report.output.trim()) lines.push(report.output.trim());
   return lines.join('\n');
+}
+
+/** The baseline note in the trajectory (and the model's first message). */
+export function describeBaseline(baseline: BaselineResult): string {
+  const flaky = baseline.flaky.length > 0 ? ` Flaky there (quarantined, not counted): ${baseline.flaky.join(', ')}.` : '';
+  const failing =
+    baseline.preExistingFailures.length > 0
+      ? ` Pre-existing failures (they fail before any change; they do not block finishing, but fix them if the ticket is about them): ${baseline.preExistingFailures.join(', ')}.`
+      : '';
+  return `Baseline: the server ran the repository's tests at the base commit twice (\`${baseline.command}\`): ${baseline.passed} passed, ${baseline.failed} failed.${failing}${flaky}`;
 }
 
 export const runTestsTool = defineTool({
@@ -29,11 +53,19 @@ export const runTestsTool = defineTool({
   input: RunTestsInput,
   async run(input, { sandbox, signal, feedback, events }) {
     const report = await feedback.runTests(sandbox, { scope: input.scope, signal });
+    if (report.infrastructure) {
+      await events.append({ type: 'tests.runner_failed', data: runnerFailedData(report.infrastructure) });
+      return { output: describeTestReport(report), isError: true };
+    }
     await events.append({ type: 'tests.finished', data: testsFinishedData(report) });
     // Red tests are information, not a tool failure: the call itself worked.
     return { output: describeTestReport(report), isError: false };
   },
 });
+
+export function runnerFailedData(infrastructure: TestInfrastructure) {
+  return { command: infrastructure.command, kind: infrastructure.kind, message: infrastructure.message, output: infrastructure.output };
+}
 
 export function testsFinishedData(report: TestReport) {
   return {
@@ -45,6 +77,7 @@ export function testsFinishedData(report: TestReport) {
     ok: report.ok,
     selectionReason: report.selectionReason,
     quarantined: report.quarantined,
+    ...(report.preExisting && report.preExisting.length > 0 ? { preExisting: report.preExisting } : {}),
     output: report.output,
     durationMs: report.durationMs,
   };
