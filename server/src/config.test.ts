@@ -32,6 +32,12 @@ describe('loadConfig', () => {
     expect(error instanceof DockhandError && error.field).toBe('DOCKHAND_PORT');
     expect(() => loadConfig({ DOCKHAND_FORGE: 'gitlab' })).toThrow(/DOCKHAND_FORGE/);
   });
+
+  it('chooses Postgres only when DOCKHAND_DATABASE_URL names one; SQLite stays the default', () => {
+    expect(loadConfig({}).databaseUrl).toBeUndefined();
+    expect(loadConfig({ DOCKHAND_DATABASE_URL: 'postgres://dockhand@db:5432/dockhand' }).databaseUrl).toBe('postgres://dockhand@db:5432/dockhand');
+    expect(() => loadConfig({ DOCKHAND_DATABASE_URL: 'mysql://db/dockhand' })).toThrow(/DOCKHAND_DATABASE_URL: must be a postgres:\/\//);
+  });
 });
 
 describe('logger redaction', () => {
@@ -40,7 +46,7 @@ describe('logger redaction', () => {
     const sink = new Writable({ write(chunk, _encoding, done) { lines.push(chunk.toString()); done(); } });
     const token = 'ghs_abcdefghijklmnopqrstuvwxyz0123456789';
     const logger = createLogger({ level: 'info', secrets: [token], destination: sink });
-    logger.info({ pushToken: token, config: { forge: { pushToken: token } }, req: { method: 'GET', url: `/v1/x?token=${token}` } }, `pushing with ${token}`);
+    logger.info({ pushToken: token, config: { forge: { pushToken: token }, databaseUrl: `postgres://dockhand:${token}@db/dockhand` }, req: { method: 'GET', url: `/v1/x?token=${token}` } }, `pushing with ${token}`);
     logger.child({ taskId: 't1' }).warn(`git said: remote: invalid credentials ${token}`);
     const text = lines.join('');
     expect(text).not.toContain(token);

@@ -15,6 +15,14 @@ const intFromString = z.coerce.number().int();
 
 export const Config = z.object({
   dataDir: z.string().min(1).default('./.dockhand-data'),
+  /**
+   * A Postgres database shared by a fleet of servers (`postgres://user:password@host:port/db`);
+   * absent: the embedded SQLite file under `dataDir`. Redacted from logs.
+   */
+  databaseUrl: z
+    .string()
+    .regex(/^postgres(ql)?:\/\/[^\s]+$/, 'must be a postgres:// (or postgresql://) URL, e.g. postgres://dockhand@db:5432/dockhand')
+    .optional(),
   host: z.string().default('127.0.0.1'),
   port: intFromString.min(0).max(65_535).default(8737),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -66,6 +74,7 @@ export type Config = z.infer<typeof Config>;
 /** Env var → dotted key in `Config`. */
 export const ENV_KEYS: Record<string, string> = {
   DOCKHAND_DATA_DIR: 'dataDir',
+  DOCKHAND_DATABASE_URL: 'databaseUrl',
   DOCKHAND_HOST: 'host',
   DOCKHAND_PORT: 'port',
   DOCKHAND_LOG_LEVEL: 'logLevel',

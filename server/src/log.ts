@@ -14,6 +14,9 @@ export const REDACT_PATHS = [
   '*.apiKey',
   'config.forge.pushToken',
   'config.model.apiKey',
+  // A Postgres URL may carry a password.
+  'databaseUrl',
+  '*.databaseUrl',
 ];
 
 /**

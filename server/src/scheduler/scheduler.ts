@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { isFinalState } from '@dockhand/protocol';
 import type { Logger } from '../log';
+import { withLeaseFence, type LeaseFence } from '../store/lease-fence';
+import { canClaim } from '../store/queue';
 import type { Store } from '../store/types';
 
 export interface SchedulerOptions {
@@ -20,6 +22,12 @@ export interface SchedulerOptions {
  * third of its life; a renewal that fails (another worker took over) or a task the API moved to
  * a final state aborts the local work. Leases — not in-process locks — are what keep two servers
  * on one store from working on the same task.
+ *
+ * On a store that is a shared queue (Postgres, `ClaimingStore`) a tick is one claim statement, and
+ * each claimed task runs inside its lease's fence (`lease-fence.ts`): the store refuses the run's
+ * writes once the lease is someone else's. There a heartbeat that cannot reach the store aborts
+ * the run when 60% of the lease has passed since the last renewal that did, so a worker cut off
+ * from the store stops acting before another worker may take the task over.
  */
 export class Scheduler {
   readonly workerId: string;
@@ -77,6 +85,18 @@ export class Scheduler {
   private async tick(): Promise<void> {
     const free = this.options.concurrency - this.running.size;
     if (free <= 0) return;
+    const { store } = this.options;
+    if (canClaim(store)) {
+      const asked = Date.now();
+      const claims = await store.claimRunnable(this.workerId, free, this.options.leaseMs, { exclude: [...this.running.keys()] });
+      for (const claim of claims) {
+        const fence = { taskId: claim.task.id, workerId: this.workerId, epoch: claim.epoch };
+        // Stopped while the claim was on its way: hand the task straight back.
+        if (this.stopped) await withLeaseFence(fence, () => store.releaseLease(claim.task.id, this.workerId));
+        else this.launch(claim.task.id, fence, asked);
+      }
+      return;
+    }
     const candidates = await this.options.store.listRunnable(free + this.running.size);
     for (const task of candidates) {
       if (this.running.size >= this.options.concurrency || this.stopped) break;
@@ -86,18 +106,29 @@ export class Scheduler {
     }
   }
 
-  private launch(taskId: string): void {
+  /** `leasedAt`: when the lease was asked for (its expiry is at least leaseMs after that). */
+  private launch(taskId: string, fence?: LeaseFence, leasedAt = Date.now()): void {
     const { store, leaseMs, logger } = this.options;
     const controller = new AbortController();
-    const heartbeat = setInterval(() => {
+    // The heartbeat and the run carry the fence in their async context (timers keep the context
+    // they were created in); without a fence (SQLite) they run as they always did.
+    const fenced = <T>(work: () => T): T => (fence ? withLeaseFence(fence, work) : work());
+    // Fenced: a beat every quarter lease; one missed renewal is tolerated, and once 60% of the
+    // lease has passed since the last renewal that reached the store (sent time: the store's
+    // expiry is later than that) the run is aborted, a quarter lease before anyone may claim it.
+    let renewedAt = leasedAt;
+    const heartbeat = fenced(() => setInterval(() => {
+      if (fence && Date.now() - renewedAt > leaseMs * 0.6) controller.abort(new Error('lease may be lost: no renewal reached the store'));
+      const sent = Date.now();
       void (async () => {
         const renewed = await store.renewLease(taskId, this.workerId, leaseMs);
+        if (renewed) renewedAt = sent;
         const task = await store.getTask(taskId);
         if (!renewed || !task || isFinalState(task.state)) controller.abort(new Error(renewed ? 'task ended' : 'lease lost'));
       })().catch((error: unknown) => logger?.warn({ err: error, taskId }, 'lease heartbeat failed'));
-    }, Math.max(Math.floor(leaseMs / 3), 50));
+    }, Math.max(Math.floor(leaseMs / (fence ? 4 : 3)), 50)));
     heartbeat.unref();
-    const done = (async () => {
+    const done = fenced(() => (async () => {
       try {
         await this.options.run(taskId, controller.signal);
       } catch (error) {
@@ -108,7 +139,7 @@ export class Scheduler {
         this.running.delete(taskId);
         this.wake();
       }
-    })();
+    })());
     this.running.set(taskId, { controller, done });
   }
 }

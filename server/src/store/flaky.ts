@@ -2,7 +2,8 @@ import type Database from 'better-sqlite3';
 import { z } from 'zod';
 import type { FlakyObservation, FlakyStore, FlakyTest } from '../feedback/types';
 
-const Observation = z.object({
+/** One observation in a quarantined test's history (stored as a JSON array). */
+export const FlakyObservationSchema = z.object({
   testId: z.string(),
   diffHash: z.string(),
   outcome: z.enum(['passed', 'failed']),
@@ -20,14 +21,14 @@ export class SqliteFlakyStore implements FlakyStore {
       .all(repo)
       .map((row) => {
         const r = FlakyRow.parse(row);
-        return { repo: r.repo, testId: r.test_id, since: r.since, history: z.array(Observation).parse(JSON.parse(r.history)) };
+        return { repo: r.repo, testId: r.test_id, since: r.since, history: z.array(FlakyObservationSchema).parse(JSON.parse(r.history)) };
       });
   }
 
   async quarantine(repo: string, testId: string, evidence: FlakyObservation[]): Promise<void> {
     this.db.transaction(() => {
       const existing = this.db.prepare('SELECT history FROM flaky_tests WHERE repo = ? AND test_id = ?').pluck().get(repo, testId);
-      const history = typeof existing === 'string' ? z.array(Observation).parse(JSON.parse(existing)) : [];
+      const history = typeof existing === 'string' ? z.array(FlakyObservationSchema).parse(JSON.parse(existing)) : [];
       history.push(...evidence);
       this.db
         .prepare(

@@ -3,7 +3,8 @@ import { z } from 'zod';
 import { DockhandError } from '../errors';
 import type { NewPullRequestRecord, PullRequestRecord, PullRequestState, PullRequestStore } from '../forge/types';
 
-const Record = z.object({
+/** One pull-request record as stored (JSON text in SQLite and Postgres alike). */
+export const PullRequestRecordSchema = z.object({
   repo: z.string(),
   number: z.number().int().min(1),
   title: z.string(),
@@ -19,8 +20,8 @@ const Record = z.object({
   mergeSha: z.string().optional(),
 });
 
-function parse(json: unknown): PullRequestRecord {
-  return Record.parse(typeof json === 'string' ? JSON.parse(json) : json);
+export function parsePullRequestRecord(json: unknown): PullRequestRecord {
+  return PullRequestRecordSchema.parse(typeof json === 'string' ? JSON.parse(json) : json);
 }
 
 /** The local forge's pull-request records (the forge's `PullRequestStore` port) in SQLite. */
@@ -30,7 +31,7 @@ export class SqlitePullRequestStore implements PullRequestStore {
   async insert(record: NewPullRequestRecord): Promise<PullRequestRecord> {
     return this.db.transaction(() => {
       const max = this.db.prepare('SELECT MAX(number) FROM pull_requests WHERE repo = ?').pluck().get(record.repo);
-      const stored = Record.parse({ ...record, number: (typeof max === 'number' ? max : 0) + 1 });
+      const stored = PullRequestRecordSchema.parse({ ...record, number: (typeof max === 'number' ? max : 0) + 1 });
       this.db
         .prepare('INSERT INTO pull_requests (repo, number, record) VALUES (?, ?, ?)')
         .run(stored.repo, stored.number, JSON.stringify(stored));
@@ -40,12 +41,12 @@ export class SqlitePullRequestStore implements PullRequestStore {
 
   async get(repo: string, number: number): Promise<PullRequestRecord | undefined> {
     const json = this.db.prepare('SELECT record FROM pull_requests WHERE repo = ? AND number = ?').pluck().get(repo, number);
-    return json === undefined ? undefined : parse(json);
+    return json === undefined ? undefined : parsePullRequestRecord(json);
   }
 
   async findByBranch(repo: string, branch: string): Promise<PullRequestRecord | undefined> {
     const rows = this.db.prepare('SELECT record FROM pull_requests WHERE repo = ? ORDER BY number DESC').pluck().all(repo);
-    return rows.map(parse).find((record) => record.branch === branch);
+    return rows.map(parsePullRequestRecord).find((record) => record.branch === branch);
   }
 
   async update(
@@ -56,7 +57,7 @@ export class SqlitePullRequestStore implements PullRequestStore {
     return this.db.transaction(() => {
       const json = this.db.prepare('SELECT record FROM pull_requests WHERE repo = ? AND number = ?').pluck().get(repo, number);
       if (json === undefined) throw new DockhandError('not_found', `pull request ${repo}#${number} not found`);
-      const updated = Record.parse({ ...parse(json), ...patch });
+      const updated = PullRequestRecordSchema.parse({ ...parsePullRequestRecord(json), ...patch });
       this.db.prepare('UPDATE pull_requests SET record = ? WHERE repo = ? AND number = ?').run(JSON.stringify(updated), repo, number);
       return updated;
     })();
@@ -64,6 +65,6 @@ export class SqlitePullRequestStore implements PullRequestStore {
 
   async list(repo: string, filter: { state?: PullRequestState } = {}): Promise<PullRequestRecord[]> {
     const rows = this.db.prepare('SELECT record FROM pull_requests WHERE repo = ? ORDER BY number').pluck().all(repo);
-    return rows.map(parse).filter((record) => filter.state === undefined || record.state === filter.state);
+    return rows.map(parsePullRequestRecord).filter((record) => filter.state === undefined || record.state === filter.state);
   }
 }

@@ -1,0 +1,125 @@
+import type { PoolClient } from 'pg';
+
+/**
+ * The Postgres schema, as its own ordered list (numbered apart from SQLite's `migrations.ts`: the
+ * two stores evolve together but their SQL differs). Never edit a shipped entry: append one. Each
+ * runs in one transaction with its row in `migrations`, under an advisory lock, so replicas and
+ * workers that start at the same moment migrate once.
+ *
+ * Columns mirror the SQLite schema so that `rows.ts` parses rows of either store: times are ISO
+ * text, JSON documents are text. Lease times are milliseconds since the epoch (bigint) from the
+ * database's clock, so the nodes of a fleet agree on when a lease expires whatever their clocks say.
+ */
+export const POSTGRES_MIGRATIONS: ReadonlyArray<{ id: number; name: string; sql: string }> = [
+  {
+    id: 1,
+    name: 'initial',
+    sql: `
+      CREATE TABLE users (
+        name TEXT PRIMARY KEY,
+        role TEXT NOT NULL CHECK (role IN ('user', 'admin')),
+        created_at TEXT NOT NULL
+      );
+      CREATE TABLE tokens (
+        id TEXT PRIMARY KEY,
+        user_name TEXT NOT NULL REFERENCES users(name),
+        hash TEXT NOT NULL UNIQUE,
+        label TEXT NOT NULL DEFAULT '',
+        created_at TEXT NOT NULL,
+        revoked_at TEXT
+      );
+      CREATE TABLE tasks (
+        num INTEGER GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        owner TEXT NOT NULL,
+        state TEXT NOT NULL,
+        repo TEXT NOT NULL,
+        priority TEXT NOT NULL,
+        request TEXT NOT NULL,
+        usage TEXT NOT NULL,
+        last_seq INTEGER NOT NULL DEFAULT 0,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        pr_url TEXT,
+        error TEXT,
+        diff TEXT,
+        summary TEXT
+      );
+      CREATE INDEX tasks_owner ON tasks(owner, num);
+      CREATE INDEX tasks_state ON tasks(state, num);
+      CREATE TABLE events (
+        task_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        type TEXT NOT NULL,
+        data TEXT NOT NULL,
+        ts TEXT NOT NULL,
+        PRIMARY KEY (task_id, seq)
+      );
+      CREATE INDEX events_type ON events(type);
+      CREATE TABLE approvals (
+        position INTEGER GENERATED ALWAYS AS IDENTITY UNIQUE,
+        id TEXT PRIMARY KEY,
+        task_id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('pending', 'approved', 'denied')),
+        reason TEXT NOT NULL,
+        command TEXT,
+        tool_use_id TEXT,
+        decided_by TEXT,
+        comment TEXT,
+        created_at TEXT NOT NULL,
+        resolved_at TEXT
+      );
+      CREATE INDEX approvals_task ON approvals(task_id, state);
+      CREATE INDEX approvals_pending ON approvals(position) WHERE state = 'pending';
+      -- The queue: a task is claimable when its state is runnable and it has no live lease.
+      -- epoch is the fencing token: it changes every time the lease changes hands, and every write
+      -- a worker makes for a task checks that its epoch is still the lease's.
+      CREATE SEQUENCE lease_epochs;
+      CREATE TABLE leases (
+        task_id TEXT PRIMARY KEY,
+        worker_id TEXT NOT NULL,
+        expires_at BIGINT NOT NULL,
+        epoch BIGINT NOT NULL
+      );
+      CREATE INDEX tasks_runnable ON tasks((CASE priority WHEN 'normal' THEN 0 ELSE 1 END), num)
+        WHERE state IN ('queued', 'provisioning', 'running', 'awaiting_approval', 'verifying', 'pushing');
+      CREATE TABLE pull_requests (
+        repo TEXT NOT NULL,
+        number INTEGER NOT NULL,
+        record TEXT NOT NULL,
+        PRIMARY KEY (repo, number)
+      );
+      CREATE TABLE flaky_tests (
+        repo TEXT NOT NULL,
+        test_id TEXT NOT NULL,
+        since TEXT NOT NULL,
+        history TEXT NOT NULL,
+        PRIMARY KEY (repo, test_id)
+      );
+    `,
+  },
+];
+
+/** Applies what is missing; returns the ids applied now. */
+export async function migratePostgres(client: PoolClient, lockKey: string): Promise<number[]> {
+  const applied: number[] = [];
+  await client.query('BEGIN');
+  try {
+    // One migrator at a time per schema; the others wait here and then find nothing to do.
+    await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [lockKey]);
+    await client.query('CREATE TABLE IF NOT EXISTS migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)');
+    const done = new Set((await client.query<{ id: number }>('SELECT id FROM migrations')).rows.map((row) => row.id));
+    for (const migration of POSTGRES_MIGRATIONS) {
+      if (done.has(migration.id)) continue;
+      await client.query(migration.sql);
+      await client.query('INSERT INTO migrations (id, name, applied_at) VALUES ($1, $2, $3)', [migration.id, migration.name, new Date().toISOString()]);
+      applied.push(migration.id);
+    }
+    await client.query('COMMIT');
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  }
+  return applied;
+}

@@ -1,0 +1,95 @@
+import type pg from 'pg';
+import { z } from 'zod';
+import { DockhandError } from '../errors';
+import type { FlakyObservation, FlakyStore, FlakyTest } from '../feedback/types';
+import type { NewPullRequestRecord, PullRequestRecord, PullRequestState, PullRequestStore } from '../forge/types';
+import { FlakyObservationSchema } from './flaky';
+import { PullRequestRecordSchema, parsePullRequestRecord } from './pull-requests';
+
+type Transaction = <T>(work: (client: pg.PoolClient) => Promise<T>) => Promise<T>;
+
+const RecordColumn = z.object({ record: z.string() });
+const FlakyRow = z.object({ repo: z.string(), test_id: z.string(), since: z.string(), history: z.string() });
+
+/** The local forge's pull-request records in Postgres (same records as `SqlitePullRequestStore`). */
+export class PostgresPullRequestStore implements PullRequestStore {
+  constructor(private readonly pool: pg.Pool, private readonly transaction: Transaction) {}
+
+  async insert(record: NewPullRequestRecord): Promise<PullRequestRecord> {
+    return this.transaction(async (client) => {
+      // Numbers are per repo: one inserter at a time per repo takes the next one.
+      await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`pull-requests:${record.repo}`]);
+      const { rows } = await client.query('SELECT MAX(number) AS max FROM pull_requests WHERE repo = $1', [record.repo]);
+      const max = z.object({ max: z.number().nullable() }).parse(rows[0]).max;
+      const stored = PullRequestRecordSchema.parse({ ...record, number: (max ?? 0) + 1 });
+      await client.query('INSERT INTO pull_requests (repo, number, record) VALUES ($1, $2, $3)', [stored.repo, stored.number, JSON.stringify(stored)]);
+      return stored;
+    });
+  }
+
+  async get(repo: string, number: number): Promise<PullRequestRecord | undefined> {
+    const { rows } = await this.pool.query('SELECT record FROM pull_requests WHERE repo = $1 AND number = $2', [repo, number]);
+    return rows[0] === undefined ? undefined : parsePullRequestRecord(RecordColumn.parse(rows[0]).record);
+  }
+
+  async findByBranch(repo: string, branch: string): Promise<PullRequestRecord | undefined> {
+    const { rows } = await this.pool.query('SELECT record FROM pull_requests WHERE repo = $1 ORDER BY number DESC', [repo]);
+    return rows.map((row: unknown) => parsePullRequestRecord(RecordColumn.parse(row).record)).find((record) => record.branch === branch);
+  }
+
+  async update(
+    repo: string,
+    number: number,
+    patch: Partial<Pick<PullRequestRecord, 'title' | 'body' | 'headSha' | 'draft' | 'state' | 'mergedAt' | 'closedAt' | 'mergeSha'>>,
+  ): Promise<PullRequestRecord> {
+    return this.transaction(async (client) => {
+      const { rows } = await client.query('SELECT record FROM pull_requests WHERE repo = $1 AND number = $2 FOR UPDATE', [repo, number]);
+      if (rows[0] === undefined) throw new DockhandError('not_found', `pull request ${repo}#${number} not found`);
+      const updated = PullRequestRecordSchema.parse({ ...parsePullRequestRecord(RecordColumn.parse(rows[0]).record), ...patch });
+      await client.query('UPDATE pull_requests SET record = $1 WHERE repo = $2 AND number = $3', [JSON.stringify(updated), repo, number]);
+      return updated;
+    });
+  }
+
+  async list(repo: string, filter: { state?: PullRequestState } = {}): Promise<PullRequestRecord[]> {
+    const { rows } = await this.pool.query('SELECT record FROM pull_requests WHERE repo = $1 ORDER BY number', [repo]);
+    return rows
+      .map((row: unknown) => parsePullRequestRecord(RecordColumn.parse(row).record))
+      .filter((record) => filter.state === undefined || record.state === filter.state);
+  }
+}
+
+/** The feedback engine's quarantine list in Postgres (same rules as `SqliteFlakyStore`). */
+export class PostgresFlakyStore implements FlakyStore {
+  constructor(private readonly pool: pg.Pool, private readonly transaction: Transaction) {}
+
+  async list(repo: string): Promise<FlakyTest[]> {
+    const { rows } = await this.pool.query('SELECT * FROM flaky_tests WHERE repo = $1 ORDER BY test_id COLLATE "C"', [repo]);
+    return rows.map((row: unknown) => {
+      const r = FlakyRow.parse(row);
+      return { repo: r.repo, testId: r.test_id, since: r.since, history: z.array(FlakyObservationSchema).parse(JSON.parse(r.history)) };
+    });
+  }
+
+  async quarantine(repo: string, testId: string, evidence: FlakyObservation[]): Promise<void> {
+    await this.transaction(async (client) => {
+      await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`flaky:${repo}:${testId}`]);
+      const { rows } = await client.query('SELECT history FROM flaky_tests WHERE repo = $1 AND test_id = $2', [repo, testId]);
+      const existing = z.object({ history: z.string() }).optional().parse(rows[0]);
+      const history = existing ? z.array(FlakyObservationSchema).parse(JSON.parse(existing.history)) : [];
+      history.push(...evidence);
+      await client.query(
+        `INSERT INTO flaky_tests (repo, test_id, since, history) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (repo, test_id) DO UPDATE SET history = excluded.history`,
+        [repo, testId, new Date().toISOString(), JSON.stringify(history.slice(-100))],
+      );
+    });
+  }
+
+  async clear(repo: string, testIds?: string[]): Promise<number> {
+    const result = testIds === undefined
+      ? await this.pool.query('DELETE FROM flaky_tests WHERE repo = $1', [repo])
+      : await this.pool.query('DELETE FROM flaky_tests WHERE repo = $1 AND test_id = ANY($2)', [repo, testIds]);
+    return result.rowCount ?? 0;
+  }
+}

@@ -1,0 +1,440 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { z } from 'zod';
+import {
+  TaskEvent,
+  type CreateTaskRequest,
+  type EventPayload,
+  type EventType,
+  type NewEvent,
+  type Task,
+} from '@dockhand/protocol';
+import { DockhandError, fromZodError } from '../errors';
+import type { Logger } from '../log';
+import { currentFence } from './lease-fence';
+import { migratePostgres } from './postgres-migrations';
+import { PostgresQueue } from './postgres-queue';
+import { PostgresFlakyStore, PostgresPullRequestStore } from './postgres-records';
+import { project } from './projection';
+import type { Claim, ClaimingStore, FencedLease } from './queue';
+import { EventRow, ProjectionRow, toApproval, toTask, toTokenInfo, toUser } from './rows';
+import { hashToken } from './sqlite';
+import type {
+  Approval,
+  ApprovalRequestInput,
+  ApprovalState,
+  PendingApproval,
+  PendingApprovalQuery,
+  Role,
+  Store,
+  TaskListQuery,
+  TaskPage,
+  TokenInfo,
+  User,
+} from './types';
+
+export interface PostgresStoreOptions {
+  /** `postgres://user@host:port/database` */
+  url: string;
+  /** A schema of its own (tests, several fleets in one database); default `public`. */
+  schema?: string;
+  /** Connections in this process's pool. */
+  poolSize?: number;
+  logger?: Logger;
+}
+
+const EMPTY_USAGE = { turns: 0, inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
+const APPROVAL_COLUMNS = ['id', 'task_id', 'kind', 'state', 'reason', 'command', 'tool_use_id', 'decided_by', 'comment', 'created_at', 'resolved_at'];
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+function now(): string {
+  return new Date().toISOString();
+}
+
+function toEvent(row: unknown): TaskEvent {
+  const r = EventRow.parse(row);
+  return TaskEvent.parse({ taskId: r.task_id, seq: r.seq, ts: r.ts, type: r.type, data: JSON.parse(r.data) });
+}
+
+/** The NOTIFY channel events are announced on (one per schema, so test schemas stay apart). */
+export function eventChannel(schema: string): string {
+  return `dockhand_events_${schema}`;
+}
+
+/**
+ * The store of a fleet: one Postgres database shared by API replicas and workers. Every write that
+ * SQLite makes in one transaction is one transaction here too; a task's row is locked
+ * (`SELECT … FOR UPDATE`) while its next seq is assigned, so appends from several processes stay
+ * gap-free. Each append also announces `{taskId, seq}` with NOTIFY in the same transaction (sent at
+ * commit); `PostgresEventHub` turns those into live events on every process.
+ *
+ * Writes made inside a lease fence (`lease-fence.ts`) are refused unless the lease still has that
+ * worker and epoch: see `assertFence`.
+ */
+export class PostgresStore implements Store, ClaimingStore {
+  readonly flaky: PostgresFlakyStore;
+  readonly pullRequests: PostgresPullRequestStore;
+  readonly queue: PostgresQueue;
+  readonly channel: string;
+
+  private constructor(readonly pool: pg.Pool, readonly options: PostgresStoreOptions & { schema: string }) {
+    this.channel = eventChannel(options.schema);
+    this.flaky = new PostgresFlakyStore(pool, (work) => this.transaction(work));
+    this.pullRequests = new PostgresPullRequestStore(pool, (work) => this.transaction(work));
+    this.queue = new PostgresQueue(pool);
+  }
+
+  /** Connects, creates the schema when missing and applies pending migrations. */
+  static async open(options: PostgresStoreOptions): Promise<PostgresStore> {
+    const schema = options.schema ?? 'public';
+    if (!SCHEMA_NAME.test(schema)) {
+      throw new DockhandError('bad_request', `Postgres schema "${schema}" must be lower-case letters, digits and _ (at most 63)`, { field: 'schema' });
+    }
+    const pool = new pg.Pool({
+      connectionString: options.url,
+      max: options.poolSize ?? 10,
+      options: `-c search_path=${schema}`,
+      connectionTimeoutMillis: 10_000,
+    });
+    // An idle connection that dies (server restart) must not crash the process: the pool drops it
+    // and the next query opens a new one.
+    pool.on('error', (error) => options.logger?.warn({ err: error }, 'postgres connection lost'));
+    try {
+      const client = await pool.connect();
+      try {
+        if (schema !== 'public') await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+        await migratePostgres(client, `dockhand-migrate:${schema}`);
+      } finally {
+        client.release();
+      }
+    } catch (error) {
+      await pool.end().catch(() => undefined);
+      const where = options.url.replace(/\/\/[^@/]*@/, '//');
+      throw new DockhandError('internal', `cannot open the Postgres store at ${where}: ${error instanceof Error ? error.message : String(error)}`, {
+        field: 'DOCKHAND_DATABASE_URL',
+        hint: 'check that the server is up and the URL names a database this user may create tables in',
+        cause: error,
+      });
+    }
+    return new PostgresStore(pool, { ...options, schema });
+  }
+
+  async transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    let broken: Error | undefined;
+    try {
+      await client.query('BEGIN');
+      const result = await work(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      await client.query('ROLLBACK').catch((rollbackError: unknown) => {
+        broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
+      });
+      throw error;
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  // ---- users and tokens ----
+
+  async createUser(name: string, role: Role): Promise<User> {
+    if (!/^[A-Za-z0-9_.@-]{1,100}$/.test(name)) {
+      throw new DockhandError('bad_request', `user name "${name}" must be 1-100 of A-Z a-z 0-9 _ . @ -`, { field: 'name' });
+    }
+    await this.pool.query('INSERT INTO users (name, role, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO UPDATE SET role = excluded.role', [name, role, now()]);
+    const user = await this.getUser(name);
+    if (!user) throw new DockhandError('internal', `user ${name} vanished`);
+    return user;
+  }
+
+  async getUser(name: string): Promise<User | undefined> {
+    const { rows } = await this.pool.query('SELECT * FROM users WHERE name = $1', [name]);
+    return rows[0] === undefined ? undefined : toUser(rows[0]);
+  }
+
+  async listUsers(): Promise<User[]> {
+    return (await this.pool.query('SELECT * FROM users ORDER BY name COLLATE "C"')).rows.map(toUser);
+  }
+
+  async createToken(user: string, label = ''): Promise<{ token: string; info: TokenInfo }> {
+    if (!(await this.getUser(user))) throw new DockhandError('not_found', `user ${user} not found`, { hint: 'create the user first' });
+    const token = `dh_${randomBytes(24).toString('base64url')}`;
+    const id = `tok_${randomBytes(6).toString('hex')}`;
+    const { rows } = await this.pool.query(
+      'INSERT INTO tokens (id, user_name, hash, label, created_at) VALUES ($1, $2, $3, $4, $5) RETURNING *',
+      [id, user, hashToken(token), label, now()],
+    );
+    return { token, info: toTokenInfo(rows[0]) };
+  }
+
+  async revokeToken(id: string): Promise<boolean> {
+    const result = await this.pool.query('UPDATE tokens SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL', [now(), id]);
+    return result.rowCount === 1;
+  }
+
+  async listTokens(user?: string): Promise<TokenInfo[]> {
+    const { rows } = user === undefined
+      ? await this.pool.query('SELECT * FROM tokens ORDER BY created_at COLLATE "C", id COLLATE "C"')
+      : await this.pool.query('SELECT * FROM tokens WHERE user_name = $1 ORDER BY created_at COLLATE "C", id COLLATE "C"', [user]);
+    return rows.map(toTokenInfo);
+  }
+
+  async authenticate(token: string): Promise<User | undefined> {
+    const { rows } = await this.pool.query(
+      `SELECT users.* FROM tokens JOIN users ON users.name = tokens.user_name
+       WHERE tokens.hash = $1 AND tokens.revoked_at IS NULL`,
+      [hashToken(token)],
+    );
+    return rows[0] === undefined ? undefined : toUser(rows[0]);
+  }
+
+  // ---- tasks and events ----
+
+  async createTask(owner: string, request: CreateTaskRequest, id = `t_${randomUUID()}`): Promise<{ task: Task; events: TaskEvent[] }> {
+    const events = await this.transaction(async (client) => {
+      const ts = now();
+      await client.query(
+        `INSERT INTO tasks (id, owner, state, repo, priority, request, usage, last_seq, created_at, updated_at)
+         VALUES ($1, $2, 'queued', $3, $4, $5, $6, 0, $7, $7)`,
+        [id, owner, request.context.repo, request.priority, JSON.stringify(request), JSON.stringify(EMPTY_USAGE), ts],
+      );
+      return [
+        await this.appendIn(client, id, { type: 'task.created', data: { ...request, owner } }),
+        await this.appendIn(client, id, { type: 'task.state', data: { state: 'queued' } }),
+      ];
+    });
+    const task = await this.getTask(id);
+    if (!task) throw new DockhandError('internal', `task ${id} vanished`);
+    return { task, events };
+  }
+
+  async getTask(id: string): Promise<Task | undefined> {
+    const { rows } = await this.pool.query('SELECT * FROM tasks WHERE id = $1', [id]);
+    return rows[0] === undefined ? undefined : toTask(rows[0]);
+  }
+
+  async listTasks(query: TaskListQuery): Promise<TaskPage> {
+    const where: string[] = [];
+    const params: Array<string | number> = [];
+    const add = (clause: string, value: string | number) => {
+      params.push(value);
+      where.push(clause.replace('?', `$${params.length}`));
+    };
+    if (query.owner !== undefined) add('owner = ?', query.owner);
+    if (query.state !== undefined) add('state = ?', query.state);
+    if (query.repo !== undefined) add('repo = ?', query.repo);
+    if (query.cursor !== undefined) {
+      const num = Number(Buffer.from(query.cursor, 'base64url').toString('utf8'));
+      if (!Number.isInteger(num)) throw new DockhandError('bad_request', 'cursor is not one this server gave out', { field: 'cursor' });
+      add('num < ?', num);
+    }
+    const limit = Math.min(Math.max(query.limit ?? 50, 1), 200);
+    params.push(limit + 1);
+    const { rows } = await this.pool.query(
+      `SELECT * FROM tasks ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY num DESC LIMIT $${params.length}`,
+      params,
+    );
+    const page: TaskPage = { tasks: rows.slice(0, limit).map(toTask) };
+    const last: unknown = rows[limit - 1];
+    if (rows.length > limit && last !== undefined) {
+      page.nextCursor = Buffer.from(String(z.object({ num: z.number().int() }).parse(last).num)).toString('base64url');
+    }
+    return page;
+  }
+
+  async appendEvent(taskId: string, event: NewEvent): Promise<TaskEvent> {
+    return this.transaction((client) => this.appendIn(client, taskId, event));
+  }
+
+  /**
+   * Inside a transaction: locks the task's row, checks the fence, assigns the next seq, stores the
+   * event, updates the projection and queues the NOTIFY (delivered when the transaction commits).
+   * The row lock comes before the lease's (as in a claim), so the two never deadlock.
+   */
+  async appendIn(client: pg.PoolClient, taskId: string, event: NewEvent): Promise<TaskEvent> {
+    const { rows } = await client.query('SELECT last_seq, usage, state FROM tasks WHERE id = $1 FOR UPDATE', [taskId]);
+    if (rows[0] === undefined) throw new DockhandError('not_found', `task ${taskId} not found`);
+    const projection = ProjectionRow.parse(rows[0]);
+    await this.assertFence(client, taskId);
+    const ts = now();
+    const parsed = TaskEvent.safeParse({ taskId, seq: projection.last_seq + 1, ts, type: event.type, data: event.data });
+    if (!parsed.success) throw fromZodError(parsed.error, `event ${event.type}`);
+    const stored = parsed.data;
+    await client.query('INSERT INTO events (task_id, seq, type, data, ts) VALUES ($1, $2, $3, $4, $5)', [taskId, stored.seq, stored.type, JSON.stringify(stored.data), ts]);
+    const next = project(projection, stored);
+    await client.query(
+      `UPDATE tasks SET last_seq = $2, updated_at = $3, state = $4, usage = $5,
+         pr_url = COALESCE($6, pr_url), error = COALESCE($7, error) WHERE id = $1`,
+      [taskId, stored.seq, ts, next.state, next.usage, next.prUrl, next.error],
+    );
+    const notice: { taskId: string; seq: number; type: string; state?: string } = { taskId, seq: stored.seq, type: stored.type };
+    if (stored.type === 'task.state') notice.state = stored.data.state;
+    await client.query('SELECT pg_notify($1, $2)', [this.channel, JSON.stringify(notice)]);
+    return stored;
+  }
+
+  /**
+   * Refuses a write made under a lease fence whose lease has since expired or changed hands. The
+   * lease row is held (`FOR SHARE`) until the write commits, so a takeover waits for it: either
+   * the write lands before the new epoch exists, or it is refused.
+   */
+  async assertFence(client: pg.PoolClient, taskId: string): Promise<void> {
+    const fence = currentFence(taskId);
+    if (!fence) return;
+    const { rows } = await client.query(
+      `SELECT worker_id, epoch::float8 AS epoch, expires_at > (extract(epoch from clock_timestamp()) * 1000)::bigint AS live
+       FROM leases WHERE task_id = $1 FOR SHARE`,
+      [taskId],
+    );
+    const lease = z.object({ worker_id: z.string(), epoch: z.number(), live: z.boolean() }).optional().parse(rows[0]);
+    if (lease && lease.worker_id === fence.workerId && lease.epoch === fence.epoch && lease.live) return;
+    const now = lease ? (lease.epoch === fence.epoch ? 'has expired' : `is now held by ${lease.worker_id} (epoch ${lease.epoch})`) : 'was released';
+    throw new DockhandError('conflict', `lease lost: ${fence.workerId}'s lease on task ${taskId} (epoch ${fence.epoch}) ${now}; the write was refused`, {
+      hint: 'the worker that holds the task now carries on from its event log',
+    });
+  }
+
+  async listEvents(taskId: string, after = 0, limit = 1_000_000): Promise<TaskEvent[]> {
+    const { rows } = await this.pool.query('SELECT task_id, seq, type, data, ts FROM events WHERE task_id = $1 AND seq > $2 ORDER BY seq LIMIT $3', [taskId, after, limit]);
+    return rows.map(toEvent);
+  }
+
+  async eventsOfTypes(types: EventType[]): Promise<TaskEvent[]> {
+    if (types.length === 0) return [];
+    const { rows } = await this.pool.query('SELECT task_id, seq, type, data, ts FROM events WHERE type = ANY($1) ORDER BY task_id COLLATE "C", seq', [types]);
+    return rows.map(toEvent);
+  }
+
+  async setResult(taskId: string, result: { diff: string; summary: string }): Promise<void> {
+    await this.transaction(async (client) => {
+      const { rows } = await client.query('SELECT id FROM tasks WHERE id = $1 FOR UPDATE', [taskId]);
+      if (rows[0] !== undefined) await this.assertFence(client, taskId);
+      await client.query('UPDATE tasks SET diff = $1, summary = $2 WHERE id = $3', [result.diff, result.summary, taskId]);
+    });
+  }
+
+  async getResult(taskId: string): Promise<{ diff: string; summary: string } | undefined> {
+    const { rows } = await this.pool.query('SELECT diff, summary FROM tasks WHERE id = $1', [taskId]);
+    const parsed = z.object({ diff: z.string().nullable(), summary: z.string().nullable() }).optional().parse(rows[0]);
+    if (!parsed || parsed.diff === null) return undefined;
+    return { diff: parsed.diff, summary: parsed.summary ?? '' };
+  }
+
+  // ---- approvals ----
+
+  async requestApproval(taskId: string, req: ApprovalRequestInput): Promise<{ approval: Approval; event: TaskEvent }> {
+    const id = `apr_${randomBytes(8).toString('hex')}`;
+    const event = await this.transaction(async (client) => {
+      await client.query(
+        `INSERT INTO approvals (id, task_id, kind, state, reason, command, tool_use_id, created_at)
+         VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7)`,
+        [id, taskId, req.kind, req.reason, req.command ?? null, req.toolUseId ?? null, now()],
+      );
+      const data: EventPayload<'approval.requested'> = { approvalId: id, kind: req.kind, reason: req.reason };
+      if (req.command !== undefined) data.command = req.command;
+      if (req.toolUseId !== undefined) data.toolUseId = req.toolUseId;
+      if (req.diffDigest !== undefined) data.diffDigest = req.diffDigest;
+      return this.appendIn(client, taskId, { type: 'approval.requested', data });
+    });
+    const approval = await this.getApproval(id);
+    if (!approval) throw new DockhandError('internal', `approval ${id} vanished`);
+    return { approval, event };
+  }
+
+  async resolveApproval(
+    taskId: string,
+    id: string,
+    decision: { decision: 'approved' | 'denied'; by: string; comment?: string },
+  ): Promise<{ approval: Approval; event: TaskEvent } | undefined> {
+    const event = await this.transaction(async (client) => {
+      const result = await client.query(
+        `UPDATE approvals SET state = $1, decided_by = $2, comment = $3, resolved_at = $4
+         WHERE id = $5 AND task_id = $6 AND state = 'pending'`,
+        [decision.decision, decision.by, decision.comment ?? null, now(), id, taskId],
+      );
+      if (result.rowCount !== 1) return undefined;
+      const data: EventPayload<'approval.resolved'> = { approvalId: id, decision: decision.decision, by: decision.by };
+      if (decision.comment !== undefined) data.comment = decision.comment;
+      return this.appendIn(client, taskId, { type: 'approval.resolved', data });
+    });
+    if (!event) return undefined;
+    const approval = await this.getApproval(id);
+    if (!approval) throw new DockhandError('internal', `approval ${id} vanished`);
+    return { approval, event };
+  }
+
+  async getApproval(id: string): Promise<Approval | undefined> {
+    const { rows } = await this.pool.query('SELECT * FROM approvals WHERE id = $1', [id]);
+    return rows[0] === undefined ? undefined : toApproval(rows[0]);
+  }
+
+  async listApprovals(taskId: string, state?: ApprovalState): Promise<Approval[]> {
+    const { rows } = state === undefined
+      ? await this.pool.query('SELECT * FROM approvals WHERE task_id = $1 ORDER BY created_at COLLATE "C", position', [taskId])
+      : await this.pool.query('SELECT * FROM approvals WHERE task_id = $1 AND state = $2 ORDER BY created_at COLLATE "C", position', [taskId, state]);
+    return rows.map(toApproval);
+  }
+
+  async listPendingApprovals(query: PendingApprovalQuery): Promise<PendingApproval[]> {
+    const kinds = query.overrides
+      ? `((tasks.owner = $1 AND approvals.kind != 'policy_override') OR approvals.kind = 'policy_override')`
+      : `(tasks.owner = $1 AND approvals.kind != 'policy_override')`;
+    const params: Array<string | number> = [query.owner];
+    let before = '';
+    if (query.before !== undefined) {
+      params.push(query.before);
+      before = `AND approvals.position < $${params.length}`;
+    }
+    params.push(Math.max(1, query.limit));
+    const approvalColumns = APPROVAL_COLUMNS.map((column) => `approvals.${column} AS a_${column}`).join(', ');
+    const { rows } = await this.pool.query(
+      `SELECT approvals.position AS a_position, ${approvalColumns}, tasks.*
+       FROM approvals JOIN tasks ON tasks.id = approvals.task_id
+       WHERE approvals.state = 'pending' AND tasks.state IN ('awaiting_approval', 'awaiting_review') AND ${kinds} ${before}
+       ORDER BY approvals.position DESC LIMIT $${params.length}`,
+      params,
+    );
+    return rows.map((row: unknown) => {
+      // Both tables have id, state and created_at: the approval's columns come prefixed.
+      const fields = Object.entries(z.record(z.string(), z.unknown()).parse(row));
+      const approvalRow = Object.fromEntries(fields.filter(([key]) => key.startsWith('a_')).map(([key, value]) => [key.slice(2), value]));
+      return { approval: toApproval(approvalRow), task: toTask(row), position: z.number().int().parse(approvalRow.position) };
+    });
+  }
+
+  // ---- leases and the queue (postgres-queue.ts) ----
+
+  acquireLease(taskId: string, workerId: string, ttlMs: number, at?: number): Promise<boolean> {
+    return this.queue.acquire(taskId, workerId, ttlMs, at);
+  }
+
+  renewLease(taskId: string, workerId: string, ttlMs: number, at?: number): Promise<boolean> {
+    return this.queue.renew(taskId, workerId, ttlMs, at);
+  }
+
+  releaseLease(taskId: string, workerId: string): Promise<void> {
+    return this.queue.release(taskId, workerId);
+  }
+
+  getLease(taskId: string): Promise<FencedLease | undefined> {
+    return this.queue.get(taskId);
+  }
+
+  listRunnable(limit: number, at?: number): Promise<Task[]> {
+    return this.queue.listRunnable(limit, at);
+  }
+
+  claimRunnable(workerId: string, limit: number, ttlMs: number, options: { exclude?: string[]; now?: number } = {}): Promise<Claim[]> {
+    return this.queue.claim(workerId, limit, ttlMs, options);
+  }
+
+  async ping(): Promise<void> {
+    await this.pool.query('SELECT 1');
+  }
+
+  async close(): Promise<void> {
+    if (!this.pool.ended) await this.pool.end();
+  }
+}
