@@ -4,7 +4,7 @@ import {
   CreateTaskRequest,
   CreateTaskResponse,
   ErrorBody,
-  ReadinessReport,
+  ReadinessCheckStatus,
   ReviewRequest,
   SendMessageRequest,
   Task,
@@ -138,9 +138,14 @@ export class ApiClient {
     return this.request('GET', '/v1/me', Me, undefined, { token, timeoutMs: 10_000 });
   }
 
-  /** Runs the readiness check of a registered repository (install, tests, selection) and returns the report. */
-  checkReadiness(repo: string): Promise<ReadinessReport> {
-    return this.request('POST', `/v1/repos/${encodeURIComponent(repo)}/check`, ReadinessReport, {}, { timeoutMs: 15 * 60_000 });
+  /** Starts the readiness check of a registered repository (install, tests, selection); poll `readinessCheck` until done. */
+  startReadinessCheck(repo: string): Promise<ReadinessCheckStatus> {
+    return this.request('POST', `/v1/repos/${repoPath(repo)}/check`, ReadinessCheckStatus, {});
+  }
+
+  /** The repository's last readiness check: running (with its stages so far), done with its report, or failed. */
+  readinessCheck(repo: string): Promise<ReadinessCheckStatus> {
+    return this.request('GET', `/v1/repos/${repoPath(repo)}/check`, ReadinessCheckStatus);
   }
 
   /** ws(s):// URL of a task's event stream, resuming after `afterSeq`. */
@@ -201,6 +206,11 @@ export class ApiClient {
     }
     return parsed.data;
   }
+}
+
+/** "acme/shop" stays two path segments, each encoded. */
+function repoPath(repo: string): string {
+  return repo.split('/').map(encodeURIComponent).join('/');
 }
 
 const Me = z.object({ name: z.string(), role: z.enum(['user', 'admin']) });

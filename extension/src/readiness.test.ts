@@ -34,3 +34,24 @@ describe('readiness report', () => {
     expect(markdown).toContain('| Package manager | pnpm 9.1.0 | package.json packageManager |');
   });
 });
+
+describe('readiness check against the route', () => {
+  it('starts the check, follows its stages until done and returns the report', async () => {
+    const { startFakeServer } = await import('../../test/vscode/fake-server');
+    const { ApiClient } = await import('./api-client');
+    const { waitForReport } = await import('./readiness');
+    const server = await startFakeServer();
+    try {
+      const api = new ApiClient({ baseUrl: server.url, token: async () => server.token });
+      const stages: string[] = [];
+      const report = await waitForReport(api, 'shop', 10, (status) => stages.push(status.progress.map((p) => p.stage).join('>')));
+      expect(stages).toEqual(['mirror', 'mirror>snapshot', 'mirror>snapshot>baseline']);
+      expect(report.blocking[0]?.problem).toBe('Test selection misses src/legacy/');
+      expect(renderReadiness(report)).toContain('- `test/dates.test.ts > parses ISO weeks`');
+      await expect(waitForReport(api, 'nope', 10, () => undefined)).rejects.toThrow('no registered repository nope');
+      expect(server.requests.map((r) => `${r.method} ${r.path}`).slice(0, 3)).toEqual(['POST /v1/repos/shop/check', 'GET /v1/repos/shop/check', 'GET /v1/repos/shop/check']);
+    } finally {
+      await server.close();
+    }
+  });
+});

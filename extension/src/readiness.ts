@@ -1,12 +1,13 @@
-import type { ReadinessReport } from '@dockhand/protocol';
+import type { ReadinessCheckStatus, ReadinessReport } from '@dockhand/protocol';
 import * as vscode from 'vscode';
 import type { ApiClient } from './api-client';
 import { showError } from './notify';
 
 /*
  * "Dockhand: Check repository readiness": asks the server to check a registered repository
- * (`POST /v1/repos/:name/check`: environment, snapshot, install, tests, test selection) and shows
- * the report as a Markdown preview, blocking problems first, each with what to do.
+ * (`POST /v1/repos/:name/check` starts it: environment, snapshot, install, tests, test selection;
+ * `GET` the same path until it is done, its stages shown as progress) and shows the report as a
+ * Markdown preview, blocking problems first, each with what to do.
  */
 
 export const READINESS_SCHEME = 'dockhand-readiness';
@@ -83,7 +84,20 @@ export class ReadinessDocuments implements vscode.TextDocumentContentProvider, v
   }
 }
 
-export async function checkReadiness(deps: { api(): ApiClient; documents: ReadinessDocuments; log: vscode.LogOutputChannel; suggestedRepo?: string }): Promise<void> {
+/** Starts the check and polls it until it is done; a failed check throws its error. */
+export async function waitForReport(api: ApiClient, repo: string, pollMs: number, onStatus: (status: ReadinessCheckStatus) => void, cancelled?: vscode.CancellationToken): Promise<ReadinessReport> {
+  let status = await api.startReadinessCheck(repo);
+  for (;;) {
+    onStatus(status);
+    if (status.state === 'done' && status.report) return status.report;
+    if (status.state !== 'running') throw new Error(`the check of ${repo} failed: ${status.error?.message ?? 'no report'}`);
+    if (cancelled?.isCancellationRequested) throw new Error(`stopped waiting for the check of ${repo}; it goes on on the server`);
+    await new Promise((resolve) => setTimeout(resolve, pollMs));
+    status = await api.readinessCheck(repo);
+  }
+}
+
+export async function checkReadiness(deps: { api(): ApiClient; documents: ReadinessDocuments; log: vscode.LogOutputChannel; suggestedRepo?: string; pollMs?: number }): Promise<void> {
   const repo = await vscode.window.showInputBox({
     title: 'Dockhand: Check repository readiness',
     prompt: 'Name of the registered repository (as in "dockhand repo add")',
@@ -92,14 +106,18 @@ export async function checkReadiness(deps: { api(): ApiClient; documents: Readin
     validateInput: (value) => (/^[A-Za-z0-9][A-Za-z0-9._-]*(\/[A-Za-z0-9][A-Za-z0-9._-]*)?$/.test(value.trim()) ? undefined : 'A repository name such as "shop" or "acme/shop"'),
   });
   if (!repo) return;
+  const name = repo.trim();
   let report: ReadinessReport;
   try {
     report = await vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title: `Dockhand: checking ${repo.trim()} (install, tests, selection; this can take minutes)…` },
-      () => deps.api().checkReadiness(repo.trim()),
+      { location: vscode.ProgressLocation.Notification, title: `Dockhand: checking ${name}`, cancellable: true },
+      (progress, cancelled) => waitForReport(deps.api(), name, deps.pollMs ?? 2_000, (status) => {
+        const last = status.progress.at(-1);
+        progress.report({ message: last ? `${last.stage}, ${Math.round(last.elapsedMs / 1000)} s${last.line ? `: ${last.line.slice(0, 80)}` : ''}` : 'starting…' });
+      }, cancelled),
     );
   } catch (error) {
-    showError(deps.log, `checking ${repo.trim()} failed`, error);
+    showError(deps.log, `checking ${name} failed`, error);
     return;
   }
   deps.log.info(`Readiness of ${report.repo} at ${report.sha}: ${report.ready ? 'ready' : `not ready (${report.blocking.map((b) => b.problem).join('; ')})`}`);

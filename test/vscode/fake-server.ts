@@ -29,6 +29,16 @@ const PATCH = `diff --git a/src/paginate.js b/src/paginate.js
  }
 `;
 
+const READINESS_REPORT = {
+  repo: 'shop',
+  sha: 'c'.repeat(40),
+  ready: false,
+  install: { ok: true, detail: 'installed 312 packages', seconds: 21 },
+  tests: { ok: true, detail: 'the test command reports', command: 'npm test', runner: 'vitest', passed: 88, failed: 1, preExistingFailures: ['test/dates.test.ts > parses ISO weeks'] },
+  selection: { ok: false, detail: 'no test imports src/legacy/', action: 'Add tests for src/legacy/ or list it in .dockhand/environment.yml' },
+  blocking: [{ problem: 'Test selection misses src/legacy/', action: 'Add tests for src/legacy/ or list it in .dockhand/environment.yml' }],
+};
+
 interface FakeTask {
   task: Task;
   events: TaskEvent[];
@@ -97,6 +107,27 @@ export async function startFakeServer(options: { stepMs?: number; token?: string
   const error = (response: ServerResponse, status: number, code: string, message: string, field?: string): void =>
     send(response, status, { error: { code, message, ...(field ? { field } : {}) } });
 
+  // The readiness route as protocol/src/repos.ts has it: POST starts a check (202, running), GET
+  // reads it; this one is done on the third read, with stages on the way.
+  const checks = new Map<string, { reads: number; startedAt: string }>();
+  const readiness = (method: string, repo: string, response: ServerResponse): void => {
+    if (repo !== 'shop') return error(response, 404, 'not_found', `no registered repository ${repo}`);
+    if (method === 'POST') checks.set(repo, { reads: 0, startedAt: new Date().toISOString() });
+    const entry = checks.get(repo);
+    if (!entry) return error(response, 404, 'not_found', `no readiness check of ${repo} has run on this server`);
+    entry.reads += method === 'GET' ? 1 : 0;
+    const stages = ['mirror', 'snapshot', 'baseline'].slice(0, entry.reads + 1).map((stage, index) => ({ stage, elapsedMs: 1000 * (index + 1), line: `${stage}…` }));
+    const done = entry.reads >= 2;
+    send(response, method === 'POST' ? 202 : 200, {
+      repo,
+      sha: 'c'.repeat(40),
+      state: done ? 'done' : 'running',
+      startedAt: entry.startedAt,
+      progress: stages,
+      ...(done ? { finishedAt: new Date().toISOString(), report: READINESS_REPORT } : {}),
+    });
+  };
+
   const handle = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
     const url = new URL(request.url ?? '/', 'http://localhost');
     const chunks: Buffer[] = [];
@@ -140,6 +171,9 @@ export async function startFakeServer(options: { stepMs?: number; token?: string
       return send(response, 202, { id });
     }
     if (request.method === 'GET' && url.pathname === '/v1/tasks') return send(response, 200, { tasks: [...tasks.values()].map((t) => t.task) });
+    if (request.method === 'GET' && url.pathname === '/v1/me') return send(response, 200, { name: 'dev@example.com', role: 'user' });
+    const check = /^\/v1\/repos\/(.+)\/check$/.exec(url.pathname);
+    if (check) return readiness(request.method ?? 'GET', decodeURIComponent(check[1]!), response);
     const entry = parts[0] === 'v1' && parts[1] === 'tasks' && parts[2] ? tasks.get(parts[2]) : undefined;
     if (!entry) return error(response, 404, 'not_found', 'no such task');
     const action = parts[3];
