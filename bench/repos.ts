@@ -1,0 +1,142 @@
+/**
+ * Real-repository benchmark: `npm run bench:repos [-- --only minimist,bytes] [--concurrency 2] [--data-dir D]`.
+ *
+ * Builds the corpus (scripts/corpus/build.ts: real projects from the npm registry and Debian, each
+ * with a planted bug verified on the host), starts a real `dockhand serve` (gVisor sandboxes,
+ * SQLite, the local forge, the replay model routed per task), and per repository:
+ *  1. registers it: `dockhand repo add <id> --from <corpus path>`;
+ *  2. readiness: `dockhand repo check <id> --json` (builds the snapshot cold: its build time);
+ *  3. the oracle task (cassette `<id>-oracle`: explores, fixes through edit_file, finishes) → a PR,
+ *     approved at review; its branch is then checked out afresh in a new sandbox of the snapshot
+ *     (the snapshot start time) and the repository's own full test command must pass there;
+ *  4. the null task (cassette `<id>-null`: claims done with no change) → must end without a PR.
+ * Prints a table, then one JSON line: repos, ready, oracle_prs, null_prs, infra_failures,
+ * median_cold_build_s, median_snapshot_start_s, cold_over_snapshot, median_task_s, ...
+ * Targets: ready = oracle_prs = repos, null_prs = 0, infra_failures = 0, cold_over_snapshot >= 50.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { buildCorpus, type CorpusEntry } from '../scripts/corpus/build';
+import { checkBranch, runTask, startCorpusServer, type BranchCheck, type CorpusServer, type TaskOutcome } from '../test/corpus/harness';
+import { readinessOf, registerRepo } from '../test/corpus/registration';
+
+const { values } = parseArgs({
+  options: { only: { type: 'string' }, concurrency: { type: 'string', default: '1' }, 'data-dir': { type: 'string' }, keep: { type: 'boolean', default: false } },
+  strict: true,
+});
+
+interface Row {
+  id: string;
+  registered: string;
+  ready: boolean;
+  readiness: string;
+  coldBuildS?: number;
+  snapshotStartS?: number;
+  oracle?: TaskOutcome;
+  branch?: BranchCheck;
+  nullTask?: TaskOutcome;
+  notes: string[];
+}
+
+const median = (values: number[]) => {
+  const sorted = values.filter((value) => Number.isFinite(value)).sort((a, b) => a - b);
+  if (sorted.length === 0) return Number.NaN;
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? (sorted[middle] ?? 0) : ((sorted[middle - 1] ?? 0) + (sorted[middle] ?? 0)) / 2;
+};
+const round = (value: number, digits = 1) => (Number.isFinite(value) ? Number(value.toFixed(digits)) : null);
+const say = (line: string) => process.stdout.write(`${line}\n`);
+
+async function benchRepo(server: CorpusServer, entry: CorpusEntry): Promise<Row> {
+  const row: Row = { id: entry.id, registered: '', ready: false, readiness: '', notes: [] };
+  const registration = await registerRepo(server, entry);
+  row.registered = registration.how;
+  if (!registration.ok) {
+    row.notes.push(`registration failed: ${registration.output.trim().split('\n').slice(-3).join(' | ')}`);
+    return row;
+  }
+  const readiness = await readinessOf(server, entry.id);
+  row.ready = readiness.ready;
+  row.readiness = readiness.summary;
+  if (readiness.coldBuildSeconds !== undefined) row.coldBuildS = readiness.coldBuildSeconds;
+  say(`  ${entry.id}: registered (${row.registered}); readiness ${row.ready ? 'ready' : 'NOT ready'}: ${row.readiness}`);
+
+  row.oracle = await runTask(server, entry, 'oracle');
+  const cold = row.oracle.sandbox.find((start) => start.source === 'cold');
+  if (row.coldBuildS === undefined && cold) row.coldBuildS = cold.startMs / 1000;
+  say(`  ${entry.id}: oracle ${row.oracle.state}${row.oracle.pr ? ` PR #${row.oracle.pr.number}` : ''} in ${row.oracle.seconds.toFixed(0)} s${row.oracle.failure ? ` (${row.oracle.failure.slice(0, 200)})` : ''}`);
+  if (row.oracle.pr) {
+    try {
+      row.branch = await checkBranch(server.dataDir, entry, row.oracle.pr.headSha);
+      if (row.branch.source === 'snapshot') row.snapshotStartS = row.branch.startMs / 1000;
+      say(`  ${entry.id}: PR branch afresh in a new sandbox (${row.branch.source}, ${(row.branch.startMs / 1000).toFixed(2)} s): \`${row.branch.command}\` exit ${row.branch.exitCode}`);
+      if (!row.branch.ok) row.notes.push(`PR branch suite failed: ${row.branch.tail.split('\n').slice(-3).join(' | ')}`);
+    } catch (error) {
+      row.notes.push(`PR branch check failed: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+  row.nullTask = await runTask(server, entry, 'null');
+  const fromSnapshot = row.nullTask.sandbox.find((start) => start.source === 'snapshot');
+  if (row.snapshotStartS === undefined && fromSnapshot) row.snapshotStartS = fromSnapshot.startMs / 1000;
+  say(`  ${entry.id}: null ${row.nullTask.state}${row.nullTask.pr ? ` PR #${row.nullTask.pr.number} (should be none)` : ', no PR'} in ${row.nullTask.seconds.toFixed(0)} s`);
+  return row;
+}
+
+async function main(): Promise<void> {
+  const only = values.only?.split(',').map((id) => id.trim()).filter(Boolean);
+  say('building the corpus (cached by recipe hash)');
+  const entries = buildCorpus({ ...(only ? { only } : {}), say: (line) => say(`  ${line}`) });
+  const dataDir = values['data-dir'] ? resolve(values['data-dir']) : mkdtempSync(join(tmpdir(), 'dockhand-bench-repos-'));
+  const concurrency = Math.max(1, Number(values.concurrency));
+  say(`dockhand serve on data dir ${dataDir} (gVisor, SQLite, local forge, replay model); ${concurrency} repositories at a time`);
+  const server = await startCorpusServer({ dataDir, ids: entries.map((entry) => entry.id), concurrency: Math.max(2, concurrency) });
+  const rows: Row[] = [];
+  try {
+    const queue = [...entries];
+    await Promise.all(Array.from({ length: concurrency }, async () => {
+      for (let entry = queue.shift(); entry; entry = queue.shift()) {
+        try {
+          rows.push(await benchRepo(server, entry));
+        } catch (error) {
+          rows.push({ id: entry.id, registered: '', ready: false, readiness: '', notes: [`bench error: ${error instanceof Error ? error.message : String(error)}`] });
+        }
+      }
+    }));
+  } finally {
+    await server.close();
+    if (!values.keep && !values['data-dir']) rmSync(dataDir, { recursive: true, force: true });
+  }
+  rows.sort((a, b) => entries.findIndex((entry) => entry.id === a.id) - entries.findIndex((entry) => entry.id === b.id));
+
+  say('');
+  say(`${'repo'.padEnd(22)} ${'ready'.padEnd(6)} ${'cold s'.padStart(7)} ${'snap s'.padStart(7)} ${'oracle'.padEnd(16)} ${'branch'.padEnd(7)} ${'null'.padEnd(16)} ${'task s'.padStart(7)}`);
+  for (const row of rows) {
+    const oracle = row.oracle ? (row.oracle.pr ? `PR #${row.oracle.pr.number}` : row.oracle.state) : '-';
+    const nullTask = row.nullTask ? (row.nullTask.pr ? `PR #${row.nullTask.pr.number}!` : `no PR (${row.nullTask.state})`) : '-';
+    say(`${row.id.padEnd(22)} ${(row.ready ? 'yes' : 'no').padEnd(6)} ${(row.coldBuildS?.toFixed(1) ?? '-').padStart(7)} ${(row.snapshotStartS?.toFixed(2) ?? '-').padStart(7)} ${oracle.padEnd(16)} ${(row.branch ? (row.branch.ok ? 'green' : 'RED') : '-').padEnd(7)} ${nullTask.padEnd(16)} ${(row.oracle?.seconds.toFixed(0) ?? '-').padStart(7)}`);
+    for (const note of [...row.notes, ...(row.oracle?.failure ? [`oracle: ${row.oracle.failure}`] : []), ...(row.oracle?.infrastructure ? [`oracle infrastructure: ${row.oracle.infrastructure}`] : []), ...(row.nullTask?.infrastructure ? [`null infrastructure: ${row.nullTask.infrastructure}`] : [])]) {
+      say(`    ${note.replace(/\s+/g, ' ').slice(0, 300)}`);
+    }
+  }
+  const coldBuild = median(rows.map((row) => row.coldBuildS ?? Number.NaN));
+  const snapshotStart = median(rows.map((row) => row.snapshotStartS ?? Number.NaN));
+  const tasks = rows.flatMap((row) => [row.oracle, row.nullTask]).filter((task): task is TaskOutcome => task !== undefined);
+  const summary = {
+    repos: rows.length,
+    ready: rows.filter((row) => row.ready).length,
+    oracle_prs: rows.filter((row) => row.oracle?.pr && row.branch?.ok).length,
+    oracle_prs_opened: rows.filter((row) => row.oracle?.pr).length,
+    null_prs: rows.filter((row) => row.nullTask?.pr).length,
+    infra_failures: tasks.filter((task) => task.infrastructure !== undefined).length,
+    median_cold_build_s: round(coldBuild),
+    median_snapshot_start_s: round(snapshotStart, 2),
+    cold_over_snapshot: round(coldBuild / snapshotStart),
+    median_task_s: round(median(tasks.map((task) => task.seconds))),
+    registered_with: [...new Set(rows.map((row) => row.registered).filter(Boolean))],
+  };
+  say(JSON.stringify(summary));
+}
+
+await main();

@@ -1,0 +1,238 @@
+/**
+ * Runs corpus repositories through a real `dockhand serve` (gVisor sandboxes, SQLite, the local
+ * forge, the replay model): shared by `npm run bench:repos` and the CI check in this folder.
+ *
+ * The replay model sits behind a small router: every task's ticket ends with a reference line
+ * (`corpus task <id>-<kind>`), and the router sends each Messages API request to the cassette
+ * session of that task (`<id>-<kind>`, or `<id>-<kind>-review` for the self-review call, which
+ * the server makes with the key `replay:<session>-review`). One server thus plays every
+ * repository's oracle and null cassettes.
+ */
+import { spawn } from 'node:child_process';
+import { createServer, request as httpRequest, type Server } from 'node:http';
+import { join, resolve } from 'node:path';
+import { loadCassette } from '../../server/src/model/replay/cassette';
+import { startReplayServer } from '../../server/src/model/replay/server';
+import type { CorpusEntry } from '../../scripts/corpus/build';
+import { corpusRepo } from './repos';
+import { freePort, startDockhandServe, type DockhandServe } from '../support/local-server';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const CASSETTES = join(ROOT, 'test/corpus/cassettes');
+export type TaskKind = 'oracle' | 'null';
+
+export interface CorpusServer {
+  url: string;
+  token: string;
+  dataDir: string;
+  serve: DockhandServe;
+  /** Runs the dockhand CLI against this server and data dir. */
+  cli(args: string[], timeoutMs?: number): Promise<{ code: number; output: string; seconds: number }>;
+  close(): Promise<void>;
+}
+
+function startRouter(target: string): Promise<{ url: string; server: Server }> {
+  const server = createServer((incoming, outgoing) => {
+    const chunks: Buffer[] = [];
+    incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
+    incoming.on('end', () => {
+      const body = Buffer.concat(chunks);
+      const task = /corpus task ([\w.-]+-(?:oracle|null))\b/.exec(body.toString('utf8'))?.[1];
+      const key = String(incoming.headers['x-api-key'] ?? incoming.headers.authorization ?? '');
+      const headers: Record<string, string | string[] | undefined> = { ...incoming.headers, host: new URL(target).host };
+      if (task) headers['x-replay-session'] = `${task}${key.endsWith('-review') ? '-review' : ''}`;
+      const forward = httpRequest(new URL(incoming.url ?? '/', target), { method: incoming.method, headers }, (answer) => {
+        outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(outgoing);
+      });
+      forward.on('error', (error) => {
+        outgoing.writeHead(502, { 'content-type': 'application/json' });
+        outgoing.end(JSON.stringify({ type: 'error', error: { type: 'api_error', message: `corpus router: ${error.message}` } }));
+      });
+      forward.end(body);
+    });
+  });
+  return new Promise((done) => server.listen(0, '127.0.0.1', () => {
+    const address = server.address();
+    done({ url: `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`, server });
+  }));
+}
+
+function runCli(args: string[], env: Record<string, string>, timeoutMs: number): Promise<{ code: number; output: string; seconds: number }> {
+  const started = Date.now();
+  return new Promise((done) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'server/src/cli/bin.ts', ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const timer = setTimeout(() => child.kill('SIGTERM'), timeoutMs);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      done({ code: code ?? 1, output, seconds: (Date.now() - started) / 1000 });
+    });
+  });
+}
+
+/** A server with every cassette of `ids` loaded. */
+export async function startCorpusServer(options: { dataDir: string; ids: string[]; concurrency?: number }): Promise<CorpusServer> {
+  const cassettes: Record<string, ReturnType<typeof loadCassette>> = {};
+  for (const id of options.ids) {
+    for (const kind of ['oracle', 'null'] as const) {
+      cassettes[`${id}-${kind}`] = loadCassette(join(CASSETTES, `${id}-${kind}.yaml`));
+      cassettes[`${id}-${kind}-review`] = loadCassette(join(CASSETTES, `${id}-${kind}-review.yaml`));
+    }
+  }
+  const replay = await startReplayServer({ port: 0, cassettes });
+  const router = await startRouter(replay.url);
+  const baseEnv = { DOCKHAND_DATA_DIR: options.dataDir, NO_COLOR: '1' };
+  const created = await runCli(['token', 'create', '--user', 'corpus', '--role', 'admin', '--label', 'corpus'], baseEnv, 60_000);
+  const token = created.output.trim().split('\n').at(-1) ?? '';
+  if (created.code !== 0 || !token.startsWith('dh_')) throw new Error(`token create failed:\n${created.output}`);
+  const port = await freePort();
+  const serve = await startDockhandServe(port, {
+    ...baseEnv,
+    DOCKHAND_MODEL_BASE_URL: router.url,
+    DOCKHAND_REPLAY_SESSION: 'corpus',
+    DOCKHAND_MODEL_API_KEY: '',
+    ANTHROPIC_API_KEY: '',
+    DOCKHAND_POLL_MS: '100',
+    DOCKHAND_CONCURRENCY: String(options.concurrency ?? 2),
+  });
+  const clientEnv = { ...baseEnv, DOCKHAND_URL: serve.url, DOCKHAND_TOKEN: token };
+  return {
+    url: serve.url,
+    token,
+    dataDir: options.dataDir,
+    serve,
+    cli: (args, timeoutMs = 30 * 60_000) => runCli(args, clientEnv, timeoutMs),
+    async close() {
+      serve.child.kill('SIGTERM');
+      await new Promise((done) => {
+        const timer = setTimeout(() => {
+          serve.child.kill('SIGKILL');
+          done(undefined);
+        }, 30_000);
+        serve.child.once('exit', () => {
+          clearTimeout(timer);
+          done(undefined);
+        });
+      });
+      await new Promise((done) => router.server.close(() => done(undefined)));
+      await replay.close();
+    },
+  };
+}
+
+async function api(server: CorpusServer, method: string, path: string, body?: unknown): Promise<{ status: number; json: unknown }> {
+  const response = await fetch(new URL(path, server.url), {
+    method,
+    headers: { authorization: `Bearer ${server.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await response.text();
+  return { status: response.status, json: text ? JSON.parse(text) : undefined };
+}
+
+const record = (value: unknown): Record<string, unknown> => (typeof value === 'object' && value !== null ? Object.fromEntries(Object.entries(value)) : {});
+
+export interface TaskOutcome {
+  kind: TaskKind;
+  taskId?: string;
+  state: string;
+  seconds: number;
+  pr?: { number: number; branch: string; headSha: string };
+  sandbox: { source: string; startMs: number }[];
+  /** An infrastructure result (runner could not start, snapshot build failed, …), if any. */
+  infrastructure?: string;
+  failure?: string;
+  tests: { passed: number; failed: number; scope: string }[];
+}
+
+const ENDS = new Set(['pr_open', 'merged', 'closed', 'reverted', 'failed', 'cancelled', 'budget_exhausted']);
+
+/** Submits the repository's ticket with `kind`'s cassette; approves at review; waits for the end. */
+export async function runTask(server: CorpusServer, entry: CorpusEntry, kind: TaskKind, timeoutMs = 40 * 60_000): Promise<TaskOutcome> {
+  const { bug } = corpusRepo(entry.id);
+  const started = Date.now();
+  const created = await api(server, 'POST', '/v1/tasks', {
+    ticket: { kind: 'text', title: bug.ticket.title, body: `${bug.ticket.body}\n\n(corpus task ${entry.id}-${kind})` },
+    context: { repo: entry.id, baseSha: entry.baseSha },
+  });
+  const taskId = record(created.json).id;
+  if (created.status !== 202 || typeof taskId !== 'string') {
+    return { kind, state: 'rejected', seconds: 0, sandbox: [], tests: [], failure: `POST /v1/tasks answered ${created.status}: ${JSON.stringify(created.json)}` };
+  }
+  let state = 'queued';
+  let approved = false;
+  while (Date.now() - started < timeoutMs) {
+    const task = record((await api(server, 'GET', `/v1/tasks/${taskId}`)).json);
+    state = String(task.state ?? state);
+    if (state === 'awaiting_review' && !approved) {
+      approved = true;
+      await api(server, 'POST', `/v1/tasks/${taskId}/review`, { action: 'approve', comments: [] });
+    }
+    if (ENDS.has(state)) break;
+    await new Promise((done) => setTimeout(done, 1000));
+  }
+  const outcome: TaskOutcome = { kind, taskId, state, seconds: (Date.now() - started) / 1000, sandbox: [], tests: [] };
+  const events = record((await api(server, 'GET', `/v1/tasks/${taskId}/events?after=0`)).json).events;
+  for (const event of Array.isArray(events) ? events : []) {
+    const { type } = record(event);
+    const data = record(record(event).data);
+    if (type === 'sandbox.ready') outcome.sandbox.push({ source: String(data.source), startMs: Number(data.startMs) });
+    if (type === 'pr.opened') outcome.pr = { number: Number(data.number), branch: String(data.branch), headSha: String(data.headSha) };
+    if (type === 'tests.finished') outcome.tests.push({ passed: Number(data.passed), failed: Number(data.failed), scope: String(data.scope) });
+    if (type === 'tests.runner_failed') outcome.infrastructure ??= `test runner ${String(data.kind)}: ${String(data.message)}`;
+    if (type === 'task.failed') {
+      outcome.failure = `${String(data.code)}: ${String(data.message)}`;
+      if (data.code === 'test_infrastructure' || data.code === 'sandbox_unavailable' || /snapshot|install/i.test(String(data.message))) outcome.infrastructure ??= outcome.failure;
+    }
+  }
+  if (!ENDS.has(state)) outcome.failure ??= `still ${state} after ${timeoutMs / 60_000} minutes`;
+  return outcome;
+}
+
+export interface BranchCheck {
+  ok: boolean;
+  exitCode: number;
+  command: string;
+  /** How the fresh sandbox started (snapshot: a new container of the repository's snapshot). */
+  source: string;
+  startMs: number;
+  seconds: number;
+  tail: string;
+}
+
+/**
+ * The PR's branch checked out afresh: a new sandbox of the repository's snapshot at the base,
+ * the branch's changes applied from the local forge, then the repository's own full test command.
+ */
+export async function checkBranch(dataDir: string, entry: CorpusEntry, headSha: string): Promise<BranchCheck> {
+  const { createSandboxService } = await import('../../server/src/sandbox/create');
+  const { execFileSync } = await import('node:child_process');
+  const service = await createSandboxService({ dataDir, ownerId: `corpus-check-${process.pid}` });
+  const started = Date.now();
+  try {
+    const acquired = await service.acquire({ repo: entry.id, baseSha: entry.baseSha, taskId: `corpus-check-${entry.id}-${Date.now()}` });
+    try {
+      const diff = execFileSync('git', ['-C', join(dataDir, 'forge', `${entry.id}.git`), 'diff', '--binary', entry.baseSha, headSha], { encoding: 'utf8' });
+      const applied = await acquired.sandbox.exec({ cmd: ['git', 'apply', '--whitespace=nowarn', '-'], stdin: diff, timeoutMs: 60_000 });
+      if (applied.exitCode !== 0) throw new Error(`git apply of the PR branch failed: ${applied.stderr}`);
+      const command = acquired.sandbox.environment?.test.command ?? entry.test;
+      const result = await acquired.sandbox.exec({ cmd: ['bash', '-lc', command], timeoutMs: 30 * 60_000, outputCapBytes: 16 * 1024 });
+      return {
+        ok: result.exitCode === 0,
+        exitCode: result.exitCode,
+        command,
+        source: acquired.source,
+        startMs: acquired.startMs,
+        seconds: (Date.now() - started) / 1000,
+        tail: `${result.stdout}\n${result.stderr}`.trim().split('\n').slice(-15).join('\n'),
+      };
+    } finally {
+      await service.release(acquired.sandbox);
+    }
+  } finally {
+    await service.shutdown();
+  }
+}

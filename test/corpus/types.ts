@@ -1,0 +1,67 @@
+/**
+ * What a corpus repository is: where its sources come from, what the build script may add for a
+ * developer checkout (never test logic), and the planted bug with its bug report. The build
+ * script (`scripts/corpus/build.ts`) turns each into a git repository; the cassette generator
+ * (`scripts/corpus/cassettes.ts`) turns each bug into an oracle and a null cassette.
+ */
+
+export type CorpusSource =
+  /** `npm pack <package>@<version>`: the tarball's `package/` folder. */
+  | { kind: 'npm'; package: string; version: string }
+  /** `apt-get source <package>=<version>` (isolated apt lists, deb-src): the upstream orig tarball. */
+  | { kind: 'debian-source'; package: string; version: string }
+  /** `apt-get download <package>=<version>`: files of the binary package under `from`, copied to `to`. */
+  | { kind: 'debian-binary'; package: string; version: string; from: string; to: string }
+  /** A workspace monorepo: each member obtained as above and placed under `dir`. */
+  | { kind: 'workspace'; members: { dir: string; source: Exclude<CorpusSource, { kind: 'workspace' }> }[] };
+
+export type LockfileKind = 'npm' | 'pnpm' | 'yarn' | 'yarn-berry' | 'none';
+export type RunnerName = 'vitest' | 'jest' | 'mocha' | 'tape' | 'ava' | 'node:test' | 'pytest';
+
+export interface PlantedBug {
+  /** File the mutation is in (repository-relative). */
+  file: string;
+  /** The correct text (must occur exactly once in the file). */
+  correct: string;
+  /** What the mutation puts in its place. */
+  buggy: string;
+  /** Commit message of the change that introduced the bug (the base commit). */
+  commitMessage: string;
+  /** A test's name (or a line) that the test command prints only when the bug is present. */
+  failingTest: string;
+  /** What a model would search for first, and where. */
+  search: { pattern: string; path: string };
+  ticket: { title: string; body: string };
+  /** The oracle's finish summary. */
+  summary: string;
+}
+
+export interface CorpusRepo {
+  /** Repository name on the forge (and the cassette sessions' prefix). */
+  id: string;
+  /** One line: what this repository adds to the corpus. */
+  covers: string;
+  source: CorpusSource;
+  runner: RunnerName;
+  lockfile: LockfileKind;
+  /** Pinned package manager: `pnpm@9.15.9`, `yarn@1.22.22`, `yarn@4.9.1`, `npm` (the toolchain's). */
+  packageManager?: string;
+  /** Node major the repository requires (written to `.nvmrc` and `engines` when the sources do not say). */
+  node?: '18' | '20' | '22';
+  defaultBranch: string;
+  /** The repository's own test command, as a developer runs it (verified on the host). */
+  test: string;
+  /** Edits to package.json: scripts/fields set (null deletes) and devDependencies added. */
+  packageJson?: { scripts?: Record<string, string | null>; set?: Record<string, unknown>; devDependencies?: Record<string, string>; removeDevDependencies?: string[] };
+  /** Files written into the checkout (path → text). */
+  files?: Record<string, string>;
+  /** Test files removed because they need tooling the source does not ship (regex on imports). */
+  pruneTestsImporting?: { glob: RegExp; keep: RegExp };
+  /** What was changed from the source, for the manifest (each line a change). */
+  adjustments: string[];
+  bug: PlantedBug;
+  /** Small enough for the CI check (install + suite well under a minute in gVisor). */
+  small?: boolean;
+  /** The oracle's first test run: the whole suite (default) or the selection only (slow suites). */
+  redRun?: 'full' | 'selected';
+}
