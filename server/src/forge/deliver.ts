@@ -2,7 +2,9 @@ import type { NewEvent } from '@dockhand/protocol';
 import { DockhandError } from '../errors';
 import { pushApprovalStatus, type PushDecision } from '../policy/approvals';
 import { checkPolicy, type PolicyCheckResult } from '../policy/check';
-import { blockedReason, checkPolicyWithOverrides, isBlocked } from '../policy/override';
+import { maskSecrets } from '../policy/mask';
+import { gateOutbound, type OutboundText } from '../policy/outbound';
+import { blockedReason, isBlocked } from '../policy/override';
 import type { RepoPolicy } from '../policy/repo-policy';
 import { pushChange, type Person, type PushChangeResult } from './push';
 import { redact } from './redact';
@@ -58,9 +60,12 @@ export interface DeliverResult {
   policy: PolicyCheckResult & { overridden: boolean };
 }
 
-/** Throws `policy_violation` / `forbidden` unless the diff may be pushed now. */
-export function enforcePushGate(diff: string, gate: PushGate): PolicyCheckResult & { overridden: boolean } {
-  const result = checkPolicyWithOverrides({ diff, policy: gate.policy, allowTestEdits: gate.allowTestEdits, stage: 'push', overrides: gate.overrides ?? [] });
+/**
+ * Throws `policy_violation` / `forbidden` unless the diff may be pushed now. `text` is what goes
+ * with it (PR title and body, commit message): the same content gate as the runner's (`gateOutbound`).
+ */
+export function enforcePushGate(diff: string, gate: PushGate, text: OutboundText = {}): PolicyCheckResult & { overridden: boolean } {
+  const result = gateOutbound({ diff, policy: gate.policy, allowTestEdits: gate.allowTestEdits, stage: 'push', overrides: gate.overrides ?? [], text });
   if (isBlocked(result)) {
     throw new DockhandError('policy_violation', `push blocked by policy: ${blockedReason(result)}`, {
       hint: 'fix the violations, or ask a repo owner to override them',
@@ -93,8 +98,11 @@ function verifyCommitted(checked: PolicyCheckResult, gate: PushGate): (committed
 }
 
 export async function deliverPullRequest(input: DeliverInput): Promise<DeliverResult> {
-  const policy = enforcePushGate(input.diff, input.gate);
+  const message = input.commitMessage ?? input.title;
+  const policy = enforcePushGate(input.diff, input.gate, { title: input.title, body: input.body, commitMessage: message });
   const target = await input.forge.pushTarget(input.repo);
+  // Masked even after the gate: an owner's override may let a finding through, never its value.
+  const known = [target.token];
   const push = await pushChange({
     cloneDir: input.cloneDir,
     remoteUrl: target.url,
@@ -103,7 +111,7 @@ export async function deliverPullRequest(input: DeliverInput): Promise<DeliverRe
     baseSha: input.baseSha,
     diff: input.diff,
     branch: input.branch,
-    message: input.commitMessage ?? input.title,
+    message: maskSecrets(message, { known }),
     requester: input.requester,
     date: input.date,
     verifyCommit: verifyCommitted(policy, input.gate),
@@ -112,8 +120,8 @@ export async function deliverPullRequest(input: DeliverInput): Promise<DeliverRe
     repo: input.repo,
     branch: input.branch,
     base: input.base ?? target.defaultBranch,
-    title: input.title,
-    body: redact(input.body, [target.token]),
+    title: maskSecrets(input.title, { known }),
+    body: maskSecrets(redact(input.body, [target.token]), { known }),
     draft: true,
   });
   return { pr, push, policy };

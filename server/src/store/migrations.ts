@@ -89,6 +89,38 @@ export const MIGRATIONS: ReadonlyArray<{ id: number; name: string; sql: string }
     // The inbox asks for pending approvals newest first; rowid rides along in every index.
     sql: `CREATE INDEX approvals_state ON approvals(state);`,
   },
+  {
+    id: 3,
+    name: 'registered repositories',
+    // owners and submitters are JSON arrays of user names; empty submitters = every user.
+    sql: `
+      CREATE TABLE repos (
+        name TEXT PRIMARY KEY,
+        source TEXT NOT NULL,
+        mirror_source TEXT,
+        default_branch TEXT NOT NULL,
+        owners TEXT NOT NULL DEFAULT '[]',
+        submitters TEXT NOT NULL DEFAULT '[]',
+        created_at TEXT NOT NULL,
+        created_by TEXT NOT NULL
+      );
+    `,
+  },
+  {
+    id: 4,
+    name: 'test baselines',
+    // The full suite at a base SHA per repository and environment recipe (feedback/baseline.ts).
+    sql: `
+      CREATE TABLE baselines (
+        repo TEXT NOT NULL,
+        recipe TEXT NOT NULL,
+        base_sha TEXT NOT NULL,
+        result TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (repo, recipe, base_sha)
+      );
+    `,
+  },
 ];
 
 export function migrate(db: Database.Database): number[] {

@@ -1,0 +1,40 @@
+import type Database from 'better-sqlite3';
+import { z } from 'zod';
+import type { BaselineKey, BaselineResult, BaselineStore } from '../feedback/types';
+
+/** A stored baseline (the JSON in `baselines.result`); infrastructure results are never stored. */
+const StoredBaseline = z.object({
+  command: z.string(),
+  runner: z.enum(['node-test', 'vitest', 'jest', 'mocha', 'tape', 'ava', 'pytest', 'unknown']),
+  passed: z.number().int().min(0),
+  failed: z.number().int().min(0),
+  flaky: z.array(z.string()),
+  preExistingFailures: z.array(z.string()),
+  seconds: z.number().min(0),
+});
+
+/** The feedback engine's baselines (full suite at a base SHA), kept in the server's SQLite file. */
+export class SqliteBaselineStore implements BaselineStore {
+  constructor(private readonly db: Database.Database) {}
+
+  async get(key: BaselineKey): Promise<BaselineResult | undefined> {
+    const value = this.db
+      .prepare('SELECT result FROM baselines WHERE repo = ? AND recipe = ? AND base_sha = ?')
+      .pluck()
+      .get(key.repo, key.recipe, key.baseSha);
+    if (typeof value !== 'string') return undefined;
+    const parsed = StoredBaseline.safeParse(JSON.parse(value));
+    // A row written by another version that no longer parses is recomputed, not trusted.
+    return parsed.success ? parsed.data : undefined;
+  }
+
+  async put(key: BaselineKey, result: BaselineResult): Promise<void> {
+    const { infrastructure: _infrastructure, ...stored } = result;
+    this.db
+      .prepare(
+        `INSERT INTO baselines (repo, recipe, base_sha, result, created_at) VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT (repo, recipe, base_sha) DO UPDATE SET result = excluded.result, created_at = excluded.created_at`,
+      )
+      .run(key.repo, key.recipe, key.baseSha, JSON.stringify(StoredBaseline.parse(stored)), new Date().toISOString());
+  }
+}
