@@ -1,6 +1,5 @@
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import type { Task } from '@dockhand/protocol';
 import { buildApp } from '../app';
 import type { AgentConfigInput } from '../agent';
 import type { Config } from '../config';
@@ -13,12 +12,9 @@ import { AnthropicModelClient } from '../model/anthropic-client';
 import type { ModelClient } from '../model/types';
 import { OutcomePoller } from '../scheduler/outcomes';
 import { Scheduler } from '../scheduler/scheduler';
-import { RepoMirror } from '../sandbox/mirror';
 import { EventHub, EventLog } from '../store/hub';
 import { SqliteStore } from '../store/sqlite';
 import type { AgentPort, SandboxProvider } from './ports';
-import { ReadinessChecks } from './readiness';
-import { registeredSource, RepoRegistry } from './registry';
 import { TaskRunner } from './task-runner';
 import { agentPort, forgeTickets, gitBaseFiles, policyPort, publisherPort, repoPolicy } from './wiring';
 
@@ -32,8 +28,6 @@ export interface Fleet {
   outcomes: OutcomePoller;
   runner: TaskRunner;
   forge: Forge;
-  /** Registered repositories (tests register theirs here, as `POST /v1/repos` does). */
-  repos: RepoRegistry;
   /** Stops taking work, aborts running tasks (they stay resumable), closes the API and store. */
   close(): Promise<void>;
 }
@@ -44,16 +38,10 @@ export interface FleetParts {
   sandboxCheck?: () => Promise<void>;
   agent?: AgentPort;
   model?: ModelClient;
-  /** A model per task and purpose, before `model` (the evaluation harness plays one cassette per instance). */
-  modelFor?: (task: Task, purpose: 'agent' | 'review') => ModelClient | undefined;
   feedback?: FeedbackEngine;
   forge?: Forge;
   agentConfig?: AgentConfigInput;
   logger?: Logger;
-  /** The store, when the caller opened it first (server.ts: the sandbox service needs the mirror). */
-  store?: SqliteStore;
-  /** The mirror of registered repositories, shared with the sandbox service. */
-  mirror?: RepoMirror;
   /** Extra clean-up on close (e.g. draining a warm pool). */
   onClose?: () => Promise<void>;
 }
@@ -74,35 +62,21 @@ export function modelFromConfig(config: Config, purpose: 'agent' | 'review' = 'a
   });
 }
 
-/** The mirror of registered repositories: a task's `repo` is a registered name, never a path or URL. */
-export function registeredMirror(config: Config, store: SqliteStore): RepoMirror {
-  return new RepoMirror(config.dataDir, { sources: registeredSource(store) });
-}
-
 export async function createFleet(config: Config, parts: FleetParts): Promise<Fleet> {
-  const store = parts.store ?? new SqliteStore(join(config.dataDir, 'dockhand.db'));
-  const mirror = parts.mirror ?? registeredMirror(config, store);
+  const store = new SqliteStore(join(config.dataDir, 'dockhand.db'));
   const hub = new EventHub();
   const events = new EventLog(store, hub);
   const forgeDir = join(config.dataDir, 'forge');
   const localForge = parts.forge ? undefined : new LocalForge({ dataDir: forgeDir, store: store.pullRequests });
   const forge: Forge = parts.forge ?? localForge ?? new LocalForge({ dataDir: forgeDir, store: store.pullRequests });
-  // A task names a registered repository: the local forge's repository of that name, or its mirror.
-  const repoPath = (repo: string) => (repo.startsWith('/') ? repo : localForge ? localForge.repositoryPath(repo) : mirror.pathFor(repo));
-  const registry = new RepoRegistry({ store, mirror, ...(localForge ? { localForge } : {}) });
-  const readiness = new ReadinessChecks({
-    registry,
-    mirror,
-    sandboxes: parts.sandboxes,
-    feedback: (repo) => parts.feedback ?? new SmartFeedbackEngine({ repo, flakyStore: store.flaky }),
-    ...(parts.logger ? { logger: parts.logger } : {}),
-  });
+  // Local forge repos are named or given as paths of their bare repositories.
+  const repoPath = (repo: string) => (localForge && !repo.startsWith('/') ? localForge.repositoryPath(repo) : repo);
   const baseFiles = gitBaseFiles(repoPath);
   const model = parts.model;
   const graphsDir = join(config.dataDir, 'graphs');
   const agent = parts.agent ?? agentPort({
-    model: (task) => parts.modelFor?.(task, 'agent') ?? model ?? modelFromConfig(config),
-    ...(model && !parts.modelFor ? {} : { reviewModel: (task: Task) => parts.modelFor?.(task, 'review') ?? model ?? modelFromConfig(config, 'review') }),
+    model: () => model ?? modelFromConfig(config),
+    ...(model ? {} : { reviewModel: () => modelFromConfig(config, 'review') }),
     // Parsed graphs on disk, shared by tasks on the same base SHA (memory stays per task); baselines
     // and the quarantine in the store.
     feedback: (task) =>
@@ -139,8 +113,6 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
   });
   const app = await buildApp({
     store,
-    repos: registry,
-    readiness,
     hub,
     events,
     control: {
@@ -164,13 +136,10 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
   });
   let closed = false;
   return {
-    app, store, hub, scheduler, outcomes, runner, forge, repos: registry,
+    app, store, hub, scheduler, outcomes, runner, forge,
     async close() {
       if (closed) return;
       closed = true;
-      // Hung git children (a source that never answers) die now: nothing below waits on them.
-      mirror.close();
-      readiness.close();
       outcomes.stop();
       await scheduler.stop();
       await app.close();
