@@ -38,6 +38,14 @@ describe('loadConfig', () => {
     expect(loadConfig({ DOCKHAND_DATABASE_URL: 'postgres://dockhand@db:5432/dockhand' }).databaseUrl).toBe('postgres://dockhand@db:5432/dockhand');
     expect(() => loadConfig({ DOCKHAND_DATABASE_URL: 'mysql://db/dockhand' })).toThrow(/DOCKHAND_DATABASE_URL: must be a postgres:\/\//);
   });
+
+  it('runs every role in one process by default; api and worker alone need the shared Postgres store', () => {
+    expect(loadConfig({}).role).toBe('all');
+    expect(loadConfig({ DOCKHAND_ROLE: 'worker', DOCKHAND_DATABASE_URL: 'postgres://db/dockhand' }).role).toBe('worker');
+    expect(loadConfig({ DOCKHAND_DATABASE_URL: 'postgres://db/dockhand' }, { role: 'api' }).role).toBe('api');
+    expect(() => loadConfig({ DOCKHAND_ROLE: 'api' })).toThrow(/role api needs DOCKHAND_DATABASE_URL/);
+    expect(() => loadConfig({ DOCKHAND_ROLE: 'scheduler' })).toThrow(/DOCKHAND_ROLE/);
+  });
 });
 
 describe('logger redaction', () => {

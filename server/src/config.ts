@@ -23,6 +23,12 @@ export const Config = z.object({
     .string()
     .regex(/^postgres(ql)?:\/\/[^\s]+$/, 'must be a postgres:// (or postgresql://) URL, e.g. postgres://dockhand@db:5432/dockhand')
     .optional(),
+  /**
+   * What this process does (`dockhand serve --role`): `all` (the default, one process is the
+   * fleet), `api` (REST and WebSocket, no scheduler) or `worker` (scheduler and sandboxes, no
+   * public API). `api` and `worker` need the shared Postgres store.
+   */
+  role: z.enum(['all', 'api', 'worker']).default('all'),
   host: z.string().default('127.0.0.1'),
   port: intFromString.min(0).max(65_535).default(8737),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -75,6 +81,7 @@ export type Config = z.infer<typeof Config>;
 export const ENV_KEYS: Record<string, string> = {
   DOCKHAND_DATA_DIR: 'dataDir',
   DOCKHAND_DATABASE_URL: 'databaseUrl',
+  DOCKHAND_ROLE: 'role',
   DOCKHAND_HOST: 'host',
   DOCKHAND_PORT: 'port',
   DOCKHAND_LOG_LEVEL: 'logLevel',
@@ -154,6 +161,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Plai
     throw new DockhandError('bad_request', `configuration ${source}: ${issue?.message ?? 'invalid'}`, {
       field: source,
       hint: 'fix the variable or config key and start again',
+    });
+  }
+  if (result.data.role !== 'all' && result.data.databaseUrl === undefined) {
+    throw new DockhandError('bad_request', `configuration DOCKHAND_ROLE: role ${result.data.role} needs DOCKHAND_DATABASE_URL (a Postgres store shared with the other roles); with SQLite one process (role all) is the whole fleet`, {
+      field: sourceOf.get('role') ?? 'role',
+      hint: 'set DOCKHAND_DATABASE_URL, or run with role all',
     });
   }
   return { ...result.data, dataDir: resolve(result.data.dataDir) };

@@ -17,6 +17,7 @@ import {
   isFinalState,
 } from '@dockhand/protocol';
 import { DockhandError } from '../errors';
+import { maskSecrets } from '../policy/mask';
 import { applyReview, decideApproval, type DecisionDeps } from '../runner/review';
 import type { User } from '../store/types';
 import { describeApproval, describeApprovals } from './approvals';
@@ -163,10 +164,11 @@ export async function taskRoutes(app: FastifyInstance, deps: AppDeps): Promise<v
     return applyReview(decisions, task, user, request.body);
   });
 
+  /** The diff as the store holds it (masked); a live diff from the sandbox is masked the same way. */
   async function currentDiff(task: Task): Promise<string> {
     const result = await deps.store.getResult(task.id);
     if (result) return result.diff;
-    return (await deps.control.liveDiff?.(task.id)) ?? '';
+    return deps.events.maskResult({ diff: (await deps.control.liveDiff?.(task.id)) ?? '', summary: '' }).diff;
   }
 
   api.get('/tasks/:id/diff', {
@@ -191,7 +193,9 @@ export async function taskRoutes(app: FastifyInstance, deps: AppDeps): Promise<v
       throw new DockhandError('bad_request', 'path must be relative to the repository root', { field: 'path' });
     }
     if (!deps.baseFiles) throw new DockhandError('internal', 'this server cannot read base files');
-    const base = await deps.baseFiles.read(task.context.repo, task.context.baseSha, path);
+    // Secrets in the file are masked as in the stored diff, which then applies to the masked base.
+    const raw = await deps.baseFiles.read(task.context.repo, task.context.baseSha, path);
+    const base = raw === null ? null : maskSecrets(raw, { path, known: deps.events.knownSecrets });
     const after = contentAfter(await currentDiff(task), path, base);
     if (after === undefined) throw new DockhandError('conflict', `the diff for ${path} does not apply to the base`, { field: 'path' });
     return { path, base, after };

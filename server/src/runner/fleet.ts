@@ -65,7 +65,9 @@ export function modelFromConfig(config: Config, purpose: 'agent' | 'review' = 'a
 export async function createFleet(config: Config, parts: FleetParts): Promise<Fleet> {
   const store = new SqliteStore(join(config.dataDir, 'dockhand.db'));
   const hub = new EventHub();
-  const events = new EventLog(store, hub);
+  // Secrets the server holds are masked wherever they would be written (the model may echo them).
+  const known = [config.forge.pushToken, config.model.apiKey, config.forge.webhookSecret].filter((secret): secret is string => typeof secret === 'string' && secret !== '');
+  const events = new EventLog(store, hub, known);
   const forgeDir = join(config.dataDir, 'forge');
   const localForge = parts.forge ? undefined : new LocalForge({ dataDir: forgeDir, store: store.pullRequests });
   const forge: Forge = parts.forge ?? localForge ?? new LocalForge({ dataDir: forgeDir, store: store.pullRequests });

@@ -50,9 +50,9 @@ describe('Scheduler on the Postgres queue', () => {
 
   it('two workers run each task once, normal before routine, within their capacity', async () => {
     const api = await open();
-    const routine = [];
+    const routine: string[] = [];
     for (let i = 0; i < 2; i++) routine.push((await api.createTask('alice', request('routine'))).task.id);
-    const normal = [];
+    const normal: string[] = [];
     for (let i = 0; i < 4; i++) normal.push((await api.createTask('alice', request('normal'))).task.id);
     const started: Array<{ taskId: string; worker: string }> = [];
     const running = new Map<string, number>();

@@ -13,6 +13,7 @@ import { DockhandError, fromZodError } from '../errors';
 import type { Logger } from '../log';
 import { currentFence } from './lease-fence';
 import { migratePostgres } from './postgres-migrations';
+import { PostgresEventHub } from './postgres-hub';
 import { PostgresQueue } from './postgres-queue';
 import { PostgresFlakyStore, PostgresPullRequestStore } from './postgres-records';
 import { project } from './projection';
@@ -76,6 +77,7 @@ export class PostgresStore implements Store, ClaimingStore {
   readonly pullRequests: PostgresPullRequestStore;
   readonly queue: PostgresQueue;
   readonly channel: string;
+  private hub: PostgresEventHub | undefined;
 
   private constructor(readonly pool: pg.Pool, readonly options: PostgresStoreOptions & { schema: string }) {
     this.channel = eventChannel(options.schema);
@@ -430,11 +432,19 @@ export class PostgresStore implements Store, ClaimingStore {
     return this.queue.claim(workerId, limit, ttlMs, options);
   }
 
+  /** This process's hub of live events from every process (LISTEN/NOTIFY), started on first use. */
+  async liveEvents(): Promise<PostgresEventHub> {
+    this.hub ??= new PostgresEventHub(this, this.options.logger ? { logger: this.options.logger } : {});
+    await this.hub.start();
+    return this.hub;
+  }
+
   async ping(): Promise<void> {
     await this.pool.query('SELECT 1');
   }
 
   async close(): Promise<void> {
+    await this.hub?.close();
     if (!this.pool.ended) await this.pool.end();
   }
 }
