@@ -19,6 +19,8 @@ import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { CreateTaskRequest, type NewEvent } from '@dockhand/protocol';
 import { buildApp } from '../server/src/app';
+import { RepoRegistry } from '../server/src/runner/registry';
+import { RepoMirror } from '../server/src/sandbox/mirror';
 import { EventHub, EventLog } from '../server/src/store/hub';
 import { SqliteStore } from '../server/src/store/sqlite';
 
@@ -57,7 +59,9 @@ async function main() {
   const store = new SqliteStore(join(dir, 'dockhand.db'));
   const hub = new EventHub();
   const log = new EventLog(store, hub);
-  const app = await buildApp({ store, hub, events: log, control: { wake() {}, interrupt() {} }, limits: { ratePerMinute: 1_000_000 } });
+  // Tasks are stored directly (no submission), so the registry is never asked.
+  const repos = new RepoRegistry({ store, mirror: new RepoMirror(dir) });
+  const app = await buildApp({ store, repos, hub, events: log, control: { wake() {}, interrupt() {} }, limits: { ratePerMinute: 1_000_000 } });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();
   if (address === null || typeof address === 'string') throw new Error('no port');

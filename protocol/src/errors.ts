@@ -14,6 +14,8 @@ export const ERROR_CODES = [
   'budget_exceeded',
   // The repository's test runner (not its tests) failed: missing, crashed, timed out, no report.
   'test_infrastructure',
+  // A registered repository's source did not answer (timeout, unreachable host) or is not a repository.
+  'repository_unavailable',
   'internal',
 ] as const;
 export const ErrorCode = z.enum(ERROR_CODES);

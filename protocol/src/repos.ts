@@ -53,8 +53,39 @@ export const RepoRegistration = z.object({
   submitters: z.array(z.string().min(1).max(200)).default([]),
   createdAt: z.string(),
   createdBy: z.string(),
+  /**
+   * What the server mirrors from when it is not `source` itself: the local forge's bare
+   * repository `<data>/forge/<name>.git`, made from a local path or URL at registration.
+   */
+  mirrorSource: z.string().min(1).max(4096).optional(),
 });
 export type RepoRegistration = z.infer<typeof RepoRegistration>;
+
+const UserName = z.string().regex(/^[A-Za-z0-9_.@-]{1,100}$/, 'must be a user name (1-100 of A-Z a-z 0-9 _ . @ -)');
+
+/** `POST /v1/repos` (admins): register a repository from a path on the server host or a URL. */
+export const RegisterRepoRequest = z
+  .object({
+    name: RepoName,
+    /** An absolute path on the server host, `https://…`, `ssh://…` or `git@host:path`. */
+    source: z.string().min(1).max(4096),
+    /** Absent on a second registration of the same source: the current lists are kept. */
+    owners: z.array(UserName).max(100).optional(),
+    /** Who may submit tasks; empty = every signed-in user. */
+    submitters: z.array(UserName).max(1000).optional(),
+  })
+  .strict();
+export type RegisterRepoRequest = z.infer<typeof RegisterRepoRequest>;
+
+export const RepoListResponse = z.object({ repos: z.array(RepoRegistration) });
+export type RepoListResponse = z.infer<typeof RepoListResponse>;
+
+/** `POST /v1/repos/:name/check`: the commit to check (default: the default branch's head). */
+export const ReadinessCheckRequest = z
+  .object({ sha: z.string().regex(/^[0-9a-f]{40}$/, 'must be a full 40-character lowercase hex commit SHA').optional() })
+  .strict();
+export type ReadinessCheckRequest = z.infer<typeof ReadinessCheckRequest>;
+
 
 const Check = z.object({
   ok: z.boolean(),
@@ -88,3 +119,21 @@ export const ReadinessReport = z.object({
   blocking: z.array(z.object({ problem: z.string(), action: z.string() })).default([]),
 });
 export type ReadinessReport = z.infer<typeof ReadinessReport>;
+
+/**
+ * A readiness check runs for minutes (a cold snapshot build, the full suite): the POST answers
+ * 202 with this, and `GET /v1/repos/:name/check` answers the same shape until `state` is `done`
+ * (with `report`) or `failed` (with `error`).
+ */
+export const ReadinessCheckStatus = z.object({
+  repo: z.string(),
+  sha: z.string(),
+  state: z.enum(['running', 'done', 'failed']),
+  startedAt: z.string(),
+  finishedAt: z.string().optional(),
+  /** Stages so far, oldest first (mirror, snapshot, start, baseline, selection). */
+  progress: z.array(z.object({ stage: z.string(), elapsedMs: z.number().int().min(0), line: z.string().max(2000).optional() })),
+  report: ReadinessReport.optional(),
+  error: z.object({ code: z.string(), message: z.string() }).optional(),
+});
+export type ReadinessCheckStatus = z.infer<typeof ReadinessCheckStatus>;

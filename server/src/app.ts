@@ -18,6 +18,7 @@ import { eventRoutes } from './api/events';
 import { flakyRoutes } from './api/flaky';
 import { webhookRoutes } from './api/webhooks';
 import { metricsRoutes } from './api/metrics';
+import { repoRoutes } from './api/repos';
 import { taskRoutes } from './api/tasks';
 import { DockhandError, asDockhandError } from './errors';
 import type { Logger } from './log';
@@ -130,6 +131,7 @@ export async function app(fastify: FastifyInstance, deps: AppDeps): Promise<void
       });
       await v1.register(taskRoutes, deps);
       await v1.register(approvalRoutes, deps);
+      await v1.register(repoRoutes, deps);
       await v1.register(flakyRoutes, deps);
       await v1.register(eventRoutes, deps);
       v1.withTypeProvider<ZodTypeProvider>().get('/tickets', {

@@ -43,6 +43,7 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   model_unavailable: 503,
   budget_exceeded: 422,
   test_infrastructure: 503,
+  repository_unavailable: 503,
   internal: 500,
 };
 

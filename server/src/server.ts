@@ -1,7 +1,10 @@
+import { join } from 'node:path';
 import type { Config } from './config';
 import { createLogger, type Logger } from './log';
 import { createFleet, type Fleet, type FleetParts } from './runner/fleet';
+import { registeredMirror } from './runner/fleet';
 import { createSandboxProvider } from './runner/sandboxes';
+import { SqliteStore } from './store/sqlite';
 
 export interface RunningServer {
   fleet: Fleet;
@@ -16,11 +19,19 @@ export interface RunningServer {
  */
 export async function startServer(config: Config, options: { logger?: Logger; parts?: Partial<FleetParts>; handleSignals?: boolean } = {}): Promise<RunningServer> {
   const logger = options.logger ?? createLogger({ level: config.logLevel, secrets: [config.forge.pushToken ?? '', config.forge.webhookSecret ?? '', config.model.apiKey ?? ''] });
+  // The store and the mirror first: the sandbox service mirrors registered repositories only.
+  const store = options.parts?.store ?? new SqliteStore(join(config.dataDir, 'dockhand.db'));
+  const mirror = options.parts?.mirror ?? registeredMirror(config, store);
   const sandboxes = options.parts?.sandboxes
     ? { provider: options.parts.sandboxes, check: options.parts.sandboxCheck, close: async () => undefined }
-    : await createSandboxProvider(config, logger);
+    : await createSandboxProvider(config, logger, { mirror }).catch(async (error: unknown) => {
+      await store.close();
+      throw error;
+    });
   const fleet = await createFleet(config, {
     ...options.parts,
+    store,
+    mirror,
     sandboxes: sandboxes.provider,
     ...(sandboxes.check ? { sandboxCheck: sandboxes.check } : {}),
     onClose: sandboxes.close,

@@ -12,7 +12,7 @@ function errorOf(body: string) {
 
 describe('tasks API', () => {
   it('accepts a task with 202, stores it queued with task.created, and wakes the scheduler', async () => {
-    const res = await h.app.inject({ method: 'POST', url: '/v1/tasks', headers: h.auth('alice'), payload: taskBody() });
+    const res = await h.app.inject({ method: 'POST', url: '/v1/tasks', headers: h.auth('alice'), payload: h.submitBody() });
     expect(res.statusCode).toBe(202);
     const { id } = JSON.parse(res.body);
     const task = Task.parse(JSON.parse((await h.app.inject({ url: `/v1/tasks/${id}`, headers: h.auth('alice') })).body));

@@ -14,10 +14,21 @@ declare module 'fastify' {
  * Authentication: a per-user bearer token (`Authorization: Bearer dh_...`). Browsers cannot set
  * headers on a WebSocket, so the events socket also accepts the token as a subprotocol
  * (`new WebSocket(url, ['dockhand.v1', 'dockhand.bearer.' + token])`; the server answers with
- * `dockhand.v1`) or as `?token=` (the logger redacts it). The header wins when several are given.
+ * `dockhand.v1`) or as `?token=` on the upgrade only (the logger redacts it; a REST request with
+ * `?token=` is refused). The header wins when several are given.
  */
 export const WS_PROTOCOL = 'dockhand.v1';
 const BEARER_PROTOCOL_PREFIX = 'dockhand.bearer.';
+
+function isWebSocketUpgrade(request: FastifyRequest): boolean {
+  return request.headers.upgrade?.toLowerCase() === 'websocket';
+}
+
+function queryToken(request: FastifyRequest): string | undefined {
+  const query = request.query;
+  if (typeof query === 'object' && query !== null && 'token' in query && typeof query.token === 'string') return query.token;
+  return undefined;
+}
 
 export function tokenFrom(request: FastifyRequest): string | undefined {
   const header = request.headers.authorization;
@@ -31,17 +42,22 @@ export function tokenFrom(request: FastifyRequest): string | undefined {
       if (protocol.startsWith(BEARER_PROTOCOL_PREFIX)) return protocol.slice(BEARER_PROTOCOL_PREFIX.length);
     }
   }
-  const query = request.query;
-  if (typeof query === 'object' && query !== null && 'token' in query && typeof query.token === 'string') return query.token;
-  return undefined;
+  // Only the WebSocket upgrade may carry the token in its URL (browsers cannot set its headers).
+  return isWebSocketUpgrade(request) ? queryToken(request) : undefined;
 }
 
 export function authHook(store: Store) {
   return async (request: FastifyRequest, _reply: FastifyReply): Promise<void> => {
+    if (!isWebSocketUpgrade(request) && queryToken(request) !== undefined) {
+      // A token in a REST URL ends up in proxy and access logs: refused even with a valid header.
+      throw new DockhandError('unauthenticated', 'the ?token= query parameter is accepted only on the events WebSocket upgrade', {
+        hint: 'send the token in the Authorization header: Authorization: Bearer <token>',
+      });
+    }
     const token = tokenFrom(request);
     if (!token) {
       throw new DockhandError('unauthenticated', 'missing bearer token', {
-        hint: 'send Authorization: Bearer <token> (create one with `dockhand token create`)',
+        hint: 'send Authorization: Bearer <token> (create one with `dockhand token create --user NAME`)',
       });
     }
     const user = await store.authenticate(token);

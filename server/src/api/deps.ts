@@ -2,7 +2,9 @@ import type { Logger } from 'pino';
 import type { Task, TicketSummary } from '@dockhand/protocol';
 import type { RepoPolicy } from '../policy';
 import type { EventHub, EventLog } from '../store/hub';
-import type { Store } from '../store/types';
+import type { ReadinessChecks } from '../runner/readiness';
+import type { RepoRegistry } from '../runner/registry';
+import type { RepoStore, Store } from '../store/types';
 import type { WebhookDeps } from './webhooks';
 
 /** What the runner offers the API: wake the scheduler, abort in-process work, a live diff. */
@@ -25,7 +27,11 @@ export interface TicketSource {
 }
 
 export interface AppDeps {
-  store: Store;
+  store: Store & RepoStore;
+  /** Registered repositories: every submitted task names one. */
+  repos: RepoRegistry;
+  /** Readiness checks (servers with sandboxes). */
+  readiness?: ReadinessChecks;
   hub: EventHub;
   events: EventLog;
   control: TaskControl;

@@ -94,7 +94,7 @@ describe('policy overrides through the approvals API', () => {
     // The owner finds it in her inbox, with the policy read from the repo at the base SHA; alice
     // sees whom it waits for, and no button of hers would be honoured.
     const inbox = async (headers: Record<string, string>) => JSON.parse((await fleet.app.inject({ url: '/v1/approvals?state=pending', headers })).body).approvals;
-    expect(await inbox(olive)).toMatchObject([{ approvalId: request!.id, taskId: id, taskOwner: 'alice', repo: bare, kind: 'policy_override', canDecide: true }]);
+    expect(await inbox(olive)).toMatchObject([{ approvalId: request!.id, taskId: id, taskOwner: 'alice', repo: 'app', kind: 'policy_override', canDecide: true }]);
     expect(await inbox(alice)).toEqual([]);
     expect(await pendingOverride(id)).toMatchObject({ canDecide: false, deciders: ['olive'] });
     expect((await approvals(id, olive)).find((a) => a.id === request!.id)).toMatchObject({ canDecide: true });
@@ -104,7 +104,7 @@ describe('policy overrides through the approvals API', () => {
     expect(refused.statusCode).toBe(403);
     expect(JSON.parse(refused.body).error).toMatchObject({
       code: 'forbidden',
-      message: `alice may not decide policy override ${request!.id}: only an owner of ${bare} may (olive)`,
+      message: `alice may not decide policy override ${request!.id}: only an owner of app may (olive)`,
     });
     expect((await pendingOverride(id))?.id).toBe(request!.id);
     expect(dockhandBranches()).toBe('');

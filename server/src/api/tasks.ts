@@ -42,7 +42,10 @@ export async function taskRoutes(app: FastifyInstance, deps: AppDeps): Promise<v
     schema: { tags: ['tasks'], summary: 'Submit a ticket', body: CreateTaskRequest, response: { 202: CreateTaskResponse } },
   }, async (request, reply) => {
     const user = requireUser(request);
-    const { task, events } = await deps.store.createTask(user.name, request.body);
+    // Before anything is stored: a registered repository the caller may use, and its base commit.
+    const registration = await deps.repos.admit(user, request.body.context);
+    const body = { ...request.body, context: { ...request.body.context, repo: registration.name } };
+    const { task, events } = await deps.store.createTask(user.name, body);
     deps.events.published(events);
     deps.control.wake();
     request.log.info({ taskId: task.id, repo: task.context.repo }, 'task submitted');

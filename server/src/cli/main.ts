@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { Command, Option } from 'commander';
 import { z } from 'zod';
@@ -10,11 +9,14 @@ import { startServer } from '../server';
 import { SqliteStore } from '../store/sqlite';
 import { ApiClient } from './client';
 import { describeEvent, taskLine } from './format';
+import { addRepoCommands } from './repo-commands';
+import { OPTION_OF_FIELD, resolveSubmitTarget } from './submit-repo';
 
 /*
  * `dockhand` — the server and a thin client of its API.
  *   serve                          run the fleet server (config from DOCKHAND_* env / DOCKHAND_CONFIG)
  *   submit                         POST a ticket, stream the trajectory, print the PR link
+ *   repo add|list|remove|check     registered repositories and their readiness (API)
  *   tasks                          list tasks
  *   approve|reject <task> [appr]   decide a review (or one approval request)
  *   token create|revoke|list       manage API tokens (direct on the data dir)
@@ -26,14 +28,6 @@ const out = (line: string) => process.stdout.write(`${line}\n`);
 
 function client(options: { server?: string; token?: string }): ApiClient {
   return new ApiClient(options.server ?? process.env.DOCKHAND_URL ?? 'http://127.0.0.1:8737', options.token ?? process.env.DOCKHAND_TOKEN);
-}
-
-function git(cwd: string, ...args: string[]): string | undefined {
-  try {
-    return execFileSync('git', ['-C', cwd, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-  } catch {
-    return undefined;
-  }
 }
 
 function withStore<T>(fn: (store: SqliteStore, dataDir: string) => Promise<T>): Promise<T> {
@@ -57,22 +51,24 @@ export function buildCli(): Command {
     .requiredOption('--title <title>', 'ticket title')
     .option('--body <text>', 'ticket body', '')
     .option('--issue <id>', 'forge issue number (makes it an issue ticket)')
-    .option('--repo <repo>', 'repo path or URL (default: origin of the current repo)')
-    .option('--base <sha>', 'base commit (default: HEAD of the current repo)')
+    .option('--repo <repo>', 'a registered repository name, or the path of a local git repository (default: the current directory)')
+    .option('--base <sha>', 'base commit (default: HEAD of that repository)')
     .addOption(new Option('--priority <priority>', 'scheduling priority').choices(['normal', 'routine']).default('normal'))
     .option('--approve', 'approve the diff when it reaches review (push + PR)')
     .option('--no-follow', 'return after submitting')
     .action(async (options: { title: string; body: string; issue?: string; repo?: string; base?: string; priority: string; approve?: boolean; follow: boolean; server?: string; token?: string }) => {
       const api = client(options);
-      const cwd = process.cwd();
-      const repo = options.repo ?? git(cwd, 'remote', 'get-url', 'origin') ?? git(cwd, 'rev-parse', '--show-toplevel');
-      const baseSha = options.base ?? git(options.repo && options.repo.startsWith('/') ? options.repo : cwd, 'rev-parse', 'HEAD');
+      const target = await resolveSubmitTarget(api, options, process.cwd());
+      for (const note of target.notes) out(note);
       const body = CreateTaskRequest.safeParse({
         ticket: options.issue ? { kind: 'issue', id: options.issue, title: options.title, body: options.body } : { kind: 'text', title: options.title, body: options.body },
-        context: { repo, baseSha, dirty: (git(cwd, 'status', '--porcelain') ?? '') !== '' },
+        context: { repo: target.repo, baseSha: target.baseSha, ...(target.branch ? { branch: target.branch } : {}), dirty: target.dirty },
         priority: options.priority,
       });
-      if (!body.success) throw new DockhandError('bad_request', `${body.error.issues[0]?.path.join('.')}: ${body.error.issues[0]?.message}`, { hint: 'pass --repo and --base' });
+      if (!body.success) {
+        const field = body.error.issues[0]?.path.join('.') ?? '';
+        throw new DockhandError('bad_request', `${OPTION_OF_FIELD[field] ?? field}: ${body.error.issues[0]?.message}`, { field });
+      }
       const { id } = await api.request('POST', '/v1/tasks', CreateTaskResponse, body.data);
       out(`task ${id} submitted`);
       if (!options.follow) return;
@@ -130,15 +126,19 @@ export function buildCli(): Command {
   }
 
   const token = program.command('token').description('API tokens (run on the server machine; uses DOCKHAND_DATA_DIR)');
-  token.command('create')
-    .requiredOption('--user <name>', 'user name (created if missing)')
+  token.command('create [user]')
+    .description('print a new token for a user (created if missing); the user as an argument or --user')
+    .option('--user <name>', 'user name (created if missing)')
     .addOption(new Option('--role <role>', 'role for a new user').choices(['user', 'admin']).default('user'))
     .option('--label <label>', 'what the token is for', '')
-    .action((options: { user: string; role: 'user' | 'admin'; label: string }) => withStore(async (store) => {
-      const existing = await store.getUser(options.user);
-      if (!existing || existing.role !== options.role) await store.createUser(options.user, options.role);
-      const { token: secret, info } = await store.createToken(options.user, options.label);
-      out(`token ${info.id} for ${options.user} (shown once):`);
+    .action((positional: string | undefined, options: { user?: string; role: 'user' | 'admin'; label: string }) => withStore(async (store) => {
+      const user = options.user ?? positional;
+      if (!user) throw new DockhandError('bad_request', '--user: name the user (dockhand token create alice, or --user alice)', { field: '--user' });
+      if (options.user && positional && options.user !== positional) throw new DockhandError('bad_request', `--user: ${options.user} and the argument ${positional} disagree; give one`, { field: '--user' });
+      const existing = await store.getUser(user);
+      if (!existing || existing.role !== options.role) await store.createUser(user, options.role);
+      const { token: secret, info } = await store.createToken(user, options.label);
+      out(`token ${info.id} for ${user} (shown once):`);
       out(secret);
     }));
   token.command('revoke <id>').action((id: string) => withStore(async (store) => {
@@ -158,7 +158,8 @@ export function buildCli(): Command {
       out('the server records the outcome on the task at its next PR poll');
     }));
   }
-  program.command('repo-create <name>').description('create a local forge repository (optionally from a local repo)')
+  addRepoCommands(program, client, out, clientOptions);
+  program.command('repo-create <name>').description('create a local forge repository directly on the data dir (no registration: use `repo add`)')
     .option('--from <path>', 'push the branches of this repository into it')
     .action((name: string, options: { from?: string }) => withStore(async (store, dataDir) => {
       const forge = new LocalForge({ dataDir: join(dataDir, 'forge'), store: store.pullRequests });
@@ -172,7 +173,10 @@ export async function main(argv: string[]): Promise<void> {
     await buildCli().parseAsync(argv);
   } catch (error) {
     if (error instanceof DockhandError) {
-      process.stderr.write(`error: ${error.message}${error.hint ? `\nhint: ${error.hint}` : ''}\n`);
+      // A server field the CLI sets from an option is named by that option.
+      const option = error.field ? OPTION_OF_FIELD[error.field] : undefined;
+      const message = option && !error.message.startsWith(option) ? `${option}: ${error.message}` : error.message;
+      process.stderr.write(`error: ${message}${error.hint ? `\nhint: ${error.hint}` : ''}\n`);
     } else {
       process.stderr.write(`error: ${error instanceof Error ? error.message : String(error)}\n`);
     }

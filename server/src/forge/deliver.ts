@@ -46,8 +46,10 @@ export interface DeliverInput {
   /** PR body, e.g. from `buildPullRequestBody`. */
   body: string;
   requester?: Person;
-  /** Base branch of the PR; default: the repo's default branch. */
+  /** Base branch of the PR; default: `startBranch` when the forge has it, else the repo's default branch. */
   base?: string;
+  /** The branch the task started from (`context.branch`). */
+  startBranch?: string;
   /** Fixed commit date (ISO 8601), e.g. the time the push was approved. */
   date?: string;
   gate: PushGate;
@@ -119,12 +121,19 @@ export async function deliverPullRequest(input: DeliverInput): Promise<DeliverRe
   const pr = await input.forge.openPullRequest({
     repo: input.repo,
     branch: input.branch,
-    base: input.base ?? target.defaultBranch,
+    base: input.base ?? (await baseBranch(input, target.defaultBranch)),
     title: maskSecrets(input.title, { known }),
     body: maskSecrets(redact(input.body, [target.token]), { known }),
     draft: true,
   });
   return { pr, push, policy };
+}
+
+/** The PR's base: the branch the task started from when the forge has it, else the default branch. */
+async function baseBranch(input: DeliverInput, defaultBranch: string): Promise<string> {
+  const start = input.startBranch;
+  if (start && start !== 'HEAD' && !start.startsWith('dockhand/') && (await input.forge.hasBranch(input.repo, start))) return start;
+  return defaultBranch;
 }
 
 export function prOpenedEvent(pr: PullRequest): NewEvent {

@@ -112,6 +112,18 @@ export class GitHubForge implements Forge {
     };
   }
 
+  async hasBranch(repo: string, branch: string): Promise<boolean> {
+    const target = parseGitHubRepo(repo);
+    const octokit = await this.client(target);
+    try {
+      await octokit.rest.repos.getBranch({ owner: target.owner, repo: target.name, branch });
+      return true;
+    } catch (error) {
+      if (error instanceof Error && 'status' in error && error.status === 404) return false;
+      throw error;
+    }
+  }
+
   async findPullRequest(repo: string, branch: string): Promise<PullRequest | undefined> {
     const target = parseGitHubRepo(repo);
     const octokit = await this.client(target);

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { isAbsolute, join, relative, resolve } from 'node:path';
 import { z } from 'zod';
 import { DockhandError, notFound } from '../errors';
+import { checkGitSource, GitChildren, type GitRunOptions } from '../git-child';
 import { createGit, gitFailure, tryRaw } from './git';
 import { findRevert, type BranchCommit } from './revert';
 import type {
@@ -48,6 +49,25 @@ export interface LocalForgeOptions {
   /** Identity of merge commits made by `merge()`. */
   mergeIdentity?: { name: string; email: string };
   now?: () => Date;
+}
+
+export interface ImportOptions {
+  /** The git children to run in (killed together on shutdown); default a group of its own. */
+  children?: GitChildren;
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  /** The default branch when the caller already knows it. */
+  defaultBranch?: string;
+}
+
+/** The branch a repository's HEAD names (`git ls-remote --symref SOURCE HEAD`), if it names one. */
+export async function remoteDefaultBranch(children: GitChildren, source: string, options: Pick<GitRunOptions, 'timeoutMs' | 'signal'> = {}): Promise<string | undefined> {
+  const listing = await children.run(['ls-remote', '--symref', '--', checkGitSource(source, 'source').source, 'HEAD'], {
+    timeoutMs: options.timeoutMs ?? 60_000,
+    what: `reading the default branch of ${source}`,
+    ...(options.signal ? { signal: options.signal } : {}),
+  });
+  return /^ref: refs\/heads\/(\S+)\s+HEAD$/m.exec(listing.stdout.toString())?.[1];
 }
 
 export function localPullRequestUrl(repo: string, number: number): string {
@@ -96,25 +116,66 @@ export class LocalForge implements Forge {
   }
 
   /**
-   * Creates the bare repository `<name>.git` (default branch `main`) and, when `from` is a local
-   * repository, pushes all its branches into it. Idempotent.
+   * Creates the bare repository `<name>.git` and, when `from` is a repository (an absolute path on
+   * this host, or a URL `checkGitSource` allows), copies all its branches into it (forced: the
+   * forge's branches become the source's) and points HEAD at the source's default branch. Runs
+   * git through `GitChildren` (timeout, killed on abort and shutdown). Idempotent.
    */
-  async createRepository(name: string, from?: string): Promise<string> {
+  async createRepository(name: string, from?: string, options: ImportOptions = {}): Promise<string> {
     const path = this.repositoryPath(name);
     await mkdir(this.dataDir, { recursive: true });
+    const children = options.children ?? new GitChildren();
+    const run = (args: string[], what: string, cwd = path) =>
+      children.run(args, { cwd, timeoutMs: options.timeoutMs ?? 120_000, what, ...(options.signal ? { signal: options.signal } : {}) });
     if (!existsSync(join(path, 'HEAD'))) {
-      await createGit(this.dataDir).raw(['init', '--quiet', '--bare', '--initial-branch=main', path]);
+      await run(['init', '--quiet', '--bare', '--initial-branch=main', path], `creating ${name}`, this.dataDir);
     }
-    if (from !== undefined) {
-      await createGit(from).raw(['push', '--quiet', path, '+refs/heads/*:refs/heads/*']);
+    if (from !== undefined && resolve(from) !== path) {
+      const source = checkGitSource(from, 'source').source;
+      await run(['fetch', '--quiet', '--no-tags', '--', source, '+refs/heads/*:refs/heads/*'], `copying the branches of ${source}`);
+      const branch = options.defaultBranch ?? (await remoteDefaultBranch(children, source, options));
+      if (branch) await run(['symbolic-ref', 'HEAD', `refs/heads/${branch}`], 'setting the default branch');
     }
     return path;
   }
 
+  /**
+   * Fetches the source's branches into `refs/dockhand/source/*` (so every commit of the source is
+   * here) and moves a forge branch only forward: a branch the forge lacks is created, one the
+   * source has moved ahead is fast-forwarded, and one that went elsewhere on the forge (a merged
+   * PR) is left alone. For tasks whose base was committed after the registration.
+   */
+  async refreshFrom(name: string, from: string, options: ImportOptions = {}): Promise<void> {
+    const path = this.existingRepository(name);
+    const children = options.children ?? new GitChildren();
+    const run = (args: string[], what: string) =>
+      children.run(args, { cwd: path, timeoutMs: options.timeoutMs ?? 120_000, what, ...(options.signal ? { signal: options.signal } : {}) });
+    const source = checkGitSource(from, 'source').source;
+    await run(['fetch', '--quiet', '--no-tags', '--prune', '--', source, '+refs/heads/*:refs/dockhand/source/*'], `fetching ${source}`);
+    const listing = (await run(['for-each-ref', '--format=%(refname:strip=3) %(objectname)', 'refs/dockhand/source/'], 'listing branches')).stdout.toString();
+    for (const line of listing.split('\n').filter(Boolean)) {
+      const [branch = '', sha = ''] = line.split(' ');
+      const current = await this.branchSha(name, branch);
+      if (current === sha) continue;
+      const forward = current === undefined
+        || (await run(['merge-base', '--is-ancestor', current, sha], 'comparing branches').then(() => true, () => false));
+      if (forward) await run(['update-ref', `refs/heads/${branch}`, sha, current ?? ''], `updating ${branch}`).catch(() => undefined);
+    }
+  }
+
+  /** True when `branch` exists in the repository. */
+  async hasBranch(repo: string, branch: string): Promise<boolean> {
+    return (await this.branchSha(repo, branch)) !== undefined;
+  }
+
+  /** HEAD's branch; when HEAD names a branch that does not exist, main, master or the first one. */
   async defaultBranch(repo: string): Promise<string> {
     const git = createGit(this.existingRepository(repo));
     const head = await tryRaw(git, ['symbolic-ref', '--short', 'HEAD']);
-    return head || 'main';
+    if (head && (await this.branchSha(repo, head))) return head;
+    for (const candidate of ['main', 'master']) if (await this.branchSha(repo, candidate)) return candidate;
+    const first = await tryRaw(git, ['for-each-ref', '--count=1', '--format=%(refname:strip=2)', 'refs/heads/']);
+    return first || head || 'main';
   }
 
   async pushTarget(repo: string): Promise<PushTarget> {

@@ -76,6 +76,8 @@ export interface OutcomeOptions {
 export interface Forge {
   readonly kind: 'local' | 'github';
   pushTarget(repo: string): Promise<PushTarget>;
+  /** Does `branch` exist in the repository (a PR's base is the task's branch when it does)? */
+  hasBranch(repo: string, branch: string): Promise<boolean>;
   /** Idempotent per branch: returns the open PR of `branch` when there already is one. */
   openPullRequest(input: OpenPullRequestInput): Promise<PullRequest>;
   findPullRequest(repo: string, branch: string): Promise<PullRequest | undefined>;

@@ -12,9 +12,12 @@ import { AnthropicModelClient } from '../model/anthropic-client';
 import type { ModelClient } from '../model/types';
 import { OutcomePoller } from '../scheduler/outcomes';
 import { Scheduler } from '../scheduler/scheduler';
+import { RepoMirror } from '../sandbox/mirror';
 import { EventHub, EventLog } from '../store/hub';
 import { SqliteStore } from '../store/sqlite';
 import type { AgentPort, SandboxProvider } from './ports';
+import { ReadinessChecks } from './readiness';
+import { registeredSource, RepoRegistry } from './registry';
 import { TaskRunner } from './task-runner';
 import { agentPort, forgeTickets, gitBaseFiles, policyPort, publisherPort, repoPolicy } from './wiring';
 
@@ -28,6 +31,8 @@ export interface Fleet {
   outcomes: OutcomePoller;
   runner: TaskRunner;
   forge: Forge;
+  /** Registered repositories (tests register theirs here, as `POST /v1/repos` does). */
+  repos: RepoRegistry;
   /** Stops taking work, aborts running tasks (they stay resumable), closes the API and store. */
   close(): Promise<void>;
 }
@@ -42,6 +47,10 @@ export interface FleetParts {
   forge?: Forge;
   agentConfig?: AgentConfigInput;
   logger?: Logger;
+  /** The store, when the caller opened it first (server.ts: the sandbox service needs the mirror). */
+  store?: SqliteStore;
+  /** The mirror of registered repositories, shared with the sandbox service. */
+  mirror?: RepoMirror;
   /** Extra clean-up on close (e.g. draining a warm pool). */
   onClose?: () => Promise<void>;
 }
@@ -62,8 +71,14 @@ export function modelFromConfig(config: Config, purpose: 'agent' | 'review' = 'a
   });
 }
 
+/** The mirror of registered repositories: a task's `repo` is a registered name, never a path or URL. */
+export function registeredMirror(config: Config, store: SqliteStore): RepoMirror {
+  return new RepoMirror(config.dataDir, { sources: registeredSource(store) });
+}
+
 export async function createFleet(config: Config, parts: FleetParts): Promise<Fleet> {
-  const store = new SqliteStore(join(config.dataDir, 'dockhand.db'));
+  const store = parts.store ?? new SqliteStore(join(config.dataDir, 'dockhand.db'));
+  const mirror = parts.mirror ?? registeredMirror(config, store);
   const hub = new EventHub();
   // Secrets the server holds are masked wherever they would be written (the model may echo them).
   const known = [config.forge.pushToken, config.model.apiKey, config.forge.webhookSecret].filter((secret): secret is string => typeof secret === 'string' && secret !== '');
@@ -71,8 +86,16 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
   const forgeDir = join(config.dataDir, 'forge');
   const localForge = parts.forge ? undefined : new LocalForge({ dataDir: forgeDir, store: store.pullRequests });
   const forge: Forge = parts.forge ?? localForge ?? new LocalForge({ dataDir: forgeDir, store: store.pullRequests });
-  // Local forge repos are named or given as paths of their bare repositories.
-  const repoPath = (repo: string) => (localForge && !repo.startsWith('/') ? localForge.repositoryPath(repo) : repo);
+  // A task names a registered repository: the local forge's repository of that name, or its mirror.
+  const repoPath = (repo: string) => (repo.startsWith('/') ? repo : localForge ? localForge.repositoryPath(repo) : mirror.pathFor(repo));
+  const registry = new RepoRegistry({ store, mirror, ...(localForge ? { localForge } : {}) });
+  const readiness = new ReadinessChecks({
+    registry,
+    mirror,
+    sandboxes: parts.sandboxes,
+    feedback: (repo) => parts.feedback ?? new SmartFeedbackEngine({ repo, flakyStore: store.flaky }),
+    ...(parts.logger ? { logger: parts.logger } : {}),
+  });
   const baseFiles = gitBaseFiles(repoPath);
   const model = parts.model;
   const graphsDir = join(config.dataDir, 'graphs');
@@ -115,6 +138,8 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
   });
   const app = await buildApp({
     store,
+    repos: registry,
+    readiness,
     hub,
     events,
     control: {
@@ -138,10 +163,13 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
   });
   let closed = false;
   return {
-    app, store, hub, scheduler, outcomes, runner, forge,
+    app, store, hub, scheduler, outcomes, runner, forge, repos: registry,
     async close() {
       if (closed) return;
       closed = true;
+      // Hung git children (a source that never answers) die now: nothing below waits on them.
+      mirror.close();
+      readiness.close();
       outcomes.stop();
       await scheduler.stop();
       await app.close();

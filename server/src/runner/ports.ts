@@ -12,10 +12,16 @@ export interface AcquiredSandbox {
   sandbox: Sandbox;
   source: 'warm_pool' | 'snapshot' | 'cold';
   startMs: number;
+  /** The snapshot image the sandbox was started from. */
+  snapshotImage?: string;
 }
 
 export interface SandboxProvider {
-  acquire(input: { repo: string; baseSha: string; taskId: string }): Promise<AcquiredSandbox>;
+  /**
+   * `repo` is the registered repository's name (its snapshot's identity; the mirror comes from the
+   * registration). `signal`: the task was cancelled; git and Docker work for it stops.
+   */
+  acquire(input: { repo: string; baseSha: string; taskId: string; signal?: AbortSignal }): Promise<AcquiredSandbox>;
   /** The sandbox named in an earlier `sandbox.ready`, when it is still alive (after a restart). */
   reattach?(input: { sandboxId: string; baseSha: string; taskId: string }): Promise<Sandbox | undefined>;
   release(sandbox: Sandbox): Promise<void>;

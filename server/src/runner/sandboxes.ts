@@ -4,6 +4,7 @@ import type { Config } from '../config';
 import type { Logger } from '../log';
 import { checkSandboxHost } from '../sandbox/host-check';
 import { createSandboxService } from '../sandbox/create';
+import type { RepoMirror } from '../sandbox/mirror';
 import type { SandboxService } from '../sandbox/service';
 import type { SandboxProvider } from './ports';
 
@@ -19,7 +20,7 @@ export interface SandboxSetup {
  * task resumed after a restart gets a fresh sandbox with its recorded edits replayed; a task that
  * this same process resumes (lease regained) keeps the sandbox it holds.
  */
-export async function createSandboxProvider(config: Config, logger: Logger): Promise<SandboxSetup> {
+export async function createSandboxProvider(config: Config, logger: Logger, options: { mirror?: RepoMirror } = {}): Promise<SandboxSetup> {
   const docker = new Docker();
   const create = () => createSandboxService({
     dataDir: config.dataDir,
@@ -29,6 +30,7 @@ export async function createSandboxProvider(config: Config, logger: Logger): Pro
     unsafeRunc: config.sandbox.unsafeRunc,
     docker,
     logger,
+    ...(options.mirror ? { mirror: options.mirror } : {}),
   });
   let service: SandboxService | undefined;
   for (let attempt = 1; !service; attempt++) {
@@ -44,9 +46,12 @@ export async function createSandboxProvider(config: Config, logger: Logger): Pro
   }
   return {
     provider: {
-      acquire: async (request) => {
+      acquire: async ({ signal, ...request }) => {
+        // The mirror first, with the task's signal: a fetch from a source that hangs dies when the
+        // task is cancelled (the service's own `ensure` then finds the commit without git work).
+        if (options.mirror) await options.mirror.ensure(request.repo, request.baseSha, signal ? { signal } : {});
         const acquired = await service.acquire(request);
-        return { sandbox: acquired.sandbox, source: acquired.source, startMs: acquired.startMs };
+        return { sandbox: acquired.sandbox, source: acquired.source, startMs: acquired.startMs, snapshotImage: acquired.snapshotImage };
       },
       release: (sandbox) => service.release(sandbox),
     },

@@ -97,7 +97,7 @@ export class TaskRunner {
 
   private async work(task: Task, signal: AbortSignal): Promise<void> {
     if (task.state === 'queued' && !(await this.setState(task.id, 'provisioning'))) return;
-    const sandbox = await this.ensureSandbox(task);
+    const sandbox = await this.ensureSandbox(task, signal);
     await this.closeStaleApprovals(task.id);
     if (signal.aborted || !(await this.setState(task.id, 'running'))) return;
     const current = await this.task(task.id);
@@ -239,7 +239,7 @@ export class TaskRunner {
    * (edits made by `run_command` alone are not in the log and are lost — the agent re-runs
    * what it needs).
    */
-  private async ensureSandbox(task: Task): Promise<Sandbox> {
+  private async ensureSandbox(task: Task, signal?: AbortSignal): Promise<Sandbox> {
     const held = this.sandboxes.get(task.id);
     if (held) return held;
     const events = await this.deps.log.store.listEvents(task.id);
@@ -251,7 +251,7 @@ export class TaskRunner {
         return alive;
       }
     }
-    const acquired = await this.deps.sandboxes.acquire({ repo: task.context.repo, baseSha: task.context.baseSha, taskId: task.id });
+    const acquired = await this.deps.sandboxes.acquire({ repo: task.context.repo, baseSha: task.context.baseSha, taskId: task.id, ...(signal ? { signal } : {}) });
     this.sandboxes.set(task.id, acquired.sandbox);
     await replayFileChanges(acquired.sandbox, events);
     await this.emit(task.id, {

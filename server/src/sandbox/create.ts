@@ -25,6 +25,8 @@ export interface SandboxServiceConfig {
   registry?: string;
   docker?: Docker;
   logger?: Logger;
+  /** The server's mirror of registered repositories (shared with the API's submission checks). */
+  mirror?: RepoMirror;
 }
 
 const HOST_CA_BUNDLE = '/etc/ssl/certs/ca-certificates.crt';
@@ -35,7 +37,7 @@ export async function createSandboxService(config: SandboxServiceConfig): Promis
   const logger = config.logger;
   const host = await checkSandboxHost(docker, { ...(config.unsafeRunc ? { unsafeRunc: true } : {}), ...(logger ? { logger } : {}) });
   const driver = new DockerSandboxDriver({ docker, ownerId: config.ownerId, runtime: host.runtime, ...(logger ? { logger } : {}), ...(config.limits ? { limits: config.limits } : {}) });
-  const mirror = new RepoMirror(config.dataDir);
+  const mirror = config.mirror ?? new RepoMirror(config.dataDir);
   const extraCaBundle = config.extraCaBundle ?? (existsSync(HOST_CA_BUNDLE) ? HOST_CA_BUNDLE : undefined);
   const egress = config.installEgress ?? (host.egressRuntime ? 'proxy' : 'runc-bridge');
   const snapshots = new SnapshotManager({

@@ -1,29 +1,50 @@
-import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rename, rm } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { simpleGit, type SimpleGit } from 'simple-git';
 import { DockhandError } from '../errors';
+import { checkGitSource, GitChildren, GitCommandError } from '../git-child';
 
 /**
  * Server-side bare mirrors of the repositories tasks work on, under `<dataDir>/mirrors/<hash>.git`.
  * Sandboxes never fetch: they get commits from here as git bundles. A fetch happens only when a
  * requested SHA is missing. Concurrent callers for one repo share one fetch.
+ *
+ * `repo` is a registered repository's name: the mirror is made from that registration's source
+ * (`sources`), never from a string a user typed in a task. Without `sources` (the sandbox layer's
+ * own tests) `repo` is the source itself. Either way the source passes `checkGitSource` first, and
+ * every git child has a timeout, dies with the caller's signal and with `close()` (git-child.ts).
  */
+export type RepoSources = (repo: string) => string | Promise<string>;
+
+export interface RepoMirrorOptions {
+  sources?: RepoSources;
+  /** Timeout of one clone or fetch from a source (default 120 s). */
+  fetchTimeoutMs?: number;
+}
+
+export interface EnsureOptions {
+  signal?: AbortSignal;
+  timeoutMs?: number;
+}
+
+const LOCAL_TIMEOUT_MS = 60_000;
+
 export class RepoMirror {
   private readonly inflight = new Map<string, Promise<string>>();
+  /** Every git child of this mirror; `close()` kills them all. */
+  readonly children = new GitChildren();
 
-  constructor(private readonly dataDir: string) {}
+  constructor(private readonly dataDir: string, private readonly options: RepoMirrorOptions = {}) {}
 
-  /** Path of the bare mirror for `repo` (a local path or a remote URL), made or updated so it holds `sha`. */
-  async ensure(repo: string, sha: string): Promise<string> {
+  /** Path of the bare mirror for `repo`, made or updated so it holds `sha`. */
+  async ensure(repo: string, sha: string, options: EnsureOptions = {}): Promise<string> {
     const path = this.pathFor(repo);
     const running = this.inflight.get(path);
     if (running) await running.catch(() => undefined);
     if (await this.has(path, sha)) return path;
-    const work = this.update(repo, path, sha);
+    const work = this.update(repo, path, sha, options);
     this.inflight.set(path, work);
     try {
       return await work;
@@ -37,10 +58,44 @@ export class RepoMirror {
     return join(this.dataDir, 'mirrors', `${key}.git`);
   }
 
+  /** The branch the mirror's HEAD names (its source's default branch at the last fetch). */
+  async defaultBranch(repo: string): Promise<string | undefined> {
+    const path = this.pathFor(repo);
+    if (!existsSync(path)) return undefined;
+    const head = await this.local(path, ['symbolic-ref', '--short', 'HEAD']).catch(() => undefined);
+    return head?.toString().trim() || undefined;
+  }
+
+  /**
+   * The commit `branch` names at the source now (the mirror is made or fetched first); for a
+   * readiness check at the default branch's head.
+   */
+  async branchHead(repo: string, branch: string, options: EnsureOptions = {}): Promise<string> {
+    const path = this.pathFor(repo);
+    const running = this.inflight.get(path);
+    if (running) await running.catch(() => undefined);
+    const work = this.update(repo, path, undefined, options);
+    this.inflight.set(path, work);
+    try {
+      await work;
+    } finally {
+      this.inflight.delete(path);
+    }
+    const sha = await this.local(path, ['rev-parse', '--verify', '--quiet', `refs/heads/${branch}^{commit}`]).catch(() => undefined);
+    const found = sha?.toString().trim();
+    if (!found) throw new DockhandError('not_found', `branch ${branch} is not in ${repo}`, { field: 'branch', hint: 'pass a commit SHA instead (--sha)' });
+    return found;
+  }
+
+  /** Does the mirror hold `sha` as a commit (no fetch)? */
+  async holds(repo: string, sha: string): Promise<boolean> {
+    return this.has(this.pathFor(repo), sha);
+  }
+
   /** The bytes of file `path` at `sha`, or undefined when it does not exist there. */
   async show(mirror: string, sha: string, path: string): Promise<Buffer | undefined> {
     try {
-      return await gitBuffer(mirror, ['show', `${sha}:${path}`]);
+      return await this.local(mirror, ['show', `${sha}:${path}`]);
     } catch {
       return undefined;
     }
@@ -48,8 +103,8 @@ export class RepoMirror {
 
   /** Top-level file names at `sha` (for lockfile discovery). */
   async rootFiles(mirror: string, sha: string): Promise<string[]> {
-    const out = await simpleGit(mirror).raw(['ls-tree', '--name-only', sha]);
-    return out.split('\n').filter((line) => line !== '');
+    const out = await this.local(mirror, ['ls-tree', '--name-only', sha]);
+    return out.toString().split('\n').filter((line) => line !== '');
   }
 
   /**
@@ -60,44 +115,84 @@ export class RepoMirror {
   async bundle(mirror: string, sha: string, have?: string): Promise<Buffer> {
     const dir = await mkdtemp(join(tmpdir(), 'dockhand-bundle-'));
     const file = join(dir, 'repo.bundle');
-    const git = simpleGit(mirror);
     // A per-bundle ref name: concurrent bundles of the same mirror must not race on one ref.
     const ref = `refs/dockhand/bundle-${createHash('sha256').update(`${sha}${have ?? ''}${dir}`).digest('hex').slice(0, 12)}`;
     try {
-      await git.raw(['update-ref', ref, sha]);
-      const canThin = have !== undefined && have !== sha && (await isAncestor(git, have, sha));
-      await git.raw(['bundle', 'create', file, ref, ...(canThin ? [`^${have}`] : [])]);
+      await this.local(mirror, ['update-ref', ref, sha]);
+      const canThin = have !== undefined && have !== sha && (await this.isAncestor(mirror, have, sha));
+      await this.local(mirror, ['bundle', 'create', file, ref, ...(canThin ? [`^${have}`] : [])]);
       return await readFile(file);
     } finally {
-      await git.raw(['update-ref', '-d', ref]).catch(() => undefined);
+      await this.local(mirror, ['update-ref', '-d', ref]).catch(() => undefined);
       await rm(dir, { recursive: true, force: true });
     }
+  }
+
+  /** Kills every git child of this mirror (hung fetches included) and refuses new ones. */
+  close(): void {
+    this.children.killAll();
+  }
+
+  private async local(cwd: string, args: string[]): Promise<Buffer> {
+    return (await this.children.run(args, { cwd, timeoutMs: LOCAL_TIMEOUT_MS, what: `git ${args[0]}` })).stdout;
   }
 
   private async has(path: string, sha: string): Promise<boolean> {
     if (!existsSync(path)) return false;
     try {
-      const type = await simpleGit(path).raw(['cat-file', '-t', sha]);
-      return type.trim() === 'commit';
+      return (await this.local(path, ['cat-file', '-t', sha])).toString().trim() === 'commit';
     } catch {
       return false;
     }
   }
 
-  private async update(repo: string, path: string, sha: string): Promise<string> {
+  private async isAncestor(mirror: string, ancestor: string, sha: string): Promise<boolean> {
+    try {
+      await this.local(mirror, ['merge-base', '--is-ancestor', ancestor, sha]);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  private async update(repo: string, path: string, sha: string | undefined, options: EnsureOptions): Promise<string> {
+    const source = checkGitSource(this.options.sources ? await this.options.sources(repo) : repo, 'repo').source;
+    const run = (args: string[], cwd: string | undefined, what: string) =>
+      this.children.run(args, {
+        ...(cwd ? { cwd } : {}),
+        timeoutMs: options.timeoutMs ?? this.options.fetchTimeoutMs ?? 120_000,
+        ...(options.signal ? { signal: options.signal } : {}),
+        what,
+      });
     await mkdir(join(this.dataDir, 'mirrors'), { recursive: true });
-    if (!existsSync(path)) {
-      await simpleGit().clone(repo, path, ['--mirror', '--quiet']);
-    } else {
-      await simpleGit(path).fetch(['--prune', '--quiet', 'origin', '+refs/*:refs/*']);
+    try {
+      if (!existsSync(join(path, 'HEAD'))) {
+        // Into a temporary name first: a clone cut short (timeout, cancel) leaves no half mirror.
+        const partial = `${path}.partial-${process.pid}-${Date.now()}`;
+        try {
+          await run(['clone', '--mirror', '--quiet', '--', source, partial], undefined, `mirroring ${repo}`);
+          await rm(path, { recursive: true, force: true });
+          await rename(partial, path);
+        } finally {
+          await rm(partial, { recursive: true, force: true });
+        }
+      } else {
+        await run(['fetch', '--prune', '--quiet', 'origin', '+refs/*:refs/*'], path, `fetching ${repo}`);
+        await this.refreshHead(path, source, run);
+      }
+      if (sha !== undefined && !(await this.has(path, sha))) {
+        // Not on any branch: some forges serve unadvertised commits by SHA.
+        await run(['fetch', '--quiet', 'origin', sha], path, `fetching ${sha} of ${repo}`).catch(() => undefined);
+      }
+    } catch (error) {
+      if (error instanceof GitCommandError) {
+        throw new DockhandError('repository_unavailable', `${repo}: its source could not be read: ${error.message}`, {
+          hint: 'check the registration\'s source (`dockhand repo list`) and that it is a git repository the server can read',
+        });
+      }
+      throw error;
     }
-    if (!(await this.has(path, sha))) {
-      // Not on any branch: some forges serve unadvertised commits by SHA.
-      await simpleGit(path)
-        .fetch(['--quiet', 'origin', sha])
-        .catch(() => undefined);
-    }
-    if (!(await this.has(path, sha))) {
+    if (sha !== undefined && !(await this.has(path, sha))) {
       throw new DockhandError('not_found', `commit ${sha} is not in ${repo}`, {
         field: 'baseSha',
         hint: 'push the commit (or pick one that exists on the remote) and send the task again',
@@ -105,22 +200,17 @@ export class RepoMirror {
     }
     return path;
   }
-}
 
-async function isAncestor(git: SimpleGit, ancestor: string, sha: string): Promise<boolean> {
-  try {
-    await git.raw(['merge-base', '--is-ancestor', ancestor, sha]);
-    return true;
-  } catch {
-    return false;
+  /** The source's default branch may have changed: the mirror's HEAD follows it. */
+  private async refreshHead(
+    path: string,
+    source: string,
+    run: (args: string[], cwd: string | undefined, what: string) => Promise<{ stdout: Buffer }>,
+  ): Promise<void> {
+    const listing = await run(['ls-remote', '--symref', '--', source, 'HEAD'], path, 'reading the default branch').catch(() => undefined);
+    const branch = /^ref: refs\/heads\/(\S+)\s+HEAD$/m.exec(listing?.stdout.toString() ?? '')?.[1];
+    if (branch && (await this.has(path, `refs/heads/${branch}`))) {
+      await this.local(path, ['symbolic-ref', 'HEAD', `refs/heads/${branch}`]).catch(() => undefined);
+    }
   }
-}
-
-function gitBuffer(cwd: string, args: string[]): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    execFile('git', args, { cwd, encoding: 'buffer', maxBuffer: 64 * 1024 * 1024 }, (error, stdout) => {
-      if (error) reject(error);
-      else resolve(stdout);
-    });
-  });
 }

@@ -90,6 +90,23 @@ export const MIGRATIONS: ReadonlyArray<{ id: number; name: string; sql: string }
     sql: `CREATE INDEX approvals_state ON approvals(state);`,
   },
   {
+    id: 3,
+    name: 'registered repositories',
+    // owners and submitters are JSON arrays of user names; empty submitters = every user.
+    sql: `
+      CREATE TABLE repos (
+        name TEXT PRIMARY KEY,
+        source TEXT NOT NULL,
+        mirror_source TEXT,
+        default_branch TEXT NOT NULL,
+        owners TEXT NOT NULL DEFAULT '[]',
+        submitters TEXT NOT NULL DEFAULT '[]',
+        created_at TEXT NOT NULL,
+        created_by TEXT NOT NULL
+      );
+    `,
+  },
+  {
     id: 4,
     name: 'test baselines',
     // The full suite at a base SHA per repository and environment recipe (feedback/baseline.ts).

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Budgets, CreateTaskRequest, TaskState, TaskUsage, type Task } from '@dockhand/protocol';
+import { Budgets, CreateTaskRequest, RepoRegistration, TaskState, TaskUsage, type Task } from '@dockhand/protocol';
 import type { Approval, TokenInfo, User } from './types';
 
 /* Rows come back from SQLite as unknown values; they are parsed here, never cast. */
@@ -88,3 +88,27 @@ export function toApproval(row: unknown): Approval {
   return approval;
 }
 
+
+const RepoRow = z.object({
+  name: z.string(),
+  source: z.string(),
+  mirror_source: nullableText,
+  default_branch: z.string(),
+  owners: z.string(),
+  submitters: z.string(),
+  created_at: z.string(),
+  created_by: z.string(),
+});
+export function toRepo(row: unknown): RepoRegistration {
+  const r = RepoRow.parse(row);
+  return RepoRegistration.parse({
+    name: r.name,
+    source: r.source,
+    ...(r.mirror_source === null ? {} : { mirrorSource: r.mirror_source }),
+    defaultBranch: r.default_branch,
+    owners: JSON.parse(r.owners),
+    submitters: JSON.parse(r.submitters),
+    createdAt: r.created_at,
+    createdBy: r.created_by,
+  });
+}

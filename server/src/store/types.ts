@@ -1,6 +1,6 @@
 import type { FlakyStore } from '../feedback/types';
 import type { PullRequestStore } from '../forge/types';
-import type { CreateTaskRequest, EventType, NewEvent, Task, TaskEvent, TaskState } from '@dockhand/protocol';
+import type { CreateTaskRequest, EventType, NewEvent, RepoRegistration, Task, TaskEvent, TaskState } from '@dockhand/protocol';
 
 /*
  * The store port. `SqliteStore` (embedded, one server) implements it today; a Postgres store for a
@@ -90,6 +90,18 @@ export interface Lease {
   expiresAt: number;
 }
 
+/**
+ * Registered repositories (migration 3): a task names one; its mirror is made from the
+ * registration only. `SqliteStore` implements it; a store for a fleet of servers will too.
+ */
+export interface RepoStore {
+  /** Inserts or replaces the registration of `registration.name`. */
+  putRepo(registration: RepoRegistration): Promise<RepoRegistration>;
+  getRepo(name: string): Promise<RepoRegistration | undefined>;
+  listRepos(): Promise<RepoRegistration[]>;
+  /** False when no such registration existed. */
+  deleteRepo(name: string): Promise<boolean>;
+}
 
 export interface Store {
   // users and tokens (tokens are stored as sha256 hashes; the plain token is shown once)

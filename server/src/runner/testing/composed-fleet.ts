@@ -55,7 +55,9 @@ export async function composedFleet(prefix: string, options: ComposedFleetOption
     agent: new ScriptedAgent(options.agent ?? makeTwoLoud),
   });
   const forge = new LocalForge({ dataDir: join(config.dataDir, 'forge'), store: fleet.store.pullRequests });
-  const bare = await forge.createRepository('app', work);
+  // Registered as an admin would (`dockhand repo add app --from <work>`): the forge's copy is `bare`.
+  const { registration } = await fleet.repos.register({ name: 'app', source: work }, await fleet.store.createUser('root', 'admin'));
+  const bare = registration.mirrorSource ?? forge.repositoryPath('app');
   await fleet.store.createUser('alice', 'user');
   const token = (await fleet.store.createToken('alice')).token;
   fleet.scheduler.start();

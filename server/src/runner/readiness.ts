@@ -1,0 +1,211 @@
+import type { ReadinessCheckStatus, ReadinessReport, RepoRegistration } from '@dockhand/protocol';
+import { DockhandError } from '../errors';
+import type { FeedbackEngine } from '../feedback/types';
+import type { Logger } from '../log';
+import type { RepoMirror } from '../sandbox/mirror';
+import type { Sandbox } from '../sandbox/types';
+import type { SandboxProvider } from './ports';
+import type { RepoRegistry } from './registry';
+
+/*
+ * `dockhand repo check <repo>` / `POST /v1/repos/:name/check`: what a person deciding whether to
+ * roll Dockhand out on a repository needs, measured on the real thing. It builds (or finds) the
+ * repository's snapshot through the sandbox service, starts a sandbox from it, runs the full
+ * suite at the base (the feedback engine's baseline when it has one, else one full run), builds
+ * the test-impact graph, and lists everything that blocks, each with what to do.
+ *
+ * It runs for minutes (a cold snapshot build, the suite), so the route answers 202 and the status
+ * is polled (`GET /v1/repos/:name/check`); one check per repository at a time, the last result
+ * kept in memory (a restart forgets it; the snapshot it built stays).
+ */
+
+/** The feedback engine with the selection graph (`SmartFeedbackEngine.analyze`). */
+export type ReadinessEngine = FeedbackEngine & {
+  analyze?(sandbox: Sandbox): Promise<{ graph: { files: Set<string>; tests: Set<string> } }>;
+};
+
+export interface ReadinessOptions {
+  registry: RepoRegistry;
+  mirror: RepoMirror;
+  sandboxes: SandboxProvider;
+  feedback: (repo: string) => ReadinessEngine;
+  logger?: Logger;
+}
+
+type Progress = ReadinessCheckStatus['progress'][number];
+
+export class ReadinessChecks {
+  private readonly checks = new Map<string, ReadinessCheckStatus>();
+  private readonly running = new Map<string, AbortController>();
+
+  constructor(private readonly options: ReadinessOptions) {}
+
+  status(repo: string): ReadinessCheckStatus | undefined {
+    return this.checks.get(repo);
+  }
+
+  /** Starts a check (or answers the running one). Resolves once the commit is known. */
+  async start(registration: RepoRegistration, sha?: string): Promise<ReadinessCheckStatus> {
+    const current = this.checks.get(registration.name);
+    if (current?.state === 'running') return current;
+    const controller = new AbortController();
+    const commit = sha ?? (await this.options.mirror.branchHead(registration.name, registration.defaultBranch, { signal: controller.signal }));
+    await this.options.registry.ensureCommit(registration, commit, { signal: controller.signal });
+    const status: ReadinessCheckStatus = { repo: registration.name, sha: commit, state: 'running', startedAt: new Date().toISOString(), progress: [] };
+    this.checks.set(registration.name, status);
+    this.running.set(registration.name, controller);
+    void this.run(registration, status, controller.signal)
+      .then((report) => Object.assign(status, { state: 'done', report }))
+      .catch((error: unknown) => {
+        const failure = error instanceof DockhandError ? error : new DockhandError('internal', error instanceof Error ? error.message : String(error));
+        this.options.logger?.warn({ repo: registration.name, err: error }, 'readiness check failed');
+        Object.assign(status, { state: 'failed', error: { code: failure.code, message: failure.message } });
+      })
+      .finally(() => {
+        status.finishedAt = new Date().toISOString();
+        this.running.delete(registration.name);
+      });
+    return status;
+  }
+
+  /** Stops running checks (server shutdown). */
+  close(): void {
+    for (const controller of this.running.values()) controller.abort();
+  }
+
+  private async run(registration: RepoRegistration, status: ReadinessCheckStatus, signal: AbortSignal): Promise<ReadinessReport> {
+    const started = Date.now();
+    const note = (stage: string, line?: string) => {
+      const entry: Progress = { stage, elapsedMs: Date.now() - started, ...(line ? { line: line.slice(0, 2000) } : {}) };
+      status.progress.push(entry);
+    };
+    const blocking: ReadinessReport['blocking'] = [];
+    const report: ReadinessReport = {
+      repo: registration.name,
+      sha: status.sha,
+      ready: false,
+      install: { ok: false, detail: 'not run' },
+      tests: { ok: false, detail: 'not run', passed: 0, failed: 0, flaky: [], preExistingFailures: [] },
+      selection: { ok: false, detail: 'not run' },
+      blocking,
+    };
+    const { sandboxes } = this.options;
+    const taskId = `readiness-${registration.name.replace(/[^A-Za-z0-9_.-]/g, '-')}-${Date.now()}`;
+    note('snapshot', 'building or finding the snapshot');
+    let acquired;
+    try {
+      acquired = await sandboxes.acquire({ repo: registration.name, baseSha: status.sha, taskId, signal });
+    } catch (error) {
+      const failure = error instanceof DockhandError ? error : undefined;
+      const message = error instanceof Error ? error.message : String(error);
+      report.install = { ok: false, detail: message, action: failure?.hint ?? 'fix the install (see .dockhand/environment.yml and .dockhand/setup.sh) and check again' };
+      blocking.push({ problem: `the snapshot could not be built: ${message}`, action: report.install.action ?? '' });
+      note('snapshot', `failed: ${message}`);
+      return report;
+    }
+    let sandbox = acquired.sandbox;
+    try {
+      const built = acquired.source === 'cold';
+      const buildSeconds = built ? acquired.startMs / 1000 : undefined;
+      note('snapshot', built ? `built in ${(acquired.startMs / 1000).toFixed(1)} s` : `found (${acquired.source})`);
+      let startSeconds = built ? undefined : acquired.startMs / 1000;
+      if (built) {
+        // The figure that matters for every later task: a sandbox started from the snapshot.
+        await sandboxes.release(sandbox);
+        const again = await sandboxes.acquire({ repo: registration.name, baseSha: status.sha, taskId: `${taskId}-start`, signal });
+        sandbox = again.sandbox;
+        startSeconds = again.startMs / 1000;
+      }
+      note('start', `sandbox started from the snapshot in ${(startSeconds ?? 0).toFixed(2)} s`);
+      const environment = sandbox.environment;
+      if (environment) report.environment = environment;
+      report.snapshot = {
+        image: acquired.snapshotImage ?? sandbox.image,
+        built,
+        ...(buildSeconds !== undefined ? { buildSeconds } : {}),
+        ...(startSeconds !== undefined ? { startSeconds } : {}),
+      };
+      report.install = {
+        ok: true,
+        detail: environment ? `${environment.install.command} (from ${environment.install.source})` : 'the default install',
+        ...(buildSeconds !== undefined ? { seconds: buildSeconds } : {}),
+      };
+      const engine = this.options.feedback(registration.name);
+      note('tests', 'running the full suite at the base commit');
+      await this.baseline(engine, sandbox, signal, report);
+      note('tests', report.tests.detail);
+      note('selection', 'building the test-impact graph');
+      await this.selection(engine, sandbox, report);
+      note('selection', report.selection.detail);
+    } finally {
+      await sandboxes.release(sandbox).catch(() => undefined);
+    }
+    report.ready = blocking.length === 0;
+    return report;
+  }
+
+  private async baseline(engine: ReadinessEngine, sandbox: Sandbox, signal: AbortSignal, report: ReadinessReport): Promise<void> {
+    const started = Date.now();
+    if (engine.baseline) {
+      const baseline = await engine.baseline(sandbox, { signal });
+      if (baseline) {
+        report.tests = {
+          ok: !baseline.infrastructure && baseline.passed + baseline.failed > 0,
+          detail: baseline.infrastructure
+            ? baseline.infrastructure.message
+            : `${baseline.passed} passed, ${baseline.failed} failed, ${baseline.flaky.length} flaky in ${baseline.seconds.toFixed(1)} s (two runs at the base)`,
+          command: baseline.command,
+          runner: baseline.runner,
+          passed: baseline.passed,
+          failed: baseline.failed,
+          flaky: baseline.flaky,
+          preExistingFailures: baseline.preExistingFailures,
+          seconds: baseline.seconds,
+        };
+        this.testBlockers(report, baseline.infrastructure?.message);
+        return;
+      }
+    }
+    const run = await engine.runTests(sandbox, { scope: 'full', signal });
+    const failing = run.cases.filter((test) => test.outcome === 'failed').map((test) => test.id);
+    report.tests = {
+      ok: !run.infrastructure && run.passed + run.failed > 0,
+      detail: run.infrastructure ? run.infrastructure.message : `${run.passed} passed, ${run.failed} failed in ${(run.durationMs / 1000).toFixed(1)} s (one full run)`,
+      command: run.command,
+      ...(run.runner ? { runner: run.runner } : {}),
+      passed: run.passed,
+      failed: run.failed,
+      flaky: run.quarantined,
+      preExistingFailures: failing,
+      seconds: (Date.now() - started) / 1000,
+    };
+    this.testBlockers(report, run.infrastructure?.message);
+  }
+
+  private testBlockers(report: ReadinessReport, infrastructure: string | undefined): void {
+    if (infrastructure) {
+      report.tests.action = 'make the test command runnable in the sandbox (testCommand in .dockhand/environment.yml or .dockhand/policy.yml)';
+      report.blocking.push({ problem: infrastructure, action: report.tests.action });
+    } else if (report.tests.passed + report.tests.failed === 0) {
+      report.tests.action = 'add tests, or name the test command in .dockhand/environment.yml';
+      report.blocking.push({ problem: `the test command (${report.tests.command ?? 'detected'}) ran no test`, action: report.tests.action });
+    }
+  }
+
+  private async selection(engine: ReadinessEngine, sandbox: Sandbox, report: ReadinessReport): Promise<void> {
+    if (!engine.analyze) {
+      report.selection = { ok: false, detail: 'this feedback engine builds no selection graph; every run is the full suite', action: 'none needed' };
+      return;
+    }
+    try {
+      const { graph } = await engine.analyze(sandbox);
+      const testFiles = graph.tests.size;
+      const sourceFiles = graph.files.size - testFiles;
+      report.selection = testFiles > 0
+        ? { ok: true, detail: `${testFiles} test files and ${sourceFiles} source files in the import graph`, testFiles, sourceFiles }
+        : { ok: false, detail: `no test file found among ${graph.files.size} files: every run is the whole command`, testFiles, sourceFiles, action: 'none needed unless runs are slow' };
+    } catch (error) {
+      report.selection = { ok: false, detail: `the graph could not be built: ${error instanceof Error ? error.message : String(error)}`, action: 'runs fall back to the full suite' };
+    }
+  }
+}

@@ -1,0 +1,199 @@
+import { basename } from 'node:path';
+import { RepoName, type RegisterRepoRequest, type RepoContext, type RepoRegistration } from '@dockhand/protocol';
+import { DockhandError } from '../errors';
+import { LocalForge, remoteDefaultBranch } from '../forge/local-forge';
+import { checkGitSource, GitCommandError } from '../git-child';
+import type { RepoMirror } from '../sandbox/mirror';
+import type { RepoStore, User } from '../store/types';
+
+/*
+ * Registered repositories: who may submit, where the mirror comes from. The one place that
+ * turns a task's `context.repo` into a registration, and a registration into git work.
+ *
+ * - `register` (admins) checks the source's form (`checkGitSource`), asks the source for its
+ *   default branch (`git ls-remote`, with a timeout), and with the local forge copies its branches
+ *   into `<data>/forge/<name>.git`, which becomes the registration's `mirrorSource`.
+ * - `admit` (every `POST /v1/tasks`) finds the registration, checks the caller may submit, and
+ *   makes sure the base commit exists, fetching from the registered source when the mirror lacks
+ *   it; it never touches the string the user typed except to compare it with registrations.
+ */
+
+export interface RegistryOptions {
+  store: RepoStore;
+  mirror: RepoMirror;
+  /** The local forge, when it is the forge (registrations then get a bare repository in it). */
+  localForge?: LocalForge;
+  /** Timeout of each git call to a source at registration and submission (default 60 s). */
+  timeoutMs?: number;
+}
+
+/** The value a client typed for `context.repo`, compared without trailing slashes or `.git`. */
+function comparable(value: string): string {
+  return value.replace(/\/+$/, '').replace(/\.git$/, '');
+}
+
+export function maySubmit(registration: RepoRegistration, user: User): boolean {
+  return user.role === 'admin'
+    || registration.owners.includes(user.name)
+    || registration.submitters.length === 0
+    || registration.submitters.includes(user.name);
+}
+
+/** A registration name a path or URL would get: its last segment without `.git`. */
+export function suggestedName(source: string): string {
+  const last = basename(source.replace(/\/+$/, '').replace(/^.*:/, '')).replace(/\.git$/, '');
+  const cleaned = last.replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^[^A-Za-z0-9]+/, '');
+  return cleaned || 'repo';
+}
+
+/** `RepoMirror`'s `sources`: a registered name → where its mirror is made from. */
+export function registeredSource(store: RepoStore): (name: string) => Promise<string> {
+  return async (name) => {
+    const registration = await store.getRepo(name);
+    if (!registration) {
+      throw new DockhandError('not_found', `repository ${name} is not registered`, { field: 'repo', hint: `an admin registers it: dockhand repo add ${name} --from <path or URL>` });
+    }
+    return registration.mirrorSource ?? registration.source;
+  };
+}
+
+export class RepoRegistry {
+  constructor(private readonly options: RegistryOptions) {}
+
+  /** The registration a client's value names: its name, its source or its local-forge copy. */
+  async find(value: string): Promise<RepoRegistration | undefined> {
+    const byName = RepoName.safeParse(value).success ? await this.options.store.getRepo(value) : undefined;
+    if (byName) return byName;
+    const wanted = comparable(value);
+    return (await this.options.store.listRepos()).find((registration) =>
+      comparable(registration.source) === wanted || (registration.mirrorSource !== undefined && comparable(registration.mirrorSource) === wanted));
+  }
+
+  async register(request: RegisterRepoRequest, by: User): Promise<{ registration: RepoRegistration; created: boolean }> {
+    const { store, localForge } = this.options;
+    const source = checkGitSource(request.source, 'source').source;
+    if (localForge && request.name.includes('/')) {
+      throw new DockhandError('bad_request', `name: the local forge names repositories with one segment ("${request.name.replace('/', '-')}", not "${request.name}")`, { field: 'name' });
+    }
+    const existing = await store.getRepo(request.name);
+    if (existing && existing.source !== source) {
+      throw new DockhandError('conflict', `name: ${request.name} is already registered from ${existing.source}`, {
+        field: 'name',
+        hint: `pick another name, or remove it first: dockhand repo remove ${request.name}`,
+      });
+    }
+    const git = { children: this.options.mirror.children, timeoutMs: this.options.timeoutMs ?? 60_000 };
+    let detected: string | undefined;
+    try {
+      detected = await remoteDefaultBranch(git.children, source, git);
+    } catch (error) {
+      throw this.sourceFailure(source, error);
+    }
+    let defaultBranch = detected ?? existing?.defaultBranch ?? 'main';
+    let mirrorSource: string | undefined;
+    if (localForge) {
+      try {
+        if (existing) await localForge.refreshFrom(request.name, source, git).catch(async () => localForge.createRepository(request.name, source, git));
+        else await localForge.createRepository(request.name, source, { ...git, ...(detected ? { defaultBranch: detected } : {}) });
+      } catch (error) {
+        throw this.sourceFailure(source, error);
+      }
+      mirrorSource = localForge.repositoryPath(request.name);
+      defaultBranch = await localForge.defaultBranch(request.name);
+    }
+    const registration = await store.putRepo({
+      name: request.name,
+      source,
+      ...(mirrorSource && mirrorSource !== source ? { mirrorSource } : {}),
+      defaultBranch,
+      owners: request.owners ?? existing?.owners ?? [],
+      submitters: request.submitters ?? existing?.submitters ?? [],
+      createdAt: existing?.createdAt ?? new Date().toISOString(),
+      createdBy: existing?.createdBy ?? by.name,
+    });
+    return { registration, created: !existing };
+  }
+
+  /**
+   * The registration a task may be submitted for, with its base commit in the mirror; throws a
+   * 4xx naming `context.repo` (or `context.baseSha`) and saying what to run.
+   */
+  async admit(user: User, context: RepoContext, options: { signal?: AbortSignal } = {}): Promise<RepoRegistration> {
+    const registration = await this.find(context.repo);
+    if (!registration) throw this.unregistered(context.repo);
+    if (!maySubmit(registration, user)) {
+      const submitters = [...registration.submitters, user.name].map((name) => ` --submitter ${name}`).join('');
+      throw new DockhandError('forbidden', `context.repo: ${user.name} may not submit tasks for ${registration.name}`, {
+        field: 'context.repo',
+        hint: `ask an owner${registration.owners.length ? ` (${registration.owners.join(', ')})` : ''} or an admin to run: dockhand repo add ${registration.name} --from ${registration.source}${submitters}`,
+      });
+    }
+    await this.ensureCommit(registration, context.baseSha, options);
+    return registration;
+  }
+
+  /** The commit in the mirror, fetched from the registered source when missing. */
+  async ensureCommit(registration: RepoRegistration, sha: string, options: { signal?: AbortSignal } = {}): Promise<void> {
+    const { mirror, localForge } = this.options;
+    const ensure = () => mirror.ensure(registration.name, sha, { timeoutMs: this.options.timeoutMs ?? 60_000, ...(options.signal ? { signal: options.signal } : {}) });
+    try {
+      try {
+        await ensure();
+      } catch (error) {
+        // A commit made after the registration: the forge's copy learns it from the source first.
+        if (!(error instanceof DockhandError && error.code === 'not_found') || !localForge || !registration.mirrorSource) throw error;
+        await localForge.refreshFrom(registration.name, registration.source, { children: mirror.children, timeoutMs: this.options.timeoutMs ?? 60_000 });
+        await ensure();
+      }
+    } catch (error) {
+      if (error instanceof DockhandError && error.code === 'not_found') {
+        throw new DockhandError('not_found', `context.baseSha: commit ${sha} is not in ${registration.name} (registered from ${registration.source})`, {
+          field: 'context.baseSha',
+          hint: `commit it on a branch of ${registration.source} (or push it there) and send the task again`,
+        });
+      }
+      throw this.sourceFailure(registration.source, error, 'context.repo');
+    }
+    const head = await mirror.defaultBranch(registration.name);
+    if (head && head !== registration.defaultBranch) await this.options.store.putRepo({ ...registration, defaultBranch: head });
+  }
+
+  private unregistered(value: string): DockhandError {
+    let form: ReturnType<typeof checkGitSource> | undefined;
+    try {
+      form = checkGitSource(value, 'context.repo');
+    } catch {
+      form = undefined;
+    }
+    if (RepoName.safeParse(value).success && !value.includes('.git')) {
+      return new DockhandError('not_found', `context.repo: no repository named ${value} is registered`, {
+        field: 'context.repo',
+        hint: `an admin registers it: dockhand repo add ${value} --from <path or URL> (registered ones: dockhand repo list)`,
+      });
+    }
+    if (form) {
+      const name = suggestedName(form.source);
+      return new DockhandError('not_found', `context.repo: ${value} is not a registered repository`, {
+        field: 'context.repo',
+        hint: `an admin registers it: dockhand repo add ${name} --from ${form.source}, then submit with --repo ${name}`,
+      });
+    }
+    return new DockhandError('bad_request', `context.repo: ${JSON.stringify(value.slice(0, 200))} is not the name of a registered repository`, {
+      field: 'context.repo',
+      hint: 'name a registered repository (dockhand repo list); an admin registers one with: dockhand repo add <name> --from <path or URL>',
+    });
+  }
+
+  private sourceFailure(source: string, error: unknown, field = 'source'): DockhandError {
+    if (error instanceof GitCommandError) {
+      return new DockhandError('bad_request', `${field}: ${source} is not a git repository the server can read (${error.message})`, {
+        field,
+        hint: 'give an absolute path of a git repository on the server host, or a URL the server can reach',
+      });
+    }
+    if (error instanceof DockhandError) {
+      return error.field ? error : new DockhandError(error.code, error.message, { field, ...(error.hint ? { hint: error.hint } : {}) });
+    }
+    return new DockhandError('internal', `${source}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  }
+}
