@@ -5,6 +5,7 @@ import {
   CreateTaskResponse,
   ErrorBody,
   ReadinessCheckStatus,
+  RepoListResponse,
   ReviewRequest,
   SendMessageRequest,
   Task,
@@ -136,6 +137,11 @@ export class ApiClient {
   /** Who the token belongs to; `token` checks a token before it is stored. */
   me(token?: string): Promise<{ name: string; role: 'user' | 'admin' }> {
     return this.request('GET', '/v1/me', Me, undefined, { token, timeoutMs: 10_000 });
+  }
+
+  /** Repositories this user may submit tasks to (a task names one of them). */
+  async listRepos(): Promise<RepoListResponse['repos']> {
+    return (await this.request('GET', '/v1/repos', RepoListResponse)).repos;
   }
 
   /** Starts the readiness check of a registered repository (install, tests, selection); poll `readinessCheck` until done. */

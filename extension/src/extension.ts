@@ -55,7 +55,7 @@ export function activate(context: vscode.ExtensionContext): void {
   const changes = register(new ChangesTreeProvider(state, content));
   const changesView = register(vscode.window.createTreeView('dockhand.changes', { treeDataProvider: changes, showCollapseAll: false }));
   register(new TaskStatusBar(state, connection));
-  register(new WelcomeView(connection, state, () => api().baseUrl));
+  const welcome = register(new WelcomeView(connection, state, () => api().baseUrl));
 
   const openDiff = (taskId: string, path: string, line?: number): void => {
     openChangeDiff(taskId, path, line).then(undefined, (error: unknown) => showError(log, `cannot open the diff of ${path}`, error));
@@ -86,8 +86,13 @@ export function activate(context: vscode.ExtensionContext): void {
     ),
   );
   register(vscode.window.registerWebviewViewProvider(TRAJECTORY_VIEW_ID, panel, { webviewOptions: { retainContextWhenHidden: true } }));
+  /** Shows the side panel; right after the first task it waits for the task views to be shown. */
   const revealPanel = (): void => {
-    void vscode.commands.executeCommand(`${TRAJECTORY_VIEW_ID}.focus`);
+    welcome.update();
+    void Promise.resolve(welcome.ready)
+      .then(() => vscode.commands.executeCommand('workbench.view.extension.dockhand'))
+      .then(() => vscode.commands.executeCommand(`${TRAJECTORY_VIEW_ID}.focus`))
+      .then(undefined, (error: unknown) => log.warn(`Showing the side panel failed: ${describeError(error)}`));
   };
   register(
     new Attention({

@@ -16,6 +16,8 @@ function harness(git: Partial<WorkspaceGitState> = {}) {
   const created: unknown[] = [];
   const selected: string[] = [];
   const api = {
+    // The folder's origin is a clone of the registered "acme/app" (as ssh; registered as https).
+    listRepos: vi.fn(async () => [{ name: 'other', source: '/srv/git/other.git' }, { name: 'acme/app', source: 'git@forge.example:acme/app' }]),
     listTickets: vi.fn(async () => [{ id: '42', title: 'paginate() skips the first item', body: 'Page 1 starts at 2.', url: 'https://forge.example/acme/app/issues/42' }]),
     createTask: vi.fn(async (request: unknown) => {
       created.push(request);
@@ -49,11 +51,12 @@ describe('Send ticket to agent', () => {
     const h = harness();
     ui.answers.push('paginate()', 'Send with budgets');
     expect(await sendTicket(h.deps)).toBe('task-9');
-    expect(h.api.listTickets).toHaveBeenCalledWith('https://forge.example/acme/app.git');
+    // Tasks and tickets name the registered repository, never the remote URL.
+    expect(h.api.listTickets).toHaveBeenCalledWith('acme/app');
     expect(ui.quickPickItems[0]).toEqual(['$(edit) Describe the task', '$(link) Paste an issue URL', 'Open issues', '#42 paginate() skips the first item']);
     expect(h.created[0]).toEqual({
       ticket: { kind: 'issue', id: '42', title: 'paginate() skips the first item', body: 'Page 1 starts at 2.', url: 'https://forge.example/acme/app/issues/42' },
-      context: { repo: 'https://forge.example/acme/app.git', baseSha: sha, branch: 'main', dirty: false, contextFiles: [] },
+      context: { repo: 'acme/app', baseSha: sha, branch: 'main', dirty: false, contextFiles: [] },
       budgets: { maxTurns: 40, maxCostUsd: 5, maxWallClockSeconds: 1800 },
       priority: 'normal',
       allowTestEdits: false,

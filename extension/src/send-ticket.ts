@@ -3,7 +3,7 @@ import { relative, isAbsolute } from 'node:path';
 import * as vscode from 'vscode';
 import type { ApiClient } from './api-client';
 import type { DockhandState } from './dockhand-state';
-import { describeError } from './errors';
+import { DockhandError, describeError } from './errors';
 import { readGitState, type WorkspaceGitState } from './git-context';
 import { readSettings } from './settings';
 
@@ -46,7 +46,9 @@ export async function sendTicket(deps: SendTicketDeps, fromEditor = false): Prom
   const settings = readSettings();
   if (!(await confirmGitState(git, settings.warnWhenDirty))) return undefined;
 
-  const ticket = await chooseTicket(deps, git.repo);
+  const repo = await resolveRepository(deps, git);
+  if (!repo) return undefined;
+  const ticket = await chooseTicket(deps, repo);
   if (!ticket) return undefined;
 
   const context = await chooseEditorContext(git.root, settings.includeActiveFile, fromEditor);
@@ -59,7 +61,7 @@ export async function sendTicket(deps: SendTicketDeps, fromEditor = false): Prom
   const request: CreateTaskRequest = {
     ticket,
     context: {
-      repo: git.repo,
+      repo,
       baseSha: git.headSha,
       branch: git.branch,
       dirty: git.dirty,
@@ -88,6 +90,40 @@ export async function sendTicket(deps: SendTicketDeps, fromEditor = false): Prom
   deps.revealPanel();
   void showProvisioning(deps.state, taskId);
   return taskId;
+}
+
+/** "/srv/git/shop.git/", "https://host/acme/shop.git" and "git@host:acme/shop" compared without the noise. */
+function sameSource(a: string, b: string): boolean {
+  const normal = (value: string) => value.trim().replace(/\/+$/, '').replace(/\.git$/, '').replace(/^[a-z+]+:\/\/([^@/]+@)?/, '').replace(/^[^@/]+@([^:]+):/, '$1/').toLowerCase();
+  return normal(a) === normal(b);
+}
+
+/**
+ * The registered repository this folder is a clone of: a task names a registered repository, never
+ * a path or URL. Matched by the `origin` remote against each registration's source; otherwise the
+ * developer picks one. A server without registrations (older) gets the remote as before.
+ */
+async function resolveRepository(deps: SendTicketDeps, git: WorkspaceGitState): Promise<string | undefined> {
+  let repos: Array<{ name: string; source: string }>;
+  try {
+    repos = await deps.api().listRepos();
+  } catch (error) {
+    if (error instanceof DockhandError && error.code === 'not_found' && error.details.status === 404) return git.repo;
+    deps.log.error(`Listing the registered repositories failed: ${describeError(error)}`);
+    void vscode.window.showErrorMessage(`Dockhand: cannot list the server's repositories: ${describeError(error)}`);
+    return undefined;
+  }
+  const match = repos.find((registration) => sameSource(registration.source, git.repo) || registration.name === git.repo);
+  if (match) return match.name;
+  if (repos.length === 0) {
+    void vscode.window.showErrorMessage(`Dockhand: no repository is registered on the server for you yet. An admin registers this one with "dockhand repo add <name> --from ${git.repo}".`);
+    return undefined;
+  }
+  const picked = await vscode.window.showQuickPick(
+    repos.map((registration) => ({ label: registration.name, description: registration.source })),
+    { title: 'Dockhand: which registered repository is this?', placeHolder: `This folder's origin (${git.repo}) matches no registration; pick the one it is a clone of`, ignoreFocusOut: true },
+  );
+  return picked?.label;
 }
 
 function pickFolder(): vscode.WorkspaceFolder | undefined {

@@ -5,14 +5,16 @@ import type { DockhandState } from './dockhand-state';
 
 /*
  * First run and the palette. The "Welcome" view is an empty tree whose `viewsWelcome` content
- * (package.json) says what to do next: no server at the URL, signed out, or no tasks yet; its
- * message names the URL and the reason. It shows until the window is signed in with a task, then
+ * (package.json) says what to do next: no server at the URL, signed out, or no tasks yet; the
+ * description beside its title names the URL. It shows until the window is signed in with a task, then
  * the Trajectory and Changes views take its place. Context keys for the `when` clauses of the
  * palette, the menus and the keybindings are set here from the selected task.
  */
 
 export class WelcomeView implements vscode.TreeDataProvider<never>, vscode.Disposable {
   readonly view: vscode.TreeView<never>;
+  /** Settles once the workbench knows whether the task views are shown. */
+  ready: Thenable<unknown> = Promise.resolve();
   private readonly disposables: vscode.Disposable[] = [];
 
   constructor(
@@ -41,17 +43,12 @@ export class WelcomeView implements vscode.TreeDataProvider<never>, vscode.Dispo
 
   update(): void {
     const connection = this.connection.state;
+    // The welcome content (package.json viewsWelcome) shows only while the view has no message,
+    // so the URL goes in the view's description, beside its title.
     const url = this.serverUrl();
-    this.view.message =
-      connection.phase === 'no_server'
-        ? `No Dockhand server answers at ${url}. ${connection.detail ?? ''}`.trim()
-        : connection.phase === 'signed_out'
-          ? `Server: ${url}. ${connection.detail ?? ''}`.trim()
-          : connection.phase === 'signed_in'
-            ? `Signed in to ${url} as ${connection.user ?? 'you'}.`
-            : `Connecting to ${url}…`;
+    this.view.description = connection.phase === 'signed_in' ? `${connection.user ?? ''} @ ${url}` : url;
     const ready = connection.phase === 'signed_in' && this.state.tasks.length > 0;
-    void setContext('dockhand.ready', ready);
+    this.ready = setContext('dockhand.ready', ready) ?? this.ready;
     void setContext('dockhand.hasTasks', this.state.tasks.length > 0);
     const taskId = this.state.selectedTaskId;
     const summary = taskId ? this.state.trajectory(taskId).summary : undefined;

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { Task, TaskEvent } from '@dockhand/protocol';
 import { runAgent, type AgentConfigInput } from '../agent';
+import { DockhandError } from '../errors';
 import type { FeedbackEngine } from '../feedback/types';
 import { buildPullRequestBody, branchName, deliverPullRequest, type Forge } from '../forge';
 import type { ModelClient } from '../model/types';
@@ -23,6 +24,15 @@ export function gitBaseFiles(resolveRepoPath: (repo: string) => string = (repo) 
     async read(repo, sha, path) {
       const dir = resolveRepoPath(repo);
       if (!existsSync(dir)) return null;
+      // `git show` of a directory prints a tree listing; that is not a file's content.
+      const kind = await execFileAsync('git', ['-C', dir, 'cat-file', '-t', `${sha}:${path}`], { encoding: 'utf8' }).then((result) => result.stdout.trim(), () => undefined);
+      if (kind === undefined) return null;
+      if (kind !== 'blob') {
+        throw new DockhandError('bad_request', `path: ${path} is a ${kind === 'tree' ? 'directory' : kind} at ${sha.slice(0, 12)}, not a file`, {
+          field: 'path',
+          hint: 'ask for a file path; the diff lists the changed files',
+        });
+      }
       try {
         const { stdout } = await execFileAsync('git', ['-C', dir, 'show', `${sha}:${path}`], { maxBuffer: 64 * 1024 * 1024, encoding: 'utf8' });
         return stdout;
