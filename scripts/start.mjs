@@ -367,11 +367,15 @@ function streamEvents(url, token, taskId, after, onEvent) {
 const FINAL = new Set(['merged', 'closed', 'reverted', 'failed', 'cancelled', 'budget_exhausted']);
 
 async function runTask(url, token, sample) {
+  // A task names a registered repository (`dockhand repo add`); the forge's bare repository is its
+  // source. Registering again with the same source is a refresh, so every run does it.
+  const registration = await api(url, token, 'POST', '/v1/repos', { name: REPO_NAME, source: sample.bare });
+  say(`      registered ${registration.name} (default branch ${registration.defaultBranch}) from ${sample.bare}`);
   step(5, `ticket #${sample.issue.number} → agent → review`);
   const interactive = process.stdin.isTTY && !options.yes;
   const { id } = await api(url, token, 'POST', '/v1/tasks', {
     ticket: { kind: 'issue', id: String(sample.issue.number), title: sample.issue.title, body: sample.issue.body, ...(sample.issue.url ? { url: sample.issue.url } : {}) },
-    context: { repo: sample.bare, baseSha: sample.baseSha },
+    context: { repo: REPO_NAME, baseSha: sample.baseSha, branch: 'main' },
   });
   taskIds.push(id);
   say(`      task ${id} submitted (repo ${REPO_NAME} at ${sample.baseSha.slice(0, 12)})`);
