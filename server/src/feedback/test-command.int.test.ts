@@ -1,0 +1,188 @@
+import type { EnvironmentRecipe } from '@dockhand/protocol';
+import { execFileSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import Docker from 'dockerode';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runAgent } from '../agent/loop';
+import { RecordingApprover } from '../agent/testing/context';
+import { MemoryEventSink } from '../agent/testing/memory-sink';
+import { ScriptedModel } from '../agent/testing/scripted-model';
+import { buildPullRequestBody } from '../forge/pr-body';
+import { DockerSandbox } from '../sandbox/docker-sandbox';
+import { DockerSandboxDriver } from '../sandbox/docker-driver';
+import { checkSandboxHost } from '../sandbox/host-check';
+import type { Sandbox } from '../sandbox/types';
+import { InMemoryBaselineStore } from './baseline';
+import { runBaseline, SmartFeedbackEngine } from './engine';
+
+/*
+ * The repository's own test command inside real gVisor sandboxes of `dockhand/base` (Node 18):
+ * a tape repository whose `npm test` is `tape test/*.js | tap-spec` (tape and tap-spec from the
+ * npm registry, see .ci/needs/feedback.sh), run by the feedback engine and by the agent loop
+ * with a scripted model. Per-assertion counts, the selection passed to tape, a crashing runner
+ * as an infrastructure result, and a pre-existing failure at the base that does not block a
+ * correct fix, with the full suite run once before the PR.
+ */
+
+const ROOT = resolve(import.meta.dirname, '../../..');
+const IMAGE = 'dockhand/base:latest';
+const RUNNERS = process.env.DOCKHAND_FEEDBACK_RUNNERS ?? join(homedir(), '.cache/dockhand/feedback-runners');
+let driver: DockerSandboxDriver;
+const sandboxes: Sandbox[] = [];
+
+const assertions = (name: string, count: number, from = 0) =>
+  Array.from({ length: count }, (_, index) => `  t.equal(${name}(${from + index}), ${from + index} * 2, '${name} doubles ${from + index}');`).join('\n');
+
+const FILES: Record<string, string> = {
+  'package.json': JSON.stringify({ name: 'tape-repo', private: true, scripts: { test: 'tape test/*.js | tap-spec' } }, null, 2),
+  '.gitignore': 'node_modules/\n',
+  'src/double.js': "'use strict';\nmodule.exports = function double(value) {\n  return value + value + (value === 3 ? 1 : 0);\n};\n",
+  'src/triple.js': "'use strict';\nmodule.exports = function triple(value) {\n  return value * 3;\n};\n",
+  'test/double.test.js': `'use strict';\nconst test = require('tape');\nconst double = require('../src/double');\ntest('double small numbers', (t) => {\n${assertions('double', 5)}\n  t.end();\n});\ntest('double large numbers', (t) => {\n${assertions('double', 4, 100)}\n  t.end();\n});\n`,
+  'test/triple.test.js': `'use strict';\nconst test = require('tape');\nconst triple = require('../src/triple');\ntest('triple', (t) => {\n${Array.from({ length: 6 }, (_, index) => `  t.equal(triple(${index}), ${index * 3});`).join('\n')}\n  t.end();\n});\n`,
+  'test/legacy.test.js': "'use strict';\nconst test = require('tape');\ntest('legacy', (t) => {\n  t.ok(true, 'still here');\n  t.equal(0.1 + 0.2, 0.3, 'float sum is exact');\n  t.end();\n});\n",
+};
+
+function git(cwd: string, ...args: string[]): string {
+  // Fixed dates: the same files give the same SHA, so the image of an earlier run is reused.
+  const env = { ...process.env, GIT_AUTHOR_DATE: '2026-01-01T00:00:00Z', GIT_COMMITTER_DATE: '2026-01-01T00:00:00Z' };
+  return execFileSync('git', ['-c', 'user.name=Fixture', '-c', 'user.email=fixture@dockhand.invalid', ...args], { cwd, encoding: 'utf8', env }).trim();
+}
+
+const images = new Map<string, { image: string; sha: string }>();
+
+/** A tape repository with its node_modules, committed, as an image the way a snapshot holds it. */
+function tapeRepo(name: string, overrides: Record<string, string> = {}): { image: string; sha: string } {
+  const key = JSON.stringify(overrides);
+  const built = images.get(key);
+  if (built) return built;
+  if (!existsSync(join(RUNNERS, 'node_modules/.bin/tape'))) execFileSync('bash', [join(ROOT, '.ci/needs/feedback.sh')], { stdio: 'inherit' });
+  const dir = mkdtempSync(join(tmpdir(), `dockhand-tape-${name}-`));
+  for (const [path, text] of Object.entries({ ...FILES, ...overrides })) {
+    mkdirSync(dirname(join(dir, path)), { recursive: true });
+    writeFileSync(join(dir, path), text);
+  }
+  git(dir, 'init', '-q', '-b', 'main');
+  git(dir, 'add', '-A');
+  git(dir, 'commit', '-q', '-m', 'tape repo');
+  cpSync(join(RUNNERS, 'node_modules'), join(dir, 'node_modules'), { recursive: true, verbatimSymlinks: true });
+  const sha = git(dir, 'rev-parse', 'HEAD');
+  const tag = `dockhand-test/tape-${name}:${sha.slice(0, 12)}`;
+  const exists = (() => {
+    try {
+      execFileSync('docker', ['image', 'inspect', tag], { stdio: 'ignore' });
+      return true;
+    } catch {
+      return false;
+    }
+  })();
+  if (!exists) execFileSync('docker', ['build', '-q', '-t', tag, '-f-', dir], { input: `FROM ${IMAGE}\nCOPY --chown=1000:1000 . /workspace\n`, stdio: ['pipe', 'ignore', 'inherit'] });
+  images.set(key, { image: tag, sha });
+  return { image: tag, sha };
+}
+
+const RECIPE: EnvironmentRecipe = {
+  repo: 'fixture/tape-repo',
+  install: { command: 'npm ci', source: 'default' },
+  lifecycleScripts: true,
+  skipScripts: [],
+  egressHosts: [],
+  test: { command: 'npm test', source: 'package.json' },
+};
+
+async function sandboxFor(name: string, overrides: Record<string, string> = {}): Promise<DockerSandbox> {
+  const { image, sha } = tapeRepo(name, overrides);
+  const sandbox = await driver.create({ image, baseSha: sha, labels: { 'dockhand.task': `feedback-cmd-${name}` } });
+  sandboxes.push(sandbox);
+  if (!(sandbox instanceof DockerSandbox)) throw new Error('the driver gave no DockerSandbox');
+  sandbox.environment = RECIPE;
+  return sandbox;
+}
+
+beforeAll(async () => {
+  execFileSync(join(ROOT, 'sandbox-images/base/build.sh'), { stdio: ['ignore', 'ignore', 'inherit'] });
+  const docker = new Docker();
+  const host = await checkSandboxHost(docker);
+  expect(host.runtime).toBe('runsc');
+  driver = new DockerSandboxDriver({ docker, ownerId: 'feedback-cmd-int', runtime: host.runtime });
+});
+
+afterAll(async () => {
+  await Promise.all(sandboxes.map((sandbox) => sandbox.destroy()));
+});
+
+const TICKET = { kind: 'text' as const, title: 'double(3) is 7', body: 'double() adds one for 3.' };
+const FIX = { name: 'edit_file', input: { path: 'src/double.js', command: 'replace', old_text: ' + (value === 3 ? 1 : 0)', new_text: '' } };
+
+describe('the repository test command inside gVisor', { timeout: 300_000 }, () => {
+  it("runs a tape repo's `npm test`: one test per assertion, the selection passed to tape, the baseline at base", async () => {
+    const sandbox = await sandboxFor('counts');
+    const store = new InMemoryBaselineStore();
+    const baseline = await runBaseline(sandbox, { baselineStore: store });
+    expect(baseline).toMatchObject({ runner: 'tape', passed: 15, failed: 2, flaky: [] });
+    expect(baseline.command).toBe('npm test → tape test/*.js; report read without the formatter `tap-spec`');
+    expect(baseline.preExistingFailures).toEqual(['double small numbers > double doubles 3', 'legacy > float sum is exact']);
+
+    const engine = new SmartFeedbackEngine({ repo: RECIPE.repo, baselineStore: store });
+    const full = await engine.runTests(sandbox, { scope: 'full' });
+    expect(full).toMatchObject({ passed: 15, failed: 2, ok: true, runner: 'tape', wholeCommand: true });
+
+    await sandbox.writeFile('src/double.js', "'use strict';\nmodule.exports = function double(value) {\n  return value * 2;\n};\n");
+    const selected = await engine.runTests(sandbox, { scope: 'selected' });
+    expect(selected.command).toBe('tape test/double.test.js');
+    expect(selected.selectionReason).toContain('passed to tape of `npm test` from package.json');
+    expect(selected).toMatchObject({ passed: 9, failed: 0, ok: true, wholeCommand: false });
+  });
+
+  it('a crashing runner is an infrastructure result: its event, no red test, the task fails with test_infrastructure', async () => {
+    const sandbox = await sandboxFor('crash', {
+      'package.json': JSON.stringify({ name: 'tape-repo', scripts: { test: 'tape -r ./test/setup.js test/*.js | tap-spec' } }),
+      'test/setup.js': "process.kill(process.pid, 'SIGSEGV');\n",
+    });
+    const engine = new SmartFeedbackEngine({ repo: 'fixture/tape-crash' });
+    const report = await engine.runTests(sandbox, { scope: 'full' });
+    expect(report).toMatchObject({ ok: false, failed: 0, passed: 0, cases: [] });
+    expect(report.infrastructure).toMatchObject({ kind: 'crash', message: expect.stringContaining('the test runner crashed: `npm test → tape -r ./test/setup.js test/*.js') });
+
+    const events = new MemoryEventSink();
+    const model = new ScriptedModel([{ tools: [FIX] }]);
+    const outcome = await runAgent({ task: { ticket: TICKET }, sandbox, model, events, approver: new RecordingApprover(), feedback: engine });
+    expect(outcome).toMatchObject({ status: 'failed', reason: 'test_infrastructure' });
+    expect(outcome.summary).toContain('.dockhand/environment.yml');
+    expect(model.requests).toHaveLength(0);
+    expect(events.ofType('tests.runner_failed').map((event) => event.data.kind)).toEqual(['crash']);
+    expect(events.ofType('tests.finished')).toHaveLength(0);
+  });
+
+  it('a failure at the base is pre-existing: the correct fix finishes, the full suite runs once before the PR, the PR lists it', async () => {
+    const sandbox = await sandboxFor('counts');
+    const events = new MemoryEventSink();
+    const engine = new SmartFeedbackEngine({ repo: 'fixture/tape-pre-existing' });
+    const model = new ScriptedModel([
+      { tools: [{ name: 'run_tests', input: { scope: 'full' } }] },
+      { tools: [FIX] },
+      { tools: [{ name: 'finish', input: { summary: 'double() no longer adds one for 3' } }] },
+    ]);
+    const outcome = await runAgent({ task: { ticket: TICKET }, sandbox, model, events, approver: new RecordingApprover(), feedback: engine });
+    expect(outcome.status).toBe('finished_verified');
+
+    expect(events.ofType('user.message')[0]?.data.text).toContain('Pre-existing failures');
+    const firstRun = events.ofType('tool.finished').find((event) => event.data.name === 'run_tests');
+    expect(firstRun?.data.output).toMatch(/^Tests FAILED: 15 passed, 2 failed/);
+    expect(firstRun?.data.output).toContain('All of the failing tests already fail at the base commit');
+
+    const runs = events.ofType('tests.finished').map((event) => event.data);
+    expect(runs.map((run) => run.scope)).toEqual(['full', 'selected', 'full']);
+    expect(runs[2]).toMatchObject({ ok: true, passed: 16, failed: 1, preExisting: ['legacy > float sum is exact'] });
+    const body = buildPullRequestBody({
+      ticket: { title: TICKET.title },
+      summary: outcome.summary,
+      tests: { command: runs[2]!.command, passed: runs[2]!.passed, failed: runs[2]!.failed, log: runs[2]!.output, scope: runs[2]!.scope, preExisting: runs[2]!.preExisting ?? [] },
+      usage: { turns: 3, inputTokens: 1, outputTokens: 1, costUsd: 0 },
+    });
+    expect(body).toContain('(full suite): 16 passed, 1 failed (1 of them pre-existing)');
+    expect(body).toContain('- `legacy > float sum is exact`');
+  });
+});
