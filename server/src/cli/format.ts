@@ -23,8 +23,13 @@ export function describeEvent(event: TaskEvent): string | undefined {
       return event.data.isError ? `  ✗ ${event.data.name}: ${oneLine(event.data.output)}` : undefined;
     case 'file.changed':
       return `  ✎ ${event.data.change} ${event.data.path}`;
-    case 'tests.finished':
-      return `tests ${event.data.ok ? 'green' : 'red'}: ${event.data.passed} passed, ${event.data.failed} failed (${event.data.scope})`;
+    case 'tests.finished': {
+      // Red while anything fails; failures that already fail at the base say so (they do not block).
+      const preExisting = event.data.preExisting?.length ? `, ${event.data.preExisting.length} pre-existing` : '';
+      return `tests ${event.data.ok && event.data.failed === 0 ? 'green' : 'red'}: ${event.data.passed} passed, ${event.data.failed} failed (${event.data.scope}${preExisting})`;
+    }
+    case 'tests.runner_failed':
+      return `test runner failed (${event.data.kind}): ${oneLine(event.data.message)}`;
     case 'review.finished':
       return `self-review: ${event.data.approved ? 'approved' : `problems: ${event.data.problems.join('; ')}`}`;
     case 'policy.checked':

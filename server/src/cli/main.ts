@@ -55,8 +55,9 @@ export function buildCli(): Command {
     .option('--base <sha>', 'base commit (default: HEAD of that repository)')
     .addOption(new Option('--priority <priority>', 'scheduling priority').choices(['normal', 'routine']).default('normal'))
     .option('--approve', 'approve the diff when it reaches review (push + PR)')
+    .option('--allow-test-edits', 'the ticket asks for a test change: let the agent change existing tests (recorded in the task and the PR)')
     .option('--no-follow', 'return after submitting')
-    .action(async (options: { title: string; body: string; issue?: string; repo?: string; base?: string; priority: string; approve?: boolean; follow: boolean; server?: string; token?: string }) => {
+    .action(async (options: { title: string; body: string; issue?: string; repo?: string; base?: string; priority: string; approve?: boolean; allowTestEdits?: boolean; follow: boolean; server?: string; token?: string }) => {
       const api = client(options);
       const target = await resolveSubmitTarget(api, options, process.cwd());
       for (const note of target.notes) out(note);
@@ -64,6 +65,7 @@ export function buildCli(): Command {
         ticket: options.issue ? { kind: 'issue', id: options.issue, title: options.title, body: options.body } : { kind: 'text', title: options.title, body: options.body },
         context: { repo: target.repo, baseSha: target.baseSha, ...(target.branch ? { branch: target.branch } : {}), dirty: target.dirty },
         priority: options.priority,
+        allowTestEdits: options.allowTestEdits === true,
       });
       if (!body.success) {
         const field = body.error.issues[0]?.path.join('.') ?? '';
