@@ -18,7 +18,7 @@ import { DockerSandboxDriver } from '../server/src/sandbox/docker-driver';
 import { checkSandboxHost } from '../server/src/sandbox/host-check';
 import { RepoMirror } from '../server/src/sandbox/mirror';
 import { WarmPool } from '../server/src/sandbox/pool';
-import { SnapshotManager } from '../server/src/sandbox/snapshots';
+import { SnapshotManager, type Snapshot } from '../server/src/sandbox/snapshots';
 
 const COLD_RUNS = Number(process.env.BENCH_COLD_RUNS ?? 3);
 const SNAPSHOT_RUNS = Number(process.env.BENCH_SNAPSHOT_RUNS ?? 10);
@@ -64,29 +64,31 @@ async function main(): Promise<void> {
   const logger = pino({ level: 'warn' }, pino.destination(2));
   const driver = new DockerSandboxDriver({ docker, ownerId, runtime: host.runtime, logger });
   const mirror = new RepoMirror(dataDir);
-  const snapshots = new SnapshotManager({ docker, mirror, ownerId, egress: host.egressRuntime ? 'proxy' : 'runc-bridge', extraCaBundle: '/etc/ssl/certs/ca-certificates.crt' });
+  const snapshots = new SnapshotManager({ docker, mirror, dataDir, ownerId, egress: host.egressRuntime ? 'proxy' : 'runc-bridge', extraCaBundle: '/etc/ssl/certs/ca-certificates.crt' });
   const pool = new WarmPool({ driver, size: 2, logger });
   try {
     const mirrorPath = await mirror.ensure(fixture.path, baseSha);
     console.log(`runtime ${host.runtime}, docker ${host.dockerVersion}, fixture ts-lib @ ${baseSha.slice(0, 12)}`);
 
     const cold: number[] = [];
-    let image = '';
+    let snapshot: Snapshot | undefined;
     for (let run = 0; run < COLD_RUNS; run += 1) {
       const { ms, value } = await timed(async () => {
-        const snapshot = await snapshots.resolve(mirrorPath, baseSha, { rebuild: true });
-        const sandbox = await driver.create({ image: snapshot.image, baseSha: baseSha });
-        return { snapshot, sandbox };
+        const built = await snapshots.resolve({ repo: fixture.path, mirrorPath, sha: baseSha, rebuild: true });
+        const sandbox = await driver.create({ image: built.image, baseSha: baseSha, snapshot: built.identity });
+        return { snapshot: built, sandbox };
       });
       cold.push(ms);
-      image = value.snapshot.image;
+      snapshot = value.snapshot;
       await value.sandbox.destroy();
       console.log(`  cold ${run + 1}: ${(ms / 1000).toFixed(2)} s`);
     }
 
+    if (!snapshot) throw new Error('no snapshot was built');
+    const { image, identity } = snapshot;
     const fromSnapshot: number[] = [];
     for (let run = 0; run < SNAPSHOT_RUNS; run += 1) {
-      const { ms, value } = await timed(() => driver.create({ image, baseSha: baseSha }));
+      const { ms, value } = await timed(() => driver.create({ image, baseSha: baseSha, snapshot: identity }));
       fromSnapshot.push(ms);
       await value.destroy();
     }
@@ -96,12 +98,12 @@ async function main(): Promise<void> {
     await mirror.ensure(fixture.path, newer);
     const moved: number[] = [];
     for (let run = 0; run < 5; run += 1) {
-      const { ms, value } = await timed(() => driver.create({ image, baseSha: newer, bundle: () => mirror.bundle(mirrorPath, newer, baseSha) }));
+      const { ms, value } = await timed(() => driver.create({ image, baseSha: newer, snapshot: identity, bundle: () => mirror.bundle(mirrorPath, newer, baseSha) }));
       moved.push(ms);
       await value.destroy();
     }
 
-    pool.warm(image, baseSha);
+    pool.warm(snapshot);
     const warm: number[] = [];
     let idleMiB = Number.NaN;
     for (let run = 0; run < WARM_RUNS; run += 1) {
@@ -112,7 +114,7 @@ async function main(): Promise<void> {
         const figures = await Promise.all(idle.map((sandbox) => memoryMiB(docker, sandbox.id)));
         idleMiB = figures.reduce((sum, value) => sum + value, 0) / Math.max(1, figures.length);
       }
-      const { ms, value } = await timed(() => pool.claim(image, baseSha, () => mirror.bundle(mirrorPath, baseSha)));
+      const { ms, value } = await timed(() => pool.claim(snapshot, baseSha, () => mirror.bundle(mirrorPath, baseSha)));
       if (!value) throw new Error('the warm pool had no idle sandbox');
       warm.push(ms);
       await value.destroy();
@@ -121,7 +123,7 @@ async function main(): Promise<void> {
     const warmMoved: number[] = [];
     for (let run = 0; run < 5; run += 1) {
       await pool.ready();
-      const { ms, value } = await timed(() => pool.claim(image, newer, () => mirror.bundle(mirrorPath, newer, baseSha)));
+      const { ms, value } = await timed(() => pool.claim(snapshot, newer, () => mirror.bundle(mirrorPath, newer, baseSha)));
       if (!value) throw new Error('the warm pool had no idle sandbox');
       warmMoved.push(ms);
       await value.destroy();

@@ -177,14 +177,82 @@ function sweep(session) {
   }
 }
 
-// A command in a session of its own (detached: setsid), under an address-space limit (prlimit,
-// as ulimit -v does in the exec path's wrapper), killed with its session at its deadline, and its
-// leftovers killed when it ends. The session id goes to pidFile so the host can kill the session
-// by exec should the channel itself die.
+// The memory guard. gVisor enforces the container's memory limit only from the host cgroup,
+// which kills the whole sandbox when it is reached; a per-process address-space cap (ulimit -v)
+// breaks V8's WebAssembly reservations (vitest, vite, esbuild's wasm). So while direct commands
+// run, the channel reads /proc/meminfo (gVisor reports the sandbox's own usage against its
+// limit there) every 50 ms and, when less than the reserve is left, kills the session of the
+// command whose processes hold the most resident memory: that command fails (exit 137, a note
+// on stderr) and the sandbox lives on. Commands run by exec (before the channel is up) have no
+// guard; a hog among them meets the cgroup limit and the sandbox is killed (the host is not).
+const guarded = new Map();
+let guardTimer;
+function meminfo() {
+  const text = fs.readFileSync('/proc/meminfo', 'utf8');
+  const read = (name) => {
+    const match = new RegExp('^' + name + ':\\s+(\\d+)', 'm').exec(text);
+    return match ? Number(match[1]) * 1024 : undefined;
+  };
+  return { total: read('MemTotal'), available: read('MemAvailable') };
+}
+function sessionRss() {
+  const totals = new Map();
+  for (const name of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = fs.readFileSync('/proc/' + name + '/stat', 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const session = Number(fields[3]);
+      if (!guarded.has(session)) continue;
+      totals.set(session, (totals.get(session) || 0) + Number(fields[21]) * 4096);
+    } catch (error) {
+      // Gone meanwhile.
+    }
+  }
+  return totals;
+}
+function guardTick() {
+  let info;
+  try {
+    info = meminfo();
+  } catch (error) {
+    return;
+  }
+  for (const entry of guarded.values()) {
+    const limit = Math.min(entry.limitBytes, info.total || entry.limitBytes);
+    const used = (info.total || limit) - (info.available || 0);
+    const reserve = Math.max(96 * 1048576, Math.floor(limit / 8));
+    if (used < limit - reserve) return;
+    break;
+  }
+  let worst;
+  for (const [session, rss] of sessionRss()) if (!worst || rss > worst.rss) worst = { session, rss };
+  if (!worst) return;
+  const entry = guarded.get(worst.session);
+  entry.oom = { rss: worst.rss, limit: entry.limitBytes };
+  sweep(worst.session);
+}
+function guard(session, limitBytes) {
+  const entry = { limitBytes, oom: undefined };
+  guarded.set(session, entry);
+  if (!guardTimer) guardTimer = setInterval(guardTick, 50);
+  return entry;
+}
+function unguard(session) {
+  guarded.delete(session);
+  if (guarded.size === 0 && guardTimer) {
+    clearInterval(guardTimer);
+    guardTimer = undefined;
+  }
+}
+
+// A command in a session of its own (detached: setsid), watched by the memory guard, killed with
+// its session at its deadline, and its leftovers killed when it ends. The session id goes to
+// pidFile so the host can kill the session by exec should the channel itself die.
 function run(request) {
   const id = request.id;
   const direct = request.direct;
-  const argv = direct ? ['prlimit', '--as=' + direct.limitBytes, '--'].concat(request.cmd) : request.cmd;
+  const argv = request.cmd;
   let child;
   try {
     child = spawn(argv[0], argv.slice(1), {
@@ -208,12 +276,15 @@ function run(request) {
     running.delete(id);
     send({ id, type: 'exit', exitCode });
   };
+  let guardEntry;
   if (direct && child.pid !== undefined) {
     const session = child.pid;
     fs.writeFile(direct.pidFile, String(session) + '\n', () => undefined);
     deadline = setTimeout(() => sweep(session), direct.timeoutMs);
+    if (direct.memoryLimitBytes > 0) guardEntry = guard(session, direct.memoryLimitBytes);
     child.on('exit', () => {
       clearTimeout(deadline);
+      unguard(session);
       sweep(session);
       fs.unlink(direct.pidFile, () => undefined);
     });
@@ -235,6 +306,12 @@ function run(request) {
   child.stderr.on('data', (data) => send({ id, type: 'out', stream: 'stderr', data: data.toString('base64') }));
   child.on('exit', (code, signal) => {
     exitCode = code !== null ? code : 128 + (os.constants.signals[signal] || 9);
+    if (guardEntry && guardEntry.oom) {
+      const mib = (bytes) => Math.round(bytes / 1048576);
+      const note = '\n[dockhand: killed: the sandbox ran out of memory (limit ' + mib(guardEntry.oom.limit) + ' MiB); this command held ' + mib(guardEntry.oom.rss) + ' MiB]\n';
+      send({ id, type: 'out', stream: 'stderr', data: Buffer.from(note).toString('base64') });
+      exitCode = 137;
+    }
     // Output still in the pipes arrives before close; a process that escaped the sweep may hold
     // them open, so close is not waited for long.
     setTimeout(finish, 500);

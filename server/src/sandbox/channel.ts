@@ -21,7 +21,7 @@ import type { ContentAnswer, ContentQuery } from './types';
  *                   { id, type: 'exit', exitCode }                it ended
  *
  * The channel adds no semantics of its own: commands are given the same wrapper (timeout, process
- * group and session sweep, `ulimit -v`) as the exec path, by DockerSandbox.
+ * group and session sweep) as the exec path, plus the memory guard, by DockerSandbox.
  */
 
 const Message = z.discriminatedUnion('type', [
@@ -170,8 +170,8 @@ export class SandboxChannel {
   }
 
   /**
-   * Runs a command. With `direct`, the channel itself puts it in a session of its own under an
-   * address-space limit, kills the session at the deadline and sweeps it when the command ends
+   * Runs a command. With `direct`, the channel itself puts it in a session of its own watched by
+   * its memory guard, kills the session at the deadline and sweeps it when the command ends
    * (what the exec path's shell wrapper does, without its four extra processes per command).
    */
   run(
@@ -180,7 +180,7 @@ export class SandboxChannel {
       cwd: string;
       env: Record<string, string>;
       stdin?: Buffer | undefined;
-      direct?: { timeoutMs: number; limitBytes: number; pidFile: string } | undefined;
+      direct?: { timeoutMs: number; memoryLimitBytes: number; pidFile: string } | undefined;
     },
     onChunk: (chunk: Buffer, stream: 'stdout' | 'stderr') => void,
   ): ChannelRun {

@@ -159,15 +159,26 @@ describe('DockerSandboxDriver isolation (runsc)', () => {
     expect((await sandbox.exec({ cmd: ['true'] })).exitCode).toBe(0);
   });
 
-  it('kills a memory hog inside the sandbox while the sandbox survives', async () => {
-    const hog = await driver.create({ image, baseSha: sha, limits: { memoryMiB: 1024 } });
-    const result = await hog.exec({ cmd: ['node', '-e', 'const a = []; for (;;) a.push(Buffer.alloc(1 << 20, 1));'], timeoutMs: 60_000 });
+  it('bounds memory with the cgroup: a hog run by exec (before the channel is up) kills its sandbox, not the host', async () => {
+    // No address-space cap any more (it broke V8's WebAssembly); the channel's memory guard stops
+    // hogs (channel.int.test.ts). The exec path has no guard: the cgroup limit is what holds.
+    const hog = await driver.create({ image, baseSha: sha, limits: { memoryMiB: 512 } });
+    const result = await hog
+      .exec({ cmd: ['python3', '-c', 'a = []\nwhile True: a.append(bytearray(16 << 20))'], timeoutMs: 60_000 })
+      .catch((error: unknown) => ({ exitCode: -2, stderr: String(error), timedOut: false }));
     expect(result.exitCode).not.toBe(0);
     expect(result.timedOut).toBe(false);
-    expect(result.stderr).toMatch(/out of memory|Allocation failed|Cannot allocate/i);
-    const after = await hog.exec({ cmd: ['echo', 'survived'] });
-    expect(after.stdout).toBe('survived\n');
+    const state = (await docker.getContainer(hog.id).inspect()).State;
+    if (state.Running) {
+      // Seen on a loaded machine: the hog alone died (the sandbox kernel refused it memory) and the sandbox lives on.
+      expect((await hog.exec({ cmd: ['echo', 'survived'] })).stdout, JSON.stringify(result)).toBe('survived\n');
+    } else {
+      expect(state.OOMKilled).toBe(true);
+      if (result.exitCode !== -2) expect(result.stderr).toContain('the sandbox was killed: it reached its memory limit');
+    }
     await hog.destroy();
+    expect((await docker.info()).ServerVersion).toBeTruthy();
+    expect((await sandbox.exec({ cmd: ['echo', 'others live'] })).stdout).toBe('others live\n');
   });
 
   it('destroys a sandbox at its wall-clock limit', async () => {

@@ -4,9 +4,11 @@ import type Docker from 'dockerode';
 import type { Logger } from 'pino';
 import { DockhandError } from '../errors';
 import { DockerSandbox, isNotFound } from './docker-sandbox';
-import { SANDBOX_HOME } from './environment';
+import { SANDBOX_HOME, SANDBOX_PATH } from './environment';
 import type { SandboxRuntime } from './host-check';
 import { WORKSPACE } from './paths';
+import { checkSnapshotLabels, type SnapshotIdentity } from './snapshot-labels';
+import { toolchainPath } from './toolchains';
 import type { CreateSandboxOptions, Sandbox, SandboxDriver, SandboxLimits } from './types';
 import { checkoutFromBundle } from './workspace';
 
@@ -38,7 +40,14 @@ export interface DockerSandboxDriverOptions {
 export interface DriverStartOptions extends CreateSandboxOptions {
   /** Do not start the wall-clock limit yet (warm pool); call `armWallClock` when handing it out. */
   deferWallClock?: boolean;
+  /**
+   * The repository and recipe the sandbox is for: the image's snapshot labels must say the same
+   * (else the start is refused), its toolchains are mounted read-only and first on PATH, and its
+   * recipe becomes `sandbox.environment`.
+   */
+  snapshot?: SnapshotIdentity;
 }
+
 
 export interface DriverCreateOptions extends DriverStartOptions {
   /** A git bundle holding baseSha, for when the image's workspace is at another commit. */
@@ -102,6 +111,13 @@ export class DockerSandboxDriver implements SandboxDriver {
       throw new DockhandError('forbidden', 'task sandboxes have no network; dependency installs happen when the snapshot is built');
     }
     const memory = limits.memoryMiB * 1024 * 1024;
+    const snapshot = opts.snapshot;
+    if (snapshot) {
+      const info = await this.docker.getImage(opts.image).inspect();
+      checkSnapshotLabels(opts.image, info.Config?.Labels, snapshot);
+    }
+    const env = { ...opts.env, ...(snapshot && snapshot.toolchains.length > 0 ? { PATH: toolchainPath(snapshot.toolchains, SANDBOX_PATH) } : {}) };
+    const toolchainMounts = (snapshot?.toolchains ?? []).map((tool) => ({ Type: 'bind' as const, Source: tool.hostPath, Target: tool.target, ReadOnly: true }));
     const container = await this.docker.createContainer({
       name,
       Image: opts.image,
@@ -115,7 +131,9 @@ export class DockerSandboxDriver implements SandboxDriver {
         ...ownerLabels(this.ownerId),
         [LABELS.deadline]: opts.deferWallClock ? '0' : String(deadline),
       },
-      NetworkDisabled: true,
+      // Network mode none (loopback only; runsc itself runs with --network=none), not
+      // NetworkDisabled: that leaves /etc/hosts empty, and tools that bind or dial "localhost"
+      // (vitest, vite, jest workers) fail with EAI_AGAIN.
       HostConfig: {
         Runtime: this.runtime,
         NetworkMode: 'none',
@@ -128,7 +146,7 @@ export class DockerSandboxDriver implements SandboxDriver {
           '/tmp': 'rw,nosuid,nodev,size=512m',
           [SANDBOX_HOME]: 'rw,nosuid,nodev,size=256m,uid=1000,gid=1000,mode=0700',
         },
-        Mounts: [{ Type: 'volume', Source: '', Target: WORKSPACE }],
+        Mounts: [{ Type: 'volume', Source: '', Target: WORKSPACE }, ...toolchainMounts],
         NanoCpus: Math.round(limits.cpus * 1e9),
         Memory: memory,
         MemorySwap: memory,
@@ -140,9 +158,10 @@ export class DockerSandboxDriver implements SandboxDriver {
         AutoRemove: false,
       },
     });
-    const sandbox = new DockerSandbox(this.docker, container, container.id, opts.image, opts.baseSha, opts.env ?? {}, Math.floor(limits.memoryMiB * 1024 * 0.75), (gone) => {
+    const sandbox = new DockerSandbox(this.docker, container, container.id, opts.image, opts.baseSha, env, memory, (gone) => {
       this.live.delete(gone.id);
     });
+    if (snapshot) sandbox.environment = snapshot.environment;
     this.live.set(container.id, sandbox);
     try {
       await container.start();

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import type Docker from 'dockerode';
+import type { EnvironmentRecipe } from '@dockhand/protocol';
 import { DockhandError } from '../errors';
 import { ChannelClosed, ChannelFailure, openDockerChannel, type SandboxChannel } from './channel';
 import { DockerStreamDemuxer } from './demux';
@@ -60,6 +61,8 @@ export class DockerSandbox implements Sandbox {
   /** How calls were served, and how often the channel was started; read by tests and benchmarks. */
   readonly transport = { channel: 0, exec: 0, channelStarts: 0, channelPid: 0, residentServed: 0, residentDeclined: 0, lastDeclined: '' };
   baseSha: string;
+  /** The snapshot's environment recipe (set by the driver from the snapshot's labels). */
+  environment?: EnvironmentRecipe;
 
   constructor(
     private readonly docker: Docker,
@@ -68,8 +71,8 @@ export class DockerSandbox implements Sandbox {
     readonly image: string,
     baseSha: string,
     private readonly baseEnv: Record<string, string>,
-    /** Address-space limit for each command, below the container's memory limit. */
-    private readonly processMemoryKiB: number,
+    /** The container's memory limit (the channel's memory guard keeps commands below it). */
+    private readonly memoryBytes: number,
     private readonly onDestroyed: (sandbox: DockerSandbox) => void,
   ) {
     this.baseSha = baseSha;
@@ -95,16 +98,16 @@ export class DockerSandbox implements Sandbox {
     // fork bomb that exhausted RLIMIT_NPROC leaves no room for a killer exec). When the job ends,
     // for whatever reason, the wrapper kills what is left of its group and session, so background
     // processes never outlive their command. A process that calls setsid itself escapes that
-    // sweep; the host-side backstop and destroy() remain. `ulimit -v` bounds each process's
-    // address space so a memory hog fails inside the sandbox (ENOMEM, V8 "out of memory")
-    // instead of pushing the gVisor sandbox over its cgroup limit, where the host would kill the
-    // whole sandbox. Through the channel, the channel does the same itself (setsid, prlimit --as,
-    // its own deadline timer and a sweep of the session through /proc), sparing the wrapper's
-    // processes; the pid file gets the session id there too, for the host-side backstop.
+    // sweep; the host-side backstop and destroy() remain. No address-space cap (ulimit -v breaks
+    // V8's WebAssembly reservations): memory is bounded by the container's cgroup limit, and
+    // through the channel its memory guard kills the biggest command before that limit is hit.
+    // Through the channel, the channel does the rest itself too (setsid, its own deadline timer
+    // and a sweep of the session through /proc), sparing the wrapper's processes; the pid file
+    // gets the session id there too, for the host-side backstop.
     const seconds = Math.max(0.1, timeoutMs / 1000).toFixed(3);
     const script = [
       'pidfile=$1; shift; exec 3<&0; set -m 2>/dev/null',
-      `timeout -s KILL ${seconds} sh -c 'ulimit -v ${this.processMemoryKiB}; "$@"' sh "$@" <&3 &`,
+      `timeout -s KILL ${seconds} "$@" <&3 &`,
       'job=$!; echo $$ > "$pidfile"; wait $job; code=$?; exec 3<&-',
       // Kill the group (timeout's, which it made itself) again until it is empty: gVisor does not
       // make a group kill atomic against concurrent forks, so a fork bomb can leave survivors.
@@ -126,7 +129,7 @@ export class DockerSandbox implements Sandbox {
       // Whatever the command left running dies with it, as on the exec path.
       onLost: () => void this.killTree(pidFile),
       // Through the channel the same limits apply without the wrapper's extra processes.
-      direct: { cmd: opts.cmd, timeoutMs, limitBytes: this.processMemoryKiB * 1024, pidFile },
+      direct: { cmd: opts.cmd, timeoutMs, memoryLimitBytes: this.memoryBytes, pidFile },
     });
     let aborted = false;
     const kill = async (reason: 'timeout' | 'abort'): Promise<void> => {
@@ -149,6 +152,11 @@ export class DockerSandbox implements Sandbox {
     }
     const durationMs = Date.now() - started;
     if (!aborted && durationMs >= timeoutMs && exitCode !== 0) timedOut = true;
+    if (exitCode === -1 || exitCode === 137) {
+      // The host cgroup's memory limit kills the whole gVisor sandbox, not one process: say so.
+      const state = await this.container.inspect().then((info) => info.State, () => undefined);
+      if (state && !state.Running) stderr.push(Buffer.from(`\n[dockhand: the sandbox was killed${state.OOMKilled ? ': it reached its memory limit' : ''}; start a new one]\n`));
+    }
     return {
       // 124 is GNU timeout's convention for "killed at the deadline".
       exitCode: timedOut ? 124 : exitCode,
@@ -217,7 +225,7 @@ export class DockerSandbox implements Sandbox {
   }
 
   private get residentBudgetBytes(): number {
-    return Math.min(512 * 1024 * 1024, Math.floor((this.processMemoryKiB * 1024) / 0.75 / 8));
+    return Math.min(512 * 1024 * 1024, Math.floor(this.memoryBytes / 8));
   }
 
   async listFiles(dir = '.', options: ListOptions = {}): Promise<FileEntry[]> {
@@ -291,7 +299,10 @@ export class DockerSandbox implements Sandbox {
   }
 
   /** A short helper command (file ops, git), collected in full, not capped. */
-  async raw(cmd: string[], options: { stdin?: Buffer; user?: string; timeoutMs?: number; env?: Record<string, string> } = {}): Promise<RawResult> {
+  async raw(
+    cmd: string[],
+    options: { stdin?: Buffer; user?: string; timeoutMs?: number; env?: Record<string, string>; onOutput?: (chunk: Buffer, stream: 'stdout' | 'stderr') => void } = {},
+  ): Promise<RawResult> {
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     const run = this.start(cmd, {
@@ -299,7 +310,10 @@ export class DockerSandbox implements Sandbox {
       env: options.env,
       stdin: options.stdin,
       user: options.user,
-      onChunk: (chunk, stream) => (stream === 'stdout' ? out : err).push(chunk),
+      onChunk: (chunk, stream) => {
+        (stream === 'stdout' ? out : err).push(chunk);
+        options.onOutput?.(chunk, stream);
+      },
     });
     const timer = setTimeout(() => run.abort(), options.timeoutMs ?? 60_000);
     try {
@@ -394,7 +408,7 @@ export class DockerSandbox implements Sandbox {
    */
   private startCommand(
     cmd: string[],
-    options: StartOptions & { onLost?: () => void; direct?: { cmd: string[]; timeoutMs: number; limitBytes: number; pidFile: string } },
+    options: StartOptions & { onLost?: () => void; direct?: { cmd: string[]; timeoutMs: number; memoryLimitBytes: number; pidFile: string } },
   ): Started {
     const channel = options.user === undefined ? this.usableChannel() : undefined;
     if (!channel) {
@@ -406,7 +420,7 @@ export class DockerSandbox implements Sandbox {
     );
     const { direct } = options;
     const run = channel.run(
-      direct ? { cmd: direct.cmd, cwd: options.cwd, env, stdin: options.stdin, direct: { timeoutMs: direct.timeoutMs, limitBytes: direct.limitBytes, pidFile: direct.pidFile } } : { cmd, cwd: options.cwd, env, stdin: options.stdin },
+      direct ? { cmd: direct.cmd, cwd: options.cwd, env, stdin: options.stdin, direct: { timeoutMs: direct.timeoutMs, memoryLimitBytes: direct.memoryLimitBytes, pidFile: direct.pidFile } } : { cmd, cwd: options.cwd, env, stdin: options.stdin },
       options.onChunk,
     );
     let fallback: Started | undefined;

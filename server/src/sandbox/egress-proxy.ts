@@ -2,7 +2,8 @@ import { createServer, type Server } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import type { Logger } from 'pino';
 
-export const DEFAULT_REGISTRY_HOSTS = ['registry.npmjs.org', 'pypi.org', 'files.pythonhosted.org', 'deb.debian.org', 'proxy.golang.org'];
+/** registry.yarnpkg.com serves the npm registry's packages; yarn's lockfiles and berry's default name it. */
+export const DEFAULT_REGISTRY_HOSTS = ['registry.npmjs.org', 'registry.yarnpkg.com', 'pypi.org', 'files.pythonhosted.org', 'deb.debian.org', 'proxy.golang.org'];
 
 /**
  * The only way out of a dependency-install container: an HTTP CONNECT proxy that opens tunnels

@@ -3,10 +3,12 @@
  * never from the server's own `process.env` (which holds model keys and push tokens).
  */
 export const SANDBOX_HOME = '/home/dockhand';
+/** PATH without toolchains; a snapshot's mounted toolchains go in front of it (driver). */
+export const SANDBOX_PATH = '/workspace/node_modules/.bin:/workspace/.venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
 export function sandboxEnvironment(extra: Record<string, string> = {}): string[] {
   const base: Record<string, string> = {
-    PATH: '/workspace/node_modules/.bin:/workspace/.venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+    PATH: SANDBOX_PATH,
     HOME: SANDBOX_HOME,
     LANG: 'C.UTF-8',
     CI: 'true',

@@ -3,7 +3,10 @@ export { checkSandboxHost, type HostCheck, type SandboxRuntime } from './host-ch
 export { DockerSandboxDriver, DEFAULT_LIMITS, LABELS, type DockerSandboxDriverOptions } from './docker-driver';
 export { DockerSandbox, type ListOptions } from './docker-sandbox';
 export { RepoMirror } from './mirror';
-export { SnapshotManager, computeFingerprint, type InstallEgress, type Snapshot, type SnapshotManagerOptions } from './snapshots';
+export { SnapshotManager, computeSnapshotKey, recipeHash, type InstallEgress, type ProgressListener, type ResolveRequest, type Snapshot, type SnapshotManagerOptions, type SnapshotProgress } from './snapshots';
+export { detectRecipe, type RecipeInput } from './recipe';
+export { ToolchainStore, type ToolchainMount } from './toolchains';
+export { SNAPSHOT_LABELS, SNAPSHOT_KEY_VERSION, type SnapshotIdentity } from './snapshot-labels';
 export { WarmPool, type WarmPoolOptions } from './pool';
 export { SandboxService, type AcquireRequest, type AcquiredSandbox, type SandboxSource } from './service';
 export { startEgressProxy, DEFAULT_REGISTRY_HOSTS, type EgressProxy } from './egress-proxy';

@@ -2,6 +2,8 @@ import type { Logger } from 'pino';
 import type { DockerSandboxDriver } from './docker-driver';
 import { LABELS } from './docker-driver';
 import type { DockerSandbox } from './docker-sandbox';
+import { DockhandError } from '../errors';
+import type { SnapshotIdentity } from './snapshot-labels';
 import type { SandboxLimits } from './types';
 import { checkoutFromBundle, verifyWorkspace } from './workspace';
 
@@ -13,9 +15,17 @@ export interface WarmPoolOptions {
   logger?: Logger;
 }
 
+/** What the pool needs of a snapshot: its image, its commit, and whom it belongs to. */
+export interface PoolSnapshot {
+  image: string;
+  sha: string;
+  identity?: SnapshotIdentity;
+}
+
 interface HotSnapshot {
   image: string;
   sha: string;
+  identity: SnapshotIdentity | undefined;
   idle: DockerSandbox[];
   filling: number;
 }
@@ -34,11 +44,12 @@ export class WarmPool {
   constructor(private readonly options: WarmPoolOptions) {}
 
   /** Marks a snapshot hot and starts filling its pool (returns when the fill is started, not done). */
-  warm(image: string, sha: string): void {
+  warm(snapshot: PoolSnapshot): void {
     if (this.draining || this.options.size <= 0) return;
+    const { image, sha } = snapshot;
     let entry = this.hot.get(image);
     if (!entry) {
-      entry = { image, sha, idle: [], filling: 0 };
+      entry = { image, sha, identity: snapshot.identity, idle: [], filling: 0 };
       this.hot.set(image, entry);
     }
     this.refill(entry);
@@ -57,14 +68,21 @@ export class WarmPool {
   /**
    * An idle sandbox of `image` with its workspace at `baseSha`, or undefined when none is idle.
    * A sandbox at another commit is moved with the bundle; if that fails it is destroyed and the
-   * error thrown (the caller falls back to a fresh sandbox or fails the task).
+   * error thrown (the caller falls back to a fresh sandbox or fails the task). A sandbox started
+   * for another repository or recipe than the request's is never handed out.
    */
-  async claim(image: string, baseSha: string, bundle: () => Promise<Buffer>): Promise<DockerSandbox | undefined> {
-    const entry = this.hot.get(image);
+  async claim(snapshot: PoolSnapshot, baseSha: string, bundle: () => Promise<Buffer>): Promise<DockerSandbox | undefined> {
+    const entry = this.hot.get(snapshot.image);
+    if (entry && snapshot.identity && (entry.identity?.repo !== snapshot.identity.repo || entry.identity.recipeHash !== snapshot.identity.recipeHash)) {
+      throw new DockhandError(
+        'sandbox_unavailable',
+        `warm sandboxes of ${snapshot.image} belong to repository "${entry.identity?.repo ?? 'unknown'}" (recipe ${entry.identity?.recipeHash ?? 'unknown'}), not "${snapshot.identity.repo}" (recipe ${snapshot.identity.recipeHash}); refusing the claim`,
+      );
+    }
     const sandbox = entry?.idle.shift();
     if (!entry || !sandbox) return undefined;
     this.refill(entry);
-    if (sandbox.isDestroyed) return this.claim(image, baseSha, bundle);
+    if (sandbox.isDestroyed) return this.claim(snapshot, baseSha, bundle);
     try {
       if (sandbox.baseSha !== baseSha) await checkoutFromBundle(sandbox, baseSha, await bundle());
       this.options.driver.armWallClock(sandbox);
@@ -104,6 +122,7 @@ export class WarmPool {
         labels: { [LABELS.pool]: entry.image },
         // The wall clock starts when a task claims it, not while it waits idle.
         deferWallClock: true,
+        ...(entry.identity ? { snapshot: entry.identity } : {}),
         ...(this.options.limits ? { limits: this.options.limits } : {}),
       });
       try {

@@ -4,16 +4,18 @@ import { LABELS, type DockerSandboxDriver } from './docker-driver';
 import type { DockerSandbox } from './docker-sandbox';
 import type { RepoMirror } from './mirror';
 import type { WarmPool } from './pool';
-import type { SnapshotManager } from './snapshots';
+import type { ProgressListener, SnapshotManager } from './snapshots';
 import type { Sandbox } from './types';
 
 export type SandboxSource = 'warm_pool' | 'snapshot' | 'cold';
 
 export interface AcquireRequest {
-  /** Local path or remote URL of the repository. */
+  /** The repository: its registered name (or, for older callers, a local path or remote URL). */
   repo: string;
   baseSha: string;
   taskId: string;
+  /** Snapshot build progress (stage, elapsed, last output line) while the task waits. */
+  onProgress?: ProgressListener;
 }
 
 export interface AcquiredSandbox {
@@ -47,24 +49,26 @@ export class SandboxService {
     if (this.closed) throw new DockhandError('sandbox_unavailable', 'the sandbox service is shutting down');
     const started = Date.now();
     const { driver, mirror, snapshots, pool } = this.parts;
+    const progress = request.onProgress;
     const mirrorPath = await mirror.ensure(request.repo, request.baseSha);
-    const snapshot = await snapshots.resolve(mirrorPath, request.baseSha);
+    const snapshot = await snapshots.resolve({ repo: request.repo, mirrorPath, sha: request.baseSha, ...(progress ? { onProgress: progress } : {}) });
     // A thin bundle on top of the snapshot's commit is enough to move its workspace.
     const bundle = (): Promise<Buffer> => mirror.bundle(mirrorPath, request.baseSha, snapshot.sha);
     let sandbox: DockerSandbox | undefined;
     let source: SandboxSource = snapshot.built ? 'cold' : 'snapshot';
     if (pool) {
-      sandbox = await pool.claim(snapshot.image, request.baseSha, bundle).catch((error: unknown) => {
+      sandbox = await pool.claim(snapshot, request.baseSha, bundle).catch((error: unknown) => {
         this.parts.logger?.warn({ taskId: request.taskId, error: String(error) }, 'warm sandbox could not be moved; starting a fresh one');
         return undefined;
       });
       if (sandbox) source = 'warm_pool';
-      pool.warm(snapshot.image, snapshot.sha);
+      pool.warm(snapshot);
     }
     sandbox ??= await driver.create({
       image: snapshot.image,
       baseSha: request.baseSha,
       labels: { [LABELS.task]: request.taskId },
+      snapshot: snapshot.identity,
       bundle,
     });
     if (this.closed) {

@@ -33,7 +33,7 @@ beforeAll(async () => {
   fixture = createFixtureRepo('ts-lib');
   driver = new DockerSandboxDriver({ docker, ownerId, runtime: 'runsc' });
   const mirror = new RepoMirror(dataDir);
-  snapshots = new SnapshotManager({ docker, mirror, ownerId, repository, egress: 'proxy', extraCaBundle: '/etc/ssl/certs/ca-certificates.crt' });
+  snapshots = new SnapshotManager({ docker, mirror, dataDir, ownerId, repository, egress: 'proxy', extraCaBundle: '/etc/ssl/certs/ca-certificates.crt' });
   pool = new WarmPool({ driver, size: 2 });
   service = new SandboxService({ driver, mirror, snapshots, pool });
 });
@@ -130,8 +130,8 @@ describe('snapshots and provisioning', () => {
     ].join('\n');
     const sha = probe.commit({ '.dockhand/setup.sh': check }, 'egress probe');
     const mirror = new RepoMirror(dataDir);
-    const probeSnapshots = new SnapshotManager({ docker, mirror, ownerId, repository, egress: 'proxy', extraCaBundle: '/etc/ssl/certs/ca-certificates.crt' });
-    const snapshot = await probeSnapshots.resolve(await mirror.ensure(probe.path, sha), sha);
+    const probeSnapshots = new SnapshotManager({ docker, mirror, dataDir, ownerId, repository, egress: 'proxy', extraCaBundle: '/etc/ssl/certs/ca-certificates.crt' });
+    const snapshot = await probeSnapshots.resolve({ repo: probe.path, mirrorPath: await mirror.ensure(probe.path, sha), sha });
     expect(snapshot.built).toBe(true);
     rmSync(probe.path, { recursive: true, force: true });
   });

@@ -1,23 +1,31 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import type Docker from 'dockerode';
 import type { Logger } from 'pino';
+import type { EnvironmentRecipe } from '@dockhand/protocol';
 import { z } from 'zod';
 import { DockhandError } from '../errors';
-import { LABELS, ownerLabels } from './docker-driver';
-import { DockerSandbox, isNotFound } from './docker-sandbox';
+import { LABELS } from './docker-driver';
+import { isNotFound } from './docker-sandbox';
 import { DEFAULT_REGISTRY_HOSTS, startEgressProxy, type EgressProxy } from './egress-proxy';
 import type { RepoMirror } from './mirror';
-import { WORKSPACE } from './paths';
-import { checkoutFromBundle } from './workspace';
+import { canonicalJson, detectRecipe, DEFAULT_NPM_RANGE, RECIPE_FILES, recipeToolchains, REQUIREMENTS_PATTERN, SETUP_SCRIPT_PATH, TOOLCHAIN_PACKAGES } from './recipe';
+import { buildSnapshotImage, SnapshotBuildFailed, type ProgressListener } from './snapshot-build';
+import { checkSnapshotLabels, readSnapshotLabels, SNAPSHOT_KEY_VERSION, SNAPSHOT_LABELS, type SnapshotIdentity } from './snapshot-labels';
+import { ToolchainStore } from './toolchains';
+import { newestSatisfying } from './versions';
+
+const run = promisify(execFile);
+
+export { SNAPSHOT_LABELS } from './snapshot-labels';
+export type { ProgressListener, SnapshotProgress } from './snapshot-build';
 
 export const SNAPSHOT_REPOSITORY = 'dockhand/snapshot';
-export const SNAPSHOT_LABELS = {
-  snapshot: 'dockhand.snapshot',
-  fingerprint: 'dockhand.snapshot.fingerprint',
-  sha: 'dockhand.snapshot.sha',
-} as const;
 const EGRESS_NETWORK = 'dockhand-egress';
-const CA_PATH_IN_CONTAINER = '/etc/dockhand/extra-ca.crt';
 
 /** Files whose content decides the installed dependencies, at the repository root. */
 const LOCKFILE_PATTERNS = [
@@ -31,7 +39,8 @@ const LOCKFILE_PATTERNS = [
   /^go\.sum$/,
   /^Cargo\.lock$/,
 ];
-const SETUP_SCRIPT = '.dockhand/setup.sh';
+/** What decides the dependencies when there is no lockfile (and the project files pip installs from). */
+const MANIFESTS = ['package.json', 'pyproject.toml', 'setup.py', 'setup.cfg'];
 
 /**
  * How the install step reaches the package registries:
@@ -46,36 +55,88 @@ export type InstallEgress = 'proxy' | 'runc-bridge' | 'none';
 export interface SnapshotManagerOptions {
   docker: Docker;
   mirror: RepoMirror;
+  /** The server's data directory: toolchains (`toolchains/`) and build logs (`snapshot-logs/`) live under it. */
+  dataDir: string;
   ownerId: string;
   baseImage?: string;
-  /** Image repository snapshots are tagged in (`<repository>:<fingerprint>`). Default dockhand/snapshot. */
+  /** Image repository snapshots are tagged in (`<repository>:<key>`). Default dockhand/snapshot. */
   repository?: string;
   egress?: InstallEgress;
-  /** Hosts the install step may reach (port 443 only). */
+  /** Hosts the install step may reach (port 443 only), besides a recipe's egressHosts. */
   registryHosts?: string[];
+  /** npm registry URL for installs and toolchains (default: the public registry). Its host is allowed. */
+  registry?: string;
   /** Extra CA bundle for dependency installs (a TLS-intercepting corporate proxy). Mounted read-only. */
   extraCaBundle?: string;
   /** Wall-clock cap for the whole install step. Default 15 min. */
   installTimeoutMs?: number;
+  /** Where toolchains are unpacked (default: a store under the mirror's data directory). */
+  toolchains?: ToolchainStore;
+  /** Build logs and failed-build records; default `<dataDir>/snapshot-logs`. */
+  logDir?: string;
   logger?: Logger;
 }
 
 export interface Snapshot {
   image: string;
-  fingerprint: string;
+  /** The snapshot key (the image tag). */
+  key: string;
   /** The commit the image's workspace is at. */
   sha: string;
   /** True when this call built it. */
   built: boolean;
+  /** Repository, recipe, recipe hash and toolchains: what the driver and the pool check and mount. */
+  identity: SnapshotIdentity;
+  environment: EnvironmentRecipe;
 }
 
-const ImageLabels = z.record(z.string(), z.string()).nullish();
+export interface ResolveRequest {
+  /** The repository identity (opaque; the registered name). */
+  repo: string;
+  mirrorPath: string;
+  sha: string;
+  /** Build again even when the image exists or the last build of this key failed. */
+  rebuild?: boolean;
+  onProgress?: ProgressListener;
+}
 
-/** sha256 over the lockfiles at `sha`, the setup script and the base image id. */
-export async function computeFingerprint(mirror: RepoMirror, mirrorPath: string, sha: string, baseImageId: string): Promise<string> {
-  const hash = createHash('sha256').update(`base ${baseImageId}\n`);
-  const names = (await mirror.rootFiles(mirrorPath, sha)).filter((name) => LOCKFILE_PATTERNS.some((pattern) => pattern.test(name))).sort();
-  for (const name of [...names, SETUP_SCRIPT]) {
+const FailedBuild = z.object({ message: z.string(), hint: z.string().optional(), logPath: z.string() });
+
+/** The root commits of `sha`'s history: what identifies a repository whatever it is called. */
+async function rootCommits(mirrorPath: string, sha: string): Promise<string[]> {
+  const { stdout } = await run('git', ['rev-list', '--max-parents=0', sha], { cwd: mirrorPath, timeout: 60_000, maxBuffer: 16 * 1024 * 1024 });
+  return stdout.split('\n').filter((line) => line !== '').sort();
+}
+
+/** sha256 (16 hex) of the recipe's canonical JSON: the `dockhand.snapshot.recipe` label. */
+export function recipeHash(recipe: EnvironmentRecipe): string {
+  return createHash('sha256').update(canonicalJson(recipe)).digest('hex').slice(0, 16);
+}
+
+/**
+ * The snapshot key: sha256 over the key version, the repository identity (its name and its root
+ * commits, so two servers' repositories of one name never share), the recipe, the toolchain
+ * versions, the lockfiles (the manifests too when there is none), setup.sh and the base image.
+ */
+export async function computeSnapshotKey(input: {
+  mirror: RepoMirror;
+  mirrorPath: string;
+  sha: string;
+  identity: SnapshotIdentity;
+  baseImageId: string;
+}): Promise<string> {
+  const { mirror, mirrorPath, sha, identity } = input;
+  const hash = createHash('sha256')
+    .update(`key ${SNAPSHOT_KEY_VERSION}\n`)
+    .update(`repo ${JSON.stringify(identity.repo)}\n`)
+    .update(`roots ${(await rootCommits(mirrorPath, sha)).join(' ')}\n`)
+    .update(`recipe ${canonicalJson(identity.environment)}\n`)
+    .update(`toolchains ${identity.toolchains.map((tool) => `${tool.name}@${tool.version}`).join(' ')}\n`)
+    .update(`base ${input.baseImageId}\n`);
+  const rootFiles = await mirror.rootFiles(mirrorPath, sha);
+  const lockfiles = rootFiles.filter((name) => LOCKFILE_PATTERNS.some((pattern) => pattern.test(name))).sort();
+  const manifests = lockfiles.some((name) => !REQUIREMENTS_PATTERN.test(name)) ? [] : MANIFESTS;
+  for (const name of [...lockfiles, ...manifests, SETUP_SCRIPT_PATH]) {
     const content = await mirror.show(mirrorPath, sha, name);
     if (content === undefined) continue;
     hash.update(`file ${name} ${content.length}\n`).update(content);
@@ -83,38 +144,34 @@ export async function computeFingerprint(mirror: RepoMirror, mirrorPath: string,
   return hash.digest('hex').slice(0, 32);
 }
 
-/** The shell script the install step runs in /workspace: one branch per ecosystem found. */
-export function installScript(): string {
-  return [
-    'set -eu',
-    // Installed trees must never show up as changes in the task's diff.
-    'printf "node_modules/\\n.venv/\\n" >> .git/info/exclude',
-    'if [ -f package-lock.json ] || [ -f npm-shrinkwrap.json ]; then npm ci --no-audit --no-fund --loglevel=error',
-    'elif [ -f pnpm-lock.yaml ]; then if command -v pnpm >/dev/null; then pnpm install --frozen-lockfile; else echo "pnpm-lock.yaml found but pnpm is not in the base image" >&2; exit 1; fi',
-    'elif [ -f yarn.lock ]; then if command -v yarn >/dev/null; then yarn install --frozen-lockfile; else echo "yarn.lock found but yarn is not in the base image" >&2; exit 1; fi',
-    'elif [ -f package.json ]; then npm install --no-package-lock --no-audit --no-fund --loglevel=error; fi',
-    // A shell glob, not `ls`: coreutils 9's ls fails under this host's gVisor release.
-    'for r in requirements*.txt; do [ -f "$r" ] || continue; [ -d .venv ] || python3 -m venv --system-site-packages .venv; .venv/bin/pip install -q -r "$r"; done',
-    'if [ -f go.sum ] && command -v go >/dev/null; then go mod download; fi',
-    `if [ -f ${SETUP_SCRIPT} ]; then bash ${SETUP_SCRIPT}; fi`,
-  ].join('\n');
-}
-
 /**
- * Per-repository snapshot images `dockhand/snapshot:<fingerprint>`: the base image plus the repo at
- * a commit in /workspace (owned by uid 1000) with its dependencies installed. Built once per
- * fingerprint; later tasks reuse the image and move the workspace to their own commit.
+ * Per-repository snapshot images `dockhand/snapshot:<key>`: the base image plus the repo at a
+ * commit in /workspace (owned by uid 1000) with its dependencies installed by its recipe, the
+ * recipe's toolchains mounted. Built once per key; later tasks reuse the image and move the
+ * workspace to their own commit. A failed build keeps its log and is not retried for the same
+ * key until `rebuild` (each request fails fast with the same message).
  */
 export class SnapshotManager {
   private readonly docker: Docker;
   private readonly options: SnapshotManagerOptions;
   private readonly inflight = new Map<string, Promise<Snapshot>>();
+  readonly toolchains: ToolchainStore;
+  private readonly logDir: string;
   /** Number of images this manager built (tests and the benchmark count rebuilds with it). */
   builds = 0;
 
   constructor(options: SnapshotManagerOptions) {
     this.docker = options.docker;
     this.options = options;
+    this.toolchains =
+      options.toolchains ??
+      new ToolchainStore({
+        dataDir: options.dataDir,
+        ...(options.registry ? { registry: options.registry } : {}),
+        ...(options.extraCaBundle ? { caBundle: options.extraCaBundle } : {}),
+        ...(options.logger ? { logger: options.logger } : {}),
+      });
+    this.logDir = options.logDir ?? join(options.dataDir, 'snapshot-logs');
   }
 
   get repository(): string {
@@ -125,28 +182,58 @@ export class SnapshotManager {
     return this.options.baseImage ?? 'dockhand/base:latest';
   }
 
-  /** Finds or builds the snapshot for `sha` of the mirrored repo. */
-  async resolve(mirrorPath: string, sha: string, options: { rebuild?: boolean } = {}): Promise<Snapshot> {
+  /** The recipe for the repository at `sha` (detection + .dockhand/environment.yml), with its toolchains fetched. */
+  async environment(repo: string, mirrorPath: string, sha: string, onProgress?: ProgressListener): Promise<SnapshotIdentity> {
+    const mirror = this.options.mirror;
+    const rootFiles = await mirror.rootFiles(mirrorPath, sha);
+    const names = [...RECIPE_FILES, ...rootFiles.filter((name) => REQUIREMENTS_PATTERN.test(name))];
+    const files: Record<string, string> = {};
+    for (const name of names) {
+      const content = await mirror.show(mirrorPath, sha, name);
+      if (content !== undefined) files[name] = content.toString('utf8');
+    }
+    const versions = (name: string): Promise<string[]> => this.toolchains.versions(name);
+    const environment = await detectRecipe({ repo, rootFiles, files }, versions);
+    const npmVersion = environment.node ? newestSatisfying(await versions(TOOLCHAIN_PACKAGES.npm), DEFAULT_NPM_RANGE) : undefined;
+    const wanted = recipeToolchains(environment, npmVersion);
+    const started = Date.now();
+    const missing = wanted.filter((tool) => !existsSync(join(this.toolchains.mountOf(tool.name, tool.version).hostPath, '.dockhand-toolchain.json')));
+    if (missing.length > 0) onProgress?.({ stage: 'toolchain', elapsedMs: 0, line: `fetching ${missing.map((tool) => `${TOOLCHAIN_PACKAGES[tool.name]}@${tool.version}`).join(', ')}` });
+    const toolchains = await Promise.all(wanted.map((tool) => this.toolchains.ensure(tool.name, tool.version)));
+    if (missing.length > 0) onProgress?.({ stage: 'toolchain', elapsedMs: Date.now() - started, line: 'toolchains ready' });
+    return { repo, recipeHash: recipeHash(environment), environment, toolchains };
+  }
+
+  /** Finds or builds the snapshot of `repo` at `sha`. */
+  async resolve(request: ResolveRequest): Promise<Snapshot> {
     const base = await this.docker.getImage(this.baseImage).inspect().catch((error: unknown) => {
       throw new DockhandError('sandbox_unavailable', `base image ${this.baseImage} is missing`, {
         cause: error,
         hint: 'build it with sandbox-images/base/build.sh',
       });
     });
-    const fingerprint = await computeFingerprint(this.options.mirror, mirrorPath, sha, base.Id);
-    const image = `${this.repository}:${fingerprint}`;
-    if (!options.rebuild) {
+    const identity = await this.environment(request.repo, request.mirrorPath, request.sha, request.onProgress);
+    const key = await computeSnapshotKey({ mirror: this.options.mirror, mirrorPath: request.mirrorPath, sha: request.sha, identity, baseImageId: base.Id });
+    const image = `${this.repository}:${key}`;
+    const snapshot = (sha: string, built: boolean): Snapshot => ({ image, key, sha, built, identity, environment: identity.environment });
+    if (!request.rebuild) {
       const existing = await this.inspect(image);
-      if (existing) return { image, fingerprint, sha: existing.sha, built: false };
+      if (existing) {
+        checkSnapshotLabels(image, existing, identity);
+        const labels = readSnapshotLabels(existing);
+        if (labels) return snapshot(labels.sha, false);
+      }
+      const failed = await this.failedBuild(key);
+      if (failed) throw new DockhandError('sandbox_unavailable', failed.message, { hint: `${failed.hint ?? ''} (not retried: push a change that alters the snapshot key, or rebuild the snapshot explicitly)`.trim() });
     }
-    const running = this.inflight.get(fingerprint);
+    const running = this.inflight.get(key);
     if (running) return running;
-    const work = this.build(mirrorPath, sha, fingerprint, image);
-    this.inflight.set(fingerprint, work);
+    const work = this.build(request, key, image, identity).then(() => snapshot(request.sha, true));
+    this.inflight.set(key, work);
     try {
       return await work;
     } finally {
-      this.inflight.delete(fingerprint);
+      this.inflight.delete(key);
     }
   }
 
@@ -172,107 +259,75 @@ export class SnapshotManager {
     return { removed };
   }
 
-  private async inspect(image: string): Promise<{ sha: string } | undefined> {
+  private async inspect(image: string): Promise<unknown> {
     try {
       const info = await this.docker.getImage(image).inspect();
-      const labels = ImageLabels.parse(info.Config?.Labels);
-      const sha = labels?.[SNAPSHOT_LABELS.sha];
-      return sha ? { sha } : undefined;
+      return info.Config?.Labels ?? {};
     } catch (error) {
       if (isNotFound(error)) return undefined;
       throw error;
     }
   }
 
-  private async build(mirrorPath: string, sha: string, fingerprint: string, image: string): Promise<Snapshot> {
+  private failedPath(key: string): string {
+    return join(this.logDir, `${key}.failed.json`);
+  }
+
+  private async failedBuild(key: string): Promise<z.infer<typeof FailedBuild> | undefined> {
+    try {
+      const parsed = FailedBuild.safeParse(JSON.parse(await readFile(this.failedPath(key), 'utf8')));
+      return parsed.success ? parsed.data : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  private async build(request: ResolveRequest, key: string, image: string, identity: SnapshotIdentity): Promise<void> {
     const logger = this.options.logger;
     const egress = this.options.egress ?? 'proxy';
     const started = Date.now();
+    await mkdir(this.logDir, { recursive: true });
+    const logPath = join(this.logDir, `${key}.log`);
+    await rm(this.failedPath(key), { force: true });
     let proxy: EgressProxy | undefined;
-    let container: Docker.Container | undefined;
     try {
-      const env: string[] = ['HOME=/home/dockhand', 'LANG=C.UTF-8', 'CI=true', `PATH=${WORKSPACE}/.venv/bin:/usr/local/bin:/usr/bin:/bin`,
-        // Caches on tmpfs: they would otherwise be committed into every snapshot image.
-        'npm_config_cache=/tmp/npm-cache', 'PIP_NO_CACHE_DIR=1'];
-      const binds: string[] = [];
-      let runtime = 'runsc';
-      let networkMode = 'none';
+      let egressSetup: Parameters<typeof buildSnapshotImage>[0]['egress'] = { mode: egress === 'runc-bridge' ? 'runc-bridge' : 'none' };
       if (egress === 'proxy') {
         const gateway = await this.egressNetwork();
-        proxy = await startEgressProxy({ host: gateway, allow: this.options.registryHosts ?? DEFAULT_REGISTRY_HOSTS, ...(logger ? { logger } : {}) });
-        const url = `http://${proxy.host}:${proxy.port}`;
-        env.push(`HTTPS_PROXY=${url}`, `https_proxy=${url}`, `npm_config_https_proxy=${url}`, `npm_config_proxy=${url}`);
-        runtime = 'runsc-egress';
-        networkMode = EGRESS_NETWORK;
-      } else if (egress === 'runc-bridge') {
-        logger?.warn({ image }, 'FALLBACK: dependency install runs on plain runc with full egress on the default bridge (no runsc-egress)');
-        runtime = 'runc';
-        networkMode = 'bridge';
+        const registryHost = this.options.registry ? new URL(this.options.registry).hostname : undefined;
+        const allow = [...new Set([...(this.options.registryHosts ?? DEFAULT_REGISTRY_HOSTS), ...(registryHost ? [registryHost] : []), ...identity.environment.egressHosts])];
+        proxy = await startEgressProxy({ host: gateway, allow, ...(logger ? { logger } : {}) });
+        egressSetup = { mode: 'proxy', proxyUrl: `http://${proxy.host}:${proxy.port}`, refused: proxy.refused };
       }
-      if (this.options.extraCaBundle) {
-        binds.push(`${this.options.extraCaBundle}:${CA_PATH_IN_CONTAINER}:ro`);
-        env.push(`NODE_EXTRA_CA_CERTS=${CA_PATH_IN_CONTAINER}`, `npm_config_cafile=${CA_PATH_IN_CONTAINER}`, `PIP_CERT=${CA_PATH_IN_CONTAINER}`);
-      }
-      container = await this.docker.createContainer({
-        name: `dockhand-build-${randomBytes(5).toString('hex')}`,
-        Image: this.baseImage,
-        Cmd: ['sleep', 'infinity'],
-        User: '1000:1000',
-        WorkingDir: WORKSPACE,
-        Env: env,
-        Labels: { [LABELS.sandbox]: '1', ...ownerLabels(this.options.ownerId), [LABELS.pool]: 'snapshot-build' },
-        HostConfig: {
-          Runtime: runtime,
-          NetworkMode: networkMode,
-          Init: true,
-          CapDrop: ['ALL'],
-          SecurityOpt: ['no-new-privileges'],
-          Binds: binds,
-          Memory: 4096 * 1024 * 1024,
-          MemorySwap: 4096 * 1024 * 1024,
-          PidsLimit: 8192,
-          Tmpfs: { '/tmp': 'rw,size=1g' },
-        },
-      });
-      await container.start();
-      // The workspace is in the container's own layer (no volume) so that `docker commit` keeps it.
-      const builder = new DockerSandbox(this.docker, container, container.id, this.baseImage, sha, {}, 4 * 1024 * 1024, () => undefined);
-      const init = await builder.raw(['git', 'init', '-q', WORKSPACE]);
-      if (init.exitCode !== 0) throw new DockhandError('internal', `git init failed: ${init.stderr.toString('utf8')}`);
-      await checkoutFromBundle(builder, sha, await this.options.mirror.bundle(mirrorPath, sha));
-      const install = await builder.raw(['bash', '-c', installScript()], {
-        timeoutMs: this.options.installTimeoutMs ?? 15 * 60_000,
-        env: Object.fromEntries(env.map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)])),
-      });
-      if (install.exitCode !== 0) {
-        const tail = (install.stdout.toString('utf8') + install.stderr.toString('utf8')).slice(-4000);
-        throw new DockhandError('sandbox_unavailable', `dependency install for snapshot ${fingerprint} failed (exit ${install.exitCode}):\n${tail}`, {
-          hint: proxy && proxy.refused.length > 0 ? `the egress proxy refused: ${[...new Set(proxy.refused)].join(', ')}` : 'see the install output',
-        });
-      }
-      const status = await builder.workspaceState();
-      if (status.head !== sha || !status.clean) {
-        throw new DockhandError('sandbox_unavailable', `snapshot workspace is not clean at ${sha} after install:\n${status.status}`, {
-          hint: 'add the files the install creates to .gitignore',
-        });
-      }
-      const [repo, tag] = image.split(':');
-      await container.commit({
-        repo,
-        tag,
-        pause: true,
-        changes: [
-          'CMD ["sleep", "infinity"]',
-          'USER 1000:1000',
-          `WORKDIR ${WORKSPACE}`,
-          `LABEL ${SNAPSHOT_LABELS.snapshot}=1 ${SNAPSHOT_LABELS.fingerprint}=${fingerprint} ${SNAPSHOT_LABELS.sha}=${sha}`,
-        ].join('\n'),
+      await buildSnapshotImage({
+        docker: this.docker,
+        baseImage: this.baseImage,
+        ownerId: this.options.ownerId,
+        image,
+        key,
+        sha: request.sha,
+        bundle: () => this.options.mirror.bundle(request.mirrorPath, request.sha),
+        identity,
+        egress: egressSetup,
+        networkName: EGRESS_NETWORK,
+        ...(this.options.extraCaBundle ? { extraCaBundle: this.options.extraCaBundle } : {}),
+        ...(this.options.registry ? { registry: this.options.registry } : {}),
+        installTimeoutMs: this.options.installTimeoutMs ?? 15 * 60_000,
+        logPath,
+        ...(request.onProgress ? { onProgress: request.onProgress } : {}),
+        ...(logger ? { logger } : {}),
       });
       this.builds += 1;
-      logger?.info({ image, sha, ms: Date.now() - started }, 'snapshot built');
-      return { image, fingerprint, sha, built: true };
+      request.onProgress?.({ stage: 'done', elapsedMs: Date.now() - started, image });
+      logger?.info({ image, sha: request.sha, ms: Date.now() - started }, 'snapshot built');
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      const hint = error instanceof DockhandError ? error.hint : undefined;
+      // Only the repository's own failures are remembered; an engine or network fault may pass.
+      if (error instanceof SnapshotBuildFailed) await writeFile(this.failedPath(key), JSON.stringify({ message, ...(hint ? { hint } : {}), logPath })).catch(() => undefined);
+      request.onProgress?.({ stage: 'failed', elapsedMs: Date.now() - started, line: message.split('\n')[0]?.slice(0, 2000) ?? '', image });
+      throw error;
     } finally {
-      await container?.remove({ force: true, v: true }).catch(() => undefined);
       await proxy?.close();
     }
   }

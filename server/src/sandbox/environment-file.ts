@@ -1,0 +1,70 @@
+import { formatFieldPath } from '@dockhand/protocol';
+import { parse as parseYaml, YAMLParseError } from 'yaml';
+import { z } from 'zod';
+import { DockhandError } from '../errors';
+
+/**
+ * `.dockhand/environment.yml`: the one file a repository uses to override the detected
+ * environment recipe (see README.md in this folder). Every field is optional.
+ *
+ * ```yaml
+ * node: 22                      # a version or range: 22, "20.11.1", ">=20"
+ * packageManager: pnpm@9.15.9   # npm | pnpm | yarn (classic) | yarn@4… (berry), with or without a version
+ * install: pnpm install --frozen-lockfile
+ * test: pnpm vitest run
+ * prePr: pnpm lint && pnpm test
+ * python: { requirements: [requirements-dev.txt] }   # or false: no Python install
+ * egressHosts: [binaries.prisma.sh]                   # hosts the install may reach besides the registries
+ * skipScripts: [puppeteer]                            # packages whose lifecycle scripts do not run
+ * lifecycleScripts: true                              # false: no lifecycle script runs at all
+ * setup: after                                        # .dockhand/setup.sh after the install, or `replace` it
+ * ```
+ */
+export const ENVIRONMENT_FILE_PATH = '.dockhand/environment.yml';
+
+const Command = z.string().trim().min(1, 'must be a non-empty shell command').max(4000);
+const Host = z
+  .string()
+  .regex(/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+$/i, 'must be a host name such as "binaries.example.com" (no scheme, port or path)');
+const PackageName = z.string().regex(/^(?:@[a-z0-9][\w.-]*\/)?[a-z0-9][\w.-]*$/i, 'must be an npm package name such as "puppeteer" or "@scope/name"');
+
+export const EnvironmentFile = z.strictObject({
+  node: z.union([z.string().trim().min(1).max(100), z.number().positive()]).transform(String).optional(),
+  packageManager: z
+    .string()
+    .regex(/^(npm|pnpm|yarn)(@\d+(\.\d+){0,2}([+-][\w.+-]*)?)?$/, 'must be npm, pnpm or yarn, optionally with a version such as "pnpm@9.15.9"')
+    .optional(),
+  install: Command.optional(),
+  test: Command.optional(),
+  prePr: Command.optional(),
+  python: z.union([z.literal(false), z.strictObject({ requirements: z.array(z.string().min(1).max(500)).max(50).optional() })]).optional(),
+  egressHosts: z.array(Host).max(100).default([]),
+  skipScripts: z.array(PackageName).max(500).default([]),
+  lifecycleScripts: z.boolean().default(true),
+  setup: z.enum(['after', 'replace']).optional(),
+});
+export type EnvironmentFile = z.infer<typeof EnvironmentFile>;
+
+/** Parses the file's text; errors are `bad_request` naming the file and the field. */
+export function parseEnvironmentFile(text: string | undefined): EnvironmentFile | undefined {
+  if (text === undefined) return undefined;
+  let raw: unknown;
+  try {
+    raw = parseYaml(text);
+  } catch (error) {
+    const where = error instanceof YAMLParseError && error.linePos ? ` (line ${error.linePos[0].line})` : '';
+    throw new DockhandError('bad_request', `${ENVIRONMENT_FILE_PATH}: not valid YAML${where}: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`, {
+      field: ENVIRONMENT_FILE_PATH,
+    });
+  }
+  if (raw === null || raw === undefined) return EnvironmentFile.parse({});
+  const parsed = EnvironmentFile.safeParse(raw);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  const path: PropertyKey[] = [...(issue?.path ?? [])];
+  if (issue?.code === 'unrecognized_keys' && issue.keys[0] !== undefined) path.push(issue.keys[0]);
+  const field = formatFieldPath(path) || '(top level)';
+  const message =
+    issue?.code === 'unrecognized_keys' ? `unknown field; allowed fields are ${Object.keys(EnvironmentFile.shape).join(', ')}` : (issue?.message ?? 'invalid');
+  throw new DockhandError('bad_request', `${ENVIRONMENT_FILE_PATH}: field "${field}": ${message}`, { field: `${ENVIRONMENT_FILE_PATH}:${field}` });
+}

@@ -1,0 +1,246 @@
+import { randomBytes } from 'node:crypto';
+import { createWriteStream, type WriteStream } from 'node:fs';
+import type Docker from 'dockerode';
+import type { Logger } from 'pino';
+import type { EventPayload } from '@dockhand/protocol';
+import { DockhandError } from '../errors';
+import { LABELS, ownerLabels } from './docker-driver';
+import { DockerSandbox } from './docker-sandbox';
+import { describeInstallFailure, diagnoseInstall } from './install-failure';
+import { SCRIPTED_PACKAGES_HELPER, SETUP_SCRIPT_PATH } from './recipe';
+import { WORKSPACE } from './paths';
+import { labelInstruction, snapshotLabelValues, type SnapshotIdentity } from './snapshot-labels';
+import { toolchainPath } from './toolchains';
+import { checkoutFromBundle } from './workspace';
+
+/** The install or setup.sh failed: the repository's problem, recorded so the same key is not built again in a loop. */
+export class SnapshotBuildFailed extends DockhandError {}
+
+export type SnapshotProgress = Pick<EventPayload<'snapshot.progress'>, 'stage' | 'elapsedMs' | 'line' | 'image'>;
+export type ProgressListener = (progress: SnapshotProgress) => void;
+
+const CA_PATH_IN_CONTAINER = '/etc/dockhand/extra-ca.crt';
+const STAGE_MARKER = '::dockhand:stage:';
+/** Installed trees and package-manager state: never part of a task's diff. */
+const EXCLUDED = ['node_modules/', '.venv/', '.yarn/cache/', '.yarn/unplugged/', '.yarn/install-state.gz', '.pnp.cjs', '.pnp.loader.mjs', '.pnpm-store/'];
+
+/** Lists installed packages that have install-time scripts, minus the names given (skipScripts). */
+const SCRIPTED_PACKAGES_PROGRAM = `
+const fs = require('fs'), path = require('path');
+const skip = new Set(process.argv.slice(2)), found = new Set();
+function visit(dir, depth) {
+  let entries; try { entries = fs.readdirSync(dir, { withFileTypes: true }); } catch { return; }
+  for (const entry of entries) {
+    if (!entry.isDirectory() && !entry.isSymbolicLink()) continue;
+    const full = path.join(dir, entry.name);
+    if (entry.name === '.bin') continue;
+    if (entry.name.startsWith('@')) { visit(full, depth); continue; }
+    if (entry.name === '.pnpm') { for (const inner of fs.readdirSync(full)) visit(path.join(full, inner, 'node_modules'), depth + 1); continue; }
+    try {
+      const manifest = JSON.parse(fs.readFileSync(path.join(full, 'package.json'), 'utf8'));
+      const scripts = manifest.scripts || {};
+      if (scripts.preinstall || scripts.install || scripts.postinstall || fs.existsSync(path.join(full, 'binding.gyp'))) found.add(manifest.name);
+    } catch {}
+    if (depth < 8) visit(path.join(full, 'node_modules'), depth + 1);
+  }
+}
+visit('node_modules', 0);
+process.stdout.write([...found].filter((name) => name && !skip.has(name)).sort().join(' '));
+`;
+
+export interface BuildRequest {
+  docker: Docker;
+  baseImage: string;
+  ownerId: string;
+  image: string;
+  key: string;
+  sha: string;
+  bundle: () => Promise<Buffer>;
+  identity: SnapshotIdentity;
+  /** 'proxy': runsc-egress behind the allowlist proxy (given here); 'runc-bridge'; 'none'. */
+  egress: { mode: 'proxy'; proxyUrl: string; refused: readonly string[] } | { mode: 'runc-bridge' | 'none' };
+  networkName: string;
+  extraCaBundle?: string;
+  registry?: string;
+  installTimeoutMs: number;
+  logPath: string;
+  onProgress?: ProgressListener;
+  logger?: Logger;
+}
+
+/** The environment of the build container (also what the install script sees). */
+function buildEnvironment(request: BuildRequest): Record<string, string> {
+  const { identity } = request;
+  const env: Record<string, string> = {
+    HOME: '/home/dockhand',
+    LANG: 'C.UTF-8',
+    CI: 'true',
+    PATH: toolchainPath(identity.toolchains, `${WORKSPACE}/node_modules/.bin:${WORKSPACE}/.venv/bin:/usr/local/bin:/usr/bin:/bin`),
+    // Caches on tmpfs: they would otherwise be committed into every snapshot image.
+    npm_config_cache: '/tmp/npm-cache',
+    npm_config_store_dir: '/tmp/pnpm-store',
+    npm_config_foreground_scripts: 'true',
+    npm_config_audit: 'false',
+    npm_config_fund: 'false',
+    npm_config_update_notifier: 'false',
+    PIP_NO_CACHE_DIR: '1',
+    PIP_DISABLE_PIP_VERSION_CHECK: '1',
+    COREPACK_ENABLE_STRICT: '0',
+  };
+  const manager = identity.environment.packageManager;
+  // Yarn berry refuses YARN_* variables it does not know, so each yarn gets only its own.
+  const berry = manager?.name === 'yarn-berry';
+  const berryMajor = berry ? Number(manager.version.split('.')[0]) : 0;
+  // Yarn classic's cache is only a download cache; berry's cache is what Plug'n'Play runs from (kept in the workspace).
+  if (manager?.name === 'yarn') env.YARN_CACHE_FOLDER = '/tmp/yarn-cache';
+  if (berry) Object.assign(env, { YARN_ENABLE_TELEMETRY: '0', YARN_ENABLE_GLOBAL_CACHE: 'false', YARN_ENABLE_PROGRESS_BARS: 'false' });
+  if (request.egress.mode === 'proxy') {
+    const url = request.egress.proxyUrl;
+    Object.assign(env, { HTTPS_PROXY: url, https_proxy: url, HTTP_PROXY: url, http_proxy: url, npm_config_https_proxy: url, npm_config_proxy: url });
+    if (berry) Object.assign(env, { YARN_HTTPS_PROXY: url, YARN_HTTP_PROXY: url });
+    // Node 22.21+ and 24: plain https.get() in a lifecycle script goes through the proxy too, so its host is seen and named.
+    env.NODE_USE_ENV_PROXY = '1';
+    const proxyHost = new URL(url).hostname;
+    Object.assign(env, { NO_PROXY: proxyHost, no_proxy: proxyHost });
+  }
+  if (request.extraCaBundle) {
+    Object.assign(env, { NODE_EXTRA_CA_CERTS: CA_PATH_IN_CONTAINER, npm_config_cafile: CA_PATH_IN_CONTAINER, PIP_CERT: CA_PATH_IN_CONTAINER });
+    if (berry) env[berryMajor >= 4 ? 'YARN_HTTPS_CA_FILE_PATH' : 'YARN_CA_FILE_PATH'] = CA_PATH_IN_CONTAINER;
+  }
+  if (request.registry) {
+    env.npm_config_registry = request.registry;
+    if (berry) env.YARN_NPM_REGISTRY_SERVER = request.registry;
+    else if (manager?.name === 'yarn') env.YARN_REGISTRY = request.registry;
+  }
+  return env;
+}
+
+/** The install step: the recipe's install command, then setup.sh when it runs after it. */
+export function buildScript(identity: SnapshotIdentity): string {
+  const recipe = identity.environment;
+  const lines = ['set -eu', `printf '${EXCLUDED.join('\\n')}\\n' >> .git/info/exclude`, `echo "${STAGE_MARKER}install"`, recipe.install.command];
+  if (recipe.setupScript === 'after') lines.push(`echo "${STAGE_MARKER}setup"`, `bash ${SETUP_SCRIPT_PATH}`);
+  return lines.join('\n');
+}
+
+/**
+ * Builds the snapshot image: the base image with the toolchains mounted, the repository at `sha`
+ * in /workspace, the recipe's install (lifecycle scripts under the egress allowlist), setup.sh,
+ * then `docker commit` with the snapshot's labels. The whole output goes to `logPath`; progress
+ * (stage, elapsed, last line) to `onProgress`, at most once a second besides stage changes.
+ */
+export async function buildSnapshotImage(request: BuildRequest): Promise<void> {
+  const started = Date.now();
+  const { docker, identity } = request;
+  const env = buildEnvironment(request);
+  let stage = 'install' as SnapshotProgress['stage'];
+  let lastLine = '';
+  let lastSent = 0;
+  const progress = (force: boolean): void => {
+    if (!request.onProgress) return;
+    const now = Date.now();
+    if (!force && now - lastSent < 1000) return;
+    lastSent = now;
+    request.onProgress({ stage, elapsedMs: now - started, ...(lastLine ? { line: lastLine.slice(0, 2000) } : {}), image: request.image });
+  };
+  const log: WriteStream = createWriteStream(request.logPath, { flags: 'w' });
+  log.write(`# dockhand snapshot build ${request.image} at ${request.sha}\n# recipe ${JSON.stringify(identity.environment)}\n# toolchains ${identity.toolchains.map((tool) => `${tool.name}@${tool.version}`).join(' ')}\n`);
+  const binds = identity.toolchains.map((tool) => `${tool.hostPath}:${tool.target}:ro`);
+  if (request.extraCaBundle) binds.push(`${request.extraCaBundle}:${CA_PATH_IN_CONTAINER}:ro`);
+  const runtime = request.egress.mode === 'proxy' ? 'runsc-egress' : request.egress.mode === 'runc-bridge' ? 'runc' : 'runsc';
+  const networkMode = request.egress.mode === 'proxy' ? request.networkName : request.egress.mode === 'runc-bridge' ? 'bridge' : 'none';
+  if (request.egress.mode === 'runc-bridge') request.logger?.warn({ image: request.image }, 'FALLBACK: dependency install runs on plain runc with full egress on the default bridge (no runsc-egress)');
+  let container: Docker.Container | undefined;
+  try {
+    container = await docker.createContainer({
+      name: `dockhand-build-${randomBytes(5).toString('hex')}`,
+      Image: request.baseImage,
+      Cmd: ['sleep', 'infinity'],
+      User: '1000:1000',
+      WorkingDir: WORKSPACE,
+      // The install's environment goes to its exec only: a container's Env would be committed into
+      // the image and reach every task sandbox (a dead proxy, the build's npm settings).
+      Env: [],
+      Labels: { [LABELS.sandbox]: '1', ...ownerLabels(request.ownerId), [LABELS.pool]: 'snapshot-build' },
+      HostConfig: {
+        Runtime: runtime,
+        NetworkMode: networkMode,
+        Init: true,
+        CapDrop: ['ALL'],
+        SecurityOpt: ['no-new-privileges'],
+        Binds: binds,
+        Memory: 4096 * 1024 * 1024,
+        MemorySwap: 4096 * 1024 * 1024,
+        PidsLimit: 8192,
+        Tmpfs: { '/tmp': 'rw,size=2g' },
+      },
+    });
+    await container.start();
+    // The workspace is in the container's own layer (no volume) so that `docker commit` keeps it.
+    const builder = new DockerSandbox(docker, container, container.id, request.baseImage, request.sha, {}, 4096 * 1024 * 1024, () => undefined);
+    const init = await builder.raw(['git', 'init', '-q', WORKSPACE]);
+    if (init.exitCode !== 0) throw new DockhandError('internal', `git init failed: ${init.stderr.toString('utf8')}`);
+    await checkoutFromBundle(builder, request.sha, await request.bundle());
+    if (identity.environment.skipScripts.length > 0) {
+      await builder.raw(['sh', '-c', `mkdir -p /tmp/dockhand && cat > ${SCRIPTED_PACKAGES_HELPER}`], { stdin: Buffer.from(SCRIPTED_PACKAGES_PROGRAM) });
+    }
+    progress(true);
+    let pending = '';
+    const install = await builder.raw(['bash', '-c', buildScript(identity)], {
+      timeoutMs: request.installTimeoutMs,
+      env,
+      onOutput: (chunk) => {
+        log.write(chunk);
+        pending += chunk.toString('utf8');
+        const lines = pending.split(/\r?\n|\r/);
+        pending = lines.pop() ?? '';
+        let changed = false;
+        for (const line of lines) {
+          const text = line.trim();
+          if (text.startsWith(STAGE_MARKER)) {
+            const next = text.slice(STAGE_MARKER.length);
+            if (next === 'install' || next === 'setup') {
+              changed = changed || next !== stage;
+              stage = next;
+            }
+          } else if (text !== '') lastLine = text;
+        }
+        progress(changed);
+      },
+    });
+    if (install.exitCode !== 0) {
+      const output = install.stdout.toString('utf8') + install.stderr.toString('utf8');
+      const tail = output
+        .split('\n')
+        .filter((line) => !line.startsWith(STAGE_MARKER))
+        .join('\n')
+        .slice(-3000);
+      const refused = request.egress.mode === 'proxy' ? request.egress.refused : [];
+      const diagnosis = diagnoseInstall(output, refused);
+      const { message, hint } = describeInstallFailure({ exitCode: install.exitCode, tail, diagnosis, logPath: request.logPath, setupFailed: stage === 'setup' });
+      throw new SnapshotBuildFailed('sandbox_unavailable', message, { hint });
+    }
+    const status = await builder.workspaceState();
+    if (!status.clean || status.head !== request.sha) {
+      throw new SnapshotBuildFailed('sandbox_unavailable', `snapshot workspace is not clean at ${request.sha} after the install:\n${status.status}`, {
+        hint: `add the files the install creates to .gitignore; full log: ${request.logPath}`,
+      });
+    }
+    stage = 'commit';
+    progress(true);
+    const [repository, tag] = request.image.split(':');
+    await container.commit({
+      repo: repository,
+      tag,
+      pause: true,
+      changes: ['CMD ["sleep", "infinity"]', 'USER 1000:1000', `WORKDIR ${WORKSPACE}`, labelInstruction(snapshotLabelValues({ key: request.key, sha: request.sha, identity }))].join('\n'),
+    });
+    log.write(`\n# built in ${Date.now() - started} ms\n`);
+  } catch (error) {
+    log.write(`\n# FAILED: ${error instanceof Error ? error.message : String(error)}\n`);
+    throw error;
+  } finally {
+    await new Promise<void>((resolve) => log.end(() => resolve()));
+    await container?.remove({ force: true, v: true }).catch(() => undefined);
+  }
+}
