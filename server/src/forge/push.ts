@@ -72,8 +72,12 @@ export interface PushChangeResult {
 
 const SHA = /^[0-9a-f]{40}$/;
 
-/** `dockhand/<ticket-id>-<slug>`: ASCII, lower case, safe for every forge. */
-export function branchName(ticketId: string, title: string): string {
+/**
+ * `dockhand/<ticket-id>-<slug>[-<task>]`: ASCII, lower case, safe for every forge. `taskId` makes
+ * the branch the task's own (its last 8 characters): a second task on the same issue gets its own
+ * branch and PR instead of finding the first one's and reporting it as its own.
+ */
+export function branchName(ticketId: string, title: string, taskId?: string): string {
   const clean = (text: string, max: number) =>
     text
       .toLowerCase()
@@ -85,7 +89,9 @@ export function branchName(ticketId: string, title: string): string {
       .replace(/-+$/g, '');
   const id = clean(ticketId, 40) || 'task';
   const slug = clean(title, 48);
-  return slug ? `dockhand/${id}-${slug}` : `dockhand/${id}`;
+  const own = taskId === undefined ? '' : clean(taskId.slice(-8), 8);
+  const suffix = own && own !== id ? `-${own}` : '';
+  return slug ? `dockhand/${id}-${slug}${suffix}` : `dockhand/${id}${suffix}`;
 }
 
 function withTrailer(message: string, requester: Person | undefined): string {

@@ -23,7 +23,7 @@ export type { SecretFinding } from './secrets';
 export { SECRET_RULES } from './secret-rules';
 export { pushApprovalStatus } from './approvals';
 export type { ApprovalStatus, PushDecision } from './approvals';
-export { KNOWN_SECRET_RULE, maskDeep, maskDiff, maskSecrets } from './mask';
+export { KNOWN_SECRET_RULE, maskDeep, maskDiff, maskEvent, maskSecrets } from './mask';
 export type { MaskOptions } from './mask';
 export { gateOutbound, OUTBOUND_FIELDS, textViolations } from './outbound';
 export type { OutboundInput, OutboundText } from './outbound';

@@ -1,3 +1,4 @@
+import { TaskEvent, type NewEvent } from '@dockhand/protocol';
 import type { AddedLine } from './diff';
 import { scanSecrets, scanText, secretMarker, type SecretFinding } from './secrets';
 
@@ -121,4 +122,16 @@ function maskPatch(patch: string, options: MaskOptions): string {
   const known = maskKnown(patch, options.known);
   const lines = known.split('\n').map((text, index) => ({ line: index + 1, text: /^[-+ ]/.test(text) && !/^(?:---|\+\+\+) /.test(text) ? text.slice(1) : text }));
   return applyFindings(known, scanSecrets(options.path ?? '', lines));
+}
+
+/**
+ * An event with every secret in its data masked, validated again against its schema (so the
+ * masked event is still exactly an event of its type). The one place events are masked is the
+ * event log's append (`store/hub.ts`), so no writer can miss it.
+ */
+export function maskEvent(event: NewEvent, known?: readonly (string | undefined)[]): NewEvent {
+  const data = maskDeep(event.data, known ? { known } : {});
+  const parsed = TaskEvent.parse({ taskId: '', seq: 1, ts: '', type: event.type, data });
+  const { taskId: _taskId, seq: _seq, ts: _ts, ...masked } = parsed;
+  return masked;
 }

@@ -49,7 +49,10 @@ export function textViolations(text: OutboundText): PolicyViolation[] {
   for (const [name, value] of Object.entries(text)) {
     if (!isField(name) || typeof value !== 'string' || value === '') continue;
     const where = OUTBOUND_FIELDS[name];
-    for (const finding of scanText(value)) {
+    // The PR body is built from stored (masked) events: its markers, in the test log say, are
+    // already harmless, and the summary's are reported under `task-summary` by the runner.
+    const findings = scanText(value).filter((finding) => name !== 'body' || !finding.secret.startsWith('[secret:'));
+    for (const finding of findings) {
       violations.push({
         rule: `secret:${finding.rule}`,
         path: where,

@@ -170,7 +170,7 @@ export function publisherPort(options: PublisherOptions): PublisherPort {
         cloneDir,
         baseSha: task.context.baseSha,
         diff,
-        branch: branchName(ticketId, task.ticket.title),
+        branch: branchName(ticketId, task.ticket.title, task.id),
         // The PR goes back into the branch the task started from (else the default branch).
         ...(task.context.branch ? { startBranch: task.context.branch } : {}),
         title: task.ticket.title,

@@ -1,5 +1,6 @@
 import type { NewEvent, TaskEvent } from '@dockhand/protocol';
 import type { EventSink } from '../agent/ports';
+import { maskDiff, maskEvent, maskSecrets } from '../policy/mask';
 import type { Store } from './types';
 
 export type EventListener = (event: TaskEvent) => void;
@@ -47,14 +48,26 @@ export class EventHub {
 /**
  * The one way events are written: durable in the store first, then published live. Everything
  * that appends (runner, approver, API) goes through here so subscribers never miss an event.
+ * Secrets are masked here, before the store sees the event (`maskEvent`: detected secrets and the
+ * `knownSecrets` the server holds, such as the push token), so no event path can store one.
  */
 export class EventLog {
-  constructor(readonly store: Store, readonly hub: EventHub) {}
+  constructor(readonly store: Store, readonly hub: EventHub, readonly knownSecrets: readonly string[] = []) {}
 
   async append(taskId: string, event: NewEvent): Promise<TaskEvent> {
-    const stored = await this.store.appendEvent(taskId, event);
+    const stored = await this.store.appendEvent(taskId, maskEvent(event, this.knownSecrets));
     this.hub.publish(stored);
     return stored;
+  }
+
+  /** A task's final diff and summary as they may be stored: every secret masked (see `append`). */
+  maskResult(result: { diff: string; summary: string }): { diff: string; summary: string } {
+    return { diff: maskDiff(result.diff, { known: this.knownSecrets }), summary: maskSecrets(result.summary, { known: this.knownSecrets }) };
+  }
+
+  /** Stores a task's final diff and summary, masked (`maskResult`). */
+  async setResult(taskId: string, result: { diff: string; summary: string }): Promise<void> {
+    await this.store.setResult(taskId, this.maskResult(result));
   }
 
   /** Publishes events the store appended itself inside a larger transaction. */
