@@ -51,6 +51,8 @@ export interface FleetParts {
   store?: SqliteStore;
   /** The mirror of registered repositories, shared with the sandbox service. */
   mirror?: RepoMirror;
+  /** Timeout of each git call to a repository's source at registration and submission (default 60 s). */
+  repoTimeoutMs?: number;
   /** Extra clean-up on close (e.g. draining a warm pool). */
   onClose?: () => Promise<void>;
 }
@@ -88,7 +90,7 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
   const forge: Forge = parts.forge ?? localForge ?? new LocalForge({ dataDir: forgeDir, store: store.pullRequests });
   // A task names a registered repository: the local forge's repository of that name, or its mirror.
   const repoPath = (repo: string) => (repo.startsWith('/') ? repo : localForge ? localForge.repositoryPath(repo) : mirror.pathFor(repo));
-  const registry = new RepoRegistry({ store, mirror, ...(localForge ? { localForge } : {}) });
+  const registry = new RepoRegistry({ store, mirror, ...(localForge ? { localForge } : {}), ...(parts.repoTimeoutMs ? { timeoutMs: parts.repoTimeoutMs } : {}) });
   const readiness = new ReadinessChecks({
     registry,
     mirror,

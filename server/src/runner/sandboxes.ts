@@ -44,20 +44,33 @@ export async function createSandboxProvider(config: Config, logger: Logger, opti
       await new Promise((resolve) => setTimeout(resolve, 500 * attempt));
     }
   }
-  return {
-    provider: {
-      acquire: async ({ signal, ...request }) => {
-        // The mirror first, with the task's signal: a fetch from a source that hangs dies when the
-        // task is cancelled (the service's own `ensure` then finds the commit without git work).
-        if (options.mirror) await options.mirror.ensure(request.repo, request.baseSha, signal ? { signal } : {});
-        const acquired = await service.acquire(request);
-        return { sandbox: acquired.sandbox, source: acquired.source, startMs: acquired.startMs, snapshotImage: acquired.snapshotImage };
-      },
-      release: (sandbox) => service.release(sandbox),
+  const provider: SandboxProvider = {
+    acquire: async ({ signal: _signal, ...request }) => {
+      const acquired = await service.acquire(request);
+      return { sandbox: acquired.sandbox, source: acquired.source, startMs: acquired.startMs, snapshotImage: acquired.snapshotImage };
     },
+    release: (sandbox) => service.release(sandbox),
+  };
+  return {
+    provider: options.mirror ? mirrorFirst(provider, options.mirror) : provider,
     check: async () => {
       await checkSandboxHost(docker, { unsafeRunc: config.sandbox.unsafeRunc });
     },
     close: () => service.shutdown(),
+  };
+}
+
+/**
+ * The mirror first, with the task's signal: a fetch from a source that hangs dies when the task is
+ * cancelled (and with the mirror on shutdown), so it never holds a scheduler slot; the sandbox
+ * service's own `ensure` then finds the commit without git work.
+ */
+export function mirrorFirst(provider: SandboxProvider, mirror: RepoMirror): SandboxProvider {
+  return {
+    ...provider,
+    acquire: async (request) => {
+      await mirror.ensure(request.repo, request.baseSha, request.signal ? { signal: request.signal } : {});
+      return provider.acquire(request);
+    },
   };
 }
