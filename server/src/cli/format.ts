@@ -11,6 +11,8 @@ export function describeEvent(event: TaskEvent): string | undefined {
   switch (event.type) {
     case 'task.state':
       return event.data.state + (event.data.reason ? ` (${event.data.reason})` : '');
+    case 'snapshot.progress':
+      return `snapshot ${event.data.stage} (${(event.data.elapsedMs / 1000).toFixed(0)} s)${event.data.line ? `: ${oneLine(event.data.line, 80)}` : ''}`;
     case 'sandbox.ready':
       return `sandbox ready (${event.data.source}, ${event.data.startMs} ms)`;
     case 'model.turn':

@@ -1,4 +1,7 @@
 import type { EventPayload, Task, TaskEvent } from '@dockhand/protocol';
+
+/** A snapshot build's progress while a task waits for its sandbox (`snapshot.progress`). */
+export type SnapshotProgress = EventPayload<'snapshot.progress'>;
 import type { SteeringSource } from '../agent';
 import type { Approver, EventSink } from '../agent/ports';
 import type { Sandbox } from '../sandbox/types';
@@ -21,7 +24,7 @@ export interface SandboxProvider {
    * `repo` is the registered repository's name (its snapshot's identity; the mirror comes from the
    * registration). `signal`: the task was cancelled; git and Docker work for it stops.
    */
-  acquire(input: { repo: string; baseSha: string; taskId: string; signal?: AbortSignal }): Promise<AcquiredSandbox>;
+  acquire(input: { repo: string; baseSha: string; taskId: string; signal?: AbortSignal; onProgress?: (progress: SnapshotProgress) => void }): Promise<AcquiredSandbox>;
   /** The sandbox named in an earlier `sandbox.ready`, when it is still alive (after a restart). */
   reattach?(input: { sandboxId: string; baseSha: string; taskId: string }): Promise<Sandbox | undefined>;
   release(sandbox: Sandbox): Promise<void>;

@@ -9,7 +9,7 @@ import type { ApprovalKind } from '../store/types';
 import { StoreApprover } from './approver';
 import { raisePolicyOverride } from './policy-override';
 import { hubSteering } from './steering';
-import type { AgentPort, PolicyPort, PublisherPort, SandboxProvider } from './ports';
+import type { AgentPort, PolicyPort, PublisherPort, SandboxProvider, SnapshotProgress } from './ports';
 
 /*
  * One task's life cycle, driven from its event log so that the same code starts a task and
@@ -251,7 +251,10 @@ export class TaskRunner {
         return alive;
       }
     }
-    const acquired = await this.deps.sandboxes.acquire({ repo: task.context.repo, baseSha: task.context.baseSha, taskId: task.id, ...(signal ? { signal } : {}) });
+    const progress = this.progressEvents(task.id);
+    const acquired = await this.deps.sandboxes
+      .acquire({ repo: task.context.repo, baseSha: task.context.baseSha, taskId: task.id, onProgress: progress.onProgress, ...(signal ? { signal } : {}) })
+      .finally(() => progress.flushed());
     this.sandboxes.set(task.id, acquired.sandbox);
     await replayFileChanges(acquired.sandbox, events);
     await this.emit(task.id, {
@@ -265,6 +268,28 @@ export class TaskRunner {
       },
     });
     return acquired.sandbox;
+  }
+
+  /**
+   * `snapshot.progress` events while a task waits for its snapshot to build: every stage change,
+   * else at most one every 2 s (the build reports far more often). Appended in order.
+   */
+  private progressEvents(taskId: string): { onProgress: (progress: SnapshotProgress) => void; flushed: () => Promise<void> } {
+    let chain: Promise<unknown> = Promise.resolve();
+    let lastStage = '';
+    let lastAt = 0;
+    return {
+      onProgress: (progress) => {
+        const now = Date.now();
+        if (progress.stage === lastStage && now - lastAt < 2000) return;
+        lastStage = progress.stage;
+        lastAt = now;
+        chain = chain.then(() => this.emit(taskId, { type: 'snapshot.progress', data: progress })).catch((error: unknown) => this.deps.logger?.warn({ err: error, taskId }, 'snapshot progress event not written'));
+      },
+      flushed: async () => {
+        await chain;
+      },
+    };
   }
 
   async releaseSandbox(taskId: string): Promise<void> {
