@@ -1,5 +1,5 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { chromium, type Browser, type FrameLocator, type Page } from 'playwright-core';
@@ -33,6 +33,16 @@ export interface CodeServer {
   port: number;
   stop(): Promise<void>;
   log(): string;
+  /** What the extension wrote to its output channel ("Dockhand"), for a failing test's message. */
+  extensionLog(): string;
+}
+
+function findFiles(dir: string, name: RegExp): string[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    return entry.isDirectory() ? findFiles(path, name) : name.test(entry.name) ? [path] : [];
+  });
 }
 
 export async function startCodeServer(options: { vsix: string; settings: Record<string, unknown> }): Promise<CodeServer> {
@@ -83,6 +93,7 @@ export async function startCodeServer(options: { vsix: string; settings: Record<
     url,
     port,
     log: () => output,
+    extensionLog: () => findFiles(join(dirs.data, 'logs'), /Dockhand\.log$/).map((file) => readFileSync(file, 'utf8')).join('\n'),
     stop: async () => {
       if (child.exitCode === null && child.pid) {
         process.kill(-child.pid, 'SIGTERM');

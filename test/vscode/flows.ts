@@ -73,7 +73,7 @@ export function describeVsCodeFlows(name: string, options: FlowOptions): void {
   });
 
   const failure = (error: unknown) =>
-    new Error(`${error instanceof Error ? error.message : String(error)}\n--- code-server log ---\n${codeServer.log().slice(-2000)}\n--- server log ---\n${server.log().slice(-4000)}`);
+    new Error(`${error instanceof Error ? error.message : String(error)}\n--- Dockhand output channel ---\n${codeServer.extensionLog().slice(-3000)}\n--- code-server log ---\n${codeServer.log().slice(-2000)}\n--- server log ---\n${server.log().slice(-4000)}`);
 
   describe(name, () => {
     it('sends a ticket, shows the trajectory and the diff, approves and shows the PR link', async () => {
@@ -87,7 +87,7 @@ export function describeVsCodeFlows(name: string, options: FlowOptions): void {
 
         await workbench.runCommand('Dockhand: Sign in');
         await workbench.answer(server.token);
-        await workbench.notification('signed in');
+        await workbench.notification('signed in to');
 
         await workbench.runCommand('Dockhand: Send ticket to agent');
         // The open issue comes from the server's forge.
@@ -185,6 +185,8 @@ export function describeVsCodeFlows(name: string, options: FlowOptions): void {
         await shot(workbench, '07-review-comment');
 
         await workbench.runCommand('Dockhand: Request changes');
+        // The pending comment goes with it; the box may stay empty.
+        await workbench.answer('', 'Dockhand: Request changes');
         await workbench.notification('Sent 1 review comment', 30_000);
         const events = await server.events(task.id);
         const requested = events.find((event) => event.type === 'review.requested_changes');

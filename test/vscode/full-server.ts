@@ -59,6 +59,8 @@ export async function startFullServer(fixture: FixtureRepo): Promise<ServerUnder
   const store = new SqliteStore(join(dataDir, 'dockhand.db'));
   await store.createUser('dev', 'user');
   const token = (await store.createToken('dev')).token;
+  await store.createUser('admin', 'admin');
+  const adminToken = (await store.createToken('admin')).token;
   await store.close();
 
   const { child, url, output } = await startDockhandServe(await freePort(), {
@@ -68,6 +70,13 @@ export async function startFullServer(fixture: FixtureRepo): Promise<ServerUnder
     DOCKHAND_POLL_MS: '200',
     DOCKHAND_LOG_LEVEL: 'warn',
   });
+  // Registered as an admin does (dockhand repo add buggy-calc --from <forge repo>): tasks name it.
+  const registered = await fetch(`${url}/v1/repos`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'buggy-calc', source: forgeRepo }),
+  });
+  if (!registered.ok && registered.status !== 404) throw new Error(`registering buggy-calc: ${registered.status} ${await registered.text()}`);
   const get = async <T>(path: string, schema: z.ZodType<T>): Promise<T> => {
     const response = await fetch(`${url}${path}`, { headers: { authorization: `Bearer ${token}` } });
     const text = await response.text();

@@ -86,6 +86,8 @@ export async function startRealServer(repo: FixtureRepo, options: { stepDelayMs?
   // As a developer would have it: the workspace is a clone of a forge repository with open issues.
   if (!(fleet.forge instanceof LocalForge)) throw new Error('expected the local forge');
   const forgeRepo = await fleet.forge.createRepository('buggy-calc', repo.path);
+  // Registered as an admin would (dockhand repo add buggy-calc --from <forge repo>): tasks name it.
+  if (fleet.repos) await fleet.repos.register({ name: 'buggy-calc', source: forgeRepo }, { name: 'admin', role: 'admin', createdAt: new Date().toISOString() });
   await fleet.forge.createIssue('buggy-calc', { title: 'average() ignores the first value', body: 'average([2, 4]) returns 2 instead of 3.' });
   execFileSync('git', ['remote', 'add', 'origin', forgeRepo], { cwd: repo.path });
   execFileSync('git', ['fetch', '-q', 'origin'], { cwd: repo.path });
