@@ -92,7 +92,10 @@ export async function runSuite(sandbox: Sandbox, plan: SuitePlan, context: Suite
     run.failures = [];
     return run;
   }
-  if (result.exitCode !== 0 && !parsed.cases.some((testCase) => testCase.outcome === 'failed')) addExitFailure(run, plan.command, result);
+  // A report with no tests in it (jest's "No tests found", pytest's exit 5) is no failure: the
+  // engine runs the whole command instead of a selection the runner's configuration excludes.
+  const empty = parsed.reported === true && parsed.cases.length === 0;
+  if (result.exitCode !== 0 && !empty && !parsed.cases.some((testCase) => testCase.outcome === 'failed')) addExitFailure(run, plan.command, result);
   for (const step of plan.after) {
     const failed = await runStep(sandbox, plan, step, context);
     if (failed?.infrastructure) return { ...run, infrastructure: failed.infrastructure, cases: [], failures: [] };
