@@ -5,3 +5,4 @@ export * from './errors';
 export * from './ws';
 export * from './api';
 export * from './repos';
+export * from './ticket-text';
