@@ -164,6 +164,8 @@ export class PostgresEventHub extends EventHub {
       connectionString: this.store.options.url,
       options: `-c search_path=${this.store.options.schema}`,
       keepAlive: true,
+      // Names the connection in pg_stat_activity (operators, and the test that cuts it).
+      application_name: `dockhand-listen:${this.store.channel}`.slice(0, 63),
       connectionTimeoutMillis: 10_000,
     });
     const lost = (error?: Error) => {

@@ -2,9 +2,9 @@ import type { PoolClient } from 'pg';
 
 /**
  * The Postgres schema, as its own ordered list (numbered apart from SQLite's `migrations.ts`: the
- * two stores evolve together but their SQL differs). Never edit a shipped entry: append one. Each
- * runs in one transaction with its row in `migrations`, under an advisory lock, so replicas and
- * workers that start at the same moment migrate once.
+ * two stores evolve together but their SQL differs). Never edit a shipped entry: append one. The
+ * pending ones run in one transaction with their rows in `migrations`, under an advisory lock, so
+ * replicas and workers that start at the same moment migrate once.
  *
  * Columns mirror the SQLite schema so that `rows.ts` parses rows of either store: times are ISO
  * text, JSON documents are text. Lease times are milliseconds since the epoch (bigint) from the
@@ -101,13 +101,18 @@ export const POSTGRES_MIGRATIONS: ReadonlyArray<{ id: number; name: string; sql:
   },
 ];
 
-/** Applies what is missing; returns the ids applied now. */
-export async function migratePostgres(client: PoolClient, lockKey: string): Promise<number[]> {
+/**
+ * Creates the schema when missing and applies what is missing, all in one transaction; returns
+ * the ids applied now. `schema` must already be a checked identifier.
+ */
+export async function migratePostgres(client: PoolClient, schema: string): Promise<number[]> {
   const applied: number[] = [];
   await client.query('BEGIN');
   try {
-    // One migrator at a time per schema; the others wait here and then find nothing to do.
-    await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [lockKey]);
+    // One migrator at a time per schema; the others wait here and then find nothing to do
+    // (CREATE … IF NOT EXISTS alone is not safe against a concurrent creator).
+    await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`dockhand-migrate:${schema}`]);
+    await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
     await client.query('CREATE TABLE IF NOT EXISTS migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)');
     const done = new Set((await client.query<{ id: number }>('SELECT id FROM migrations')).rows.map((row) => row.id));
     for (const migration of POSTGRES_MIGRATIONS) {

@@ -58,7 +58,7 @@ describe('Postgres store shared by several processes', () => {
   });
 
   it('migrates once when several processes start at the same moment', async () => {
-    const [first] = await Promise.all([open(), open(), open()]);
+    const [first] = await Promise.all([open(), open(), open(), open(), open()]);
     const { rows } = await first!.pool.query('SELECT id FROM migrations ORDER BY id');
     expect(rows.map((row: { id: number }) => row.id)).toEqual([1]);
   });
@@ -201,7 +201,7 @@ describe('Postgres store shared by several processes', () => {
     const admin = new pg.Client({ connectionString: url });
     await admin.connect();
     try {
-      const killed = await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = $1`, [`LISTEN ${replica.channel}`]);
+      const killed = await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1`, [`dockhand-listen:${replica.channel}`]);
       expect(killed.rowCount).toBeGreaterThan(0);
     } finally {
       await admin.end();

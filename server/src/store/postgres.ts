@@ -4,7 +4,6 @@ import { z } from 'zod';
 import {
   TaskEvent,
   type CreateTaskRequest,
-  type EventPayload,
   type EventType,
   type NewEvent,
   type Task,
@@ -13,12 +12,13 @@ import { DockhandError, fromZodError } from '../errors';
 import type { Logger } from '../log';
 import { currentFence } from './lease-fence';
 import { migratePostgres } from './postgres-migrations';
+import { PostgresApprovals } from './postgres-approvals';
 import { PostgresEventHub } from './postgres-hub';
 import { PostgresQueue } from './postgres-queue';
 import { PostgresFlakyStore, PostgresPullRequestStore } from './postgres-records';
 import { project } from './projection';
 import type { Claim, ClaimingStore, FencedLease } from './queue';
-import { EventRow, ProjectionRow, toApproval, toTask, toTokenInfo, toUser } from './rows';
+import { EventRow, ProjectionRow, toTask, toTokenInfo, toUser } from './rows';
 import { hashToken } from './sqlite';
 import type {
   Approval,
@@ -45,7 +45,6 @@ export interface PostgresStoreOptions {
 }
 
 const EMPTY_USAGE = { turns: 0, inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
-const APPROVAL_COLUMNS = ['id', 'task_id', 'kind', 'state', 'reason', 'command', 'tool_use_id', 'decided_by', 'comment', 'created_at', 'resolved_at'];
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
 function now(): string {
@@ -76,6 +75,7 @@ export class PostgresStore implements Store, ClaimingStore {
   readonly flaky: PostgresFlakyStore;
   readonly pullRequests: PostgresPullRequestStore;
   readonly queue: PostgresQueue;
+  private readonly approvals: PostgresApprovals;
   readonly channel: string;
   private hub: PostgresEventHub | undefined;
 
@@ -84,6 +84,7 @@ export class PostgresStore implements Store, ClaimingStore {
     this.flaky = new PostgresFlakyStore(pool, (work) => this.transaction(work));
     this.pullRequests = new PostgresPullRequestStore(pool, (work) => this.transaction(work));
     this.queue = new PostgresQueue(pool);
+    this.approvals = new PostgresApprovals(pool, (work) => this.transaction(work), (client, taskId, event) => this.appendIn(client, taskId, event));
   }
 
   /** Connects, creates the schema when missing and applies pending migrations. */
@@ -104,8 +105,7 @@ export class PostgresStore implements Store, ClaimingStore {
     try {
       const client = await pool.connect();
       try {
-        if (schema !== 'public') await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
-        await migratePostgres(client, `dockhand-migrate:${schema}`);
+        await migratePostgres(client, schema);
       } finally {
         client.release();
       }
@@ -324,86 +324,30 @@ export class PostgresStore implements Store, ClaimingStore {
     return { diff: parsed.diff, summary: parsed.summary ?? '' };
   }
 
-  // ---- approvals ----
+  // ---- approvals (postgres-approvals.ts) ----
 
-  async requestApproval(taskId: string, req: ApprovalRequestInput): Promise<{ approval: Approval; event: TaskEvent }> {
-    const id = `apr_${randomBytes(8).toString('hex')}`;
-    const event = await this.transaction(async (client) => {
-      await client.query(
-        `INSERT INTO approvals (id, task_id, kind, state, reason, command, tool_use_id, created_at)
-         VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7)`,
-        [id, taskId, req.kind, req.reason, req.command ?? null, req.toolUseId ?? null, now()],
-      );
-      const data: EventPayload<'approval.requested'> = { approvalId: id, kind: req.kind, reason: req.reason };
-      if (req.command !== undefined) data.command = req.command;
-      if (req.toolUseId !== undefined) data.toolUseId = req.toolUseId;
-      if (req.diffDigest !== undefined) data.diffDigest = req.diffDigest;
-      return this.appendIn(client, taskId, { type: 'approval.requested', data });
-    });
-    const approval = await this.getApproval(id);
-    if (!approval) throw new DockhandError('internal', `approval ${id} vanished`);
-    return { approval, event };
+  requestApproval(taskId: string, req: ApprovalRequestInput): Promise<{ approval: Approval; event: TaskEvent }> {
+    return this.approvals.request(taskId, req);
   }
 
-  async resolveApproval(
+  resolveApproval(
     taskId: string,
     id: string,
     decision: { decision: 'approved' | 'denied'; by: string; comment?: string },
   ): Promise<{ approval: Approval; event: TaskEvent } | undefined> {
-    const event = await this.transaction(async (client) => {
-      const result = await client.query(
-        `UPDATE approvals SET state = $1, decided_by = $2, comment = $3, resolved_at = $4
-         WHERE id = $5 AND task_id = $6 AND state = 'pending'`,
-        [decision.decision, decision.by, decision.comment ?? null, now(), id, taskId],
-      );
-      if (result.rowCount !== 1) return undefined;
-      const data: EventPayload<'approval.resolved'> = { approvalId: id, decision: decision.decision, by: decision.by };
-      if (decision.comment !== undefined) data.comment = decision.comment;
-      return this.appendIn(client, taskId, { type: 'approval.resolved', data });
-    });
-    if (!event) return undefined;
-    const approval = await this.getApproval(id);
-    if (!approval) throw new DockhandError('internal', `approval ${id} vanished`);
-    return { approval, event };
+    return this.approvals.resolve(taskId, id, decision);
   }
 
-  async getApproval(id: string): Promise<Approval | undefined> {
-    const { rows } = await this.pool.query('SELECT * FROM approvals WHERE id = $1', [id]);
-    return rows[0] === undefined ? undefined : toApproval(rows[0]);
+  getApproval(id: string): Promise<Approval | undefined> {
+    return this.approvals.get(id);
   }
 
-  async listApprovals(taskId: string, state?: ApprovalState): Promise<Approval[]> {
-    const { rows } = state === undefined
-      ? await this.pool.query('SELECT * FROM approvals WHERE task_id = $1 ORDER BY created_at COLLATE "C", position', [taskId])
-      : await this.pool.query('SELECT * FROM approvals WHERE task_id = $1 AND state = $2 ORDER BY created_at COLLATE "C", position', [taskId, state]);
-    return rows.map(toApproval);
+  listApprovals(taskId: string, state?: ApprovalState): Promise<Approval[]> {
+    return this.approvals.list(taskId, state);
   }
 
-  async listPendingApprovals(query: PendingApprovalQuery): Promise<PendingApproval[]> {
-    const kinds = query.overrides
-      ? `((tasks.owner = $1 AND approvals.kind != 'policy_override') OR approvals.kind = 'policy_override')`
-      : `(tasks.owner = $1 AND approvals.kind != 'policy_override')`;
-    const params: Array<string | number> = [query.owner];
-    let before = '';
-    if (query.before !== undefined) {
-      params.push(query.before);
-      before = `AND approvals.position < $${params.length}`;
-    }
-    params.push(Math.max(1, query.limit));
-    const approvalColumns = APPROVAL_COLUMNS.map((column) => `approvals.${column} AS a_${column}`).join(', ');
-    const { rows } = await this.pool.query(
-      `SELECT approvals.position AS a_position, ${approvalColumns}, tasks.*
-       FROM approvals JOIN tasks ON tasks.id = approvals.task_id
-       WHERE approvals.state = 'pending' AND tasks.state IN ('awaiting_approval', 'awaiting_review') AND ${kinds} ${before}
-       ORDER BY approvals.position DESC LIMIT $${params.length}`,
-      params,
-    );
-    return rows.map((row: unknown) => {
-      // Both tables have id, state and created_at: the approval's columns come prefixed.
-      const fields = Object.entries(z.record(z.string(), z.unknown()).parse(row));
-      const approvalRow = Object.fromEntries(fields.filter(([key]) => key.startsWith('a_')).map(([key, value]) => [key.slice(2), value]));
-      return { approval: toApproval(approvalRow), task: toTask(row), position: z.number().int().parse(approvalRow.position) };
-    });
+  listPendingApprovals(query: PendingApprovalQuery): Promise<PendingApproval[]> {
+    return this.approvals.pending(query);
   }
 
   // ---- leases and the queue (postgres-queue.ts) ----
