@@ -11,6 +11,7 @@ import { startReplayServer, type ReplayServer } from '../../server/src/model/rep
 import { SqliteStore } from '../../server/src/store/sqlite';
 import { freePort, startDockhandServe } from '../support/local-server';
 import { createFixtureRepo, type FixtureRepo } from '../support/fixture-repo';
+import { createAdminToken, registerRepo } from '../support/register-repo';
 
 /*
  * Crash safety of the real server process: SIGKILL it while the agent is in the middle of a tool
@@ -31,6 +32,7 @@ let dataDir: string;
 let fixture: FixtureRepo;
 let bare: string;
 let token: string;
+let adminToken: string;
 let port: number;
 let server: ChildProcess | undefined;
 /** What the server started last has written, for failure messages. */
@@ -125,6 +127,7 @@ beforeAll(async () => {
   await store.createUser('alice', 'user');
   token = (await store.createToken('alice')).token;
   await store.close();
+  adminToken = await createAdminToken(dataDir);
   port = await freePort();
 });
 
@@ -140,6 +143,7 @@ afterAll(async () => {
 describe('fleet server crash safety', () => {
   it('resumes a task after SIGKILL from its event log and pushes exactly once', async () => {
     server = await startServer();
+    await registerRepo(`http://127.0.0.1:${port}`, adminToken, 'calc', fixture.path);
     const { id } = await api('POST', '/v1/tasks', z.object({ id: z.string() }), {
       ticket: { kind: 'text', title: 'average() returns the wrong value', body: 'average([1, 2, 3]) should be 2.' },
       context: { repo: bare, baseSha: fixture.sha },
@@ -206,6 +210,7 @@ describe('fleet server crash safety', () => {
 
   it('a command approval pending at the crash is closed on resume, and the loop goes on without running it', async () => {
     server = await startServer(`${SESSION}-approval`);
+    await registerRepo(`http://127.0.0.1:${port}`, adminToken, 'calc', fixture.path);
     const { id } = await api('POST', '/v1/tasks', z.object({ id: z.string() }), {
       ticket: { kind: 'text', title: 'average() returns the wrong value', body: 'average([1, 2, 3]) should be 2.' },
       context: { repo: bare, baseSha: fixture.sha },
