@@ -35,6 +35,11 @@ export class EventHub {
     return () => this.anyListeners.delete(listener);
   }
 
+  /** Tasks that have at least one subscriber. */
+  subscribedTaskIds(): string[] {
+    return [...this.listeners.keys()];
+  }
+
   subscriberCount(taskId: string): number {
     return this.listeners.get(taskId)?.size ?? 0;
   }
