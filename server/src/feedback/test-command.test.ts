@@ -33,6 +33,9 @@ describe('the repository test command: which runner its script uses', () => {
     expect(runner('./scripts/test.sh')).toBe('unknown');
     expect(runner('jest || true')).toBe('unknown');
     expect(runner('', 'npm run nope')).toBe('unknown');
+    // A workspace run executes each package's own script, not the root one.
+    expect(runner('jest', 'npm test --workspaces')).toBe('unknown');
+    expect(runner('npm test --workspaces')).toBe('unknown');
   });
 
   it('keeps steps around the runner step, and npm pre-scripts', () => {

@@ -128,6 +128,8 @@ export function packageScripts(packageJson: string | undefined): Record<string, 
 function scriptCall(words: ShellWord[], scripts: Record<string, string>): { name: string; extra: ShellWord[]; manager: string } | undefined {
   const [manager, first, second, ...rest] = words.map((word) => word.value);
   if (manager !== 'npm' && manager !== 'pnpm' && manager !== 'yarn') return undefined;
+  // Workspace runs (`npm test --workspaces`, `pnpm -r test`) run other packages' scripts: not followed.
+  if (words.some((word) => /^(--workspaces?|-ws|-w|--filter|-F|-r|--recursive|--include-workspace-root)(=.*)?$/.test(word.value))) return undefined;
   const flags = (from: number) => words.slice(from).filter((word) => !['--silent', '-s', '--if-present'].includes(word.value));
   let name: string | undefined;
   let from = 2;
