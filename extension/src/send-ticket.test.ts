@@ -47,6 +47,17 @@ beforeEach(() => {
 });
 
 describe('Send ticket to agent', () => {
+  it('marks an issue that already has an open task and offers to open it instead of a second one', async () => {
+    const h = harness();
+    const existing = sampleTask({ id: 'task-3', state: 'running', ticket: { kind: 'issue', id: '42', title: 'paginate() skips the first item', body: '' }, context: { repo: 'acme/app', baseSha: sha, contextFiles: [], dirty: false } });
+    Object.assign(h.deps.state, { tasks: [existing] });
+    ui.answers.push('#42', 'Open the task');
+    expect(await sendTicket(h.deps)).toBeUndefined();
+    expect(h.created).toEqual([]);
+    expect(h.selected).toEqual(['task-3']);
+    expect(ui.shown.find((s) => s.kind === 'warning')?.message).toBe('Dockhand already has a task (running) for #42.');
+  });
+
   it('sends an open issue with the workspace context and opens the panel', async () => {
     const h = harness();
     ui.answers.push('paginate()', 'Send with budgets');

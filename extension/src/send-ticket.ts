@@ -1,4 +1,4 @@
-import type { Budgets, CreateTaskRequest, Selection, Ticket, TicketSummary } from '@dockhand/protocol';
+import { isFinalState, type Budgets, type CreateTaskRequest, type Selection, type Task, type Ticket, type TicketSummary } from '@dockhand/protocol';
 import { relative, isAbsolute } from 'node:path';
 import * as vscode from 'vscode';
 import type { ApiClient } from './api-client';
@@ -164,7 +164,11 @@ async function chooseTicket(deps: SendTicketDeps, repo: string): Promise<Ticket 
       picker.items = [
         ...fixed,
         { label: 'Open issues', kind: vscode.QuickPickItemKind.Separator },
-        ...found.map((ticket) => ({ label: `#${ticket.id} ${ticket.title}`, detail: ticket.body.slice(0, 200), ticket })),
+        ...found.map((ticket) => {
+          const open = openTaskFor(deps, repo, ticket.id);
+          const marker = open ? (open.prUrl ? '$(git-pull-request) has an open Dockhand PR' : `$(sync) Dockhand task: ${open.state.replace(/_/g, ' ')}`) : undefined;
+          return { label: `#${ticket.id} ${ticket.title}`, description: marker, detail: ticket.body.slice(0, 200), ticket };
+        }),
       ];
     })
     .catch((error: unknown) => {
@@ -182,10 +186,35 @@ async function chooseTicket(deps: SendTicketDeps, repo: string): Promise<Ticket 
   picker.dispose();
   void loading;
   if (!chosen) return undefined;
-  if (chosen.ticket) return issueTicket(chosen.ticket);
+  if (chosen.ticket) {
+    // Offer the task (or PR) that already works on this issue rather than a second one.
+    const open = openTaskFor(deps, repo, chosen.ticket.id);
+    if (open) {
+      const choice = await vscode.window.showWarningMessage(
+        `Dockhand already ${open.prUrl ? 'opened a pull request' : `has a task (${open.state.replace(/_/g, ' ')})`} for #${chosen.ticket.id}.`,
+        { modal: true },
+        open.prUrl ? 'Open pull request' : 'Open the task',
+        'Send another task',
+      );
+      if (choice === 'Send another task') return issueTicket(chosen.ticket);
+      if (choice === 'Open pull request' && open.prUrl) void vscode.env.openExternal(vscode.Uri.parse(open.prUrl));
+      if (choice === 'Open the task') {
+        deps.state.select(open.id);
+        deps.revealPanel();
+      }
+      return undefined;
+    }
+    return issueTicket(chosen.ticket);
+  }
   if (chosen.action === 'url') return ticketFromUrl(tickets);
   if (chosen.action === 'text') return describedTicket();
   return undefined;
+}
+
+/** A task of this window's list on the same issue that is still going or has its PR open. */
+function openTaskFor(deps: SendTicketDeps, repo: string, issueId: string): Task | undefined {
+  const tasks: readonly Task[] = deps.state.tasks ?? [];
+  return tasks.find((task) => task.ticket.kind === 'issue' && task.ticket.id === issueId && task.context.repo === repo && (!isFinalState(task.state) || task.state === 'pr_open'));
 }
 
 function issueTicket(ticket: TicketSummary): Ticket {
