@@ -48,6 +48,10 @@ export const Config = z.object({
       warmPoolSize: intFromString.min(0).max(64).default(0),
       /** Development only: run sandboxes on plain runc. Loudly logged. */
       unsafeRunc: z.coerce.boolean().default(false),
+      /** npm registry for dependency installs and toolchains (Node, npm, pnpm, yarn); its host is allowed. */
+      registry: z.string().url().optional(),
+      /** Extra CA bundle for installs and toolchain downloads (a TLS-intercepting proxy); default the host's. */
+      extraCaBundle: z.string().min(1).optional(),
     })
     .default({ image: 'dockhand/base:latest', warmPoolSize: 0, unsafeRunc: false }),
   scheduler: z
@@ -93,6 +97,8 @@ export const ENV_KEYS: Record<string, string> = {
   DOCKHAND_SANDBOX_IMAGE: 'sandbox.image',
   DOCKHAND_WARM_POOL_SIZE: 'sandbox.warmPoolSize',
   DOCKHAND_UNSAFE_RUNC: 'sandbox.unsafeRunc',
+  DOCKHAND_NPM_REGISTRY: 'sandbox.registry',
+  DOCKHAND_EXTRA_CA_BUNDLE: 'sandbox.extraCaBundle',
   DOCKHAND_CONCURRENCY: 'scheduler.concurrency',
   DOCKHAND_LEASE_SECONDS: 'scheduler.leaseSeconds',
   DOCKHAND_POLL_MS: 'scheduler.pollMs',

@@ -28,6 +28,8 @@ export async function createSandboxProvider(config: Config, logger: Logger, opti
     baseImage: config.sandbox.image,
     warmPoolSize: config.sandbox.warmPoolSize,
     unsafeRunc: config.sandbox.unsafeRunc,
+    ...(config.sandbox.registry ? { registry: config.sandbox.registry } : {}),
+    ...(config.sandbox.extraCaBundle ? { extraCaBundle: config.sandbox.extraCaBundle } : {}),
     docker,
     logger,
     ...(options.mirror ? { mirror: options.mirror } : {}),

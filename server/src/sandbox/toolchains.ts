@@ -100,7 +100,7 @@ export class ToolchainStore {
         return cached.versions;
       }
       throw new DockhandError('sandbox_unavailable', `could not list the versions of ${packageName} on the npm registry: ${firstLine(error)}`, {
-        hint: 'check the registry (DOCKHAND_TOOLCHAIN_REGISTRY) and the CA bundle the host npm uses',
+        hint: 'check the registry (DOCKHAND_NPM_REGISTRY) and the CA bundle (DOCKHAND_EXTRA_CA_BUNDLE)',
         cause: error,
       });
     }
