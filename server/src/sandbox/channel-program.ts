@@ -185,8 +185,10 @@ function sweep(session) {
 // command whose processes hold the most resident memory: that command fails (exit 137, a note
 // on stderr) and the sandbox lives on. Commands run by exec (before the channel is up) have no
 // guard; a hog among them meets the cgroup limit and the sandbox is killed (the host is not).
+// Where /proc/meminfo reports the machine, not the sandbox (runc, the host), the guard does nothing.
 const guarded = new Map();
 let guardTimer;
+let guardOff = false;
 function meminfo() {
   const text = fs.readFileSync('/proc/meminfo', 'utf8');
   const read = (name) => {
@@ -219,8 +221,16 @@ function guardTick() {
     return;
   }
   for (const entry of guarded.values()) {
-    const limit = Math.min(entry.limitBytes, info.total || entry.limitBytes);
-    const used = (info.total || limit) - (info.available || 0);
+    // Only a kernel that reports the sandbox's own limit as its total (gVisor) says how close the
+    // sandbox is to it; elsewhere (runc, the host) the figures are the machine's and the guard stands aside.
+    if (!info.total || info.available === undefined || info.total > entry.limitBytes * 1.05) {
+      guardOff = true;
+      clearInterval(guardTimer);
+      guardTimer = undefined;
+      return;
+    }
+    const limit = info.total;
+    const used = limit - info.available;
     const reserve = Math.max(96 * 1048576, Math.floor(limit / 8));
     if (used < limit - reserve) return;
     break;
@@ -235,7 +245,7 @@ function guardTick() {
 function guard(session, limitBytes) {
   const entry = { limitBytes, oom: undefined };
   guarded.set(session, entry);
-  if (!guardTimer) guardTimer = setInterval(guardTick, 50);
+  if (!guardTimer && !guardOff) guardTimer = setInterval(guardTick, 50);
   return entry;
 }
 function unguard(session) {

@@ -119,6 +119,9 @@ function buildEnvironment(request: BuildRequest): Record<string, string> {
 export function buildScript(identity: SnapshotIdentity): string {
   const recipe = identity.environment;
   const lines = ['set -eu', `printf '${EXCLUDED.join('\\n')}\\n' >> .git/info/exclude`, `echo "${STAGE_MARKER}install"`, recipe.install.command];
+  // Yarn 4 writes its own version into package.json's packageManager when the field is missing;
+  // an immutable install changes nothing else there, so the repository's file is put back.
+  if (recipe.packageManager?.name === 'yarn-berry') lines.push('git diff --quiet -- package.json 2>/dev/null || git checkout -q -- package.json');
   if (recipe.setupScript === 'after') lines.push(`echo "${STAGE_MARKER}setup"`, `bash ${SETUP_SCRIPT_PATH}`);
   return lines.join('\n');
 }

@@ -1,0 +1,39 @@
+import { describe, expect, it } from 'vitest';
+import { describeInstallFailure, diagnoseInstall } from './install-failure';
+
+describe('install failure diagnosis', () => {
+  it('names the package and script from npm --foreground-scripts output and the host the proxy refused', () => {
+    const output = [
+      '> evil-postinstall@1.0.0 postinstall',
+      '> node reach.js',
+      'download failed: Request failed',
+      'npm error code 1',
+      'npm error path /workspace/node_modules/evil-postinstall',
+      'npm error command failed',
+      'npm error command sh -c node reach.js',
+    ].join('\n');
+    expect(diagnoseInstall(output, ['blocked.example.com:443'])).toEqual({ packageName: 'evil-postinstall', script: 'postinstall', blockedHosts: ['blocked.example.com'] });
+  });
+  it('reads scoped packages, pnpm and yarn output, and hosts from name-resolution errors', () => {
+    expect(diagnoseInstall('npm ERR! path /workspace/node_modules/@scope/native\n', []).packageName).toBe('@scope/native');
+    const pnpm = diagnoseInstall('node_modules/.pnpm/esbuild@0.28.2/node_modules/esbuild postinstall: Failed\n ELIFECYCLE  Command failed with exit code 1.\n', []);
+    expect(pnpm).toMatchObject({ packageName: 'esbuild', script: 'postinstall' });
+    const yarn = diagnoseInstall('error /workspace/node_modules/puppeteer: Command failed.\nExit code: 1\nError: getaddrinfo ENOTFOUND storage.googleapis.com\n', []);
+    expect(yarn).toEqual({ packageName: 'puppeteer', blockedHosts: ['storage.googleapis.com'] });
+    const berry = diagnoseInstall('➤ YN0009: │ sharp@npm:0.33.0 couldn\'t be built successfully (exit code 1, logs can be found here: /tmp/x.log)\n', []);
+    expect(berry.packageName).toBe('sharp');
+  });
+  it('says what to do: allow the host or skip the package’s scripts, with the log path', () => {
+    const { message, hint } = describeInstallFailure({
+      exitCode: 1,
+      tail: 'npm error command failed',
+      diagnosis: { packageName: 'evil-postinstall', script: 'postinstall', blockedHosts: ['blocked.example.com'] },
+      logPath: '/data/snapshot-logs/k.log',
+      setupFailed: false,
+    });
+    expect(message).toMatch(/^snapshot build failed \(exit 1\): the postinstall script of package "evil-postinstall" failed; it tried to reach blocked\.example\.com/);
+    expect(hint).toBe('allow the host with `egressHosts: [blocked.example.com]` in .dockhand/environment.yml, or skip that package\'s scripts with `skipScripts: [evil-postinstall]` in .dockhand/environment.yml; full log: /data/snapshot-logs/k.log');
+    const setup = describeInstallFailure({ exitCode: 2, tail: '', diagnosis: { blockedHosts: [] }, logPath: '/l.log', setupFailed: true });
+    expect(setup.message).toContain('.dockhand/setup.sh failed');
+  });
+});
