@@ -48,6 +48,20 @@ describe('SmartFeedbackEngine with the repository test command', { timeout: 120_
     expect(selected.cases.every((testCase) => testCase.file === 'test/format.test.js')).toBe(true);
   });
 
+  it('a run that hangs after a change is red when the suite finished at the base, infrastructure when there is no baseline', async () => {
+    const { sandbox, root } = sandboxWith('npm test', { test: 'node --test test/' });
+    const engine = new SmartFeedbackEngine({ repo: 'buggy-calc', checks: { timeoutSeconds: 8 } });
+    await engine.baseline(sandbox);
+    const source = (await sandbox.readFile('src/format.js')).toString('utf8');
+    writeFileSync(join(root, 'src/format.js'), source.replace(/function formatAverage\(([^)]*)\) \{/, 'function formatAverage($1) {\n  for (;;) {}'));
+    const hung = await engine.runTests(sandbox, { scope: 'selected' });
+    expect(hung.infrastructure).toBeUndefined();
+    expect(hung).toMatchObject({ ok: false });
+    expect(hung.cases.find((testCase) => testCase.id.endsWith('(timed out)'))?.message).toContain('at the base commit the whole suite finished in');
+    const fresh = await new SmartFeedbackEngine({ repo: 'buggy-calc', checks: { timeoutSeconds: 8 } }).runTests(sandbox, { scope: 'selected' });
+    expect(fresh.infrastructure?.kind).toBe('timeout');
+  });
+
   it('a command it does not know runs whole and its exit status decides; a missing script is infrastructure', async () => {
     const unknown = sandboxWith('bash -c "node --test test/ >/dev/null"');
     const report = await new SmartFeedbackEngine({ repo: 'buggy-calc' }).runTests(unknown.sandbox, { scope: 'full' });

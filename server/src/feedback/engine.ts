@@ -120,10 +120,12 @@ export class SmartFeedbackEngine implements FeedbackEngine {
       runs = [await runSuite(sandbox, planned.fallback, context)];
     }
 
+    const baseline = await this.baselines.get(this.baselineKey(sandbox));
+    // The whole suite finished at the base: a run of the changed workspace that hangs is the change's.
+    if (baseline && context.changed.length > 0) for (const run of runs) if (run.infrastructure?.kind === 'timeout') blameTimeout(run, baseline.seconds);
     const infrastructure = runs.find((run) => run.infrastructure)?.infrastructure;
     if (infrastructure && sandbox.environment) infrastructure.action = infrastructureAction(sandbox.environment.test.source);
     const quarantinedIds = new Set((await this.flaky.list(this.options.repo)).map((test) => test.testId));
-    const baseline = await this.baselines.get(this.baselineKey(sandbox));
     const preExistingIds = new Set(baseline?.preExistingFailures ?? []);
     const rerunNotes = infrastructure ? [] : await this.rerunFailures(sandbox, runs, quarantinedIds, preExistingIds, diffBefore, context);
 
@@ -326,6 +328,14 @@ export class SmartFeedbackEngine implements FeedbackEngine {
     const checkers = wanted ? detected.filter((checker) => wanted.includes(checker)) : detected;
     return runCheckers(sandbox, checkers, files, relevant, opts.signal);
   }
+}
+
+/** A timeout turned into a red case: the suite finished at the base, so the change made it hang. */
+function blameTimeout(run: SuiteRun, baseSeconds: number): void {
+  const message = `timed out; at the base commit the whole suite finished in ${baseSeconds.toFixed(1)} s, so the change makes a test hang`;
+  run.cases.push({ id: `${run.plan.command} (timed out)`, outcome: 'failed', message });
+  run.failures.push(`✗ ${run.plan.command} (timed out)\n${message}\n${run.infrastructure?.output ?? ''}`);
+  delete run.infrastructure;
 }
 
 function rerunTargets(runner: TestRunner, failing: TestCaseResult[]): TestTarget[] {
