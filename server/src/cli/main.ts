@@ -8,6 +8,7 @@ import { LocalForge } from '../forge';
 import { startServer } from '../server';
 import { SqliteStore } from '../store/sqlite';
 import { ApiClient } from './client';
+import { registerEvalCommands } from './eval';
 import { describeEvent, taskLine } from './format';
 import { addRepoCommands } from './repo-commands';
 import { OPTION_OF_FIELD, resolveSubmitTarget } from './submit-repo';
@@ -167,6 +168,7 @@ export function buildCli(): Command {
       const forge = new LocalForge({ dataDir: join(dataDir, 'forge'), store: store.pullRequests });
       out(await forge.createRepository(name, options.from));
     }));
+  registerEvalCommands(program);
   return program;
 }
 

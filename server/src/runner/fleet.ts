@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
+import type { Task } from '@dockhand/protocol';
 import { buildApp } from '../app';
 import type { AgentConfigInput } from '../agent';
 import type { Config } from '../config';
@@ -43,6 +44,8 @@ export interface FleetParts {
   sandboxCheck?: () => Promise<void>;
   agent?: AgentPort;
   model?: ModelClient;
+  /** A model per task and purpose, before `model` (the evaluation harness plays one cassette per instance). */
+  modelFor?: (task: Task, purpose: 'agent' | 'review') => ModelClient | undefined;
   feedback?: FeedbackEngine;
   forge?: Forge;
   agentConfig?: AgentConfigInput;
@@ -102,8 +105,8 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
   const model = parts.model;
   const graphsDir = join(config.dataDir, 'graphs');
   const agent = parts.agent ?? agentPort({
-    model: () => model ?? modelFromConfig(config),
-    ...(model ? {} : { reviewModel: () => modelFromConfig(config, 'review') }),
+    model: (task) => parts.modelFor?.(task, 'agent') ?? model ?? modelFromConfig(config),
+    ...(model && !parts.modelFor ? {} : { reviewModel: (task: Task) => parts.modelFor?.(task, 'review') ?? model ?? modelFromConfig(config, 'review') }),
     // Parsed graphs on disk, shared by tasks on the same base SHA (memory stays per task); baselines
     // and the quarantine in the store.
     feedback: (task) =>

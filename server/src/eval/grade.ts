@@ -1,0 +1,212 @@
+import { readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { SmartFeedbackEngine } from '../feedback/engine';
+import { InMemoryFlakyStore } from '../feedback/flaky';
+import type { Sandbox } from '../sandbox/types';
+import { describeLineError, patchFiles, readInstances, readPredictions, type EvalInstance, type LineError, type Prediction } from './formats';
+import { hasCommit } from './git-tree';
+import { atomicWrite, repositoryPathOf } from './run-dir';
+import { ensureRepository, openEvalSession, registeredName, type EvalSession } from './session';
+import { outcomeOf, type TestOutcome } from './test-ids';
+
+/*
+ * `dockhand eval grade`: for each prediction, a fresh sandbox of the instance's repository at
+ * `base_commit` (the same snapshot and gVisor sandbox a task gets), `git apply` of `model_patch`
+ * and then of `test_patch`, and the repository's own test command through the feedback engine,
+ * which reports each test by id. Resolved: every FAIL_TO_PASS test passes and every PASS_TO_PASS
+ * test still passes, in every run. A model patch that touches a file of `test_patch` is rejected
+ * before anything runs (it could rewrite the tests that judge it); an empty one is not run.
+ *
+ * Flaky: a test whose outcome differs between runs (`runs` > 1), or one the engine itself saw fail
+ * and then pass on its rerun of the unchanged workspace. Flaky tests are listed; a resolved
+ * verdict needs them to pass in every run, so the same predictions grade the same way.
+ */
+
+export type GradeStatus = 'resolved' | 'unresolved' | 'empty_patch' | 'patch_touches_tests' | 'patch_failed' | 'test_patch_failed' | 'missing_prediction' | 'infrastructure' | 'error';
+
+export interface TestVerdict {
+  id: string;
+  kind: 'FAIL_TO_PASS' | 'PASS_TO_PASS';
+  /** Outcome per run, in order. */
+  outcomes: TestOutcome[];
+  flaky: boolean;
+}
+
+export interface InstanceGrade {
+  instance_id: string;
+  repo: string;
+  status: GradeStatus;
+  resolved: boolean;
+  message?: string;
+  tests: TestVerdict[];
+  /** SWE-bench's report shape: which listed tests succeeded and which did not. */
+  tests_status: Record<'FAIL_TO_PASS' | 'PASS_TO_PASS', { success: string[]; failure: string[] }>;
+  flaky: string[];
+  runner?: string;
+  command?: string;
+  seconds: number;
+}
+
+export interface GradeOptions {
+  instancesFile: string;
+  predictionsFile: string;
+  /** Where the grading's fleet keeps its data (mirrors, snapshots' sources); reusable. */
+  dataDir: string;
+  reposDir?: string;
+  /** Suite runs per instance (more spot flaky tests). Default 1. */
+  runs?: number;
+  concurrency?: number;
+  only?: string[];
+  onProgress?: (line: string) => void;
+}
+
+export interface GradeSummary {
+  lineErrors: LineError[];
+  grades: InstanceGrade[];
+  resolved: number;
+}
+
+function emptyStatus(): InstanceGrade['tests_status'] {
+  return { FAIL_TO_PASS: { success: [], failure: [] }, PASS_TO_PASS: { success: [], failure: [] } };
+}
+
+function verdictOnly(instance: EvalInstance, status: GradeStatus, message: string, started: number): InstanceGrade {
+  const tests_status = emptyStatus();
+  tests_status.FAIL_TO_PASS.failure = [...instance.FAIL_TO_PASS];
+  return { instance_id: instance.instance_id, repo: instance.repo, status, resolved: false, message, tests: [], tests_status, flaky: [], seconds: (Date.now() - started) / 1000 };
+}
+
+async function applyPatch(sandbox: Sandbox, patch: string): Promise<string | undefined> {
+  const result = await sandbox.exec({ cmd: ['git', 'apply', '--whitespace=nowarn', '-'], stdin: patch.endsWith('\n') ? patch : `${patch}\n`, timeoutMs: 60_000 });
+  return result.exitCode === 0 ? undefined : (result.stderr || result.stdout).trim().split('\n').slice(0, 5).join('\n');
+}
+
+/** Grades one prediction in a fresh sandbox (released afterwards). */
+export async function gradeInstance(session: EvalSession, instance: EvalInstance, prediction: Prediction | undefined, options: { repo: string; runs: number }): Promise<InstanceGrade> {
+  const started = Date.now();
+  if (!prediction) return verdictOnly(instance, 'missing_prediction', 'no prediction for this instance', started);
+  const patch = prediction.model_patch;
+  if (patch.trim() === '') return verdictOnly(instance, 'empty_patch', 'the model patch is empty', started);
+  const testFiles = new Set(patchFiles(instance.test_patch));
+  const touched = patchFiles(patch).filter((file) => testFiles.has(file));
+  if (touched.length > 0) {
+    return verdictOnly(instance, 'patch_touches_tests', `the model patch changes ${touched.join(', ')}, which test_patch sets; it is rejected unrun`, started);
+  }
+  const { sandbox } = await session.sandboxes.provider.acquire({ repo: options.repo, baseSha: instance.base_commit, taskId: `grade-${instance.instance_id}` });
+  try {
+    const modelFailure = await applyPatch(sandbox, patch);
+    if (modelFailure) return verdictOnly(instance, 'patch_failed', `model_patch does not apply: ${modelFailure}`, started);
+    const testFailure = instance.test_patch.trim() === '' ? undefined : await applyPatch(sandbox, instance.test_patch);
+    if (testFailure) return verdictOnly(instance, 'test_patch_failed', `test_patch does not apply on top of the model patch: ${testFailure}`, started);
+    const flakyStore = new InMemoryFlakyStore();
+    const engine = new SmartFeedbackEngine({ repo: `eval-grade/${instance.instance_id}`, flakyStore });
+    const runs = [];
+    for (let run = 0; run < options.runs; run++) {
+      const report = await engine.runTests(sandbox, { scope: 'full' });
+      if (report.infrastructure) {
+        return { ...verdictOnly(instance, 'infrastructure', `${report.infrastructure.message} (${report.infrastructure.action})`, started), command: report.command };
+      }
+      runs.push(report);
+    }
+    const engineFlaky = new Set((await flakyStore.list(`eval-grade/${instance.instance_id}`)).map((test) => test.testId));
+    const tests: TestVerdict[] = [];
+    const tests_status = emptyStatus();
+    for (const kind of ['FAIL_TO_PASS', 'PASS_TO_PASS'] as const) {
+      for (const id of instance[kind]) {
+        const outcomes = runs.map((report) => outcomeOf(id, report.cases));
+        const flaky = new Set(outcomes).size > 1 || [...engineFlaky].some((flakyId) => outcomeOf(id, [{ id: flakyId, outcome: 'passed' }]) !== 'missing');
+        tests.push({ id, kind, outcomes, flaky });
+        tests_status[kind][outcomes.every((outcome) => outcome === 'passed') ? 'success' : 'failure'].push(id);
+      }
+    }
+    const resolved = tests_status.FAIL_TO_PASS.failure.length === 0 && tests_status.PASS_TO_PASS.failure.length === 0;
+    const last = runs.at(-1);
+    return {
+      instance_id: instance.instance_id,
+      repo: instance.repo,
+      status: resolved ? 'resolved' : 'unresolved',
+      resolved,
+      tests,
+      tests_status,
+      flaky: tests.filter((test) => test.flaky).map((test) => test.id),
+      ...(last?.runner ? { runner: last.runner } : {}),
+      ...(last ? { command: last.command } : {}),
+      seconds: (Date.now() - started) / 1000,
+    };
+  } finally {
+    await session.sandboxes.provider.release(sandbox);
+  }
+}
+
+/** Runs `work` over `items` with at most `limit` at once, in order of start. */
+export async function inPool<T, R>(items: T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const index = next++;
+      const item = items[index];
+      if (item !== undefined) results[index] = await work(item);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
+  return results;
+}
+
+export async function gradePredictions(options: GradeOptions): Promise<GradeSummary> {
+  const instancesFile = resolve(options.instancesFile);
+  const reposDir = resolve(options.reposDir ?? dirname(instancesFile));
+  const instancesRead = readInstances(readFileSync(instancesFile, 'utf8'));
+  const predictionsRead = readPredictions(readFileSync(resolve(options.predictionsFile), 'utf8'));
+  const lineErrors = [...instancesRead.errors, ...predictionsRead.errors];
+  for (const error of instancesRead.errors) options.onProgress?.(`skipped ${describeLineError(error, instancesFile)}`);
+  for (const error of predictionsRead.errors) options.onProgress?.(`skipped ${describeLineError(error, options.predictionsFile)}`);
+  const predictions = new Map(predictionsRead.records.map((prediction) => [prediction.instance_id, prediction]));
+  // SWE-bench grades the predictions it is given: instances without one are not part of the grade.
+  const instances = instancesRead.records.filter((instance) => predictions.has(instance.instance_id) && (!options.only || options.only.includes(instance.instance_id)));
+  const session = await openEvalSession({ dataDir: options.dataDir, scripted: false, runTasks: false, ...(options.concurrency ? { concurrency: options.concurrency } : {}) });
+  try {
+    const repos = new Map<string, string>();
+    const grades = await inPool(instances, session.config.scheduler.concurrency, async (instance) => {
+      const started = Date.now();
+      let grade: InstanceGrade;
+      try {
+        const repoPath = repositoryPathOf(instance, reposDir);
+        if (!hasCommit(repoPath, instance.base_commit)) throw new Error(`base_commit ${instance.base_commit} is not in ${repoPath}`);
+        const name = registeredName(instance.repo);
+        const repo = repos.get(name) ?? (await ensureRepository(session, name, repoPath));
+        repos.set(name, repo);
+        grade = await gradeInstance(session, instance, predictions.get(instance.instance_id), { repo, runs: options.runs ?? 1 });
+      } catch (error) {
+        grade = verdictOnly(instance, 'error', error instanceof Error ? error.message : String(error), started);
+      }
+      options.onProgress?.(`${instance.instance_id}: ${grade.status}${grade.message ? ` (${grade.message.split('\n')[0]})` : ''}${grade.flaky.length > 0 ? `; flaky: ${grade.flaky.join(', ')}` : ''}`);
+      return grade;
+    });
+    return { lineErrors, grades, resolved: grades.filter((grade) => grade.resolved).length };
+  } finally {
+    await session.close();
+  }
+}
+
+/** SWE-bench's summary report beside our per-instance detail. */
+export function writeGradeReport(file: string, summary: GradeSummary, model: string): void {
+  const ids = (status: (grade: InstanceGrade) => boolean) => summary.grades.filter(status).map((grade) => grade.instance_id).sort();
+  const report = {
+    model_name_or_path: model,
+    total_instances: summary.grades.length,
+    submitted_instances: summary.grades.filter((grade) => grade.status !== 'missing_prediction').length,
+    completed_instances: summary.grades.filter((grade) => grade.status === 'resolved' || grade.status === 'unresolved').length,
+    resolved_instances: summary.resolved,
+    unresolved_instances: summary.grades.filter((grade) => grade.status === 'unresolved').length,
+    empty_patch_instances: summary.grades.filter((grade) => grade.status === 'empty_patch').length,
+    error_instances: summary.grades.filter((grade) => !['resolved', 'unresolved', 'empty_patch'].includes(grade.status)).length,
+    resolved_ids: ids((grade) => grade.resolved),
+    unresolved_ids: ids((grade) => grade.status === 'unresolved'),
+    empty_patch_ids: ids((grade) => grade.status === 'empty_patch'),
+    error_ids: ids((grade) => !['resolved', 'unresolved', 'empty_patch'].includes(grade.status)),
+    flaky_tests: Object.fromEntries(summary.grades.filter((grade) => grade.flaky.length > 0).map((grade) => [grade.instance_id, grade.flaky])),
+    instances: Object.fromEntries(summary.grades.map((grade) => [grade.instance_id, grade])),
+  };
+  atomicWrite(file, `${JSON.stringify(report, null, 2)}\n`);
+}

@@ -1,0 +1,218 @@
+import { readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { CreateTaskResponse, isFinalState, type Budgets, type Task, type TaskEvent } from '@dockhand/protocol';
+import { DockhandError } from '../errors';
+import { InvalidInstanceError, synthesizeCassettes, type EvalMode } from './cassettes';
+import { describeLineError, readInstances, writePredictions, type EvalInstance, type LineError } from './formats';
+import { hasCommit } from './git-tree';
+import { repositoryPathOf, RunDirectory, type InstanceResult } from './run-dir';
+import { ensureRepository, openEvalSession, registeredName, type EvalSession } from './session';
+
+/*
+ * `dockhand eval run`: every instance becomes one task on the run's fleet, on its registered
+ * repository at `base_commit`, with the problem statement as the ticket (the agent never sees
+ * `test_patch`, `patch`, `hints_text` or the test lists). The fleet's scheduler runs them with its
+ * configured concurrency; each settles when it reaches review (a prediction: the diff a reviewer
+ * would be shown) or stops short of it (failed, budget exhausted: an empty prediction, with the
+ * reason and the diff it ended with kept in the result).
+ *
+ * Resumable: the task of an instance is found by its ticket in the run's store, so an instance
+ * gets one task whatever happens to this process; a task that was running when the process died
+ * is resumed by the fleet from its event log (its lease runs out first); an instance with a
+ * result is never looked at again.
+ */
+
+export type RunMode = EvalMode | 'model';
+
+export interface EvalRunOptions {
+  instancesFile: string;
+  runDir: string;
+  mode: RunMode;
+  /** Where relative `dockhand.repo_path`s are (default: the instances file's directory). */
+  reposDir?: string;
+  budgets?: Partial<Budgets>;
+  concurrency?: number;
+  /** Only these instance ids. */
+  only?: string[];
+  /** Progress lines for the CLI. */
+  onProgress?: (line: string) => void;
+  /** Stops waiting (the tasks stay in the store and the next run resumes them). */
+  signal?: AbortSignal;
+}
+
+export interface EvalRunSummary {
+  runDir: string;
+  predictionsFile: string;
+  /** Bad instance lines, reported and skipped. */
+  lineErrors: LineError[];
+  instances: number;
+  /** Finished by this invocation. */
+  settled: number;
+  /** Already finished by an earlier invocation (not run again). */
+  resumedDone: number;
+  invalid: number;
+  results: InstanceResult[];
+}
+
+const SETTLED = new Set(['awaiting_review', 'pr_open']);
+
+function modelName(mode: RunMode, session: EvalSession): string {
+  return mode === 'model' ? session.config.model.name : `dockhand-replay/${mode}`;
+}
+
+function ticketOf(instance: EvalInstance): { kind: 'issue'; id: string; title: string; body: string } {
+  const firstLine = instance.problem_statement.split('\n').find((line) => line.trim() !== '')?.trim() ?? instance.instance_id;
+  return { kind: 'issue', id: instance.instance_id, title: firstLine.slice(0, 200), body: instance.problem_statement.slice(0, 100_000) };
+}
+
+async function tasksByInstance(session: EvalSession): Promise<Map<string, Task>> {
+  const found = new Map<string, Task>();
+  let cursor: string | undefined;
+  do {
+    const page = await session.fleet.store.listTasks({ limit: 200, ...(cursor ? { cursor } : {}) });
+    for (const task of page.tasks) if (task.ticket.kind === 'issue' && !found.has(task.ticket.id)) found.set(task.ticket.id, task);
+    cursor = page.nextCursor;
+  } while (cursor);
+  return found;
+}
+
+function lastOf<T extends TaskEvent['type']>(events: TaskEvent[], type: T): Extract<TaskEvent, { type: T }> | undefined {
+  const isType = (event: TaskEvent): event is Extract<TaskEvent, { type: T }> => event.type === type;
+  return events.filter(isType).at(-1);
+}
+
+/** What a settled task amounts to for the evaluation. */
+export function resultOf(instance: EvalInstance, task: Task, events: TaskEvent[], diff: string, attempt = 1): InstanceResult {
+  const policy = events.filter((event): event is Extract<TaskEvent, { type: 'policy.checked' }> => event.type === 'policy.checked' && event.data.stage === 'review').at(-1);
+  const overridden = policy?.data.overridden === true;
+  const policyOk = policy ? policy.data.ok || overridden : false;
+  const reachedReview = SETTLED.has(task.state) || (task.state !== 'failed' && events.some((event) => event.type === 'task.state' && event.data.state === 'awaiting_review'));
+  const accepted = reachedReview && policyOk;
+  const failed = lastOf(events, 'task.failed');
+  const budget = lastOf(events, 'budget.exceeded');
+  const refusedFinishes = events.filter((event) => event.type === 'tool.finished' && event.data.name === 'finish' && event.data.isError).length;
+  const lastTs = events.at(-1)?.ts ?? task.updatedAt;
+  const stopReason = accepted
+    ? undefined
+    : failed
+      ? `${failed.data.code}: ${failed.data.message.split('\n')[0]}`
+      : budget
+        ? `budget ${budget.data.budget} exhausted (${budget.data.used} of ${budget.data.limit})`
+        : policy && !policyOk
+          ? 'blocked by the policy gate'
+          : `ended ${task.state}`;
+  return {
+    instance_id: instance.instance_id,
+    repo: instance.repo,
+    status: 'settled',
+    taskId: task.id,
+    state: task.state,
+    reachedReview: accepted,
+    ...(stopReason ? { stopReason } : {}),
+    model_patch: accepted ? diff : '',
+    ...(!accepted && diff ? { finalDiff: diff } : {}),
+    policy: {
+      checked: policy !== undefined,
+      ok: policyOk,
+      blocked: events.some((event) => event.type === 'policy.checked' && !event.data.ok && !event.data.overridden),
+      violations: [...new Set(events.flatMap((event) => (event.type === 'policy.checked' ? event.data.violations.map((violation) => `${violation.rule} ${violation.path}`) : [])))],
+    },
+    refusedFinishes,
+    turns: task.usage.turns,
+    costUsd: task.usage.costUsd,
+    inputTokens: task.usage.inputTokens,
+    outputTokens: task.usage.outputTokens,
+    cacheReadTokens: task.usage.cacheReadTokens,
+    cacheWriteTokens: task.usage.cacheWriteTokens,
+    wallSeconds: Math.max(0, (Date.parse(lastTs) - Date.parse(task.createdAt)) / 1000),
+    attempt,
+  };
+}
+
+function invalidResult(instance: EvalInstance, message: string): InstanceResult {
+  return {
+    instance_id: instance.instance_id, repo: instance.repo, status: 'invalid', reachedReview: false, model_patch: '', message,
+    policy: { checked: false, ok: false, blocked: false, violations: [] },
+    refusedFinishes: 0, turns: 0, costUsd: 0, inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, wallSeconds: 0, attempt: 1,
+  };
+}
+
+/** Predictions in the instances file's order, from the results so far. */
+export function writeRunPredictions(dir: RunDirectory, instances: EvalInstance[], model: string): string {
+  const results = new Map(dir.results().map((result) => [result.instance_id, result]));
+  const predictions = instances.flatMap((instance) => {
+    const result = results.get(instance.instance_id);
+    return result ? [{ instance_id: instance.instance_id, model_name_or_path: model, model_patch: result.model_patch }] : [];
+  });
+  return dir.write('predictions.jsonl', writePredictions(predictions));
+}
+
+export async function runEvaluation(options: EvalRunOptions): Promise<EvalRunSummary> {
+  const instancesFile = resolve(options.instancesFile);
+  const reposDir = resolve(options.reposDir ?? dirname(instancesFile));
+  const { records, errors } = readInstances(readFileSync(instancesFile, 'utf8'));
+  for (const error of errors) options.onProgress?.(`skipped ${describeLineError(error, instancesFile)}`);
+  const instances = options.only ? records.filter((record) => options.only?.includes(record.instance_id)) : records;
+  const dir = new RunDirectory(resolve(options.runDir));
+  const say = (line: string) => options.onProgress?.(line);
+
+  const session = await openEvalSession({ dataDir: dir.dataDir, scripted: options.mode !== 'model', ...(options.concurrency ? { concurrency: options.concurrency } : {}) });
+  const model = modelName(options.mode, session);
+  dir.claim({ mode: options.mode, model, instancesFile, budgets: options.budgets ?? {}, attempts: 1, createdAt: new Date().toISOString() });
+  let settled = 0;
+  let invalid = 0;
+  const resumedDone = instances.filter((instance) => dir.hasResult(instance.instance_id)).length;
+  try {
+    const existing = await tasksByInstance(session);
+    const repos = new Map<string, string>();
+    const watching = new Map<string, { instance: EvalInstance; taskId: string }>();
+    for (const instance of instances) {
+      if (dir.hasResult(instance.instance_id)) continue;
+      const known = existing.get(instance.instance_id);
+      try {
+        const repoPath = repositoryPathOf(instance, reposDir);
+        if (!hasCommit(repoPath, instance.base_commit)) throw new InvalidInstanceError(`${instance.instance_id}: base_commit ${instance.base_commit} is not in ${repoPath}`);
+        if (options.mode !== 'model') session.script(instance.instance_id, synthesizeCassettes(options.mode, instance, repoPath));
+        const name = registeredName(instance.repo);
+        const repo = repos.get(name) ?? (await ensureRepository(session, name, repoPath));
+        repos.set(name, repo);
+        const taskId = known?.id ?? (await session.api('POST', '/v1/tasks', CreateTaskResponse, {
+          ticket: ticketOf(instance),
+          context: { repo, baseSha: instance.base_commit },
+          budgets: options.budgets ?? {},
+        })).id;
+        say(`${instance.instance_id}: task ${taskId}${known ? ' (resumed)' : ''}`);
+        watching.set(instance.instance_id, { instance, taskId });
+      } catch (error) {
+        // The instance's own fault (its repository, patch, fields): recorded and skipped; anything else stops the run.
+        if (!(error instanceof InvalidInstanceError) && !(error instanceof DockhandError && error.code === 'bad_request')) throw error;
+        const message = error instanceof Error ? error.message : String(error);
+        dir.writeResult(invalidResult(instance, message));
+        invalid++;
+        say(`${instance.instance_id}: invalid: ${message}`);
+      }
+    }
+    while (watching.size > 0 && !options.signal?.aborted) {
+      for (const [instanceId, { instance, taskId }] of watching) {
+        const task = await session.fleet.store.getTask(taskId);
+        if (!task || !(SETTLED.has(task.state) || isFinalState(task.state))) continue;
+        const events = await session.fleet.store.listEvents(taskId, 0, 100_000);
+        const diff = (await session.fleet.store.getResult(taskId))?.diff ?? '';
+        const result = resultOf(instance, task, events, diff);
+        dir.writeTrajectory(instanceId, 1, events.map((event) => `${JSON.stringify(event)}\n`).join(''));
+        dir.writeResult(result);
+        writeRunPredictions(dir, instances, model);
+        // Nothing is pushed: the evaluation's review rejects the diff once it is recorded.
+        if (task.state === 'awaiting_review') await session.request('POST', `/v1/tasks/${taskId}/review`, { action: 'reject', comments: [] });
+        watching.delete(instanceId);
+        settled++;
+        say(`${instanceId}: ${result.reachedReview ? 'reached review' : `stopped: ${result.stopReason}`} (${result.turns} turns, $${result.costUsd.toFixed(4)}, ${result.wallSeconds.toFixed(1)} s)`);
+      }
+      if (watching.size > 0) await new Promise((done) => setTimeout(done, 500));
+    }
+  } finally {
+    await session.close();
+  }
+  const predictionsFile = writeRunPredictions(dir, instances, model);
+  return { runDir: dir.path, predictionsFile, lineErrors: errors, instances: instances.length, settled, resumedDone, invalid, results: dir.results() };
+}
