@@ -118,7 +118,8 @@ export class Workbench {
   constructor(readonly page: Page) {}
 
   async open(url: string, folder: string): Promise<void> {
-    await this.page.goto(`${url}/?folder=${encodeURIComponent(folder)}`);
+    // A loaded machine (CI's 2 cores, other tests) can take a while to serve the workbench.
+    await this.page.goto(`${url}/?folder=${encodeURIComponent(folder)}`, { timeout: 90_000 });
     await this.page.waitForSelector('.monaco-workbench', { timeout: 60_000 });
   }
 

@@ -102,7 +102,8 @@ export function describeVsCodeFlows(name: string, options: FlowOptions): void {
         const [task] = await server.tasks();
         expect(task).toMatchObject({
           ticket: { kind: 'issue', id: '1', title: 'average() ignores the first value', body: 'average([2, 4]) returns 2 instead of 3.' },
-          context: { repo: server.forgeRepo, baseSha: repo.sha, branch: 'main', dirty: false },
+          // The task names the registered repository the clone's origin is the source of.
+          context: { repo: 'buggy-calc', baseSha: repo.sha, branch: 'main', dirty: false },
         });
         const trajectory = await panel.locator('.trajectory').textContent();
         expect(trajectory).toContain(options.agentSays);
