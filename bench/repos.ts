@@ -14,7 +14,7 @@
  * median_cold_build_s, median_snapshot_start_s, cold_over_snapshot, median_task_s, ...
  * Targets: ready = oracle_prs = repos, null_prs = 0, infra_failures = 0, cold_over_snapshot >= 50.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -90,7 +90,7 @@ async function main(): Promise<void> {
   const entries = buildCorpus({ ...(only ? { only } : {}), say: (line) => say(`  ${line}`) });
   const dataDir = values['data-dir'] ? resolve(values['data-dir']) : mkdtempSync(join(tmpdir(), 'dockhand-bench-repos-'));
   const concurrency = Math.max(1, Number(values.concurrency));
-  say(`dockhand serve on data dir ${dataDir} (gVisor, SQLite, local forge, replay model); ${concurrency} repositories at a time`);
+  say(`dockhand serve on data dir ${dataDir} (gVisor, SQLite, local forge, replay model; log server.log, rows bench-rows.jsonl); ${concurrency} repositories at a time`);
   const server = await startCorpusServer({ dataDir, ids: entries.map((entry) => entry.id), concurrency: Math.max(2, concurrency) });
   const rows: Row[] = [];
   try {
@@ -98,7 +98,9 @@ async function main(): Promise<void> {
     await Promise.all(Array.from({ length: concurrency }, async () => {
       for (let entry = queue.shift(); entry; entry = queue.shift()) {
         try {
-          rows.push(await benchRepo(server, entry));
+          const row = await benchRepo(server, entry);
+          rows.push(row);
+          appendFileSync(join(dataDir, 'bench-rows.jsonl'), `${JSON.stringify(row)}\n`);
         } catch (error) {
           rows.push({ id: entry.id, registered: '', ready: false, readiness: '', notes: [`bench error: ${error instanceof Error ? error.message : String(error)}`] });
         }

@@ -68,7 +68,7 @@ interface Run {
 function run(command: string, cwd: string, tools: Toolchain, log: string, env: Record<string, string> = {}): Run {
   const started = Date.now();
   appendFileSync(log, `\n$ (${cwd}) ${command}\n`);
-  const result = spawnSync('bash', ['-c', command], {
+  const result = spawnSync('bash', ['--noprofile', '--norc', '-c', command], {
     cwd,
     encoding: 'utf8',
     maxBuffer: 256 * 1024 * 1024,
@@ -87,6 +87,7 @@ function run(command: string, cwd: string, tools: Toolchain, log: string, env: R
       YARN_HTTPS_CA_FILE_PATH: '/etc/ssl/certs/ca-certificates.crt',
       YARN_ENABLE_IMMUTABLE_INSTALLS: '0',
       PYTHONDONTWRITEBYTECODE: '1',
+      PYTHONNOUSERSITE: '1',
       ...env,
     },
   });

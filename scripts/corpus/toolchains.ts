@@ -70,7 +70,7 @@ export function toolchain(root: string, major: string | undefined, packageManage
     write('npx', `#!/bin/sh\nexec "${node}" "${npxPath}" "$@"\n`);
     if (managerLauncher) write(manager === 'pnpm' ? 'pnpm' : 'yarn', managerLauncher);
     // Debian's Python (the sandbox's), not a version manager's shim.
-    if (existsSync('/usr/bin/python3')) symlinkSync('/usr/bin/python3', join(bin, 'python3'));
+    if (existsSync('/usr/bin/python3')) write('python3', '#!/bin/sh\nexec /usr/bin/python3 "$@"\n');
     writeFileSync(join(bin, '.ready'), '');
   }
   return { bin, nodeVersion: version, describe: `node ${version}${packageManager ? `, ${packageManager}` : ''}` };

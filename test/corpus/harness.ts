@@ -9,6 +9,7 @@
  * repository's oracle and null cassettes.
  */
 import { spawn } from 'node:child_process';
+import { appendFileSync } from 'node:fs';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import { join, resolve } from 'node:path';
 import { loadCassette } from '../../server/src/model/replay/cassette';
@@ -98,6 +99,11 @@ export async function startCorpusServer(options: { dataDir: string; ids: string[
     DOCKHAND_POLL_MS: '100',
     DOCKHAND_CONCURRENCY: String(options.concurrency ?? 2),
   });
+  // The server's log beside its data, for a look after the fact (the bench's output names it).
+  const log = join(options.dataDir, 'server.log');
+  appendFileSync(log, serve.output());
+  serve.child.stdout?.on('data', (chunk: Buffer) => appendFileSync(log, chunk));
+  serve.child.stderr?.on('data', (chunk: Buffer) => appendFileSync(log, chunk));
   const clientEnv = { ...baseEnv, DOCKHAND_URL: serve.url, DOCKHAND_TOKEN: token };
   return {
     url: serve.url,
