@@ -69,7 +69,7 @@ async function start(repoTimeoutMs: number) {
   fleet = running;
   const admin = await store.createUser('root', 'admin');
   const token = (await store.createToken('root')).token;
-  const inject = (method: 'GET' | 'POST', url: string, payload?: unknown) =>
+  const inject = (method: 'GET' | 'POST', url: string, payload?: Record<string, unknown>) =>
     running.app.inject({ method, url, headers: { authorization: `Bearer ${token}` }, ...(payload === undefined ? {} : { payload }) });
   return { fleet: running, store, mirror, admin, inject };
 }

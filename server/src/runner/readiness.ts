@@ -94,7 +94,9 @@ export class ReadinessChecks {
     note('snapshot', 'building or finding the snapshot');
     let acquired;
     try {
-      acquired = await sandboxes.acquire({ repo: registration.name, baseSha: status.sha, taskId, signal });
+      // The build's own stages (toolchain, install, setup, …) show in the status as they happen.
+      const onProgress = (progress: { stage: string; line?: string }) => note(`snapshot ${progress.stage}`, progress.line);
+      acquired = await sandboxes.acquire({ repo: registration.name, baseSha: status.sha, taskId, signal, onProgress });
     } catch (error) {
       const failure = error instanceof DockhandError ? error : undefined;
       const message = error instanceof Error ? error.message : String(error);

@@ -1,0 +1,126 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LocalForge } from '../../server/src/forge';
+import { startReplayServer, type ReplayServer } from '../../server/src/model/replay/server';
+import { SqliteStore } from '../../server/src/store/sqlite';
+import { createFixtureRepo, type FixtureRepo } from '../support/fixture-repo';
+import { freePort, startDockhandServe } from '../support/local-server';
+import { createAdminToken } from '../support/register-repo';
+
+/*
+ * The README's `submit --repo /path/to/repo`, as written, on a repository whose default branch is
+ * `master`: the CLI finds no registration for the path, registers it (the caller is an admin),
+ * the server copies its branches to the local forge, the task runs in a gVisor sandbox with the
+ * replay model, is approved, pushed, and its PR targets `master`; `dockhand pr merge` merges it.
+ * Real pieces: `dockhand serve` and the CLI (tsx), SQLite, runsc, git, the Anthropic SDK.
+ */
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const SESSION = 'submit-path';
+
+let replay: ReplayServer;
+let dataDir: string;
+let fixture: FixtureRepo;
+let server: ChildProcess | undefined;
+let url: string;
+let adminToken: string;
+let serverOutput = () => '';
+
+function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; output: string }> {
+  return new Promise((done, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'server/src/cli/bin.ts', ...args], {
+      cwd: ROOT,
+      env: { ...process.env, DOCKHAND_URL: url, DOCKHAND_TOKEN: adminToken, DOCKHAND_DATA_DIR: dataDir, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const timer = setTimeout(() => child.kill('SIGTERM'), 8 * 60_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      done({ code, output });
+    });
+  });
+}
+
+beforeAll(async () => {
+  execFileSync('bash', ['sandbox-images/base/build.sh'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+  replay = await startReplayServer({});
+  replay.addCassette(SESSION, {
+    turns: [
+      { name: 'fix', content: [{ type: 'tool_use', name: 'edit_file', input: { path: 'src/calc.js', command: 'replace', old_text: 'let index = 1;', new_text: 'let index = 0;' } }] },
+      { name: 'finish', content: [{ type: 'tool_use', name: 'finish', input: { summary: 'average() now starts summing at index 0.' } }] },
+    ],
+  });
+  replay.addCassette(`${SESSION}-review`, {
+    turns: [{ content: [{ type: 'tool_use', name: 'submit_review', input: { approved: true, problems: [], summary: 'Minimal, correct fix.' } }] }],
+  });
+  dataDir = mkdtempSync(join(tmpdir(), 'dockhand-submit-path-'));
+  // In a directory named like the project, as a developer's checkout is: the registration's name.
+  fixture = createFixtureRepo('buggy-calc', join(mkdtempSync(join(tmpdir(), 'dockhand-checkout-')), 'buggy-calc'));
+  // Nothing to install, so the snapshot's dependency step is a quick `npm ci`.
+  fixture.commit({
+    'package-lock.json': `${JSON.stringify({ name: 'buggy-calc', version: '1.0.0', lockfileVersion: 3, requires: true, packages: { '': { name: 'buggy-calc', version: '1.0.0' } } }, null, 2)}\n`,
+  }, 'lockfile');
+  execFileSync('git', ['-C', fixture.path, 'branch', '-m', 'main', 'master']);
+  adminToken = await createAdminToken(dataDir);
+  const started = await startDockhandServe(await freePort(), {
+    DOCKHAND_DATA_DIR: dataDir,
+    DOCKHAND_MODEL_BASE_URL: replay.url,
+    DOCKHAND_REPLAY_SESSION: SESSION,
+    DOCKHAND_POLL_MS: '200',
+    DOCKHAND_LOG_LEVEL: 'warn',
+  });
+  server = started.child;
+  url = started.url;
+  serverOutput = started.output;
+}, 10 * 60_000);
+
+afterAll(async () => {
+  if (server && server.exitCode === null) {
+    server.kill('SIGTERM');
+    await new Promise((done) => server?.once('exit', done));
+  }
+  await replay?.close();
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  if (fixture) rmSync(resolve(fixture.path, '..'), { recursive: true, force: true });
+});
+
+describe('submit --repo /path/to/repo (README)', () => {
+  it('registers the path, runs the task to a PR that targets master, and pr merge merges it', async () => {
+    const submitted = await cli(['submit', '--repo', fixture.path, '--title', 'Fix the off-by-one in average', '--approve']);
+    expect(submitted.code, `${submitted.output}\n--- server ---\n${serverOutput().slice(-3000)}`).toBe(0);
+    expect(submitted.output).toContain(`registered buggy-calc from ${fixture.path} (default branch master)`);
+    expect(submitted.output).toMatch(/task t_\S+ submitted/);
+    expect(submitted.output).toMatch(/tests green/);
+    expect(submitted.output.trimEnd().split('\n').at(-1)).toBe('PR: dockhand-local://buggy-calc/pulls/1');
+
+    const listed = await cli(['repo', 'list']);
+    expect(listed.output).toMatch(/buggy-calc\s+master\s+\S*buggy-calc/);
+
+    // A second submit from the same path finds the registration instead of making another.
+    const again = await cli(['submit', '--repo', fixture.path, '--title', 'Again', '--no-follow']);
+    expect(again.code, again.output).toBe(0);
+    expect(again.output).not.toContain('registered');
+
+    const store = new SqliteStore(join(dataDir, 'dockhand.db'));
+    try {
+      const forge = new LocalForge({ dataDir: join(dataDir, 'forge'), store: store.pullRequests });
+      const pr = await forge.getPullRequest('buggy-calc', 1);
+      expect(pr.base).toBe('master');
+      expect(await forge.defaultBranch('buggy-calc')).toBe('master');
+    } finally {
+      await store.close();
+    }
+    const merged = await cli(['pr', 'merge', 'buggy-calc', '1']);
+    expect(merged.code, merged.output).toBe(0);
+    expect(merged.output).toMatch(/dockhand-local:\/\/buggy-calc\/pulls\/1: merged at [0-9a-f]{40}/);
+    const bare = join(dataDir, 'forge', 'buggy-calc.git');
+    expect(execFileSync('git', ['-C', bare, 'show', 'master:src/calc.js'], { encoding: 'utf8' })).toContain('let index = 0;');
+  }, 15 * 60_000);
+});
