@@ -370,6 +370,53 @@ describe('side panel in Chromium', () => {
     expect(panel.problems).toEqual([]);
   });
 
+  it('shows a snapshot build as it goes, infrastructure and pre-existing test failures apart, and a cancelled run as interrupted', async () => {
+    const panel = await ready();
+    const page = panel.page;
+    const events = stamp(TASK_ID, [
+      ...runUntilApproval().slice(0, 2),
+      { type: 'snapshot.progress', data: { stage: 'install', elapsedMs: 12_000, line: 'added 312 packages in 11s' } },
+      { type: 'snapshot.progress', data: { stage: 'baseline', elapsedMs: 31_000, line: 'running npm test at the base commit' } },
+    ]);
+    await panel.send({ type: 'events', taskId: TASK_ID, reset: true, events, clipped: [] });
+    const snapshot = page.locator('.row-snapshot');
+    await snapshot.filter({ hasText: 'baseline · 31.0 s' }).waitFor({ timeout: 5_000 });
+    expect(await snapshot.count()).toBe(1);
+    expect(await snapshot.textContent()).toContain('Building the sandbox snapshot');
+    expect(await snapshot.textContent()).toContain('running npm test at the base commit');
+    await panel.screenshot('webview-snapshot-progress');
+
+    const more = stamp(TASK_ID, [
+      { type: 'snapshot.progress', data: { stage: 'done', elapsedMs: 40_000 } },
+      { type: 'tests.finished', data: { command: 'npm test', scope: 'selected', passed: 11, failed: 1, skipped: 0, ok: true, quarantined: [], preExisting: ['test/dates.test.js > parses ISO weeks'], output: '', durationMs: 900 } },
+      { type: 'tests.runner_failed', data: { command: 'npm test', kind: 'timeout', message: 'no report after 600 s', output: '' } },
+      { type: 'tool.called', data: { turn: 2, toolUseId: 'tu_long', name: 'run_tests', input: { scope: 'full' } } },
+      { type: 'task.state', data: { state: 'cancelled', reason: 'interrupted by dev@example.com' } },
+      { type: 'tool.finished', data: { toolUseId: 'tu_long', name: 'run_tests', isError: true, output: 'exited with 137', truncated: false, durationMs: 4000 } },
+    ], events.length + 1);
+    await panel.send({ type: 'events', taskId: TASK_ID, reset: false, events: more, clipped: [] });
+    await page.locator('.row-snapshot', { hasText: 'Sandbox snapshot built' }).waitFor({ timeout: 5_000 });
+    expect(await page.textContent('.row-tests .test-counts')).toBe('11 passed, 1 failed (1 already failing at the base)');
+    expect(await page.textContent('.row-runner summary')).toContain('test infrastructure');
+    expect(await page.textContent('.row-runner summary')).toContain('the test runner timed out: no report after 600 s');
+    const killed = page.locator('.row-tool', { hasText: 'run_tests' });
+    await killed.locator('.badge', { hasText: 'interrupted' }).waitFor({ timeout: 5_000 });
+    expect(await killed.textContent()).not.toContain('error');
+    await panel.screenshot('webview-interrupted');
+    expect(panel.problems).toEqual([]);
+  });
+
+  it('says "signed out" with a Sign in button, not "reconnecting", when the server refuses the token', async () => {
+    const panel = await ready();
+    await panel.send({ type: 'events', taskId: TASK_ID, reset: true, events: approvalEvents.slice(0, 6), clipped: [] });
+    await panel.send({ type: 'connection', taskId: TASK_ID, status: 'signed_out', detail: 'The server did not accept your token (unknown or revoked).' });
+    await panel.page.waitForSelector('.banner.tone-error');
+    expect(await panel.page.textContent('.banner')).toBe('Signed out. The server did not accept your token (unknown or revoked). Sign in');
+    expect(await panel.page.textContent('.badge.connection')).toBe('signed out');
+    await panel.page.click('.banner button.banner-action');
+    expect(await panel.waitForPosted((m) => m.type === 'command')).toEqual({ type: 'command', command: 'signIn' });
+  });
+
   it('keeps the selected task and an unsent message across a reload, then takes the replay', async () => {
     const panel = await ready();
     await panel.send({ type: 'events', taskId: TASK_ID, reset: true, events: approvalEvents, clipped: [] });
