@@ -13,6 +13,13 @@ describe('isAllowedTarget', () => {
     expect(isAllowedTarget('1.1.1.1:443', allow)).toBe(false);
     expect(isAllowedTarget('registry.npmjs.org', allow)).toBe(false);
   });
+  it('reads "*.domain" as every subdomain of it, not the domain or look-alikes', () => {
+    const wildcard = ['*.example.com'];
+    expect(isAllowedTarget('bin.example.com:443', wildcard)).toBe(true);
+    expect(isAllowedTarget('a.b.example.com:443', wildcard)).toBe(true);
+    expect(isAllowedTarget('example.com:443', wildcard)).toBe(false);
+    expect(isAllowedTarget('evilexample.com:443', wildcard)).toBe(false);
+  });
 });
 
 function connectThrough(proxy: EgressProxy, target: string): Promise<number> {

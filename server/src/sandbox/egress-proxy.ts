@@ -24,7 +24,9 @@ export function isAllowedTarget(target: string, allow: readonly string[]): boole
   const match = /^([a-zA-Z0-9.-]+):(\d+)$/.exec(target);
   if (!match) return false;
   const [, host = '', port] = match;
-  return port === '443' && allow.includes(host.toLowerCase());
+  const name = host.toLowerCase();
+  // "*.example.com" (policy.yml's form) allows every subdomain, not the domain itself.
+  return port === '443' && allow.some((entry) => entry === name || (entry.startsWith('*.') && name.endsWith(entry.slice(1))));
 }
 
 export async function startEgressProxy(options: { host: string; port?: number; allow?: readonly string[]; logger?: Logger }): Promise<EgressProxy> {

@@ -153,6 +153,8 @@ describe('.dockhand/environment.yml and precedence', () => {
     expect(policy.test).toEqual({ command: 'npm run test:unit', source: '.dockhand/policy.yml testCommand' });
     const both = await detectRecipe(repo({ 'package.json': pkg(), '.dockhand/policy.yml': 'testCommand: a\n', '.dockhand/environment.yml': 'test: b\n' }), versions);
     expect(both.test.command).toBe('b');
+    const hosts = await detectRecipe(repo({ 'package.json': pkg(), '.dockhand/policy.yml': 'allowedEgressHosts: ["*.example.com"]\n', '.dockhand/environment.yml': 'egressHosts: [bin.example.org]\n' }), versions);
+    expect(hosts.egressHosts).toEqual(['bin.example.org', '*.example.com']);
   });
   it('setup.sh runs after the install, or replaces it', async () => {
     const after = await detectRecipe(repo({ 'package.json': pkg(), '.dockhand/setup.sh': 'echo hi\n' }), versions);

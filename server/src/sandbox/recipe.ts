@@ -67,7 +67,7 @@ const PackageJson = z
   .loose();
 type PackageJson = z.infer<typeof PackageJson>;
 
-const PolicyTestCommand = z.object({ testCommand: z.string().min(1).optional() }).loose();
+const PolicyFields = z.object({ testCommand: z.string().min(1).optional(), allowedEgressHosts: z.array(z.string().min(1)).optional() }).loose();
 
 function readPackageJson(text: string | undefined): PackageJson | undefined {
   if (text === undefined) return undefined;
@@ -85,14 +85,14 @@ function readPackageJson(text: string | undefined): PackageJson | undefined {
   return parsed.data;
 }
 
-/** The testCommand of `.dockhand/policy.yml`, read leniently (the policy layer validates the file itself). */
-function policyTestCommand(text: string | undefined): string | undefined {
-  if (text === undefined) return undefined;
+/** testCommand and allowedEgressHosts of `.dockhand/policy.yml`, read leniently (the policy layer validates the file itself). */
+function policyFields(text: string | undefined): z.infer<typeof PolicyFields> {
+  if (text === undefined) return {};
   try {
-    const parsed = PolicyTestCommand.safeParse(parseYaml(text));
-    return parsed.success ? parsed.data.testCommand : undefined;
+    const parsed = PolicyFields.safeParse(parseYaml(text));
+    return parsed.success ? parsed.data : {};
   } catch {
-    return undefined;
+    return {};
   }
 }
 
@@ -261,7 +261,8 @@ export async function detectRecipe(input: RecipeInput, versions: VersionLookup):
     install: { command: 'true', source: 'default' },
     lifecycleScripts: file?.lifecycleScripts ?? true,
     skipScripts: file?.skipScripts ?? [],
-    egressHosts: file?.egressHosts ?? [],
+    // policy.yml's allowedEgressHosts are "hosts the snapshot build may reach": the same allowlist.
+    egressHosts: [...new Set([...(file?.egressHosts ?? []), ...(policyFields(input.files[POLICY_FILE]).allowedEgressHosts ?? [])])],
     test: { command: 'echo "dockhand: no test command found; set test in .dockhand/environment.yml" >&2; exit 2', source: 'default' },
   };
   const installs: string[] = [];
@@ -303,7 +304,7 @@ export async function detectRecipe(input: RecipeInput, versions: VersionLookup):
   }
   if (input.rootFiles.includes('go.sum')) installs.push('if command -v go >/dev/null; then go mod download; fi');
   if (installs.length > 0) recipe.install = { command: installs.join(' && '), source: 'detected' };
-  const policyTest = policyTestCommand(input.files[POLICY_FILE]);
+  const policyTest = policyFields(input.files[POLICY_FILE]).testCommand;
   if (policyTest) recipe.test = { command: policyTest, source: `${POLICY_FILE} testCommand` };
   if (file?.install) recipe.install = { command: file.install, source: ENVIRONMENT_FILE_PATH };
   if (file?.test) recipe.test = { command: file.test, source: ENVIRONMENT_FILE_PATH };
