@@ -1,4 +1,5 @@
 import { rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Fleet } from '../runner/fleet';
 import { composedFleet } from '../runner/testing/composed-fleet';
@@ -40,6 +41,23 @@ describe('dockhand CLI against a running server', () => {
     output.length = 0;
     await buildCli().parseAsync(['node', 'dockhand', 'tasks', '--server', url, '--token', token]);
     expect(output.join('')).toMatch(/t_\S+\s+pr_open\s+\$0\.00\s+Make two loud\s+dockhand-local:\/\/app\/pulls\/1/);
+  });
+
+  it('token create takes the user as an argument; repo list shows the registration; an unknown repo name is refused at submission naming context.repo', async () => {
+    const previous = process.env.DOCKHAND_DATA_DIR;
+    process.env.DOCKHAND_DATA_DIR = join(dir, 'data');
+    try {
+      await buildCli().parseAsync(['node', 'dockhand', 'token', 'create', 'carol']);
+    } finally {
+      if (previous === undefined) delete process.env.DOCKHAND_DATA_DIR;
+      else process.env.DOCKHAND_DATA_DIR = previous;
+    }
+    expect(output.join('')).toMatch(/token tok_\w+ for carol \(shown once\):\ndh_\S+/);
+    output.length = 0;
+    await buildCli().parseAsync(['node', 'dockhand', 'repo', 'list', '--server', url, '--token', token]);
+    expect(output.join('')).toMatch(/^app\s+main\s+\S+\s+-\s+everyone$/m);
+    await expect(buildCli().parseAsync(['node', 'dockhand', 'submit', '--server', url, '--token', token, '--title', 'x', '--repo', 'nope', '--base', sha]))
+      .rejects.toMatchObject({ field: 'context.repo', message: 'context.repo: no repository named nope is registered' });
   });
 
   it('refuses a bad token with the server\'s error', async () => {

@@ -78,6 +78,8 @@ export class ReadinessChecks {
     const note = (stage: string, line?: string) => {
       const entry: Progress = { stage, elapsedMs: Date.now() - started, ...(line ? { line: line.slice(0, 2000) } : {}) };
       status.progress.push(entry);
+      // A chatty install must not grow the status without bound: the first entry and the latest stay.
+      if (status.progress.length > 400) status.progress.splice(1, status.progress.length - 400);
     };
     const blocking: ReadinessReport['blocking'] = [];
     const report: ReadinessReport = {
