@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { BaselineKey, BaselineResult, BaselineStore } from '../feedback/types';
 
 /** A stored baseline (the JSON in `baselines.result`); infrastructure results are never stored. */
-const StoredBaseline = z.object({
+export const StoredBaseline = z.object({
   command: z.string(),
   runner: z.enum(['node-test', 'vitest', 'jest', 'mocha', 'tape', 'ava', 'pytest', 'unknown']),
   passed: z.number().int().min(0),

@@ -99,6 +99,38 @@ export const POSTGRES_MIGRATIONS: ReadonlyArray<{ id: number; name: string; sql:
       );
     `,
   },
+  {
+    id: 2,
+    name: 'registered repositories',
+    // As SQLite's migration 3: owners and submitters are JSON arrays of user names.
+    sql: `
+      CREATE TABLE repos (
+        name TEXT PRIMARY KEY,
+        source TEXT NOT NULL,
+        mirror_source TEXT,
+        default_branch TEXT NOT NULL,
+        owners TEXT NOT NULL DEFAULT '[]',
+        submitters TEXT NOT NULL DEFAULT '[]',
+        created_at TEXT NOT NULL,
+        created_by TEXT NOT NULL
+      );
+    `,
+  },
+  {
+    id: 3,
+    name: 'test baselines',
+    // As SQLite's migration 4: the full suite at a base SHA per repository and environment recipe.
+    sql: `
+      CREATE TABLE baselines (
+        repo TEXT NOT NULL,
+        recipe TEXT NOT NULL,
+        base_sha TEXT NOT NULL,
+        result TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (repo, recipe, base_sha)
+      );
+    `,
+  },
 ];
 
 /**

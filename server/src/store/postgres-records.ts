@@ -1,10 +1,13 @@
 import type pg from 'pg';
 import { z } from 'zod';
+import type { RepoRegistration } from '@dockhand/protocol';
 import { DockhandError } from '../errors';
-import type { FlakyObservation, FlakyStore, FlakyTest } from '../feedback/types';
+import type { BaselineKey, BaselineResult, BaselineStore, FlakyObservation, FlakyStore, FlakyTest } from '../feedback/types';
 import type { NewPullRequestRecord, PullRequestRecord, PullRequestState, PullRequestStore } from '../forge/types';
+import { StoredBaseline } from './baselines';
 import { FlakyObservationSchema } from './flaky';
 import { PullRequestRecordSchema, parsePullRequestRecord } from './pull-requests';
+import { toRepo } from './rows';
 
 type Transaction = <T>(work: (client: pg.PoolClient) => Promise<T>) => Promise<T>;
 
@@ -91,5 +94,68 @@ export class PostgresFlakyStore implements FlakyStore {
       ? await this.pool.query('DELETE FROM flaky_tests WHERE repo = $1', [repo])
       : await this.pool.query('DELETE FROM flaky_tests WHERE repo = $1 AND test_id = ANY($2)', [repo, testIds]);
     return result.rowCount ?? 0;
+  }
+}
+
+/** The feedback engine's baselines in Postgres (same rules as `SqliteBaselineStore`). */
+export class PostgresBaselineStore implements BaselineStore {
+  constructor(private readonly pool: pg.Pool) {}
+
+  async get(key: BaselineKey): Promise<BaselineResult | undefined> {
+    const { rows } = await this.pool.query('SELECT result FROM baselines WHERE repo = $1 AND recipe = $2 AND base_sha = $3', [key.repo, key.recipe, key.baseSha]);
+    const value = z.object({ result: z.string() }).optional().parse(rows[0]);
+    if (!value) return undefined;
+    const parsed = StoredBaseline.safeParse(JSON.parse(value.result));
+    // A row written by another version that no longer parses is recomputed, not trusted.
+    return parsed.success ? parsed.data : undefined;
+  }
+
+  async put(key: BaselineKey, result: BaselineResult): Promise<void> {
+    const { infrastructure: _infrastructure, ...stored } = result;
+    await this.pool.query(
+      `INSERT INTO baselines (repo, recipe, base_sha, result, created_at) VALUES ($1, $2, $3, $4, $5)
+       ON CONFLICT (repo, recipe, base_sha) DO UPDATE SET result = excluded.result, created_at = excluded.created_at`,
+      [key.repo, key.recipe, key.baseSha, JSON.stringify(StoredBaseline.parse(stored)), new Date().toISOString()],
+    );
+  }
+}
+
+/** Registered repositories in Postgres (the `RepoStore` port, as SQLite keeps them). */
+export class PostgresRepoStore {
+  constructor(private readonly pool: pg.Pool) {}
+
+  async put(registration: RepoRegistration): Promise<RepoRegistration> {
+    await this.pool.query(
+      `INSERT INTO repos (name, source, mirror_source, default_branch, owners, submitters, created_at, created_by)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+       ON CONFLICT (name) DO UPDATE SET source = excluded.source, mirror_source = excluded.mirror_source,
+         default_branch = excluded.default_branch, owners = excluded.owners, submitters = excluded.submitters`,
+      [
+        registration.name,
+        registration.source,
+        registration.mirrorSource ?? null,
+        registration.defaultBranch,
+        JSON.stringify(registration.owners),
+        JSON.stringify(registration.submitters),
+        registration.createdAt,
+        registration.createdBy,
+      ],
+    );
+    const stored = await this.get(registration.name);
+    if (!stored) throw new DockhandError('internal', `repository ${registration.name} vanished`);
+    return stored;
+  }
+
+  async get(name: string): Promise<RepoRegistration | undefined> {
+    const { rows } = await this.pool.query('SELECT * FROM repos WHERE name = $1', [name]);
+    return rows[0] === undefined ? undefined : toRepo(rows[0]);
+  }
+
+  async list(): Promise<RepoRegistration[]> {
+    return (await this.pool.query('SELECT * FROM repos ORDER BY name COLLATE "C"')).rows.map(toRepo);
+  }
+
+  async delete(name: string): Promise<boolean> {
+    return (await this.pool.query('DELETE FROM repos WHERE name = $1', [name])).rowCount === 1;
   }
 }

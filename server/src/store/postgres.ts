@@ -6,6 +6,7 @@ import {
   type CreateTaskRequest,
   type EventType,
   type NewEvent,
+  type RepoRegistration,
   type Task,
 } from '@dockhand/protocol';
 import { DockhandError, fromZodError } from '../errors';
@@ -15,7 +16,7 @@ import { migratePostgres } from './postgres-migrations';
 import { PostgresApprovals } from './postgres-approvals';
 import { PostgresEventHub } from './postgres-hub';
 import { PostgresQueue } from './postgres-queue';
-import { PostgresFlakyStore, PostgresPullRequestStore } from './postgres-records';
+import { PostgresBaselineStore, PostgresFlakyStore, PostgresPullRequestStore, PostgresRepoStore } from './postgres-records';
 import { project } from './projection';
 import type { Claim, ClaimingStore, FencedLease } from './queue';
 import { EventRow, ProjectionRow, toTask, toTokenInfo, toUser } from './rows';
@@ -26,6 +27,7 @@ import type {
   ApprovalState,
   PendingApproval,
   PendingApprovalQuery,
+  RepoStore,
   Role,
   Store,
   TaskListQuery,
@@ -71,8 +73,10 @@ export function eventChannel(schema: string): string {
  * Writes made inside a lease fence (`lease-fence.ts`) are refused unless the lease still has that
  * worker and epoch: see `assertFence`.
  */
-export class PostgresStore implements Store, ClaimingStore {
+export class PostgresStore implements Store, RepoStore, ClaimingStore {
   readonly flaky: PostgresFlakyStore;
+  readonly baselines: PostgresBaselineStore;
+  private readonly repos: PostgresRepoStore;
   readonly pullRequests: PostgresPullRequestStore;
   readonly queue: PostgresQueue;
   private readonly approvals: PostgresApprovals;
@@ -82,6 +86,8 @@ export class PostgresStore implements Store, ClaimingStore {
   private constructor(readonly pool: pg.Pool, readonly options: PostgresStoreOptions & { schema: string }) {
     this.channel = eventChannel(options.schema);
     this.flaky = new PostgresFlakyStore(pool, (work) => this.transaction(work));
+    this.baselines = new PostgresBaselineStore(pool);
+    this.repos = new PostgresRepoStore(pool);
     this.pullRequests = new PostgresPullRequestStore(pool, (work) => this.transaction(work));
     this.queue = new PostgresQueue(pool);
     this.approvals = new PostgresApprovals(pool, (work) => this.transaction(work), (client, taskId, event) => this.appendIn(client, taskId, event));
@@ -190,6 +196,24 @@ export class PostgresStore implements Store, ClaimingStore {
       [hashToken(token)],
     );
     return rows[0] === undefined ? undefined : toUser(rows[0]);
+  }
+
+  // ---- registered repositories (postgres-records.ts) ----
+
+  putRepo(registration: RepoRegistration): Promise<RepoRegistration> {
+    return this.repos.put(registration);
+  }
+
+  getRepo(name: string): Promise<RepoRegistration | undefined> {
+    return this.repos.get(name);
+  }
+
+  listRepos(): Promise<RepoRegistration[]> {
+    return this.repos.list();
+  }
+
+  deleteRepo(name: string): Promise<boolean> {
+    return this.repos.delete(name);
   }
 
   // ---- tasks and events ----
