@@ -173,7 +173,8 @@ async function chooseTicket(deps: SendTicketDeps, repo: string): Promise<Ticket 
     })
     .catch((error: unknown) => {
       deps.log.warn(`Could not list open issues: ${describeError(error)}`);
-      picker.items = [...fixed, { label: 'Open issues could not be loaded', description: describeError(error), kind: vscode.QuickPickItemKind.Separator }];
+      // Said in the list itself (a separator would hide the reason), with what to do.
+      picker.items = [...fixed, { label: '$(error) Open issues could not be loaded', detail: describeError(error), alwaysShow: true }];
     })
     .finally(() => {
       picker.busy = false;
