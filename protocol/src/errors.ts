@@ -16,6 +16,12 @@ export const ERROR_CODES = [
   'test_infrastructure',
   // A registered repository's source did not answer (timeout, unreachable host) or is not a repository.
   'repository_unavailable',
+  // A request body (or one field of it) over its size limit; the message names the field and the limit.
+  'payload_too_large',
+  // A Content-Type the API does not read (it reads application/json).
+  'unsupported_media_type',
+  // The model API answered the request itself as invalid (400/404/413/422): not retried, not "unreachable".
+  'model_refused',
   'internal',
 ] as const;
 export const ErrorCode = z.enum(ERROR_CODES);

@@ -22,12 +22,17 @@ export const Ticket = z.discriminatedUnion('kind', [
 ]);
 export type Ticket = z.infer<typeof Ticket>;
 
-export const Selection = z.object({
-  path: z.string().min(1).max(4096),
-  startLine: z.number().int().min(1),
-  endLine: z.number().int().min(1),
-  text: z.string().max(200_000),
-});
+export const Selection = z
+  .object({
+    path: z.string().min(1).max(4096),
+    startLine: z.number().int().min(1),
+    endLine: z.number().int().min(1),
+    text: z.string().max(200_000),
+  })
+  .refine((selection) => selection.endLine >= selection.startLine, {
+    message: 'must not be before startLine',
+    path: ['endLine'],
+  });
 export type Selection = z.infer<typeof Selection>;
 
 /** What the extension learned from the developer's workspace. */

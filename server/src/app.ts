@@ -31,12 +31,34 @@ function fieldFromInstancePath(instancePath: string): string {
   return formatFieldPath(parts);
 }
 
+/** The largest request body the API reads (Fastify's `bodyLimit`). */
+export const BODY_LIMIT_BYTES = 2 * 1024 * 1024;
+
+function formatBytes(bytes: number): string {
+  return bytes % (1024 * 1024) === 0 ? `${bytes / (1024 * 1024)} MiB` : `${bytes} bytes`;
+}
+
+/** The limit a zod `too_big` issue names, as "100000 characters" / "50 items"; undefined for other issues. */
+function sizeLimit(keyword: string, params: Record<string, unknown>): string | undefined {
+  if (keyword !== 'too_big' || typeof params['maximum'] !== 'number') return undefined;
+  // A number over its maximum (a budget) is an ordinary bad value, not a body too large.
+  const unit = params['origin'] === 'string' ? 'characters' : params['origin'] === 'array' ? 'items' : undefined;
+  return unit ? `${params['maximum']} ${unit}` : undefined;
+}
+
 function toDockhandError(error: FastifyError | DockhandError | Error): DockhandError {
   if (error instanceof DockhandError) return error;
   if (hasZodFastifySchemaValidationErrors(error)) {
     const first = error.validation[0];
     const field = first ? fieldFromInstancePath(first.instancePath) : '';
     const where = 'validationContext' in error && error.validationContext === 'querystring' ? 'query' : 'body';
+    const tooLarge = first ? sizeLimit(first.keyword, first.params) : undefined;
+    if (tooLarge) {
+      return new DockhandError('payload_too_large', `${field || where}: too large; the limit is ${tooLarge}`, {
+        ...(field ? { field } : {}),
+        hint: `shorten ${field || 'the body'} to at most ${tooLarge} (a long log or file belongs in the repository, not the ticket)`,
+      });
+    }
     const message = `${field || where}: ${first?.message ?? 'invalid'}`;
     return new DockhandError('bad_request', message, {
       ...(field ? { field } : {}),
@@ -45,7 +67,19 @@ function toDockhandError(error: FastifyError | DockhandError | Error): DockhandE
   }
   const status = 'statusCode' in error && typeof error.statusCode === 'number' ? error.statusCode : 500;
   if (status === 429) return new DockhandError('rate_limited', 'too many requests', { hint: 'slow down and retry after a minute' });
-  if (status === 415 || status === 400) return new DockhandError('bad_request', error.message);
+  if (status === 413) {
+    return new DockhandError('payload_too_large', `body: the request body is over the server's limit of ${formatBytes(BODY_LIMIT_BYTES)}`, {
+      field: 'body',
+      hint: `send at most ${formatBytes(BODY_LIMIT_BYTES)}; a ticket body takes at most 100000 characters`,
+    });
+  }
+  if (status === 415) {
+    return new DockhandError('unsupported_media_type', `content-type: ${error.message.replace(/^Unsupported Media Type:?\s*/i, '') || 'this media type'} is not accepted; the API reads application/json`, {
+      field: 'content-type',
+      hint: 'send the body as JSON with "Content-Type: application/json"',
+    });
+  }
+  if (status === 400) return new DockhandError('bad_request', error.message);
   if (status === 404) return new DockhandError('not_found', error.message);
   return asDockhandError(error);
 }
@@ -154,7 +188,7 @@ export async function app(fastify: FastifyInstance, deps: AppDeps): Promise<void
 /** A Fastify instance with the API registered (tests use `inject`/`injectWS` on it). */
 export async function buildApp(deps: AppDeps, options: { logger?: Logger } = {}): Promise<FastifyInstance> {
   const loggerInstance: FastifyBaseLogger | undefined = options.logger ?? deps.logger;
-  const fastify = Fastify({ ...(loggerInstance ? { loggerInstance } : {}), bodyLimit: 2 * 1024 * 1024 });
+  const fastify = Fastify({ ...(loggerInstance ? { loggerInstance } : {}), bodyLimit: BODY_LIMIT_BYTES });
   await fastify.register(app, deps);
   await fastify.ready();
   return fastify;

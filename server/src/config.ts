@@ -143,6 +143,19 @@ function readConfigFile(path: string): Plain {
   return parsed;
 }
 
+const TRUE_VALUES = ['1', 'true'];
+const FALSE_VALUES = ['0', 'false'];
+
+function booleanFlag(name: string, value: string): boolean {
+  const lower = value.trim().toLowerCase();
+  if (TRUE_VALUES.includes(lower)) return true;
+  if (FALSE_VALUES.includes(lower)) return false;
+  throw new DockhandError('bad_request', `configuration ${name}: "${value}" is not one of ${[...TRUE_VALUES, ...FALSE_VALUES].join(', ')}`, {
+    field: name,
+    hint: `set ${name}=1 to turn it on, ${name}=0 (or leave it unset) to keep it off`,
+  });
+}
+
 /** Reads env (+ optional config file) into a validated `Config`; throws naming the bad variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Plain = {}): Config {
   const raw: Plain = env.DOCKHAND_CONFIG ? readConfigFile(env.DOCKHAND_CONFIG) : {};
@@ -150,8 +163,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Plai
   for (const [name, key] of Object.entries(ENV_KEYS)) {
     const value = env[name];
     if (value === undefined || value === '') continue;
-    // "0"/"false" must mean false for boolean flags (z.coerce.boolean would say true).
-    setPath(raw, key, key === 'sandbox.unsafeRunc' ? value === '1' || value === 'true' : value);
+    // "0"/"false" must mean false for boolean flags (z.coerce.boolean would say true), and a value
+    // that is neither ("yes") is an error rather than a silent false.
+    setPath(raw, key, key === 'sandbox.unsafeRunc' ? booleanFlag(name, value) : value);
     sourceOf.set(key, name);
   }
   for (const [key, value] of Object.entries(overrides)) setPath(raw, key, value);

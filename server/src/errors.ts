@@ -44,6 +44,9 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   budget_exceeded: 422,
   test_infrastructure: 503,
   repository_unavailable: 503,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  model_refused: 502,
   internal: 500,
 };
 

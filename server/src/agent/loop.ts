@@ -240,6 +240,10 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
       } catch (error) {
         if (signal.aborted) return await stopForAbort();
         const message = error instanceof Error ? error.message : String(error);
+        // A model that answered "invalid request" was reached: say so, so nobody waits for it to come back.
+        if (error instanceof Error && 'code' in error && error.code === 'model_refused') {
+          return await outcome('failed', `The model refused the request: ${message}`, { reason: 'model_refused' });
+        }
         return await outcome('failed', `The model could not be reached: ${message}`, { reason: 'model_unavailable' });
       }
       await Promise.all(pendingWrites.splice(0));

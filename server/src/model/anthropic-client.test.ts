@@ -225,7 +225,9 @@ describe('AnthropicModelClient', () => {
     const { client, retries } = harness({ turns: [{ content: [{ type: 'tool_use', name: 'run_tests', input: {} }] }] });
     const error = await client.turn({ ...request(), toolChoice: { type: 'tool', name: 'submit_review' } }).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(DockhandError);
-    expect(error instanceof DockhandError ? error.code : undefined).toBe('model_unavailable');
+    // A 400 is the API answering the request as invalid: refused, not "could not be reached".
+    expect(error instanceof DockhandError ? error.code : undefined).toBe('model_refused');
+    expect(String(error)).toContain('the model refused the request');
     expect(String(error)).toContain('tool_choice.name: tool "submit_review" is not among the request\'s tools: "run_tests"');
     expect(retries).toEqual([]);
   });

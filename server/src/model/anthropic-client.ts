@@ -78,6 +78,14 @@ export class AnthropicModelClient implements ModelClient {
       } catch (error) {
         request.signal?.throwIfAborted();
         failure = error instanceof StalledStreamError ? stalled(error) : classifyFailure(error);
+        if (!failure.retryable && refusedStatus(error)) {
+          // The API read the request and rejected it (bad request, unknown model, prompt too
+          // long): the model was reached, and trying again sends the same rejected request.
+          throw new DockhandError('model_refused', `the model refused the request: model ${model} answered ${failure.reason}: ${messageOf(error)}`, {
+            cause: error,
+            hint: 'the model API rejected the request itself (its message says why: an unknown model, a prompt over the context window, invalid content); change the model setting or the ticket, then send it again',
+          });
+        }
         if (!failure.retryable) {
           throw new DockhandError('model_unavailable', `model ${model} failed: ${failure.reason}: ${messageOf(error)}`, {
             cause: error,
@@ -173,4 +181,9 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     };
     signal?.addEventListener('abort', onAbort, { once: true });
   });
+}
+
+/** Statuses where the model API answered the request as invalid (the API was reached). */
+function refusedStatus(error: unknown): boolean {
+  return error instanceof APIError && error.status !== undefined && [400, 404, 413, 422].includes(error.status);
 }

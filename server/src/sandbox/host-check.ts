@@ -17,6 +17,11 @@ export interface HostCheck {
   dockerVersion: string;
 }
 
+/** Where dockerode connects: `DOCKER_HOST` when set (dockerode reads it too), else the default socket. */
+function dockerEndpoint(dockerHost: string | undefined): string {
+  return dockerHost ? `DOCKER_HOST=${dockerHost}` : '/var/run/docker.sock';
+}
+
 /**
  * Verifies the engine answers and gVisor is registered. Refuses plain runc unless the operator set
  * `DOCKHAND_UNSAFE_RUNC=1` (`unsafeRunc`): runc shares the host kernel with code the model wrote, so
@@ -24,15 +29,19 @@ export interface HostCheck {
  */
 export async function checkSandboxHost(
   docker: Docker,
-  options: { unsafeRunc?: boolean; logger?: Logger } = {},
+  options: { unsafeRunc?: boolean; logger?: Logger; dockerHost?: string | undefined } = {},
 ): Promise<HostCheck> {
+  // dockerode connects to DOCKER_HOST when it is set, so the hint must name it too.
+  const dockerHost = options.dockerHost ?? (process.env['DOCKER_HOST'] || undefined);
   let raw: unknown;
   try {
     raw = await docker.info();
   } catch (error) {
-    throw new DockhandError('sandbox_unavailable', 'the Docker engine does not answer', {
+    throw new DockhandError('sandbox_unavailable', `the Docker engine does not answer at ${dockerEndpoint(dockerHost)}`, {
       cause: error,
-      hint: 'start it (scripts/setup-host.sh) and check that this user may use /var/run/docker.sock',
+      hint: dockerHost
+        ? `check that the engine at DOCKER_HOST=${dockerHost} is running and reachable from this server`
+        : 'start it (scripts/setup-host.sh) and check that this user may use /var/run/docker.sock (or set DOCKER_HOST)',
     });
   }
   const info = DockerInfo.parse(raw);
