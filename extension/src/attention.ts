@@ -126,7 +126,7 @@ export class Attention implements vscode.Disposable {
   private pullRequest(taskId: string, url: string): void {
     if (!this.once(`${taskId}:pr`)) return;
     this.ask(vscode.window.showInformationMessage(`Dockhand opened a pull request: ${url}`, 'Open pull request'), {
-      'Open pull request': () => void vscode.env.openExternal(vscode.Uri.parse(url)),
+      'Open pull request': () => void vscode.commands.executeCommand('dockhand.openPullRequest', taskId),
     });
   }
 

@@ -7,6 +7,7 @@ import type { Connection } from './connection';
 import type { DockhandState } from './dockhand-state';
 import { applyDiffOnNewBranch, readGitState } from './git-context';
 import { showError } from './notify';
+import { openPullRequest, type PullRequestDocuments } from './pull-request-view';
 import { checkReadiness, type ReadinessDocuments } from './readiness';
 import type { ReviewComments } from './review-comments';
 import { sendTicket } from './send-ticket';
@@ -28,6 +29,7 @@ export interface CommandDeps {
   actions: TaskActions;
   comments: ReviewComments;
   readiness: ReadinessDocuments;
+  pullRequests: PullRequestDocuments;
   log: vscode.LogOutputChannel;
   register(disposable: vscode.Disposable): void;
   revealPanel(): void;
@@ -141,7 +143,7 @@ export function registerCommands(deps: CommandDeps): void {
       void vscode.window.showInformationMessage('Dockhand: this task has no pull request yet.');
       return;
     }
-    await vscode.env.openExternal(vscode.Uri.parse(url));
+    await openPullRequest(state, deps.pullRequests, taskId, url);
   });
   command('dockhand.applyLocally', async (arg) => {
     const taskId = await targetTask(arg);

@@ -9,6 +9,7 @@ import { Connection } from './connection';
 import { DockhandState } from './dockhand-state';
 import { describeError, isSignedOutError } from './errors';
 import { showError } from './notify';
+import { PULL_REQUEST_SCHEME, PullRequestDocuments } from './pull-request-view';
 import { READINESS_SCHEME, ReadinessDocuments } from './readiness';
 import { ReviewComments } from './review-comments';
 import { affectsServerUrl, readSettings } from './settings';
@@ -51,6 +52,8 @@ export function activate(context: vscode.ExtensionContext): void {
   register(vscode.workspace.registerTextDocumentContentProvider(BASE_SCHEME, content));
   register(vscode.workspace.registerTextDocumentContentProvider(AGENT_SCHEME, content));
   const readiness = register(new ReadinessDocuments());
+  const pullRequests = register(new PullRequestDocuments());
+  register(vscode.workspace.registerTextDocumentContentProvider(PULL_REQUEST_SCHEME, pullRequests));
   register(vscode.workspace.registerTextDocumentContentProvider(READINESS_SCHEME, readiness));
   const changes = register(new ChangesTreeProvider(state, content));
   const changesView = register(vscode.window.createTreeView('dockhand.changes', { treeDataProvider: changes, showCollapseAll: false }));
@@ -144,6 +147,7 @@ export function activate(context: vscode.ExtensionContext): void {
     actions,
     comments,
     readiness,
+    pullRequests,
     log,
     register: (disposable) => void register(disposable),
     revealPanel,

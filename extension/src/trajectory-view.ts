@@ -174,7 +174,9 @@ export class TrajectoryViewProvider implements vscode.WebviewViewProvider, vscod
         else this.commands.openDiff(message.taskId, message.path);
         return;
       case 'openExternal':
-        void vscode.env.openExternal(vscode.Uri.parse(message.url));
+        // A local-forge PR (dockhand-local://) has no web page: the PR view shows it in VS Code.
+        if (/^https?:\/\//.test(message.url) || !this.state.selectedTaskId) void vscode.env.openExternal(vscode.Uri.parse(message.url));
+        else void vscode.commands.executeCommand('dockhand.openPullRequest', this.state.selectedTaskId);
         return;
       case 'loadOutput': {
         const event = this.state.sessions.event(message.taskId, message.seq);
