@@ -89,8 +89,7 @@ export async function startCorpusServer(options: { dataDir: string; ids: string[
   const created = await runCli(['token', 'create', '--user', 'corpus', '--role', 'admin', '--label', 'corpus'], baseEnv, 60_000);
   const token = created.output.trim().split('\n').at(-1) ?? '';
   if (created.code !== 0 || !token.startsWith('dh_')) throw new Error(`token create failed:\n${created.output}`);
-  const port = await freePort();
-  const serve = await startDockhandServe(port, {
+  const serveEnv = {
     ...baseEnv,
     DOCKHAND_MODEL_BASE_URL: router.url,
     DOCKHAND_REPLAY_SESSION: 'corpus',
@@ -98,6 +97,11 @@ export async function startCorpusServer(options: { dataDir: string; ids: string[
     ANTHROPIC_API_KEY: '',
     DOCKHAND_POLL_MS: '100',
     DOCKHAND_CONCURRENCY: String(options.concurrency ?? 2),
+  };
+  // On a loaded 2-core machine the first start (tsx compiling the server) can pass 60 s: one retry.
+  const serve = await startDockhandServe(await freePort(), serveEnv).catch(async (error: unknown) => {
+    process.stderr.write(`dockhand serve did not start (${error instanceof Error ? error.message.split('\n')[0] : String(error)}); retrying once\n`);
+    return startDockhandServe(await freePort(), serveEnv);
   });
   // The server's log beside its data, for a look after the fact (the bench's output names it).
   const log = join(options.dataDir, 'server.log');

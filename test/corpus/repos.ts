@@ -9,7 +9,7 @@ import type { CorpusRepo } from './types';
 /** ljharb's packages run lint before and `npm audit` after their tests: both need the network. */
 const TESTS_ONLY = 'test: npm run tests-only\n';
 /** Lint tooling of ljharb's packages, which the tests do not use. */
-const LINT_ONLY = ['@ljharb/eslint-config', 'eslint', 'eclint', 'evalmd', 'jiti', 'npmignore', 'safe-publish-latest', 'in-publish', 'aud', 'auto-changelog'];
+const LINT_ONLY = ['@ljharb/eslint-config', 'eslint', 'eclint', 'evalmd', 'jiti', 'npmignore', 'aud', 'auto-changelog'];
 const ENV_HEADER = '# The test script runs lint before and `npm audit` (network) after the tests; run only the tests.\n';
 
 export const CORPUS: CorpusRepo[] = [
@@ -40,7 +40,7 @@ export const CORPUS: CorpusRepo[] = [
   },
   {
     id: 'qs',
-    covers: 'tape; npm lockfile; Node 20 (.nvmrc); a large devDependency tree (browserify, eslint)',
+    covers: 'tape; npm lockfile; Node 20 (.nvmrc); a lifecycle script in the repository (prepublish runs at install)',
     source: { kind: 'npm', package: 'qs', version: '6.14.0' },
     runner: 'tape',
     lockfile: 'npm',
@@ -208,17 +208,17 @@ export const CORPUS: CorpusRepo[] = [
   },
   {
     id: 'escape-string-regexp',
-    covers: 'ava; yarn berry lockfile (yarn@4, node-modules linker); Node 20 (Debian source)',
+    covers: 'ava 1; yarn berry lockfile (yarn@4, node-modules linker); Node 18 (Debian source)',
     source: { kind: 'debian-source', package: 'node-escape-string-regexp', version: '4.0.0-2' },
     runner: 'ava',
     lockfile: 'yarn-berry',
     packageManager: 'yarn@4.9.1',
-    node: '20',
+    node: '18',
     defaultBranch: 'main',
     test: 'yarn test',
-    packageJson: { scripts: { test: 'ava' }, devDependencies: { ava: '^3.15.0' } },
+    packageJson: { scripts: { test: 'ava' } },
     files: { '.yarnrc.yml': 'nodeLinker: node-modules\nenableTelemetry: false\n' },
-    adjustments: ['yarn.lock generated with yarn 4.9.1 (.yarnrc.yml nodeLinker node-modules)', 'packageManager yarn@4.9.1', '.nvmrc 20', 'test script "xo && ava && tsd" → "ava"; ava ^1.4.1 → ^3.15.0 (ava 1 does not run on Node 20)'],
+    adjustments: ['yarn.lock generated with yarn 4.9.1 (.yarnrc.yml nodeLinker node-modules)', 'packageManager yarn@4.9.1', '.nvmrc 18 (ava 1 transpiles the ESM test; Node 20+ would load it as ESM)', 'test script "xo && ava && tsd" → "ava"'],
     small: true,
     bug: {
       file: 'index.js',
