@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ReadinessReport } from '@dockhand/protocol';
 import { LocalForge } from '../../server/src/forge';
 import { startReplayServer, type ReplayServer } from '../../server/src/model/replay/server';
 import { SqliteStore } from '../../server/src/store/sqlite';
@@ -122,5 +123,18 @@ describe('submit --repo /path/to/repo (README)', () => {
     expect(merged.output).toMatch(/dockhand-local:\/\/buggy-calc\/pulls\/1: merged at [0-9a-f]{40}/);
     const bare = join(dataDir, 'forge', 'buggy-calc.git');
     expect(execFileSync('git', ['-C', bare, 'show', 'master:src/calc.js'], { encoding: 'utf8' })).toContain('let index = 0;');
-  }, 15 * 60_000);
+
+    // Readiness at the new head of master: the snapshot is found, the suite runs at the base, the graph is built.
+    const checked = await cli(['repo', 'check', 'buggy-calc', '--json']);
+    expect(checked.code, checked.output).toBe(0);
+    const report = ReadinessReport.parse(JSON.parse(checked.output));
+    expect(report).toMatchObject({ repo: 'buggy-calc', ready: true, blocking: [], install: { ok: true }, tests: { ok: true, failed: 0 }, selection: { ok: true } });
+    expect(report.sha).toBe(execFileSync('git', ['-C', bare, 'rev-parse', 'master'], { encoding: 'utf8' }).trim());
+    expect(report.tests.passed).toBeGreaterThanOrEqual(5);
+    expect(report.selection.testFiles).toBeGreaterThanOrEqual(1);
+    expect(report.snapshot?.startSeconds).toBeGreaterThan(0);
+    const table = await cli(['repo', 'check', 'buggy-calc']);
+    expect(table.output).toMatch(/^tests at base\s+ok\s+/m);
+    expect(table.output).toMatch(/buggy-calc at [0-9a-f]{12}: READY/);
+  }, 20 * 60_000);
 });
