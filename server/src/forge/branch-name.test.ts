@@ -15,3 +15,12 @@ describe('branchName', () => {
     expect(branchName('9b0c6a15', 'Fix it', 't_x-9b0c6a15')).toBe('dockhand/9b0c6a15-fix-it');
   });
 });
+
+describe('the PR body records the test-edits decision', () => {
+  it('says who allowed test edits, or that they were not allowed', async () => {
+    const { buildPullRequestBody } = await import('./pr-body');
+    const usage = { turns: 1, inputTokens: 1, outputTokens: 1, costUsd: 0 };
+    expect(buildPullRequestBody({ ticket: { title: 't' }, summary: 's', requester: 'alice', allowTestEdits: true, usage })).toContain('**Test edits:** allowed by the requester (alice)');
+    expect(buildPullRequestBody({ ticket: { title: 't' }, summary: 's', allowTestEdits: false, usage })).toContain('**Test edits:** not allowed');
+  });
+});

@@ -28,6 +28,8 @@ export interface PullRequestReport {
   model?: string;
   /** Policy violations a repo owner overrode for this diff: listed so reviewers see the exception. */
   policyOverride?: { by: string; violations: ReadonlyArray<{ rule: string; path: string; line?: number; message: string }> };
+  /** Whether the requester let the agent change existing tests (never the model's decision). */
+  allowTestEdits?: boolean;
 }
 
 export const TEST_LOG_BUDGET = 40_000;
@@ -55,6 +57,9 @@ export function buildPullRequestBody(report: PullRequestReport, secrets: Readonl
   const ticket = report.ticket.url ? `[${report.ticket.title}](${report.ticket.url})` : report.ticket.title;
   lines.push(`**Ticket:** ${ticket}${report.ticket.id ? ` (#${report.ticket.id})` : ''}`);
   if (report.requester) lines.push(`**Requested by:** ${report.requester}`);
+  if (report.allowTestEdits !== undefined) {
+    lines.push(`**Test edits:** ${report.allowTestEdits ? `allowed by the requester${report.requester ? ` (${report.requester})` : ''}` : 'not allowed (existing tests were not changed)'}`);
+  }
   lines.push('', '## Summary', '', report.summary.trim() || '_No summary._');
 
   if (report.tests) {

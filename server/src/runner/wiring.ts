@@ -143,6 +143,7 @@ export function publisherPort(options: PublisherOptions): PublisherPort {
           summary,
           taskId: task.id,
           requester: task.owner,
+          allowTestEdits: task.allowTestEdits,
           ...(tests
             ? {
                 tests: {
