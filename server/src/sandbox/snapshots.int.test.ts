@@ -9,7 +9,8 @@ import { RepoMirror } from './mirror';
 import { WarmPool } from './pool';
 import { SandboxService } from './service';
 import { SnapshotManager } from './snapshots';
-import { ensureBaseImage } from './test-support';
+import { ensureBaseImage, TEST_TOOLCHAIN_DIR } from './test-support';
+import { ToolchainStore } from './toolchains';
 
 /*
  * The provisioning path on the ts-lib fixture: mirror → snapshot build (npm ci through the egress
@@ -33,7 +34,7 @@ beforeAll(async () => {
   fixture = createFixtureRepo('ts-lib');
   driver = new DockerSandboxDriver({ docker, ownerId, runtime: 'runsc' });
   const mirror = new RepoMirror(dataDir);
-  snapshots = new SnapshotManager({ docker, mirror, dataDir, ownerId, repository, egress: 'proxy', extraCaBundle: '/etc/ssl/certs/ca-certificates.crt' });
+  snapshots = new SnapshotManager({ docker, mirror, dataDir, ownerId, repository, egress: 'proxy', extraCaBundle: '/etc/ssl/certs/ca-certificates.crt', toolchains: new ToolchainStore({ dataDir: TEST_TOOLCHAIN_DIR, caBundle: '/etc/ssl/certs/ca-certificates.crt' }) });
   pool = new WarmPool({ driver, size: 2 });
   service = new SandboxService({ driver, mirror, snapshots, pool });
 });
