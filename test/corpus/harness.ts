@@ -16,7 +16,7 @@ import { loadCassette } from '../../server/src/model/replay/cassette';
 import { startReplayServer } from '../../server/src/model/replay/server';
 import type { CorpusEntry } from '../../scripts/corpus/build';
 import { corpusRepo } from './repos';
-import { freePort, startDockhandServe, type DockhandServe } from '../support/local-server';
+import { freePort, type DockhandServe } from '../support/local-server';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const CASSETTES = join(ROOT, 'test/corpus/cassettes');
@@ -74,6 +74,30 @@ function runCli(args: string[], env: Record<string, string>, timeoutMs: number):
   });
 }
 
+/**
+ * `dockhand serve` as it ships (the CLI under tsx), like test/support/local-server.ts but waiting
+ * up to 5 minutes for /healthz: on a loaded 2-core machine the server takes 100 s and more to
+ * listen (tsx compiling it, the sandbox host check and reconcile).
+ */
+async function startServe(port: number, env: Record<string, string>): Promise<DockhandServe> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'server/src/cli/bin.ts', 'serve'], {
+    cwd: ROOT,
+    env: { ...process.env, DOCKHAND_PORT: String(port), ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const url = `http://127.0.0.1:${port}`;
+  for (let attempt = 0; attempt < 1500; attempt += 1) {
+    if (child.exitCode !== null) throw new Error(`dockhand serve exited early:\n${output}`);
+    if (await fetch(`${url}/healthz`).then((response) => response.ok, () => false)) return { child, url, output: () => output };
+    await new Promise((done) => setTimeout(done, 200));
+  }
+  child.kill('SIGKILL');
+  throw new Error(`dockhand serve did not answer /healthz within 5 minutes:\n${output}`);
+}
+
 /** A server with every cassette of `ids` loaded. */
 export async function startCorpusServer(options: { dataDir: string; ids: string[]; concurrency?: number }): Promise<CorpusServer> {
   const cassettes: Record<string, ReturnType<typeof loadCassette>> = {};
@@ -86,9 +110,9 @@ export async function startCorpusServer(options: { dataDir: string; ids: string[
   const replay = await startReplayServer({ port: 0, cassettes });
   const router = await startRouter(replay.url);
   const baseEnv = { DOCKHAND_DATA_DIR: options.dataDir, NO_COLOR: '1' };
-  const created = await runCli(['token', 'create', '--user', 'corpus', '--role', 'admin', '--label', 'corpus'], baseEnv, 60_000);
+  const created = await runCli(['token', 'create', '--user', 'corpus', '--role', 'admin', '--label', 'corpus'], baseEnv, 240_000);
   const token = created.output.trim().split('\n').at(-1) ?? '';
-  if (created.code !== 0 || !token.startsWith('dh_')) throw new Error(`token create failed:\n${created.output}`);
+  if (created.code !== 0 || !token.startsWith('dh_')) throw new Error(`token create failed (exit ${created.code} after ${created.seconds.toFixed(0)} s):\n${created.output}`);
   const serveEnv = {
     ...baseEnv,
     DOCKHAND_MODEL_BASE_URL: router.url,
@@ -98,11 +122,7 @@ export async function startCorpusServer(options: { dataDir: string; ids: string[
     DOCKHAND_POLL_MS: '100',
     DOCKHAND_CONCURRENCY: String(options.concurrency ?? 2),
   };
-  // On a loaded 2-core machine the first start (tsx compiling the server) can pass 60 s: one retry.
-  const serve = await startDockhandServe(await freePort(), serveEnv).catch(async (error: unknown) => {
-    process.stderr.write(`dockhand serve did not start (${error instanceof Error ? error.message.split('\n')[0] : String(error)}); retrying once\n`);
-    return startDockhandServe(await freePort(), serveEnv);
-  });
+  const serve = await startServe(await freePort(), serveEnv);
   // The server's log beside its data, for a look after the fact (the bench's output names it).
   const log = join(options.dataDir, 'server.log');
   appendFileSync(log, serve.output());
