@@ -53,17 +53,19 @@ export function registerEvalCommands(program: Command): void {
     .requiredOption('--run-dir <dir>', 'where the run keeps its state (run again with the same directory to resume)')
     .addOption(new Option('--mode <mode>', 'scripted replay model, or the configured model (ANTHROPIC_API_KEY)').choices([...EVAL_MODES, 'model']).default('model'))
     .option('--repos-dir <dir>', 'where relative dockhand.repo_path values are (default: the instances file\'s directory)')
+    .option('--data-dir <dir>', 'the fleet\'s data, to share snapshots and toolchains between runs (default: <run-dir>/data)')
     .option('--concurrency <n>', 'tasks at once (default DOCKHAND_CONCURRENCY)', positiveInt('--concurrency'))
     .option('--max-turns <n>', 'turn budget per instance', positiveInt('--max-turns'))
     .option('--max-cost <usd>', 'cost budget per instance in USD', positiveNumber('--max-cost'))
     .option('--max-minutes <n>', 'wall-clock budget per instance', positiveNumber('--max-minutes'))
     .option('--only <ids>', 'comma-separated instance ids')
-    .action(async (instances: string, options: { runDir: string; mode: RunMode; reposDir?: string; concurrency?: number; maxTurns?: number; maxCost?: number; maxMinutes?: number; only?: string }) => {
+    .action(async (instances: string, options: { runDir: string; mode: RunMode; reposDir?: string; dataDir?: string; concurrency?: number; maxTurns?: number; maxCost?: number; maxMinutes?: number; only?: string }) => {
       const summary = await runEvaluation({
         instancesFile: mustExist(instances, 'instances'),
         runDir: options.runDir,
         mode: options.mode,
         ...(options.reposDir ? { reposDir: options.reposDir } : {}),
+        ...(options.dataDir ? { dataDir: options.dataDir } : {}),
         ...(options.concurrency ? { concurrency: options.concurrency } : {}),
         budgets: {
           ...(options.maxTurns ? { maxTurns: options.maxTurns } : {}),
@@ -81,7 +83,7 @@ export function registerEvalCommands(program: Command): void {
   evaluation.command('grade <instances> <predictions>')
     .description('apply each model_patch and test_patch in a fresh sandbox and run FAIL_TO_PASS / PASS_TO_PASS')
     .option('--out <file>', 'report JSON (default: grade.json beside the predictions)')
-    .option('--data-dir <dir>', 'the grading fleet\'s data (default: grade-data beside the predictions)')
+    .option('--data-dir <dir>', 'the grading fleet\'s data (default: the run\'s data beside a run\'s predictions, else grade-data)')
     .option('--repos-dir <dir>', 'where relative dockhand.repo_path values are')
     .option('--runs <n>', 'suite runs per instance (a test whose outcome differs is reported flaky)', positiveInt('--runs'), 1)
     .option('--concurrency <n>', 'instances graded at once', positiveInt('--concurrency'))
@@ -91,7 +93,8 @@ export function registerEvalCommands(program: Command): void {
       const summary = await gradePredictions({
         instancesFile: mustExist(instances, 'instances'),
         predictionsFile,
-        dataDir: resolve(options.dataDir ?? join(dirname(predictionsFile), 'grade-data')),
+        // Beside a run's predictions: the run's own fleet data (its snapshots are already built).
+        dataDir: resolve(options.dataDir ?? (existsSync(join(dirname(predictionsFile), 'run.json')) ? join(dirname(predictionsFile), 'data') : join(dirname(predictionsFile), 'grade-data'))),
         runs: options.runs,
         ...(options.reposDir ? { reposDir: options.reposDir } : {}),
         ...(options.concurrency ? { concurrency: options.concurrency } : {}),

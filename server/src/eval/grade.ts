@@ -6,7 +6,8 @@ import type { Sandbox } from '../sandbox/types';
 import { describeLineError, patchFiles, readInstances, readPredictions, type EvalInstance, type LineError, type Prediction } from './formats';
 import { hasCommit } from './git-tree';
 import { atomicWrite, repositoryPathOf } from './run-dir';
-import { ensureRepository, openEvalSession, registeredName, type EvalSession } from './session';
+import type { SandboxProvider } from '../runner/ports';
+import { ensureRepository, openEvalSession, registeredName } from './session';
 import { outcomeOf, type TestOutcome } from './test-ids';
 
 /*
@@ -82,7 +83,7 @@ async function applyPatch(sandbox: Sandbox, patch: string): Promise<string | und
 }
 
 /** Grades one prediction in a fresh sandbox (released afterwards). */
-export async function gradeInstance(session: EvalSession, instance: EvalInstance, prediction: Prediction | undefined, options: { repo: string; runs: number }): Promise<InstanceGrade> {
+export async function gradeInstance(sandboxes: SandboxProvider, instance: EvalInstance, prediction: Prediction | undefined, options: { repo: string; runs: number }): Promise<InstanceGrade> {
   const started = Date.now();
   if (!prediction) return verdictOnly(instance, 'missing_prediction', 'no prediction for this instance', started);
   const patch = prediction.model_patch;
@@ -92,7 +93,7 @@ export async function gradeInstance(session: EvalSession, instance: EvalInstance
   if (touched.length > 0) {
     return verdictOnly(instance, 'patch_touches_tests', `the model patch changes ${touched.join(', ')}, which test_patch sets; it is rejected unrun`, started);
   }
-  const { sandbox } = await session.sandboxes.provider.acquire({ repo: options.repo, baseSha: instance.base_commit, taskId: `grade-${instance.instance_id}` });
+  const { sandbox } = await sandboxes.acquire({ repo: options.repo, baseSha: instance.base_commit, taskId: `grade-${instance.instance_id}` });
   try {
     const modelFailure = await applyPatch(sandbox, patch);
     if (modelFailure) return verdictOnly(instance, 'patch_failed', `model_patch does not apply: ${modelFailure}`, started);
@@ -134,7 +135,7 @@ export async function gradeInstance(session: EvalSession, instance: EvalInstance
       seconds: (Date.now() - started) / 1000,
     };
   } finally {
-    await session.sandboxes.provider.release(sandbox);
+    await sandboxes.release(sandbox);
   }
 }
 
@@ -176,7 +177,7 @@ export async function gradePredictions(options: GradeOptions): Promise<GradeSumm
         const name = registeredName(instance.repo);
         const repo = repos.get(name) ?? (await ensureRepository(session, name, repoPath));
         repos.set(name, repo);
-        grade = await gradeInstance(session, instance, predictions.get(instance.instance_id), { repo, runs: options.runs ?? 1 });
+        grade = await gradeInstance(session.sandboxes.provider, instance, predictions.get(instance.instance_id), { repo, runs: options.runs ?? 1 });
       } catch (error) {
         grade = verdictOnly(instance, 'error', error instanceof Error ? error.message : String(error), started);
       }

@@ -30,6 +30,8 @@ export interface EvalRunOptions {
   mode: RunMode;
   /** Where relative `dockhand.repo_path`s are (default: the instances file's directory). */
   reposDir?: string;
+  /** The fleet's data (store, mirrors, toolchains) when shared between runs; default `<run-dir>/data`. */
+  dataDir?: string;
   budgets?: Partial<Budgets>;
   concurrency?: number;
   /** Only these instance ids. */
@@ -60,17 +62,24 @@ function modelName(mode: RunMode, session: EvalSession): string {
   return mode === 'model' ? session.config.model.name : `dockhand-replay/${mode}`;
 }
 
-function ticketOf(instance: EvalInstance): { kind: 'issue'; id: string; title: string; body: string } {
-  const firstLine = instance.problem_statement.split('\n').find((line) => line.trim() !== '')?.trim() ?? instance.instance_id;
-  return { kind: 'issue', id: instance.instance_id, title: firstLine.slice(0, 200), body: instance.problem_statement.slice(0, 100_000) };
+/** Which run a task belongs to (runs may share a fleet's data directory): its ticket's URL. */
+function runUrl(runId: string, instanceId: string): string {
+  return `dockhand-eval://${encodeURIComponent(runId)}/${encodeURIComponent(instanceId)}`;
 }
 
-async function tasksByInstance(session: EvalSession): Promise<Map<string, Task>> {
+function ticketOf(instance: EvalInstance, runId: string): { kind: 'issue'; id: string; title: string; body: string; url: string } {
+  const firstLine = instance.problem_statement.split('\n').find((line) => line.trim() !== '')?.trim() ?? instance.instance_id;
+  return { kind: 'issue', id: instance.instance_id, title: firstLine.slice(0, 200), body: instance.problem_statement.slice(0, 100_000), url: runUrl(runId, instance.instance_id) };
+}
+
+async function tasksByInstance(session: EvalSession, runId: string): Promise<Map<string, Task>> {
   const found = new Map<string, Task>();
   let cursor: string | undefined;
   do {
     const page = await session.fleet.store.listTasks({ limit: 200, ...(cursor ? { cursor } : {}) });
-    for (const task of page.tasks) if (task.ticket.kind === 'issue' && !found.has(task.ticket.id)) found.set(task.ticket.id, task);
+    for (const task of page.tasks) {
+      if (task.ticket.kind === 'issue' && task.ticket.url === runUrl(runId, task.ticket.id) && !found.has(task.ticket.id)) found.set(task.ticket.id, task);
+    }
     cursor = page.nextCursor;
   } while (cursor);
   return found;
@@ -156,14 +165,15 @@ export async function runEvaluation(options: EvalRunOptions): Promise<EvalRunSum
   const dir = new RunDirectory(resolve(options.runDir));
   const say = (line: string) => options.onProgress?.(line);
 
-  const session = await openEvalSession({ dataDir: dir.dataDir, scripted: options.mode !== 'model', ...(options.concurrency ? { concurrency: options.concurrency } : {}) });
+  const session = await openEvalSession({ dataDir: options.dataDir ? resolve(options.dataDir) : dir.dataDir, scripted: options.mode !== 'model', ...(options.concurrency ? { concurrency: options.concurrency } : {}) });
   const model = modelName(options.mode, session);
-  dir.claim({ mode: options.mode, model, instancesFile, budgets: options.budgets ?? {}, attempts: 1, createdAt: new Date().toISOString() });
+  const manifest = dir.claim({ mode: options.mode, model, instancesFile, budgets: options.budgets ?? {}, attempts: 1, createdAt: new Date().toISOString() });
+  const runId = `${manifest.createdAt}/${dir.path}`;
   let settled = 0;
   let invalid = 0;
   const resumedDone = instances.filter((instance) => dir.hasResult(instance.instance_id)).length;
   try {
-    const existing = await tasksByInstance(session);
+    const existing = await tasksByInstance(session, runId);
     const repos = new Map<string, string>();
     const watching = new Map<string, { instance: EvalInstance; taskId: string }>();
     for (const instance of instances) {
@@ -177,7 +187,7 @@ export async function runEvaluation(options: EvalRunOptions): Promise<EvalRunSum
         const repo = repos.get(name) ?? (await ensureRepository(session, name, repoPath));
         repos.set(name, repo);
         const taskId = known?.id ?? (await session.api('POST', '/v1/tasks', CreateTaskResponse, {
-          ticket: ticketOf(instance),
+          ticket: ticketOf(instance, runId),
           context: { repo, baseSha: instance.base_commit },
           budgets: options.budgets ?? {},
         })).id;
