@@ -1,10 +1,35 @@
-import { join } from 'node:path';
 import type { Config } from './config';
+import { DockhandError } from './errors';
 import { createLogger, type Logger } from './log';
 import { createFleet, type Fleet, type FleetParts } from './runner/fleet';
 import { registeredMirror } from './runner/fleet';
+import type { SandboxProvider } from './runner/ports';
 import { createSandboxProvider } from './runner/sandboxes';
-import { SqliteStore } from './store/sqlite';
+import type { Scheduler } from './scheduler/scheduler';
+import { EventHub } from './store/hub';
+import { openStore } from './store/open';
+import { PostgresEventHub } from './store/postgres-hub';
+
+/** An API replica's sandboxes: none; the runner never asks for one there (no scheduler runs). */
+const NO_SANDBOXES: SandboxProvider = {
+  async acquire() {
+    throw new DockhandError('sandbox_unavailable', 'this process is an API replica (role api): sandboxes run on the workers');
+  },
+  async release() {},
+};
+
+/**
+ * A worker on the Postgres store hears every task's state changes: it looks for work at once when
+ * a task becomes runnable (submitted, approved for push, sent back to work) and stops a task it
+ * runs when an API replica cancelled it — not only at its next heartbeat.
+ */
+function followStateNotices(hub: PostgresEventHub, scheduler: Scheduler): void {
+  hub.onNotice((notice) => {
+    if (notice.type !== 'task.state') return;
+    if (notice.state === 'cancelled') scheduler.interrupt(notice.taskId);
+    else if (notice.state === 'queued' || notice.state === 'pushing' || notice.state === 'running') scheduler.wake();
+  });
+}
 
 export interface RunningServer {
   fleet: Fleet;
@@ -14,33 +39,44 @@ export interface RunningServer {
 
 /**
  * Composes the fleet from the configuration, starts the scheduler (which resumes tasks whose
- * lease expired while no server ran) and listens. SIGTERM/SIGINT close gracefully: no new work,
+ * lease expired while no server ran) and listens — by role: `all` both, `api` only listens (no
+ * scheduler, no sandboxes), `worker` only schedules (no API). SIGTERM/SIGINT close gracefully: no new work,
  * running tasks are aborted and stay resumable, the API closes, sandboxes are released.
  */
 export async function startServer(config: Config, options: { logger?: Logger; parts?: Partial<FleetParts>; handleSignals?: boolean } = {}): Promise<RunningServer> {
-  const logger = options.logger ?? createLogger({ level: config.logLevel, secrets: [config.forge.pushToken ?? '', config.forge.webhookSecret ?? '', config.model.apiKey ?? ''] });
+  const logger = options.logger ?? createLogger({ level: config.logLevel, secrets: [config.forge.pushToken ?? '', config.forge.webhookSecret ?? '', config.model.apiKey ?? '', config.databaseUrl ?? ''] });
   // The store and the mirror first: the sandbox service mirrors registered repositories only.
-  const store = options.parts?.store ?? new SqliteStore(join(config.dataDir, 'dockhand.db'));
+  const { store, hub } = options.parts?.store
+    ? { store: options.parts.store, hub: options.parts.hub ?? new EventHub() }
+    : await openStore(config, logger);
   const mirror = options.parts?.mirror ?? registeredMirror(config, store);
   const sandboxes = options.parts?.sandboxes
     ? { provider: options.parts.sandboxes, check: options.parts.sandboxCheck, close: async () => undefined }
-    : await createSandboxProvider(config, logger, { mirror }).catch(async (error: unknown) => {
-      await store.close();
-      throw error;
-    });
+    : config.role === 'api'
+      ? { provider: NO_SANDBOXES, check: undefined, close: async () => undefined }
+      : await createSandboxProvider(config, logger, { mirror }).catch(async (error: unknown) => {
+        await store.close();
+        throw error;
+      });
   const fleet = await createFleet(config, {
     ...options.parts,
     store,
+    hub,
     mirror,
     sandboxes: sandboxes.provider,
     ...(sandboxes.check ? { sandboxCheck: sandboxes.check } : {}),
     onClose: sandboxes.close,
     logger,
   });
-  const address = await fleet.app.listen({ host: config.host, port: config.port });
-  fleet.scheduler.start();
-  fleet.outcomes.start();
-  logger.info({ address, dataDir: config.dataDir, worker: fleet.scheduler.workerId }, 'dockhand server listening');
+  // Roles: api serves REST and WebSocket and runs no task; worker runs tasks and serves no API.
+  const address = config.role === 'worker' ? '' : await fleet.app.listen({ host: config.host, port: config.port });
+  if (config.role !== 'api') {
+    fleet.scheduler.start();
+    fleet.outcomes.start();
+    if (hub instanceof PostgresEventHub) followStateNotices(hub, fleet.scheduler);
+  }
+  const storeKind = config.databaseUrl === undefined ? 'sqlite' : 'postgres';
+  logger.info({ address, role: config.role, store: storeKind, dataDir: config.dataDir, worker: fleet.scheduler.workerId }, config.role === 'worker' ? 'dockhand worker claiming tasks' : 'dockhand server listening');
 
   let closing: Promise<void> | undefined;
   const close = () => {

@@ -6,6 +6,7 @@ import { loadConfig } from '../config';
 import { DockhandError } from '../errors';
 import { LocalForge } from '../forge';
 import { startServer } from '../server';
+import { PostgresStore } from '../store/postgres';
 import { SqliteStore } from '../store/sqlite';
 import { ApiClient } from './client';
 import { registerEvalCommands } from './eval';
@@ -31,9 +32,10 @@ function client(options: { server?: string; token?: string }): ApiClient {
   return new ApiClient(options.server ?? process.env.DOCKHAND_URL ?? 'http://127.0.0.1:8737', options.token ?? process.env.DOCKHAND_TOKEN);
 }
 
-function withStore<T>(fn: (store: SqliteStore, dataDir: string) => Promise<T>): Promise<T> {
+async function withStore<T>(fn: (store: SqliteStore | PostgresStore, dataDir: string) => Promise<T>): Promise<T> {
   const config = loadConfig();
-  const store = new SqliteStore(join(config.dataDir, 'dockhand.db'));
+  // The fleet's Postgres when DOCKHAND_DATABASE_URL names one, else the data dir's SQLite file.
+  const store = config.databaseUrl ? await PostgresStore.open({ url: config.databaseUrl }) : new SqliteStore(join(config.dataDir, 'dockhand.db'));
   return fn(store, config.dataDir).finally(() => store.close());
 }
 
@@ -43,9 +45,13 @@ const clientOptions = (command: Command) =>
 export function buildCli(): Command {
   const program = new Command('dockhand').description('Ticket-to-pull-request coding agent').showHelpAfterError();
 
-  program.command('serve').description('run the fleet server').action(async () => {
-    await startServer(loadConfig());
-  });
+  program
+    .command('serve')
+    .description('run the fleet server')
+    .addOption(new Option('--role <role>', 'all: one process is the fleet; api: REST + WebSocket only; worker: tasks and sandboxes only (api and worker share a Postgres store, DOCKHAND_DATABASE_URL)').choices(['all', 'api', 'worker']))
+    .action(async (options: { role?: string }) => {
+      await startServer(loadConfig(process.env, options.role ? { role: options.role } : {}));
+    });
 
   clientOptions(program.command('submit'))
     .description('submit a ticket, stream the trajectory and print the PR link')

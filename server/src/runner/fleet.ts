@@ -15,6 +15,7 @@ import { OutcomePoller } from '../scheduler/outcomes';
 import { Scheduler } from '../scheduler/scheduler';
 import { RepoMirror } from '../sandbox/mirror';
 import { EventHub, EventLog } from '../store/hub';
+import type { PostgresStore } from '../store/postgres';
 import { SqliteStore } from '../store/sqlite';
 import type { AgentPort, SandboxProvider } from './ports';
 import { ReadinessChecks } from './readiness';
@@ -25,7 +26,7 @@ import { agentPort, forgeTickets, gitBaseFiles, policyPort, publisherPort, repoP
 /** Everything one server process runs, composed once from the configuration. */
 export interface Fleet {
   app: FastifyInstance;
-  store: SqliteStore;
+  store: SqliteStore | PostgresStore;
   hub: EventHub;
   scheduler: Scheduler;
   /** Follows opened PRs to merged / closed / reverted (started by `start`). */
@@ -51,7 +52,9 @@ export interface FleetParts {
   agentConfig?: AgentConfigInput;
   logger?: Logger;
   /** The store, when the caller opened it first (server.ts: the sandbox service needs the mirror). */
-  store?: SqliteStore;
+  store?: SqliteStore | PostgresStore;
+  /** Live events; give the store's own (`openStore`) with Postgres, so other processes' events arrive. */
+  hub?: EventHub;
   /** The mirror of registered repositories, shared with the sandbox service. */
   mirror?: RepoMirror;
   /** Timeout of each git call to a repository's source at registration and submission (default 60 s). */
@@ -77,14 +80,14 @@ export function modelFromConfig(config: Config, purpose: 'agent' | 'review' = 'a
 }
 
 /** The mirror of registered repositories: a task's `repo` is a registered name, never a path or URL. */
-export function registeredMirror(config: Config, store: SqliteStore): RepoMirror {
+export function registeredMirror(config: Config, store: SqliteStore | PostgresStore): RepoMirror {
   return new RepoMirror(config.dataDir, { sources: registeredSource(store) });
 }
 
 export async function createFleet(config: Config, parts: FleetParts): Promise<Fleet> {
   const store = parts.store ?? new SqliteStore(join(config.dataDir, 'dockhand.db'));
   const mirror = parts.mirror ?? registeredMirror(config, store);
-  const hub = new EventHub();
+  const hub = parts.hub ?? new EventHub();
   // Secrets the server holds are masked wherever they would be written (the model may echo them).
   const known = [config.forge.pushToken, config.model.apiKey, config.forge.webhookSecret].filter((secret): secret is string => typeof secret === 'string' && secret !== '');
   const events = new EventLog(store, hub, known);
