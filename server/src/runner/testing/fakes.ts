@@ -1,7 +1,7 @@
 import { createTwoFilesPatch } from 'diff';
 import type { Task, TaskEvent } from '@dockhand/protocol';
 import type { ExecOptions, ExecResult, FileEntry, Sandbox } from '../../sandbox/types';
-import type { AgentInput, AgentPort, AgentResult, PolicyPort, PolicyResult, PolicyVerdict, PublisherPort, PublishResult, SandboxProvider } from '../ports';
+import type { AgentInput, AgentPort, AgentResult, PolicyPort, PolicyResult, PolicyVerdict, PublisherPort, PublishResult, SandboxProvider, SnapshotProgress } from '../ports';
 
 /** An in-memory sandbox for unit tests of the runner only (the real one is DockerSandboxDriver). */
 export class MemorySandbox implements Sandbox {
@@ -47,8 +47,11 @@ export class FakeSandboxProvider implements SandboxProvider {
   acquired: MemorySandbox[] = [];
   released: string[] = [];
   alive = new Map<string, MemorySandbox>();
+  /** Snapshot build progress reported to the caller during the next acquire (a cold build). */
+  progress: SnapshotProgress[] = [];
   constructor(private readonly base: Record<string, string> = { 'src/a.ts': 'one\ntwo\nthree\n' }) {}
-  async acquire(input: { baseSha: string; taskId: string }) {
+  async acquire(input: { baseSha: string; taskId: string; onProgress?: (progress: SnapshotProgress) => void }) {
+    for (const progress of this.progress.splice(0)) input.onProgress?.(progress);
     const sandbox = new MemorySandbox(`sbx-${this.acquired.length + 1}`, input.baseSha, this.base);
     this.acquired.push(sandbox);
     this.alive.set(sandbox.id, sandbox);
