@@ -14,8 +14,8 @@ describe('pull request view', () => {
     expect(markdown.split('\n')[0]).toBe(`# #${opened.data.number} paginate() skips the first item of every page`);
     expect(markdown).toContain(`\`${opened.data.branch}\` at \`${opened.data.headSha.slice(0, 12)}\``);
     expect(markdown).toContain('## Description');
-    expect(markdown).toContain('✅ Tests: 12 passed, 0 failed');
-    expect(markdown).toContain('✅ Policy checks passed');
+    expect(markdown).toContain('✓ Tests: 12 passed, 0 failed');
+    expect(markdown).toContain('✓ Policy checks passed');
     expect(markdown).toContain('- `src/paginate.js` (modified)');
     expect(renderPullRequest('x', stamp(TASK_ID, runUntilApproval()))).toBeUndefined();
   });

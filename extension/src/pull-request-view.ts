@@ -21,13 +21,13 @@ export function renderPullRequest(title: string, events: readonly TaskEvent[]): 
   const tests = events.findLast((event) => event.type === 'tests.finished');
   if (tests?.type === 'tests.finished') {
     const pre = tests.data.preExisting?.length ? ` (${tests.data.preExisting.length} already failing at the base)` : '';
-    lines.push(`- ${tests.data.ok ? '✅' : '❌'} Tests: ${tests.data.passed} passed, ${tests.data.failed} failed${pre} — \`${tests.data.command}\``);
+    lines.push(`- ${tests.data.ok ? '✓' : '✗'} Tests: ${tests.data.passed} passed, ${tests.data.failed} failed${pre} — \`${tests.data.command}\``);
   }
   const policy = events.findLast((event) => event.type === 'policy.checked');
   if (policy?.type === 'policy.checked') {
-    lines.push(`- ${policy.data.ok ? '✅ Policy checks passed' : policy.data.overridden ? `⚠️ Policy overridden by ${policy.data.overriddenBy ?? 'a repo owner'}` : '❌ Policy checks failed'}`);
+    lines.push(`- ${policy.data.ok ? '✓ Policy checks passed' : policy.data.overridden ? `⚠ Policy overridden by ${policy.data.overriddenBy ?? 'a repo owner'}` : '✗ Policy checks failed'}`);
   }
-  if (review?.type === 'review.finished') lines.push(`- ${review.data.approved ? '✅ Self-review approved' : '⚠️ Self-review found problems'}`);
+  if (review?.type === 'review.finished') lines.push(`- ${review.data.approved ? '✓ Self-review approved' : '⚠ Self-review found problems'}`);
   const files = new Map<string, string>();
   for (const event of events) if (event.type === 'file.changed') files.set(event.data.path, event.data.change);
   lines.push('', `## Changed files (${files.size})`, '', ...[...files].sort(([a], [b]) => a.localeCompare(b)).map(([path, change]) => `- \`${path}\` (${change})`), '');

@@ -25,11 +25,11 @@ describe('readiness report', () => {
       blocking: [{ problem: 'Tests do not finish', action: 'Raise the test timeout in .dockhand/environment.yml' }],
     });
     const markdown = renderReadiness(report);
-    expect(markdown.split('\n')[0]).toBe('# ❌ shop: not ready yet');
+    expect(markdown.split('\n')[0]).toBe('# ✗ shop: not ready yet');
     expect(markdown.indexOf('## What blocks a rollout')).toBeLessThan(markdown.indexOf('## Checks'));
     expect(markdown).toContain('- **Tests do not finish** — Raise the test timeout in .dockhand/environment.yml');
-    expect(markdown).toContain('| ❌ | Tests | the runner timed out: 120 passed, 2 failed (`pnpm test`) — *Raise the test timeout in .dockhand/environment.yml* |');
-    expect(markdown).toContain('| ✅ | Install | installed 812 packages (41.2 s) |');
+    expect(markdown).toContain('| ✗ | Tests | the runner timed out: 120 passed, 2 failed (`pnpm test`) — *Raise the test timeout in .dockhand/environment.yml* |');
+    expect(markdown).toContain('| ✓ | Install | installed 812 packages (41.2 s) |');
     expect(markdown).toContain('- `test/legacy.test.ts > dates`');
     expect(markdown).toContain('| Package manager | pnpm 9.1.0 | package.json packageManager |');
   });

@@ -13,10 +13,10 @@ import { showError } from './notify';
 export const READINESS_SCHEME = 'dockhand-readiness';
 
 export function renderReadiness(report: ReadinessReport): string {
-  const mark = (ok: boolean): string => (ok ? '✅' : '❌');
+  const mark = (ok: boolean): string => (ok ? '✓' : '✗');
   const seconds = (value?: number): string => (value === undefined ? '' : ` (${value.toFixed(1)} s)`);
   const lines: string[] = [
-    `# ${report.ready ? '✅' : '❌'} ${report.repo}: ${report.ready ? 'ready for Dockhand' : 'not ready yet'}`,
+    `# ${report.ready ? '✓' : '✗'} ${report.repo}: ${report.ready ? 'ready for Dockhand' : 'not ready yet'}`,
     '',
     `Checked at commit \`${report.sha.slice(0, 12)}\`.`,
     '',

@@ -158,11 +158,20 @@ describe('first run to an approved pull request in VS Code (1440×900)', () => {
       await panel.locator('button.open-pr').waitFor({ timeout: 30_000 });
       await badge.waitFor({ state: 'hidden', timeout: 20_000 });
       await shot('09-pr-open');
+
+      // 9. The local forge's PR has no web page: it opens as a PR view in the editor.
+      await panel.locator('button.open-pr').click();
+      await page.locator('.tabs-container .tab', { hasText: 'pull request' }).first().waitFor({ timeout: 45_000 });
+      const preview = page.frameLocator('iframe.webview.ready >> nth=-1').frameLocator('#active-frame');
+      await preview.locator('h1', { hasText: 'average() ignores the first value' }).waitFor({ timeout: 45_000 });
+      expect(await preview.locator('body').textContent()).toContain('Changed files (1)');
+      await shot('10-pr-view');
     } catch (error) {
       await shot('failure').catch(() => undefined);
       throw new Error(`${error instanceof Error ? error.stack ?? error.message : String(error)}\n--- Dockhand output channel ---\n${codeServer.extensionLog().slice(-4000)}\n--- code-server log ---\n${codeServer.log().slice(-1500)}`);
     } finally {
       await page.close();
     }
-  });
+    // About a minute on a quiet machine; a loaded one (the shared 2 cores) needs far more.
+  }, 600_000);
 });
