@@ -33,7 +33,7 @@ export default defineConfig({
         test: {
           name: 'e2e',
           sequence: { groupOrder: 2 },
-          include: ['test/e2e/**/*.test.ts', 'test/corpus/**/*.test.ts'],
+          include: ['test/e2e/**/*.test.ts', 'test/corpus/**/*.test.ts', 'test/attacks/**/*.test.ts'],
           fileParallelism: false,
           testTimeout: 300_000,
           hookTimeout: 900_000,

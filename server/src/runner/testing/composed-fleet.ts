@@ -26,6 +26,8 @@ export interface ComposedFleetOptions {
   files?: Record<string, string>;
   /** The agent; default: one that makes `two` loud and finishes. */
   agent?: AgentScript;
+  /** `DOCKHAND_PUSH_TOKEN`: a credential the server holds and must never store. */
+  pushToken?: string;
 }
 
 const makeTwoLoud: AgentScript = async (input) => {
@@ -49,9 +51,9 @@ export async function composedFleet(prefix: string, options: ComposedFleetOption
   git(work, 'add', '-A');
   git(work, 'commit', '-q', '-m', 'base');
   const sha = git(work, 'rev-parse', 'HEAD');
-  const config = loadConfig({ DOCKHAND_DATA_DIR: join(dir, 'data'), DOCKHAND_POLL_MS: '20' });
+  const config = loadConfig({ DOCKHAND_DATA_DIR: join(dir, 'data'), DOCKHAND_POLL_MS: '20', ...(options.pushToken ? { DOCKHAND_PUSH_TOKEN: options.pushToken } : {}) });
   const fleet = await createFleet(config, {
-    sandboxes: new FakeSandboxProvider(),
+    sandboxes: new FakeSandboxProvider(files),
     agent: new ScriptedAgent(options.agent ?? makeTwoLoud),
   });
   const forge = new LocalForge({ dataDir: join(config.dataDir, 'forge'), store: fleet.store.pullRequests });
