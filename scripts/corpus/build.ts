@@ -86,6 +86,9 @@ function run(command: string, cwd: string, tools: Toolchain, log: string, env: R
       YARN_ENABLE_TELEMETRY: '0',
       YARN_HTTPS_CA_FILE_PATH: '/etc/ssl/certs/ca-certificates.crt',
       YARN_ENABLE_IMMUTABLE_INSTALLS: '0',
+      // Yarn berry's default of 50 parallel requests gets connections reset by the proxy here.
+      YARN_NETWORK_CONCURRENCY: '4',
+      YARN_HTTP_RETRY: '6',
       PYTHONDONTWRITEBYTECODE: '1',
       PYTHONNOUSERSITE: '1',
       ...env,
