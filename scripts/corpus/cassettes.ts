@@ -44,7 +44,7 @@ export function oracleCassette(repo: CorpusRepo): Cassette {
         name: 'search',
         content: [text(`The ticket says: ${bug.ticket.title}. Let me find the code involved.`), tool('search', { pattern: bug.search.pattern, path: bug.search.path })],
       },
-      { name: 'read', expect: { toolResultContains: basename(bug.file) }, content: [tool('read_file', { path: bug.file })] },
+      { name: 'read', expect: { toolResultContains: basename(bug.file) }, content: [tool('read_file', { path: bug.file, ...(bug.readFrom ? { start_line: bug.readFrom } : {}) })] },
       {
         name: 'red run',
         expect: { toolResultContains: firstLine(bug.buggy) },

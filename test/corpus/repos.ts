@@ -301,6 +301,7 @@ export const CORPUS: CorpusRepo[] = [
       buggy: '        d[item] = 1',
       commitMessage: 'frequencies: plain dict assignment',
       failingTest: 'test_frequencies',
+      readFrom: 520,
       search: { pattern: 'def frequencies', path: 'toolz' },
       ticket: { title: "frequencies(['cat', 'cat', 'ox']) says 1 cat", body: 'toolz.frequencies counts every item once: frequencies(["cat", "cat", "ox"]) == {"cat": 1, "ox": 1}.' },
       summary: 'frequencies() assigned 1 instead of incrementing the count; it adds 1 per occurrence again.',

@@ -29,6 +29,8 @@ export interface PlantedBug {
   commitMessage: string;
   /** A test's name (or a line) that the test command prints only when the bug is present. */
   failingTest: string;
+  /** First line the oracle reads from, when the bug is past read_file's first 400 lines. */
+  readFrom?: number;
   /** What a model would search for first, and where. */
   search: { pattern: string; path: string };
   ticket: { title: string; body: string };
