@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CreateTaskRequest, type NewEvent } from '@dockhand/protocol';
-import type { Store } from './types';
+import type { BaselineStore } from '../feedback/types';
+import type { RepoStore, Store } from './types';
 
 /*
  * The `Store` contract: what every store must answer alike (SQLite embedded, Postgres for a fleet).
@@ -8,8 +9,20 @@ import type { Store } from './types';
  * reopening a file, fencing, NOTIFY) is tested beside that store, not here.
  */
 
+/** What the fleet composes on: the `Store` port and test baselines (and registered repositories). */
+export type ContractStore = Store & { readonly baselines: BaselineStore };
+
+function keepsRepos(store: Store): store is Store & RepoStore {
+  return ['putRepo', 'getRepo', 'listRepos', 'deleteRepo'].every((method) => method in store);
+}
+
+function repoStoreOf(store: Store): Store & RepoStore {
+  if (keepsRepos(store)) return store;
+  throw new Error('this store keeps no registered repositories (RepoStore), which the fleet needs');
+}
+
 export interface StoreUnderTest {
-  store: Store;
+  store: ContractStore;
   /** Drops whatever the store left behind (a file, a schema). */
   dispose(): Promise<void>;
 }
@@ -30,7 +43,7 @@ const turn = (costUsd: number, inputTokens: number): NewEvent => ({
 export function describeStoreContract(name: string, open: () => Promise<StoreUnderTest>): void {
   describe(`Store contract: ${name}`, () => {
     let subject: StoreUnderTest;
-    let store: Store;
+    let store: ContractStore;
     beforeEach(async () => {
       subject = await open();
       store = subject.store;
@@ -237,6 +250,31 @@ export function describeStoreContract(name: string, open: () => Promise<StoreUnd
       expect(await store.flaky.clear('r', ['a.test > x', 'missing'])).toBe(1);
       expect(await store.flaky.clear('r')).toBe(1);
       expect((await store.flaky.list('s')).map((t) => t.testId)).toEqual(['a.test > x']);
+    });
+
+    it('registered repositories: put (replaced by name, creation kept), got, listed by name, deleted once', async () => {
+      const repos = repoStoreOf(store);
+      const shop = { name: 'acme/shop', source: '/srv/shop', defaultBranch: 'main', owners: ['olive'], submitters: [], createdAt: '2026-01-01T00:00:00.000Z', createdBy: 'root' };
+      await repos.putRepo(shop);
+      await repos.putRepo({ ...shop, name: 'Zeta', mirrorSource: '/data/forge/Zeta.git' });
+      const replaced = await repos.putRepo({ ...shop, defaultBranch: 'trunk', submitters: ['alice'], createdAt: '2027-01-01T00:00:00.000Z' });
+      expect(replaced).toEqual({ ...shop, defaultBranch: 'trunk', submitters: ['alice'] });
+      expect((await repos.getRepo('Zeta'))?.mirrorSource).toBe('/data/forge/Zeta.git');
+      expect(await repos.getRepo('nope')).toBeUndefined();
+      expect((await repos.listRepos()).map((r) => r.name)).toEqual(['Zeta', 'acme/shop']);
+      expect(await repos.deleteRepo('Zeta')).toBe(true);
+      expect(await repos.deleteRepo('Zeta')).toBe(false);
+    });
+
+    it('test baselines: kept per (repo, recipe, base SHA), replaced, infrastructure never stored', async () => {
+      const key = { repo: 'r', recipe: 'detected', baseSha: 'a'.repeat(40) };
+      const result = { command: 'npm test', runner: 'vitest' as const, passed: 3, failed: 1, flaky: ['x'], preExistingFailures: ['y'], seconds: 2 };
+      expect(await store.baselines.get(key)).toBeUndefined();
+      await store.baselines.put(key, { ...result, infrastructure: { kind: 'crash', message: 'the test runner crashed', action: 'run it by hand', command: 'npm test', output: '' } });
+      expect(await store.baselines.get(key)).toEqual(result);
+      await store.baselines.put(key, { ...result, passed: 4, failed: 0 });
+      expect(await store.baselines.get(key)).toMatchObject({ passed: 4, failed: 0 });
+      expect(await store.baselines.get({ ...key, recipe: 'other' })).toBeUndefined();
     });
 
     it('answers ping', async () => {
