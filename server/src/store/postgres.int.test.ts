@@ -190,7 +190,7 @@ describe('Postgres store shared by several processes', () => {
     const worker = await open();
     const replica = await open();
     // Reconnects only after the writes below are done: no later notice can mend the gap.
-    const hub = await hubOf(replica, 1_500);
+    const hub = await hubOf(replica, 3_000);
     const notices: EventNotice[] = [];
     hub.onNotice((notice) => notices.push(notice));
     const { task } = await worker.createTask('alice', contractRequest);
