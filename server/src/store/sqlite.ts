@@ -11,6 +11,7 @@ import {
   type EventPayload,
   type EventType,
   type NewEvent,
+  type RepoRegistration,
   type Task,
 } from '@dockhand/protocol';
 import { DockhandError, fromZodError } from '../errors';
@@ -19,6 +20,7 @@ import {
   EventRow,
   ProjectionRow,
   toApproval,
+  toRepo,
   toTask,
   toTokenInfo,
   toUser,
@@ -30,6 +32,7 @@ import type {
   Lease,
   PendingApproval,
   PendingApprovalQuery,
+  RepoStore,
   Role,
   Store,
   TaskListQuery,
@@ -58,7 +61,7 @@ const APPROVAL_COLUMNS = ['id', 'task_id', 'kind', 'state', 'reason', 'command',
  * The embedded store: one SQLite file in WAL mode. better-sqlite3 is synchronous, so every write
  * (including seq assignment) is a real transaction and no two appends can interleave.
  */
-export class SqliteStore implements Store {
+export class SqliteStore implements Store, RepoStore {
   readonly db: Database.Database;
   readonly flaky: SqliteFlakyStore;
   readonly baselines: SqliteBaselineStore;
@@ -143,6 +146,44 @@ export class SqliteStore implements Store {
       )
       .get(hashToken(token));
     return row === undefined ? undefined : toUser(row);
+  }
+
+  // ---- registered repositories ----
+
+  async putRepo(registration: RepoRegistration): Promise<RepoRegistration> {
+    this.db
+      .prepare(
+        `INSERT INTO repos (name, source, mirror_source, default_branch, owners, submitters, created_at, created_by)
+         VALUES (@name, @source, @mirrorSource, @defaultBranch, @owners, @submitters, @createdAt, @createdBy)
+         ON CONFLICT(name) DO UPDATE SET source = excluded.source, mirror_source = excluded.mirror_source,
+           default_branch = excluded.default_branch, owners = excluded.owners, submitters = excluded.submitters`,
+      )
+      .run({
+        name: registration.name,
+        source: registration.source,
+        mirrorSource: registration.mirrorSource ?? null,
+        defaultBranch: registration.defaultBranch,
+        owners: JSON.stringify(registration.owners),
+        submitters: JSON.stringify(registration.submitters),
+        createdAt: registration.createdAt,
+        createdBy: registration.createdBy,
+      });
+    const stored = await this.getRepo(registration.name);
+    if (!stored) throw new DockhandError('internal', `repository ${registration.name} vanished`);
+    return stored;
+  }
+
+  async getRepo(name: string): Promise<RepoRegistration | undefined> {
+    const row = this.db.prepare('SELECT * FROM repos WHERE name = ?').get(name);
+    return row === undefined ? undefined : toRepo(row);
+  }
+
+  async listRepos(): Promise<RepoRegistration[]> {
+    return this.db.prepare('SELECT * FROM repos ORDER BY name').all().map(toRepo);
+  }
+
+  async deleteRepo(name: string): Promise<boolean> {
+    return this.db.prepare('DELETE FROM repos WHERE name = ?').run(name).changes === 1;
   }
 
   // ---- tasks and events ----
