@@ -63,7 +63,7 @@ afterAll(async () => {
 });
 
 describe('DockerSandboxDriver isolation (runsc)', () => {
-  it('runs as uid 1000 with no capabilities, a read-only root and an allowlisted environment', async () => {
+  it('runs as uid 1000 with no capabilities, a root it cannot write and an allowlisted environment', async () => {
     const result = await sandbox.exec({ cmd: ['sh', '-c', 'id -u; grep CapEff /proc/self/status; touch /etc/x 2>&1 || echo ro; env'] });
     expect(result.stdout).toMatch(/^1000\n/);
     expect(result.stdout).toMatch(/CapEff:\s+0+\n/);

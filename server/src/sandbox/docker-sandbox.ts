@@ -291,7 +291,7 @@ export class DockerSandbox implements Sandbox {
     for (const dispose of this.disposers.splice(0)) dispose();
     this.onDestroyed(this);
     try {
-      // v: the anonymous /workspace volume goes with the container.
+      // v: also any volume an image declares; the workspace itself is in the container layer.
       await this.container.remove({ force: true, v: true });
     } catch (error) {
       if (!isNotFound(error)) throw error;
