@@ -45,6 +45,7 @@ export interface RunningServer {
  */
 export async function startServer(config: Config, options: { logger?: Logger; parts?: Partial<FleetParts>; handleSignals?: boolean } = {}): Promise<RunningServer> {
   const logger = options.logger ?? createLogger({ level: config.logLevel, secrets: [config.forge.pushToken ?? '', config.forge.webhookSecret ?? '', config.model.apiKey ?? '', config.databaseUrl ?? ''] });
+  logger.info({ role: config.role, dataDir: config.dataDir }, 'starting: opening the store, then the sandbox host…');
   // The store and the mirror first: the sandbox service mirrors registered repositories only.
   const { store, hub } = options.parts?.store
     ? { store: options.parts.store, hub: options.parts.hub ?? new EventHub() }

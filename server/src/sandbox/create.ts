@@ -31,11 +31,14 @@ export interface SandboxServiceConfig {
 
 const HOST_CA_BUNDLE = '/etc/ssl/certs/ca-certificates.crt';
 
-/** Wires the sandbox layer: host check, driver, mirror, snapshots, pool; reconciles leftovers. */
+/** Wires the sandbox layer: host check, driver, mirror, snapshots, pool; starts removing leftovers (not awaited). */
 export async function createSandboxService(config: SandboxServiceConfig): Promise<SandboxService> {
   const docker = config.docker ?? new Docker();
   const logger = config.logger;
+  const checking = Date.now();
+  logger?.info('checking the sandbox host (Docker engine, gVisor runtime)…');
   const host = await checkSandboxHost(docker, { ...(config.unsafeRunc ? { unsafeRunc: true } : {}), ...(logger ? { logger } : {}) });
+  logger?.info({ runtime: host.runtime, docker: host.dockerVersion, ms: Date.now() - checking }, 'sandbox host ready');
   const driver = new DockerSandboxDriver({ docker, ownerId: config.ownerId, runtime: host.runtime, ...(logger ? { logger } : {}), ...(config.limits ? { limits: config.limits } : {}) });
   const mirror = config.mirror ?? new RepoMirror(config.dataDir);
   const extraCaBundle = config.extraCaBundle ?? (existsSync(HOST_CA_BUNDLE) ? HOST_CA_BUNDLE : undefined);
@@ -54,6 +57,6 @@ export async function createSandboxService(config: SandboxServiceConfig): Promis
   });
   const pool = (config.warmPoolSize ?? 0) > 0 ? new WarmPool({ driver, size: config.warmPoolSize ?? 0, ...(logger ? { logger } : {}), ...(config.limits ? { limits: config.limits } : {}) }) : undefined;
   const service = new SandboxService({ driver, mirror, snapshots, ...(pool ? { pool } : {}), ...(logger ? { logger } : {}) });
-  await service.reconcile();
+  service.startReconcile();
   return service;
 }

@@ -197,10 +197,11 @@ export class DockerSandboxDriver implements SandboxDriver {
    */
   async reconcile(): Promise<{ removed: string[] }> {
     const containers = await this.docker.listContainers({ all: true, filters: { label: [LABELS.sandbox] } });
+    const orphans = containers.filter((info) => !this.live.has(info.Id) && isOrphan(info.Labels ?? {}, this.ownerId));
+    if (orphans.length > 0) this.logger?.info({ leftovers: orphans.length, labelled: containers.length }, `reconciling ${orphans.length} leftover sandbox containers…`);
     const removed: string[] = [];
-    for (const info of containers) {
+    for (const info of orphans) {
       if (this.live.has(info.Id)) continue;
-      if (!isOrphan(info.Labels ?? {}, this.ownerId)) continue;
       try {
         await this.docker.getContainer(info.Id).remove({ force: true, v: true });
         removed.push(info.Id);

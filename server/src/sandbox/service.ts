@@ -34,6 +34,7 @@ export interface AcquiredSandbox {
 export class SandboxService {
   private readonly held = new Map<string, DockerSandbox>();
   private closed = false;
+  private reconciling: Promise<unknown> | undefined;
 
   constructor(
     private readonly parts: {
@@ -48,6 +49,8 @@ export class SandboxService {
   async acquire(request: AcquireRequest): Promise<AcquiredSandbox> {
     if (this.closed) throw new DockhandError('sandbox_unavailable', 'the sandbox service is shutting down');
     const started = Date.now();
+    // A container created while the start-up reconcile lists would look like a leftover of ours.
+    await this.reconciling;
     const { driver, mirror, snapshots, pool } = this.parts;
     const progress = request.onProgress;
     const mirrorPath = await mirror.ensure(request.repo, request.baseSha);
@@ -91,9 +94,21 @@ export class SandboxService {
     return this.parts.driver.reconcile();
   }
 
+  /**
+   * The start-up reconcile without waiting for it (removing many leftover gVisor containers takes
+   * minutes under load, and the server should listen meanwhile); `acquire` and `shutdown` wait for
+   * it. A failure is logged: the leftovers stay until the next start.
+   */
+  startReconcile(): void {
+    this.reconciling ??= this.parts.driver.reconcile().catch((error: unknown) => {
+      this.parts.logger?.warn({ err: error }, 'start-up reconcile failed; leftover sandbox containers stay until the next start');
+    });
+  }
+
   /** Drains the pool and destroys every sandbox handed out; nothing of ours keeps running. */
   async shutdown(): Promise<void> {
     this.closed = true;
+    await this.reconciling;
     await this.parts.pool?.drain();
     await Promise.all([...this.held.values()].map((sandbox) => sandbox.destroy().catch(() => undefined)));
     this.held.clear();
