@@ -446,7 +446,9 @@ async function runTask(url, token, sample) {
         say(`      ✎ ${data.change} ${data.path}`);
         return false;
       case 'tests.finished':
-        say(`      ${data.ok ? green('✓ tests green') : red('✗ tests red')}: ${data.passed} passed, ${data.failed} failed ${dim(`(${data.scope === 'full' ? 'full suite' : 'tests affected by the change'}${data.command.length <= 60 ? `: ${data.command}` : ''})`)}`);
+        // Red while any test fails, also when every failure already fails at the base (then ok is
+        // true and the failures do not block, but the ticket's own reproducing test is usually one).
+        say(`      ${data.failed === 0 ? green('✓ tests green') : data.ok ? red('✗ tests red (pre-existing at the base, not blocking)') : red('✗ tests red')}: ${data.passed} passed, ${data.failed} failed ${dim(`(${data.scope === 'full' ? 'full suite' : 'tests affected by the change'}${data.command.length <= 60 ? `: ${data.command}` : ''})`)}`);
         return false;
       case 'review.finished':
         say(`    self-review: ${data.approved ? green('approved') : red(`problems: ${data.problems.join('; ')}`)}`);

@@ -85,7 +85,7 @@ describe('npm start (scripts/start.mjs) on a scratch data dir', () => {
     process.stdout.write(`quickstart first run: ${(first.ms / 1000).toFixed(1)}s\n`);
     expect(first.code, first.output).toBe(0);
     expect(first.output).toContain('stdin is not a terminal: approving automatically');
-    expect(first.output).toMatch(/tests red: \d+ passed, 1 failed/);
+    expect(first.output).toMatch(/tests red[^:]*: \d+ passed, 1 failed/);
     expect(first.output).toMatch(/tests green: \d+ passed, 0 failed/);
     expect(first.output).toMatch(/self-review: approved/);
     expect(first.output).toMatch(/Totals .*% of the prompt read from cache.*\$\d+\.\d{4}/);
@@ -115,7 +115,7 @@ describe('npm start (scripts/start.mjs) on a scratch data dir', () => {
     expect(containersOf(field(first.output, /task (t_[\w-]+) submitted/))).toEqual([]);
   }, RUN_TIMEOUT_MS + 60_000);
 
-  it('runs again on the same data dir: a new task, the snapshot reused, the same PR', async () => {
+  it('runs again on the same data dir: a new task, the snapshot reused, its own branch and PR', async () => {
     expect(first?.code).toBe(0);
     const second = await runStart();
     process.stdout.write(`quickstart second run: ${(second.ms / 1000).toFixed(1)}s\n`);
@@ -124,8 +124,10 @@ describe('npm start (scripts/start.mjs) on a scratch data dir', () => {
     expect(second.output).toMatch(/issue #1 is open/);
     expect(second.output).toMatch(/gVisor sandbox ready: snapshot reused/);
     expect(field(second.output, /task (t_[\w-]+) submitted/)).not.toBe(field(first.output, /task (t_[\w-]+) submitted/));
-    // Same issue, same change: the branch already holds it, so the open PR is the one.
-    expect(second.output).toMatch(/^Pull request {2}#1 /m);
+    // Same issue again: a task of its own gets its own branch and PR, never a silent no-op that
+    // reports the first task's PR.
+    expect(second.output).toMatch(/^Pull request {2}#2 /m);
+    expect(field(second.output, /^ {2}branch {3}(\S+) @/m)).not.toBe(field(first.output, /^ {2}branch {3}(\S+) @/m));
     expect(containersOf(field(second.output, /task (t_[\w-]+) submitted/))).toEqual([]);
   }, RUN_TIMEOUT_MS + 60_000);
 });
