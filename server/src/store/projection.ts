@@ -13,9 +13,8 @@ export interface ProjectionUpdate extends Projection {
 }
 
 /**
- * What one event changes in its task's row (state, usage, PR link, error). The Postgres store
- * uses it; SQLite's `appendSync` has the same rules inline, and the store contract tests hold the
- * two to the same answers.
+ * What one event changes in its task's row (state, usage, PR link, error): the one rule both the
+ * SQLite and the Postgres store apply when they append an event.
  */
 export function project(current: Projection, event: TaskEvent): ProjectionUpdate {
   const update: ProjectionUpdate = { state: current.state, usage: current.usage, prUrl: null, error: null };

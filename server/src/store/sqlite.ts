@@ -15,6 +15,7 @@ import {
   type Task,
 } from '@dockhand/protocol';
 import { DockhandError, fromZodError } from '../errors';
+import { project } from './projection';
 import { migrate } from './migrations';
 import {
   EventRow,
@@ -250,29 +251,7 @@ export class SqliteStore implements Store, RepoStore {
     if (!parsed.success) throw fromZodError(parsed.error, `event ${event.type}`);
     const stored = parsed.data;
     this.statements.insertEvent.run(taskId, stored.seq, stored.type, JSON.stringify(stored.data), ts);
-    let state = projection.state;
-    let usage = projection.usage;
-    let prUrl: string | null = null;
-    let error: string | null = null;
-    if (stored.type === 'task.state') {
-      state = stored.data.state;
-      if (['failed', 'cancelled', 'budget_exhausted'].includes(state) && stored.data.reason) error = stored.data.reason;
-    } else if (stored.type === 'model.turn') {
-      const current = TaskUsage.parse(JSON.parse(usage));
-      const u = stored.data.usage;
-      usage = JSON.stringify({
-        turns: current.turns + 1,
-        inputTokens: current.inputTokens + u.inputTokens,
-        outputTokens: current.outputTokens + u.outputTokens,
-        cacheReadTokens: current.cacheReadTokens + u.cacheReadTokens,
-        cacheWriteTokens: current.cacheWriteTokens + u.cacheWriteTokens,
-        costUsd: current.costUsd + stored.data.costUsd,
-      });
-    } else if (stored.type === 'pr.opened') {
-      prUrl = stored.data.url;
-    } else if (stored.type === 'task.failed') {
-      error = stored.data.message;
-    }
+    const { state, usage, prUrl, error } = project({ state: projection.state, usage: projection.usage }, stored);
     this.statements.updateProjection.run({ id: taskId, seq: stored.seq, ts, state, usage, prUrl, error });
     return stored;
   }
