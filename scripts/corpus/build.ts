@@ -54,8 +54,15 @@ export function corpusDir(): string {
   return resolve(process.env.DOCKHAND_CORPUS_DIR ?? join(ROOT, '.dockhand-corpus'));
 }
 
+/**
+ * The hash of what shapes the built repository. The ticket (and the test it names), the oracle's summary and reading
+ * hints, `covers`, `small` and `redRun` are for the tasks and cassettes, not the build: editing
+ * them does not rebuild (a rebuild is minutes per repository).
+ */
 export function recipeHash(repo: CorpusRepo): string {
-  const text = JSON.stringify({ repo, BUILD_FORMAT, NODE_VERSIONS }, (_key, value: unknown) => (value instanceof RegExp ? value.toString() : value));
+  const { ticket: _ticket, reproducer: _reproducer, summary: _summary, search: _search, readFrom: _readFrom, ...bug } = repo.bug;
+  const { covers: _covers, small: _small, redRun: _redRun, ...built } = repo;
+  const text = JSON.stringify({ repo: { ...built, bug }, BUILD_FORMAT, NODE_VERSIONS }, (_key, value: unknown) => (value instanceof RegExp ? value.toString() : value));
   return createHash('sha256').update(text).digest('hex').slice(0, 16);
 }
 

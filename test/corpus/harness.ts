@@ -15,7 +15,7 @@ import { join, resolve } from 'node:path';
 import { loadCassette } from '../../server/src/model/replay/cassette';
 import { startReplayServer } from '../../server/src/model/replay/server';
 import type { CorpusEntry } from '../../scripts/corpus/build';
-import { corpusRepo } from './repos';
+import { corpusRepo, ticketOf } from './repos';
 import { freePort, type DockhandServe } from '../support/local-server';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -182,10 +182,10 @@ const ENDS = new Set(['pr_open', 'merged', 'closed', 'reverted', 'failed', 'canc
 
 /** Submits the repository's ticket with `kind`'s cassette; approves at review; waits for the end. */
 export async function runTask(server: CorpusServer, entry: CorpusEntry, kind: TaskKind, timeoutMs = 40 * 60_000): Promise<TaskOutcome> {
-  const { bug } = corpusRepo(entry.id);
+  const ticket = ticketOf(corpusRepo(entry.id));
   const started = Date.now();
   const created = await api(server, 'POST', '/v1/tasks', {
-    ticket: { kind: 'text', title: bug.ticket.title, body: `${bug.ticket.body}\n\n(corpus task ${entry.id}-${kind})` },
+    ticket: { kind: 'text', title: ticket.title, body: `${ticket.body}\n\n(corpus task ${entry.id}-${kind})` },
     context: { repo: entry.id, baseSha: entry.baseSha },
   });
   const taskId = record(created.json).id;

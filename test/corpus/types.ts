@@ -29,6 +29,12 @@ export interface PlantedBug {
   commitMessage: string;
   /** A test's name (or a line) that the test command prints only when the bug is present. */
   failingTest: string;
+  /**
+   * The test that reproduces the bug, as a bug report names it (the ticket text ends with it):
+   * the file, and the test's name when it is short. The server holds a failing test the ticket
+   * names as the ticket's to fix, not as a pre-existing failure.
+   */
+  reproducer: { file: string; test?: string };
   /** First line the oracle reads from, when the bug is past read_file's first 400 lines. */
   readFrom?: number;
   /** What a model would search for first, and where. */
