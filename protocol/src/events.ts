@@ -166,6 +166,13 @@ export const EventData = {
     ),
   }),
   'task.failed': z.object({ code: z.string(), message: z.string() }),
+  /**
+   * A developer asked the agent to pause: it stops at its next safe point (after the tool calls of
+   * the current turn, before the next model call) and the task becomes `paused`.
+   */
+  'task.pause_requested': z.object({ by: z.string() }),
+  /** A developer resumed the task: a pause not yet reached is withdrawn, a paused task goes back to `running`. */
+  'task.resumed': z.object({ by: z.string() }),
 } as const;
 
 export type EventType = keyof typeof EventData;
@@ -206,6 +213,8 @@ export const TaskEvent = z.discriminatedUnion('type', [
   envelope('user.message'),
   envelope('review.requested_changes'),
   envelope('task.failed'),
+  envelope('task.pause_requested'),
+  envelope('task.resumed'),
 ]);
 export type TaskEvent = z.infer<typeof TaskEvent>;
 export type TaskEventOf<T extends EventType> = Extract<TaskEvent, { type: T }>;

@@ -11,6 +11,12 @@ export const TASK_STATES = [
   'awaiting_approval',
   'verifying',
   'awaiting_review',
+  /**
+   * The developer paused the agent: it stopped between turns (the tool call in flight finished),
+   * keeps its sandbox, holds no worker and its wall clock does not run. Only a resume (API) moves
+   * it on, back to `running`.
+   */
+  'paused',
   'pushing',
   'pr_open',
   'merged',

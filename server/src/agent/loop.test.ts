@@ -278,6 +278,36 @@ describe('runAgent', () => {
     expect(outcome.diff).toMatch(/let index = 0;/);
   });
 
+  it('pauses at the next safe point (the tool call in flight finishes, no model call starts) and resumes from its log', async () => {
+    let pause: string | undefined;
+    // The developer presses Pause while the model works on its first turn (a read).
+    const model = new ScriptedModel([
+      () => {
+        pause = 'alice';
+        return { tools: [{ name: 'read_file', input: { path: 'src/calc.js' } }] };
+      },
+    ]);
+    const paused = await runAgent(options(model, { steering: { take: () => [], pauseRequested: () => pause } }));
+    expect(paused.status).toBe('paused');
+    expect(paused.summary).toBe('Paused by alice.');
+    expect(model.requests).toHaveLength(1);
+    expect(events.ofType('tool.finished').map((e) => e.data.name)).toEqual(['read_file']);
+
+    // An hour paused, a message written meanwhile, then resumed: the conversation goes on from the
+    // log with the message, and the hour is not on the wall clock.
+    const at = (minutes: number) => new Date(Date.now() - (90 - minutes) * 60_000).toISOString();
+    const log: TaskEvent[] = [
+      ...events.events.map((event) => ({ ...event, ts: at(0) })),
+      { taskId: 't', seq: 100, ts: at(0), type: 'task.state', data: { state: 'paused' } },
+      { taskId: 't', seq: 101, ts: at(30), type: 'user.message', data: { from: 'alice', text: 'Start the loop at zero.' } },
+      { taskId: 't', seq: 102, ts: at(60), type: 'task.state', data: { state: 'running' } },
+    ];
+    const resumed = new ScriptedModel([{ tools: [FIX] }, { tools: [{ name: 'finish', input: { summary: 'Fixed after the pause.' } }] }]);
+    const outcome = await runAgent(options(resumed, { task: { ticket: TICKET, budgets: { maxWallClockSeconds: 45 * 60 } }, priorEvents: log }));
+    expect(outcome.status).toBe('finished_verified');
+    expect(JSON.stringify(resumed.requests[0]!.messages.at(-1))).toMatch(/tool_result[\s\S]*Start the loop at zero/);
+  });
+
   it('records model fallbacks', async () => {
     const model = new ScriptedModel([
       () => {
@@ -393,5 +423,6 @@ describe('activeMs', () => {
       event(5, 50, 'running'), event(6, 55),
     ];
     expect(activeMs(log)).toBe(25_000);
+    expect(activeMs([event(1, 0, 'running'), event(2, 10, 'paused'), event(3, 40), event(4, 50, 'running'), event(5, 52)])).toBe(12_000);
   });
 });

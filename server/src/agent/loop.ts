@@ -91,6 +91,12 @@ export interface SteeringMessage {
 
 export interface SteeringSource {
   take(): SteeringMessage[];
+  /**
+   * Who asked the agent to pause, if someone did and it has not paused since. The loop asks
+   * between turns (the current turn's tool calls have finished, no model call is in flight) and
+   * returns `paused`; the caller keeps the sandbox and the conversation continues from the log.
+   */
+  pauseRequested?(): string | undefined;
 }
 
 export interface RunAgentOptions {
@@ -112,7 +118,7 @@ export interface RunAgentOptions {
   tools?: AgentTool[];
 }
 
-export type AgentStatus = 'finished_verified' | 'budget_exhausted' | 'failed' | 'cancelled';
+export type AgentStatus = 'finished_verified' | 'budget_exhausted' | 'failed' | 'cancelled' | 'paused';
 
 export interface AgentOutcome {
   status: AgentStatus;
@@ -212,6 +218,9 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
 
     for (;;) {
       if (signal.aborted) return await stopForAbort();
+      // The safe point: no tool call or model call is in flight, every result is in the log.
+      const pausedBy = options.steering?.pauseRequested?.();
+      if (pausedBy !== undefined) return await outcome('paused', `Paused by ${pausedBy}.`, { reason: 'paused' });
       const exceeded = budget.exceeded();
       if (exceeded) return await stopForBudget(exceeded);
 

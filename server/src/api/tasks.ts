@@ -19,6 +19,7 @@ import {
 import { DockhandError } from '../errors';
 import { maskSecrets } from '../policy/mask';
 import { applyReview, decideApproval, type DecisionDeps } from '../runner/review';
+import { pendingPause } from '../runner/steering';
 import type { User } from '../store/types';
 import { describeApproval, describeApprovals } from './approvals';
 import { loadOwnedTask, loadTaskAsReader, requireUser } from './auth';
@@ -26,6 +27,8 @@ import type { AppDeps } from './deps';
 import { changedFiles, contentAfter } from './diff-files';
 
 const TaskParams = z.object({ id: z.string().min(1).max(200) });
+/** States in which the agent works (or is about to): a pause request means something there. */
+const PAUSABLE: readonly TaskState[] = ['queued', 'provisioning', 'running', 'awaiting_approval', 'verifying'];
 export async function taskRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
   const api = app.withTypeProvider<ZodTypeProvider>();
   const decisions: DecisionDeps = {
@@ -118,6 +121,51 @@ export async function taskRoutes(app: FastifyInstance, deps: AppDeps): Promise<v
     }
     await deps.events.append(task.id, { type: 'task.state', data: { state: 'cancelled', reason: `interrupted by ${user.name}` } });
     deps.control.interrupt(task.id);
+    return reply.code(202).send(await loadOwnedTask(deps.store, user, task.id));
+  });
+
+  api.post('/tasks/:id/pause', {
+    schema: {
+      tags: ['tasks'],
+      summary: 'Pause: the agent stops at its next safe point (after the current tool calls) and waits; the sandbox stays, the wall clock stops',
+      params: TaskParams,
+      response: { 202: Task },
+    },
+  }, async (request, reply) => {
+    const user = requireUser(request);
+    const task = await loadOwnedTask(deps.store, user, request.params.id);
+    if (!PAUSABLE.includes(task.state) && task.state !== 'paused') {
+      throw new DockhandError('conflict', `task ${task.id} is ${task.state}; only a task the agent works on can be paused`);
+    }
+    if (task.state !== 'paused' && pendingPause(await deps.store.listEvents(task.id)) === undefined) {
+      await deps.events.append(task.id, { type: 'task.pause_requested', data: { by: user.name } });
+      // Nothing runs yet: paused at once (the runner never moves a paused task on by itself).
+      if (task.state === 'queued') await deps.events.append(task.id, { type: 'task.state', data: { state: 'paused', reason: `paused by ${user.name}` } });
+    }
+    return reply.code(202).send(await loadOwnedTask(deps.store, user, task.id));
+  });
+
+  api.post('/tasks/:id/resume', {
+    schema: {
+      tags: ['tasks'],
+      summary: 'Resume a paused task (messages sent while paused are read first), or withdraw a pause not reached yet',
+      params: TaskParams,
+      response: { 202: Task },
+    },
+  }, async (request, reply) => {
+    const user = requireUser(request);
+    const task = await loadOwnedTask(deps.store, user, request.params.id);
+    const events = await deps.store.listEvents(task.id);
+    if (task.state !== 'paused' && pendingPause(events) === undefined) {
+      throw new DockhandError('conflict', `task ${task.id} is ${task.state} and not paused; nothing to resume`);
+    }
+    await deps.events.append(task.id, { type: 'task.resumed', data: { by: user.name } });
+    if (task.state === 'paused') {
+      // Paused before it had a sandbox: back in the queue; else the agent goes on in its sandbox.
+      const state = events.some((e) => e.type === 'sandbox.ready') ? 'running' : 'queued';
+      await deps.events.append(task.id, { type: 'task.state', data: { state, reason: `resumed by ${user.name}` } });
+      deps.control.wake();
+    }
     return reply.code(202).send(await loadOwnedTask(deps.store, user, task.id));
   });
 

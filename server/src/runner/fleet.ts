@@ -84,6 +84,10 @@ export function registeredMirror(config: Config, store: SqliteStore | PostgresSt
   return new RepoMirror(config.dataDir, { sources: registeredSource(store) });
 }
 
+function leaderOf(leadership: { isLeader(): Promise<boolean> }): () => Promise<boolean> {
+  return () => leadership.isLeader();
+}
+
 export async function createFleet(config: Config, parts: FleetParts): Promise<Fleet> {
   const store = parts.store ?? new SqliteStore(join(config.dataDir, 'dockhand.db'));
   const mirror = parts.mirror ?? registeredMirror(config, store);
@@ -127,6 +131,8 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
       clonesDir: join(config.dataDir, 'clones'),
       baseFiles,
       ...(config.forge.pushToken ? { secrets: [config.forge.pushToken] } : {}),
+      // A shared store: the worker's lease is confirmed (and extended) right before it pushes.
+      ...('confirmLease' in store ? { confirmLease: (taskId: string) => store.confirmLease(taskId, config.scheduler.leaseSeconds * 1000) } : {}),
     }),
     ...(parts.logger ? { logger: parts.logger } : {}),
   });
@@ -142,6 +148,8 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
     log: events,
     forge,
     intervalMs: config.scheduler.outcomePollSeconds * 1000,
+    // A fleet: one process polls the forge (an advisory lock), so an outcome is recorded once.
+    ...('leadership' in store ? { leader: leaderOf(store.leadership('pr-outcome-poller')) } : {}),
     ...(parts.logger ? { logger: parts.logger } : {}),
   });
   const app = await buildApp({
@@ -152,7 +160,11 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
     events,
     control: {
       wake: () => scheduler.wake(),
-      interrupt: (taskId) => scheduler.interrupt(taskId),
+      interrupt: (taskId) => {
+        scheduler.interrupt(taskId);
+        // A paused task holds its sandbox with no run to release it: cancelling it frees it here.
+        if (!scheduler.active.includes(taskId)) void runner.releaseSandbox(taskId);
+      },
       liveDiff: (taskId) => runner.liveDiff(taskId),
     },
     baseFiles,

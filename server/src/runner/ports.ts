@@ -30,7 +30,7 @@ export interface SandboxProvider {
   release(sandbox: Sandbox): Promise<void>;
 }
 
-export type AgentOutcomeKind = 'finished' | 'budget_exhausted' | 'failed' | 'cancelled';
+export type AgentOutcomeKind = 'finished' | 'budget_exhausted' | 'failed' | 'cancelled' | 'paused';
 
 export interface AgentResult {
   outcome: AgentOutcomeKind;

@@ -44,6 +44,8 @@ const RESUMABLE: readonly TaskState[] = ['queued', 'provisioning', 'running', 'a
 export class TaskRunner {
   /** Sandboxes this process holds, by task (released when the task stops needing one). */
   private readonly sandboxes = new Map<string, Sandbox>();
+  /** Tasks that paused holding their sandbox: checked alive on resume (its wall-clock limit may have ended it). */
+  private readonly pausedHolding = new Set<string>();
 
   constructor(private readonly deps: RunnerDeps) {}
 
@@ -72,7 +74,8 @@ export class TaskRunner {
       }
     } finally {
       const task = await this.deps.log.store.getTask(taskId);
-      if (!task || task.state !== 'running' || signal.aborted) await this.releaseSandbox(taskId);
+      const keeps = task?.state === 'running' || task?.state === 'paused';
+      if (!keeps || signal.aborted) await this.releaseSandbox(taskId);
     }
   }
 
@@ -86,10 +89,13 @@ export class TaskRunner {
     return this.deps.log.append(taskId, event);
   }
 
-  /** Writes a state unless the task already ended (an interrupt wins over whatever we were doing). */
+  /**
+   * Writes a state unless the task already ended (an interrupt wins over whatever we were doing)
+   * or is paused (only a resume, through the API, moves a paused task on).
+   */
   private async setState(taskId: string, state: TaskState, reason?: string): Promise<boolean> {
     const task = await this.task(taskId);
-    if (isFinalState(task.state) && task.state !== state) return false;
+    if ((isFinalState(task.state) || task.state === 'paused') && task.state !== state) return false;
     if (task.state === state) return true;
     await this.emit(taskId, { type: 'task.state', data: { state, ...(reason ? { reason } : {}) } });
     return true;
@@ -105,7 +111,7 @@ export class TaskRunner {
     let result;
     try {
       const priorEvents = await this.deps.log.store.listEvents(task.id);
-      steering.startAfter(priorEvents.at(-1)?.seq ?? 0);
+      steering.startAfter(priorEvents.at(-1)?.seq ?? 0, priorEvents);
       result = await this.deps.agent.run({
         task: current,
         sandbox,
@@ -126,6 +132,12 @@ export class TaskRunner {
     if (result.outcome === 'cancelled') {
       await this.deps.log.setResult(task.id, { diff: result.diff, summary: result.summary });
       await this.setState(task.id, 'cancelled', result.summary || 'cancelled');
+      return;
+    }
+    if (result.outcome === 'paused') {
+      // The sandbox stays (held in this process); a resume continues the conversation from the log.
+      await this.setState(task.id, 'paused', result.summary);
+      this.pausedHolding.add(task.id);
       return;
     }
     if (result.outcome === 'budget_exhausted') {
@@ -241,7 +253,11 @@ export class TaskRunner {
    */
   private async ensureSandbox(task: Task, signal?: AbortSignal): Promise<Sandbox> {
     const held = this.sandboxes.get(task.id);
-    if (held) return held;
+    if (held && this.pausedHolding.delete(task.id)) {
+      const alive = await held.exec({ cmd: ['true'] }).then((r) => r.exitCode === 0, () => false);
+      if (alive) return held;
+      await this.releaseSandbox(task.id);
+    } else if (held) return held;
     const events = await this.deps.log.store.listEvents(task.id);
     const ready = [...events].reverse().find((e) => e.type === 'sandbox.ready');
     if (ready?.type === 'sandbox.ready' && this.deps.sandboxes.reattach) {
@@ -293,6 +309,7 @@ export class TaskRunner {
   }
 
   async releaseSandbox(taskId: string): Promise<void> {
+    this.pausedHolding.delete(taskId);
     const sandbox = this.sandboxes.get(taskId);
     if (!sandbox) return;
     this.sandboxes.delete(taskId);
