@@ -306,7 +306,8 @@ export const CORPUS: CorpusRepo[] = [
     lockfile: 'none',
     defaultBranch: 'master',
     test: 'python3 -m pytest -q toolz',
-    adjustments: [],
+    files: { '.dockhand/environment.yml': "# CI's second step, pytest bench/, first downloads Shakespeare from gutenberg.org (not reachable from a sandbox); run the package's tests.\ntest: python3 -m pytest -q toolz\n" },
+    adjustments: ['.dockhand/environment.yml: test = python3 -m pytest -q toolz (upstream CI also runs pytest bench/, which wgets its input from gutenberg.org)'],
     small: true,
     bug: {
       file: 'toolz/itertoolz.py',
