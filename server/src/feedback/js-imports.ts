@@ -1,5 +1,6 @@
 import { posix } from 'node:path';
-import ts from 'typescript';
+import type ts from 'typescript';
+import { typescript } from './typescript';
 import { parseJsSymbols, type JsSymbols } from './js-symbols';
 
 /*
@@ -16,7 +17,7 @@ import { parseJsSymbols, type JsSymbols } from './js-symbols';
 const RESOLVE_EXTENSIONS = ['.ts', '.tsx', '.mts', '.cts', '.js', '.jsx', '.mjs', '.cjs', '.json'];
 
 export function parseJsImports(text: string): string[] {
-  const info = ts.preProcessFile(text, true, true);
+  const info = typescript().preProcessFile(text, true, true);
   return [...new Set(info.importedFiles.map((ref) => ref.fileName))];
 }
 
@@ -241,7 +242,7 @@ function compilerOptions(text: string): { baseUrl?: string; paths?: Record<strin
 }
 
 function parseJsonc(text: string): unknown {
-  const result = ts.parseConfigFileTextToJson('config.json', text);
+  const result = typescript().parseConfigFileTextToJson('config.json', text);
   return result.error ? undefined : result.config;
 }
 
@@ -274,15 +275,15 @@ export interface JsParsed {
 /** One full parse (TypeScript's parser, no type checking) for symbols and import-time code. */
 export function parseJsModule(path: string, text: string): JsParsed {
   const specifiers = parseJsImports(text);
-  const source = ts.createSourceFile(path, text, ts.ScriptTarget.Latest, true, scriptKind(path));
+  const source = typescript().createSourceFile(path, text, typescript().ScriptTarget.Latest, true, scriptKind(path));
   const topLevel: string[] = [];
   let reexports = 0;
   for (const statement of source.statements) {
-    if (ts.isImportDeclaration(statement) || ts.isImportEqualsDeclaration(statement)) {
+    if (typescript().isImportDeclaration(statement) || typescript().isImportEqualsDeclaration(statement)) {
       topLevel.push(statement.getText(source));
       continue;
     }
-    if (ts.isExportDeclaration(statement) && statement.moduleSpecifier) {
+    if (typescript().isExportDeclaration(statement) && statement.moduleSpecifier) {
       reexports++;
       topLevel.push(statement.getText(source));
       continue;
@@ -294,30 +295,30 @@ export function parseJsModule(path: string, text: string): JsParsed {
 }
 
 function scriptKind(path: string): ts.ScriptKind {
-  if (/\.tsx$/.test(path)) return ts.ScriptKind.TSX;
-  if (/\.[cm]?ts$/.test(path)) return ts.ScriptKind.TS;
-  if (/\.jsx$/.test(path)) return ts.ScriptKind.JSX;
-  return ts.ScriptKind.JS;
+  if (/\.tsx$/.test(path)) return typescript().ScriptKind.TSX;
+  if (/\.[cm]?ts$/.test(path)) return typescript().ScriptKind.TS;
+  if (/\.jsx$/.test(path)) return typescript().ScriptKind.JSX;
+  return typescript().ScriptKind.JS;
 }
 
 /** A statement as it matters at import time: function bodies and class member bodies dropped. */
 function importTimeText(statement: ts.Statement, source: ts.SourceFile): string {
-  if (ts.isFunctionDeclaration(statement)) return `function ${statement.name?.text ?? ''}`;
-  if (ts.isClassDeclaration(statement)) {
+  if (typescript().isFunctionDeclaration(statement)) return `function ${statement.name?.text ?? ''}`;
+  if (typescript().isClassDeclaration(statement)) {
     const heritage = statement.heritageClauses?.map((clause) => clause.getText(source)).join(' ') ?? '';
     const statics = statement.members
-      .filter((member) => ts.isPropertyDeclaration(member) && member.initializer)
+      .filter((member) => typescript().isPropertyDeclaration(member) && member.initializer)
       .map((member) => member.getText(source));
     return `class ${statement.name?.text ?? ''} ${heritage} ${statics.join(' ')}`;
   }
-  if (ts.isVariableStatement(statement)) {
+  if (typescript().isVariableStatement(statement)) {
     const parts = statement.declarationList.declarations.map((declaration) => {
       const init = declaration.initializer;
-      if (init && (ts.isArrowFunction(init) || ts.isFunctionExpression(init))) return `${declaration.name.getText(source)} = function`;
+      if (init && (typescript().isArrowFunction(init) || typescript().isFunctionExpression(init))) return `${declaration.name.getText(source)} = function`;
       return declaration.getText(source);
     });
     return `var ${parts.join(', ')}`;
   }
-  if (ts.isInterfaceDeclaration(statement) || ts.isTypeAliasDeclaration(statement)) return '';
+  if (typescript().isInterfaceDeclaration(statement) || typescript().isTypeAliasDeclaration(statement)) return '';
   return statement.getText(source);
 }

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import ts from 'typescript';
+import type ts from 'typescript';
+import { typescript } from './typescript';
 
 /*
  * Per-declaration symbols of a JavaScript/TypeScript module, for test-impact analysis finer than
@@ -56,7 +57,7 @@ export function parseJsSymbols(source: ts.SourceFile): JsSymbols {
   const bindings = new Set<string>();
   const namespaces = new Set<string>();
   for (const statement of source.statements) {
-    if (ts.isImportDeclaration(statement)) {
+    if (typescript().isImportDeclaration(statement)) {
       const specifier = literal(statement.moduleSpecifier);
       const clause = statement.importClause;
       if (!specifier) continue;
@@ -66,13 +67,13 @@ export function parseJsSymbols(source: ts.SourceFile): JsSymbols {
       }
       if (clause.name) imports.push({ local: clause.name.text, specifier, imported: 'default' });
       const named = clause.namedBindings;
-      if (named && ts.isNamespaceImport(named)) {
+      if (named && typescript().isNamespaceImport(named)) {
         imports.push({ local: named.name.text, specifier, imported: '*' });
         namespaces.add(named.name.text);
       } else if (named) {
         for (const element of named.elements) imports.push({ local: element.name.text, specifier, imported: (element.propertyName ?? element.name).text });
       }
-    } else if (ts.isImportEqualsDeclaration(statement) && ts.isExternalModuleReference(statement.moduleReference)) {
+    } else if (typescript().isImportEqualsDeclaration(statement) && typescript().isExternalModuleReference(statement.moduleReference)) {
       const specifier = literal(statement.moduleReference.expression);
       if (specifier) imports.push({ local: statement.name.text, specifier, imported: '*' });
     } else {
@@ -90,24 +91,24 @@ export function parseJsSymbols(source: ts.SourceFile): JsSymbols {
     declared.set(name, entry);
   };
   const exportLocal = (statement: ts.Statement, names: string[]): void => {
-    const modifiers = ts.canHaveModifiers(statement) ? ts.getModifiers(statement) : undefined;
-    if (!modifiers?.some((modifier) => modifier.kind === ts.SyntaxKind.ExportKeyword)) return;
-    const isDefault = modifiers.some((modifier) => modifier.kind === ts.SyntaxKind.DefaultKeyword);
+    const modifiers = typescript().canHaveModifiers(statement) ? typescript().getModifiers(statement) : undefined;
+    if (!modifiers?.some((modifier) => modifier.kind === typescript().SyntaxKind.ExportKeyword)) return;
+    const isDefault = modifiers.some((modifier) => modifier.kind === typescript().SyntaxKind.DefaultKeyword);
     for (const name of names) exports.push({ exported: isDefault ? 'default' : name, local: name });
   };
 
   for (const statement of source.statements) {
-    if (ts.isImportDeclaration(statement) || ts.isImportEqualsDeclaration(statement)) {
-      if (ts.isImportEqualsDeclaration(statement) && !ts.isExternalModuleReference(statement.moduleReference)) declare(statement.name.text, statement);
+    if (typescript().isImportDeclaration(statement) || typescript().isImportEqualsDeclaration(statement)) {
+      if (typescript().isImportEqualsDeclaration(statement) && !typescript().isExternalModuleReference(statement.moduleReference)) declare(statement.name.text, statement);
       continue;
     }
-    if (ts.isExportDeclaration(statement)) {
+    if (typescript().isExportDeclaration(statement)) {
       const specifier = statement.moduleSpecifier ? literal(statement.moduleSpecifier) : undefined;
       const clause = statement.exportClause;
       if (statement.moduleSpecifier && !specifier) continue;
       if (!clause) {
         if (specifier) stars.push(specifier);
-      } else if (ts.isNamespaceExport(clause)) {
+      } else if (typescript().isNamespaceExport(clause)) {
         if (specifier) exports.push({ exported: clause.name.text, specifier, imported: '*' });
       } else {
         for (const element of clause.elements) {
@@ -117,9 +118,9 @@ export function parseJsSymbols(source: ts.SourceFile): JsSymbols {
       }
       continue;
     }
-    if (ts.isExportAssignment(statement)) {
+    if (typescript().isExportAssignment(statement)) {
       if (statement.isExportEquals) opaque = true;
-      if (ts.isIdentifier(statement.expression) && bindings.has(statement.expression.text)) {
+      if (typescript().isIdentifier(statement.expression) && bindings.has(statement.expression.text)) {
         exports.push({ exported: 'default', local: statement.expression.text });
       } else {
         declare('default', statement);
@@ -128,13 +129,13 @@ export function parseJsSymbols(source: ts.SourceFile): JsSymbols {
       collectUses(statement.expression, initUses, scope, true);
       continue;
     }
-    if (ts.isFunctionDeclaration(statement)) {
+    if (typescript().isFunctionDeclaration(statement)) {
       const name = statement.name?.text ?? 'default';
       declare(name, statement);
       exportLocal(statement, [name]);
       continue;
     }
-    if (ts.isClassDeclaration(statement)) {
+    if (typescript().isClassDeclaration(statement)) {
       const name = statement.name?.text ?? 'default';
       declare(name, statement);
       exportLocal(statement, [name]);
@@ -142,7 +143,7 @@ export function parseJsSymbols(source: ts.SourceFile): JsSymbols {
       collectUses(statement, initUses, scope, true);
       continue;
     }
-    if (ts.isVariableStatement(statement)) {
+    if (typescript().isVariableStatement(statement)) {
       const names: string[] = [];
       for (const declaration of statement.declarationList.declarations) {
         const declaredHere = bindingNames(declaration.name);
@@ -153,12 +154,12 @@ export function parseJsSymbols(source: ts.SourceFile): JsSymbols {
       exportLocal(statement, names);
       continue;
     }
-    if (ts.isInterfaceDeclaration(statement) || ts.isTypeAliasDeclaration(statement)) {
+    if (typescript().isInterfaceDeclaration(statement) || typescript().isTypeAliasDeclaration(statement)) {
       declare(statement.name.text, statement, true);
       exportLocal(statement, [statement.name.text]);
       continue;
     }
-    if ((ts.isEnumDeclaration(statement) || ts.isModuleDeclaration(statement)) && ts.isIdentifier(statement.name)) {
+    if ((typescript().isEnumDeclaration(statement) || typescript().isModuleDeclaration(statement)) && typescript().isIdentifier(statement.name)) {
       declare(statement.name.text, statement);
       exportLocal(statement, [statement.name.text]);
       collectUses(statement, initUses, scope, false);
@@ -207,7 +208,7 @@ function collectUses(node: ts.Node, uses: UsesBuilder, scope: Scope, skipBodies:
   const shadowed = new Map<string, number>();
   const isShadowed = (name: string): boolean => (shadowed.get(name) ?? 0) > 0;
   const visit = (current: ts.Node): void => {
-    if (ts.isIdentifier(current)) {
+    if (typescript().isIdentifier(current)) {
       if (bindings.has(current.text) && !isShadowed(current.text) && !isPropertyName(current)) uses.refs.add(current.text);
       return;
     }
@@ -223,31 +224,31 @@ function collectUses(node: ts.Node, uses: UsesBuilder, scope: Scope, skipBodies:
   const visitScope = (current: ts.Node): void => {
     // Types do not run: `x: ZodString`, `f<T>()`, `as T` use nothing at run time (heritage
     // `extends Base<T>` does, through its expression).
-    if (ts.isTypeNode(current) && !ts.isExpressionWithTypeArguments(current)) return;
+    if (typescript().isTypeNode(current) && !typescript().isExpressionWithTypeArguments(current)) return;
     if (skipBodies && isFunctionBody(current)) return;
     // At load time, storing a reference runs nothing: `{ a, b: ns.b, ...ns }`, `[a]` only
     // matter if something later calls them, and that code references the object holding them.
-    if (skipBodies && (ts.isObjectLiteralExpression(current) || ts.isArrayLiteralExpression(current))) {
-      const elements: readonly ts.Node[] = ts.isObjectLiteralExpression(current) ? current.properties : current.elements;
+    if (skipBodies && (typescript().isObjectLiteralExpression(current) || typescript().isArrayLiteralExpression(current))) {
+      const elements: readonly ts.Node[] = typescript().isObjectLiteralExpression(current) ? current.properties : current.elements;
       for (const element of elements) {
-        if (ts.isShorthandPropertyAssignment(element)) continue;
-        if (ts.isPropertyAssignment(element)) {
-          if (ts.isComputedPropertyName(element.name)) visit(element.name);
+        if (typescript().isShorthandPropertyAssignment(element)) continue;
+        if (typescript().isPropertyAssignment(element)) {
+          if (typescript().isComputedPropertyName(element.name)) visit(element.name);
           if (!isStoredReference(element.initializer, namespaces)) visit(element.initializer);
         } else if (!isStoredReference(element, namespaces)) visit(element);
       }
       return;
     }
-    if (ts.isPropertyAccessExpression(current) || ts.isQualifiedName(current)) {
-      const left = ts.isPropertyAccessExpression(current) ? current.expression : current.left;
-      const right = ts.isPropertyAccessExpression(current) ? current.name : current.right;
-      if (ts.isIdentifier(left) && imports.has(left.text) && !isShadowed(left.text) && ts.isIdentifier(right)) {
+    if (typescript().isPropertyAccessExpression(current) || typescript().isQualifiedName(current)) {
+      const left = typescript().isPropertyAccessExpression(current) ? current.expression : current.left;
+      const right = typescript().isPropertyAccessExpression(current) ? current.name : current.right;
+      if (typescript().isIdentifier(left) && imports.has(left.text) && !isShadowed(left.text) && typescript().isIdentifier(right)) {
         uses.members.set(`${left.text}.${right.text}`, [left.text, right.text]);
         return;
       }
       // `z.core.$ZodType`: a member of a namespace re-exported as a member.
       if (
-        ts.isPropertyAccessExpression(current) && ts.isPropertyAccessExpression(left) && ts.isIdentifier(left.expression) &&
+        typescript().isPropertyAccessExpression(current) && typescript().isPropertyAccessExpression(left) && typescript().isIdentifier(left.expression) &&
         imports.has(left.expression.text) && !isShadowed(left.expression.text)
       ) {
         const path = [left.expression.text, left.name.text, current.name.text];
@@ -257,21 +258,21 @@ function collectUses(node: ts.Node, uses: UsesBuilder, scope: Scope, skipBodies:
       visit(left);
       return;
     }
-    if ((ts.isCallExpression(current) && current.arguments.length > 0) || ts.isImportTypeNode(current)) {
+    if ((typescript().isCallExpression(current) && current.arguments.length > 0) || typescript().isImportTypeNode(current)) {
       const specifier = moduleCall(current);
       if (specifier) uses.modules.add(specifier);
     }
-    ts.forEachChild(current, visit);
+    typescript().forEachChild(current, visit);
   };
   visit(node);
 }
 
 /** A binding or `ns.member` (or a spread of a namespace) as a value: reading it runs no code. */
 export function isStoredReference(node: ts.Node, namespaces: Set<string>): boolean {
-  if (ts.isSpreadElement(node) || ts.isSpreadAssignment(node)) return ts.isIdentifier(node.expression) && namespaces.has(node.expression.text);
-  if (ts.isParenthesizedExpression(node) || ts.isAsExpression(node) || ts.isSatisfiesExpression(node)) return isStoredReference(node.expression, namespaces);
-  if (ts.isIdentifier(node)) return true;
-  return ts.isPropertyAccessExpression(node) && ts.isIdentifier(node.expression) && namespaces.has(node.expression.text);
+  if (typescript().isSpreadElement(node) || typescript().isSpreadAssignment(node)) return typescript().isIdentifier(node.expression) && namespaces.has(node.expression.text);
+  if (typescript().isParenthesizedExpression(node) || typescript().isAsExpression(node) || typescript().isSatisfiesExpression(node)) return isStoredReference(node.expression, namespaces);
+  if (typescript().isIdentifier(node)) return true;
+  return typescript().isPropertyAccessExpression(node) && typescript().isIdentifier(node.expression) && namespaces.has(node.expression.text);
 }
 
 /**
@@ -279,24 +280,24 @@ export function isStoredReference(node: ts.Node, namespaces: Set<string>): boole
  * and block-level functions are block-scoped, `var` and parameters function-scoped).
  */
 function scopeNames(node: ts.Node): string[] {
-  if (ts.isFunctionLike(node) && !ts.isTypeNode(node)) {
+  if (typescript().isFunctionLike(node) && !typescript().isTypeNode(node)) {
     const names = node.parameters.flatMap((parameter) => bindingNames(parameter.name));
     const body = 'body' in node ? node.body : undefined;
     if (body) names.push(...varNames(body));
     return names;
   }
-  if (ts.isBlock(node) || ts.isModuleBlock(node)) return node.statements.flatMap(lexicalNames);
-  if (ts.isCaseBlock(node)) return node.clauses.flatMap((clause) => clause.statements.flatMap(lexicalNames));
-  if ((ts.isForStatement(node) || ts.isForInStatement(node) || ts.isForOfStatement(node)) && node.initializer && ts.isVariableDeclarationList(node.initializer)) {
+  if (typescript().isBlock(node) || typescript().isModuleBlock(node)) return node.statements.flatMap(lexicalNames);
+  if (typescript().isCaseBlock(node)) return node.clauses.flatMap((clause) => clause.statements.flatMap(lexicalNames));
+  if ((typescript().isForStatement(node) || typescript().isForInStatement(node) || typescript().isForOfStatement(node)) && node.initializer && typescript().isVariableDeclarationList(node.initializer)) {
     return node.initializer.declarations.flatMap((declaration) => bindingNames(declaration.name));
   }
-  if (ts.isCatchClause(node) && node.variableDeclaration) return bindingNames(node.variableDeclaration.name);
+  if (typescript().isCatchClause(node) && node.variableDeclaration) return bindingNames(node.variableDeclaration.name);
   return [];
 }
 
 function lexicalNames(statement: ts.Statement): string[] {
-  if (ts.isVariableStatement(statement)) return statement.declarationList.declarations.flatMap((declaration) => bindingNames(declaration.name));
-  if ((ts.isFunctionDeclaration(statement) || ts.isClassDeclaration(statement)) && statement.name) return [statement.name.text];
+  if (typescript().isVariableStatement(statement)) return statement.declarationList.declarations.flatMap((declaration) => bindingNames(declaration.name));
+  if ((typescript().isFunctionDeclaration(statement) || typescript().isClassDeclaration(statement)) && statement.name) return [statement.name.text];
   return [];
 }
 
@@ -304,11 +305,11 @@ function lexicalNames(statement: ts.Statement): string[] {
 function varNames(body: ts.Node): string[] {
   const names: string[] = [];
   const visit = (node: ts.Node): void => {
-    if (ts.isFunctionLike(node)) return;
-    if (ts.isVariableDeclarationList(node) && !(node.flags & ts.NodeFlags.BlockScoped)) {
+    if (typescript().isFunctionLike(node)) return;
+    if (typescript().isVariableDeclarationList(node) && !(node.flags & typescript().NodeFlags.BlockScoped)) {
       for (const declaration of node.declarations) names.push(...bindingNames(declaration.name));
     }
-    ts.forEachChild(node, visit);
+    typescript().forEachChild(node, visit);
   };
   visit(body);
   return names;
@@ -316,19 +317,19 @@ function varNames(body: ts.Node): string[] {
 
 /** `require('x')`, `import('x')`, `import('x').T` in a type: the specifier. */
 function moduleCall(node: ts.CallExpression | ts.ImportTypeNode): string | undefined {
-  if (ts.isImportTypeNode(node)) {
-    return ts.isLiteralTypeNode(node.argument) ? literal(node.argument.literal) : undefined;
+  if (typescript().isImportTypeNode(node)) {
+    return typescript().isLiteralTypeNode(node.argument) ? literal(node.argument.literal) : undefined;
   }
   const callee = node.expression;
-  const isLoader = callee.kind === ts.SyntaxKind.ImportKeyword || (ts.isIdentifier(callee) && callee.text === 'require');
+  const isLoader = callee.kind === typescript().SyntaxKind.ImportKeyword || (typescript().isIdentifier(callee) && callee.text === 'require');
   return isLoader ? literal(node.arguments[0]) : undefined;
 }
 
 function isFunctionBody(node: ts.Node): boolean {
   return (
-    ts.isArrowFunction(node) || ts.isFunctionExpression(node) || ts.isFunctionDeclaration(node) || ts.isMethodDeclaration(node) ||
-    ts.isGetAccessorDeclaration(node) || ts.isSetAccessorDeclaration(node) || ts.isConstructorDeclaration(node) ||
-    (ts.isPropertyDeclaration(node) && !node.modifiers?.some((modifier) => modifier.kind === ts.SyntaxKind.StaticKeyword))
+    typescript().isArrowFunction(node) || typescript().isFunctionExpression(node) || typescript().isFunctionDeclaration(node) || typescript().isMethodDeclaration(node) ||
+    typescript().isGetAccessorDeclaration(node) || typescript().isSetAccessorDeclaration(node) || typescript().isConstructorDeclaration(node) ||
+    (typescript().isPropertyDeclaration(node) && !node.modifiers?.some((modifier) => modifier.kind === typescript().SyntaxKind.StaticKeyword))
   );
 }
 
@@ -336,10 +337,10 @@ function isFunctionBody(node: ts.Node): boolean {
 function isPropertyName(node: ts.Identifier): boolean {
   const parent = node.parent;
   if (!parent) return false;
-  if (ts.isPropertyAccessExpression(parent) || ts.isQualifiedName(parent)) return (ts.isPropertyAccessExpression(parent) ? parent.name : parent.right) === node;
+  if (typescript().isPropertyAccessExpression(parent) || typescript().isQualifiedName(parent)) return (typescript().isPropertyAccessExpression(parent) ? parent.name : parent.right) === node;
   if (
-    ts.isPropertyAssignment(parent) || ts.isMethodDeclaration(parent) || ts.isPropertyDeclaration(parent) || ts.isPropertySignature(parent) ||
-    ts.isMethodSignature(parent) || ts.isGetAccessorDeclaration(parent) || ts.isSetAccessorDeclaration(parent) || ts.isEnumMember(parent)
+    typescript().isPropertyAssignment(parent) || typescript().isMethodDeclaration(parent) || typescript().isPropertyDeclaration(parent) || typescript().isPropertySignature(parent) ||
+    typescript().isMethodSignature(parent) || typescript().isGetAccessorDeclaration(parent) || typescript().isSetAccessorDeclaration(parent) || typescript().isEnumMember(parent)
   ) {
     return parent.name === node;
   }
@@ -352,25 +353,25 @@ function usesCommonJsExports(source: ts.SourceFile): boolean {
   let found = false;
   const visit = (node: ts.Node): void => {
     if (found) return;
-    if (ts.isIdentifier(node) && node.text === 'exports' && !isPropertyName(node)) found = true;
-    else if (ts.isPropertyAccessExpression(node) && ts.isIdentifier(node.expression) && node.expression.text === 'module' && node.name.text === 'exports') found = true;
-    else ts.forEachChild(node, visit);
+    if (typescript().isIdentifier(node) && node.text === 'exports' && !isPropertyName(node)) found = true;
+    else if (typescript().isPropertyAccessExpression(node) && typescript().isIdentifier(node.expression) && node.expression.text === 'module' && node.name.text === 'exports') found = true;
+    else typescript().forEachChild(node, visit);
   };
   visit(source);
   return found;
 }
 
 function literal(node: ts.Node | undefined): string | undefined {
-  return node && (ts.isStringLiteral(node) || ts.isNoSubstitutionTemplateLiteral(node)) ? node.text : undefined;
+  return node && (typescript().isStringLiteral(node) || typescript().isNoSubstitutionTemplateLiteral(node)) ? node.text : undefined;
 }
 
 function declaredNames(statement: ts.Statement): string[] {
-  if (ts.isVariableStatement(statement)) return statement.declarationList.declarations.flatMap((declaration) => bindingNames(declaration.name));
-  if (ts.isImportEqualsDeclaration(statement)) return [statement.name.text];
+  if (typescript().isVariableStatement(statement)) return statement.declarationList.declarations.flatMap((declaration) => bindingNames(declaration.name));
+  if (typescript().isImportEqualsDeclaration(statement)) return [statement.name.text];
   if (
-    (ts.isFunctionDeclaration(statement) || ts.isClassDeclaration(statement) || ts.isInterfaceDeclaration(statement) ||
-      ts.isTypeAliasDeclaration(statement) || ts.isEnumDeclaration(statement) || ts.isModuleDeclaration(statement)) &&
-    statement.name && ts.isIdentifier(statement.name)
+    (typescript().isFunctionDeclaration(statement) || typescript().isClassDeclaration(statement) || typescript().isInterfaceDeclaration(statement) ||
+      typescript().isTypeAliasDeclaration(statement) || typescript().isEnumDeclaration(statement) || typescript().isModuleDeclaration(statement)) &&
+    statement.name && typescript().isIdentifier(statement.name)
   ) {
     return [statement.name.text];
   }
@@ -378,6 +379,6 @@ function declaredNames(statement: ts.Statement): string[] {
 }
 
 function bindingNames(name: ts.BindingName): string[] {
-  if (ts.isIdentifier(name)) return [name.text];
-  return name.elements.flatMap((element) => (ts.isOmittedExpression(element) ? [] : bindingNames(element.name)));
+  if (typescript().isIdentifier(name)) return [name.text];
+  return name.elements.flatMap((element) => (typescript().isOmittedExpression(element) ? [] : bindingNames(element.name)));
 }
