@@ -84,10 +84,6 @@ export function registeredMirror(config: Config, store: SqliteStore | PostgresSt
   return new RepoMirror(config.dataDir, { sources: registeredSource(store) });
 }
 
-function leaderOf(leadership: { isLeader(): Promise<boolean> }): () => Promise<boolean> {
-  return () => leadership.isLeader();
-}
-
 export async function createFleet(config: Config, parts: FleetParts): Promise<Fleet> {
   const store = parts.store ?? new SqliteStore(join(config.dataDir, 'dockhand.db'));
   const mirror = parts.mirror ?? registeredMirror(config, store);
@@ -144,12 +140,13 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
     pollMs: config.scheduler.pollMs,
     ...(parts.logger ? { logger: parts.logger } : {}),
   });
+  const leadership = 'leadership' in store ? store.leadership('pr-outcome-poller') : undefined;
   const outcomes = new OutcomePoller({
     log: events,
     forge,
     intervalMs: config.scheduler.outcomePollSeconds * 1000,
     // A fleet: one process polls the forge (an advisory lock), so an outcome is recorded once.
-    ...('leadership' in store ? { leader: leaderOf(store.leadership('pr-outcome-poller')) } : {}),
+    ...(leadership ? { leader: () => leadership.isLeader() } : {}),
     ...(parts.logger ? { logger: parts.logger } : {}),
   });
   const app = await buildApp({

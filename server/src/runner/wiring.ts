@@ -111,6 +111,11 @@ export interface PublisherOptions {
   secrets?: string[];
   /** For the repo policy at the base SHA (the forge's push gate re-checks it). */
   baseFiles: BaseFiles;
+  /**
+   * Checked right before the push (a shared store: the worker's lease on the task is still its
+   * own, and is extended); throws when it is not, so a worker that lost the task does not push.
+   */
+  confirmLease?: (taskId: string) => Promise<void>;
 }
 
 /** Push decisions of the current review round (after the task last entered awaiting_review). */
@@ -165,6 +170,9 @@ export function publisherPort(options: PublisherOptions): PublisherPort {
         options.secrets ?? [],
       );
       const cloneDir = join(options.clonesDir, createHash('sha256').update(repo).digest('hex').slice(0, 16));
+      const gatePolicy = await repoPolicy(options.baseFiles, task);
+      // Last thing before the push: the fence stops this worker's writes, but not a git push.
+      await options.confirmLease?.(task.id);
       const delivered = await deliverPullRequest({
         forge: options.forge,
         repo,
@@ -180,7 +188,7 @@ export function publisherPort(options: PublisherOptions): PublisherPort {
         // The same commit on a retry: the time the push was approved, not the time of the attempt.
         ...(approved ? { date: approved.ts } : {}),
         gate: {
-          policy: await repoPolicy(options.baseFiles, task),
+          policy: gatePolicy,
           allowTestEdits: task.allowTestEdits,
           decisions: pushDecisions(events),
           overrides: events,

@@ -14,7 +14,11 @@ export class OutcomePoller {
   private timer: NodeJS.Timeout | undefined;
   private running = false;
 
-  constructor(private readonly options: { log: EventLog; forge: Forge; intervalMs: number; logger?: Logger }) {}
+  /**
+   * `leader`: on a fleet of processes (Postgres), asked before each poll; only the process that
+   * holds the fleet's leadership polls, so one merge is recorded once. Absent: this process is the fleet.
+   */
+  constructor(private readonly options: { log: EventLog; forge: Forge; intervalMs: number; logger?: Logger; leader?: () => Promise<boolean> }) {}
 
   start(): void {
     this.timer = setInterval(() => void this.pollOnce().catch((error: unknown) => this.options.logger?.warn({ err: error }, 'PR outcome poll failed')), this.options.intervalMs);
@@ -30,6 +34,7 @@ export class OutcomePoller {
     if (this.running) return [];
     this.running = true;
     try {
+      if (this.options.leader && !(await this.options.leader())) return [];
       const changed: string[] = [];
       for (const task of [...(await this.tasksIn('pr_open')), ...(await this.tasksIn('merged'))]) {
         if (task.state === 'merged' && now.getTime() - Date.parse(task.updatedAt) > 15 * DAY_MS) continue;

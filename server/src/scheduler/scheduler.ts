@@ -74,6 +74,35 @@ export class Scheduler {
     this.running.get(taskId)?.controller.abort(new Error('interrupted'));
   }
 
+  /**
+   * The graceful half of a shutdown (SIGTERM): stops claiming at once, lets what runs go on — its
+   * heartbeats keep its leases — until it reaches a point where it waits for a human or ends, for
+   * at most `graceMs`; what still runs then is handed back (`stop`: aborted, lease released, so
+   * another worker claims it at its next poll instead of after the lease's expiry). Resolves with
+   * the tasks that finished within the grace period and those handed back.
+   */
+  async drain(graceMs: number): Promise<{ finished: string[]; handedBack: string[] }> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    const running = [...this.running.entries()];
+    const finished: string[] = [];
+    let timer: NodeJS.Timeout | undefined;
+    const grace = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, graceMs);
+    });
+    await Promise.race([
+      Promise.allSettled(running.map(async ([taskId, job]) => {
+        await job.done;
+        finished.push(taskId);
+      })),
+      grace,
+    ]);
+    clearTimeout(timer);
+    const handedBack = [...this.running.keys()];
+    await this.stop();
+    return { finished, handedBack };
+  }
+
   /** Stops taking work, aborts what runs (it stays active in the store) and releases leases. */
   async stop(): Promise<void> {
     this.stopped = true;

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { z } from 'zod';
 import { ACTIVE_STATES, type Task } from '@dockhand/protocol';
+import { DockhandError } from '../errors';
 import { currentFence } from './lease-fence';
 import { toTask } from './rows';
 import type { Claim, FencedLease } from './queue';
@@ -82,6 +83,25 @@ export class PostgresQueue {
       [taskId, workerId, ttlMs, at ?? null, fence?.workerId === workerId ? fence.epoch : null],
     );
     return result.rowCount === 1;
+  }
+
+  /**
+   * Before an irreversible step (the push) under a fence: the lease is still this epoch's and live,
+   * and now lasts `ttlMs` more. Refused (conflict) otherwise — the task may be someone else's.
+   */
+  async confirm(taskId: string, ttlMs: number): Promise<void> {
+    const fence = currentFence(taskId);
+    if (!fence) return;
+    const result = await this.pool.query(
+      `UPDATE leases SET expires_at = ${DB_NOW} + $3
+       WHERE task_id = $1 AND worker_id = $2 AND epoch = $4 AND expires_at > ${DB_NOW}`,
+      [taskId, fence.workerId, ttlMs, fence.epoch],
+    );
+    if (result.rowCount !== 1) {
+      throw new DockhandError('conflict', `lease lost: ${fence.workerId}'s lease on task ${taskId} (epoch ${fence.epoch}) is no longer live; not pushing`, {
+        hint: 'the worker that holds the task now pushes it (the push is idempotent)',
+      });
+    }
   }
 
   async release(taskId: string, workerId: string): Promise<void> {

@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { z } from 'zod';
 import {
@@ -15,6 +15,7 @@ import { currentFence } from './lease-fence';
 import { migratePostgres } from './postgres-migrations';
 import { PostgresApprovals } from './postgres-approvals';
 import { PostgresEventHub } from './postgres-hub';
+import { PostgresLeadership } from './postgres-leader';
 import { PostgresQueue } from './postgres-queue';
 import { PostgresBaselineStore, PostgresFlakyStore, PostgresPullRequestStore, PostgresRepoStore } from './postgres-records';
 import { project } from './projection';
@@ -82,6 +83,7 @@ export class PostgresStore implements Store, RepoStore, ClaimingStore {
   private readonly approvals: PostgresApprovals;
   readonly channel: string;
   private hub: PostgresEventHub | undefined;
+  private readonly leaderships: PostgresLeadership[] = [];
 
   private constructor(readonly pool: pg.Pool, readonly options: PostgresStoreOptions & { schema: string }) {
     this.channel = eventChannel(options.schema);
@@ -102,8 +104,12 @@ export class PostgresStore implements Store, RepoStore, ClaimingStore {
     const pool = new pg.Pool({
       connectionString: options.url,
       max: options.poolSize ?? 10,
-      options: `-c search_path=${schema}`,
+      // A worker cut off in the middle of a transaction holds the task's row lock; the server ends
+      // such a transaction after 10 s (ours last milliseconds), so the lease's next holder is not
+      // blocked until TCP gives up on the dead connection.
+      options: `-c search_path=${schema} -c idle_in_transaction_session_timeout=10000`,
       connectionTimeoutMillis: 10_000,
+      keepAlive: true,
     });
     // An idle connection that dies (server restart) must not crash the process: the pool drops it
     // and the next query opens a new one.
@@ -388,6 +394,11 @@ export class PostgresStore implements Store, RepoStore, ClaimingStore {
     return this.queue.release(taskId, workerId);
   }
 
+  /** Under a fence, right before the push: the lease is still live and this epoch's, extended by `ttlMs`; else conflict. */
+  confirmLease(taskId: string, ttlMs: number): Promise<void> {
+    return this.queue.confirm(taskId, ttlMs);
+  }
+
   getLease(taskId: string): Promise<FencedLease | undefined> {
     return this.queue.get(taskId);
   }
@@ -411,7 +422,19 @@ export class PostgresStore implements Store, RepoStore, ClaimingStore {
     await this.pool.query('SELECT 1');
   }
 
+  /**
+   * Leadership of a fleet-wide job (`postgres-leader.ts`), given up when the store closes. Advisory
+   * locks are database-wide: the key is derived from the schema and the job's name.
+   */
+  leadership(job: string): PostgresLeadership {
+    const key = BigInt(`0x${createHash('sha256').update(`${this.options.schema}:${job}`).digest('hex').slice(0, 15)}`).toString();
+    const leadership = new PostgresLeadership(this.pool, key, this.options.logger);
+    this.leaderships.push(leadership);
+    return leadership;
+  }
+
   async close(): Promise<void> {
+    for (const leadership of this.leaderships) leadership.close();
     await this.hub?.close();
     if (!this.pool.ended) await this.pool.end();
   }

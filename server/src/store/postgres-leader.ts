@@ -1,0 +1,75 @@
+import type pg from 'pg';
+import type { Logger } from '../log';
+
+/**
+ * One leader in the fleet for a job that must not run twice at once (the PR outcome poller: two
+ * pollers would both record the same merge). Leadership is a session-level Postgres advisory lock
+ * held on one connection taken out of the pool for as long as this process leads: when the process
+ * dies or its connection is cut, Postgres drops the session and the lock with it, and the next
+ * process that asks becomes the leader. No lease of our own, no clock.
+ *
+ * `isLeader()` is asked before each run of the job: it checks that the held connection still
+ * answers (else gives it up) or tries to take the lock.
+ */
+export class PostgresLeadership {
+  private client: pg.PoolClient | undefined;
+  private asking: Promise<boolean> | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    /** The lock's key: one per job (a 64-bit integer, as text). */
+    private readonly key: string,
+    private readonly logger?: Logger,
+  ) {}
+
+  isLeader(): Promise<boolean> {
+    this.asking ??= this.ask().finally(() => {
+      this.asking = undefined;
+    });
+    return this.asking;
+  }
+
+  private async ask(): Promise<boolean> {
+    if (this.closed) return false;
+    if (this.client) {
+      try {
+        await this.client.query('SELECT 1');
+        return true;
+      } catch (error) {
+        this.logger?.warn({ err: error, key: this.key }, 'lost the connection that held leadership');
+        this.drop(error);
+        return false;
+      }
+    }
+    const client = await this.pool.connect();
+    try {
+      const { rows } = await client.query('SELECT pg_try_advisory_lock($1::bigint) AS held', [this.key]);
+      if (rows[0]?.held === true) {
+        this.client = client;
+        // A connection error on an idle held client must not crash the process.
+        client.on('error', (error) => this.drop(error));
+        this.logger?.info({ key: this.key }, 'leading the fleet-wide job');
+        return true;
+      }
+      client.release();
+      return false;
+    } catch (error) {
+      client.release(error instanceof Error ? error : true);
+      throw error;
+    }
+  }
+
+  private drop(error: unknown): void {
+    const client = this.client;
+    this.client = undefined;
+    // Destroyed rather than returned to the pool: its session (and any lock) must end.
+    client?.release(error instanceof Error ? error : true);
+  }
+
+  /** Gives leadership up (the session ends, so another process may take it at once). */
+  close(): void {
+    this.closed = true;
+    this.drop(new Error('closing'));
+  }
+}
