@@ -18,6 +18,18 @@ export class TaskActions {
     return this.run('Interrupt', () => this.api().interrupt(taskId), 'Asked the agent to stop.');
   }
 
+  pause(taskId: string): Promise<boolean> {
+    return this.run('Pause', async () => void (await this.api().pause(taskId)));
+  }
+
+  /** Resume; a message written for the paused agent goes first, so it is what the agent reads first. */
+  resume(taskId: string, text?: string): Promise<boolean> {
+    return this.run('Resume', async () => {
+      if (text) await this.api().sendMessage(taskId, text);
+      await this.api().resume(taskId);
+    });
+  }
+
   sendMessage(taskId: string, text: string): Promise<boolean> {
     return this.run('Send message', () => this.api().sendMessage(taskId, text));
   }

@@ -81,6 +81,16 @@ export class ApiClient {
     await this.request('POST', `/v1/tasks/${encodeURIComponent(taskId)}/messages`, z.unknown(), SendMessageRequest.parse({ text }));
   }
 
+  /** The agent stops at its next safe point; the task becomes `paused` (the answer is the task as it is now). */
+  pause(taskId: string): Promise<Task> {
+    return this.request('POST', `/v1/tasks/${encodeURIComponent(taskId)}/pause`, OneTask, {});
+  }
+
+  /** A paused task goes on (or a pause not yet reached is withdrawn). */
+  resume(taskId: string): Promise<Task> {
+    return this.request('POST', `/v1/tasks/${encodeURIComponent(taskId)}/resume`, OneTask, {});
+  }
+
   async interrupt(taskId: string): Promise<void> {
     await this.request('POST', `/v1/tasks/${encodeURIComponent(taskId)}/interrupt`, z.unknown(), {});
   }

@@ -106,6 +106,14 @@ export function registerCommands(deps: CommandDeps): void {
     const taskId = await targetTask(arg);
     if (taskId) await cancelTask(deps, taskId);
   });
+  command('dockhand.pause', async (arg) => {
+    const taskId = await targetTask(arg);
+    if (taskId) await deps.actions.pause(taskId);
+  });
+  command('dockhand.resume', async (arg) => {
+    const taskId = await targetTask(arg);
+    if (taskId) await deps.actions.resume(taskId);
+  });
   command('dockhand.sendMessage', async (arg) => {
     const taskId = await targetTask(arg);
     if (!taskId) return;

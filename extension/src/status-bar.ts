@@ -15,6 +15,7 @@ const STATE_ICONS: Partial<Record<TaskState, string>> = {
   queued: '$(clock)',
   awaiting_approval: '$(bell-dot)',
   awaiting_review: '$(bell-dot)',
+  paused: '$(debug-pause)',
   pr_open: '$(git-pull-request)',
   merged: '$(git-merge)',
   closed: '$(circle-slash)',
@@ -88,8 +89,10 @@ export class TaskStatusBar implements vscode.Disposable {
     const turns = folded ? summary.turnsUsed : (task?.usage.turns ?? 0);
     const cost = folded ? summary.costUsd : (task?.usage.costUsd ?? 0);
     if (state === 'failed' || state === 'budget_exhausted') this.item.backgroundColor = new vscode.ThemeColor('statusBarItem.errorBackground');
-    else if (state === 'awaiting_review' || state === 'awaiting_approval') this.item.backgroundColor = new vscode.ThemeColor('statusBarItem.warningBackground');
-    this.item.text = `${stateIcon(state)} Dockhand: ${stateLabel(state)} · ${turns} turn${turns === 1 ? '' : 's'} · $${cost.toFixed(2)}`;
+    else if (state === 'awaiting_review' || state === 'awaiting_approval' || state === 'paused') this.item.backgroundColor = new vscode.ThemeColor('statusBarItem.warningBackground');
+    // A pause asked and not reached yet: the agent still works, and says it will stop.
+    const label = folded && summary.pauseRequestedBy && state !== 'paused' ? 'pausing…' : stateLabel(state);
+    this.item.text = `${stateIcon(state)} Dockhand: ${label} · ${turns} turn${turns === 1 ? '' : 's'} · $${cost.toFixed(2)}`;
     this.item.tooltip = `${summary.title || task?.ticket.title || taskId}\nClick to show tasks.`;
     this.item.show();
   }

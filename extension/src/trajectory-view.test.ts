@@ -67,7 +67,13 @@ function setup() {
   const { sessions, push, followed } = fakeSessions();
   const api = { listTasks: vi.fn(async () => [sampleTask()]) };
   const state = new DockhandState(() => api as unknown as ApiClient, sessions, memento());
-  const actions = { interrupt: vi.fn(async () => true), sendMessage: vi.fn(async () => true), decideApproval: vi.fn(async () => false) };
+  const actions = {
+    interrupt: vi.fn(async () => true),
+    sendMessage: vi.fn(async () => true),
+    decideApproval: vi.fn(async () => false),
+    pause: vi.fn(async () => true),
+    resume: vi.fn(async () => true),
+  };
   const commentsChanged = new EventEmitter<string>();
   const pending = new Map<string, Array<{ path: string; line: number; body: string }>>();
   const commands = {
@@ -154,8 +160,14 @@ describe('Trajectory view provider', () => {
     send({ type: 'openExternal', url: 'https://forge.example/pull/1' });
     send({ type: 'review', taskId: 't1', action: 'merge' });
     send({ type: 'sendMessage', taskId: 't1', text: '' });
+    send({ type: 'pause', taskId: 't1' });
+    send({ type: 'resume', taskId: 't1', text: 'use utils.js' });
+    send({ type: 'resume', taskId: 't1', text: '' });
     send({ type: 'decideApproval', taskId: 't1', approvalId: 'ap', decision: 'approved' });
     await new Promise((r) => setTimeout(r, 0));
+    expect(t.actions.pause).toHaveBeenCalledWith('t1');
+    // An empty message is malformed (never an empty user.message): only the resume with text went out.
+    expect(t.actions.resume.mock.calls).toEqual([['t1', 'use utils.js']]);
     // Cancel asks first (in the extension), then interrupts.
     expect(t.commands.cancel).toHaveBeenCalledWith('t1');
     expect(t.commands.review).toHaveBeenCalledWith('t1', 'request_changes', 'add a test');

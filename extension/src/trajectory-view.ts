@@ -160,6 +160,12 @@ export class TrajectoryViewProvider implements vscode.WebviewViewProvider, vscod
           if (!ok) this.post({ type: 'notice', level: 'info', text: 'The task goes on.' });
         });
         return;
+      case 'pause':
+        void this.report(this.actions.pause(message.taskId));
+        return;
+      case 'resume':
+        void this.report(this.actions.resume(message.taskId, message.text));
+        return;
       case 'sendMessage':
         void this.report(this.actions.sendMessage(message.taskId, message.text));
         return;

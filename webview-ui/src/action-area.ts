@@ -26,17 +26,19 @@ export interface ActionCallbacks {
   draftChanged(text: string): void;
 }
 
-type Mode = 'work' | 'review' | 'none';
+type Mode = 'work' | 'paused' | 'review' | 'none';
 
 function modeOf(input: ActionAreaInput): Mode {
   if (!input.mayReview) return 'none';
   if (input.state === 'awaiting_review') return 'review';
+  if (input.state === 'paused') return 'paused';
   if (isFinalState(input.state) || input.state === 'pr_open' || input.state === 'pushing') return 'none';
   return 'work';
 }
 
 const PLACEHOLDERS: Record<Mode, string> = {
   work: 'Message the agent: it reads it before its next step (Ctrl+Enter sends)',
+  paused: 'Paused. What should the agent do next? It reads this when you resume (Ctrl+Enter)',
   review: 'What should change? Sent with your line comments by "Request changes" (Ctrl+Enter)',
   none: '',
 };
@@ -77,6 +79,7 @@ export class ActionArea {
       event.preventDefault();
       const mode = this.current ? modeOf(this.current) : 'none';
       if (mode === 'work') this.sendMessage();
+      if (mode === 'paused') this.resume();
       if (mode === 'review') this.review('request_changes');
     });
   }
@@ -202,6 +205,11 @@ export class ActionArea {
     if (input.state === 'awaiting_review' && !input.mayReview) {
       parts.push(h('div', { className: 'waiting' }, `The review is ${input.requester ? `${input.requester}'s` : "the requester's"} to give.`));
     }
+    if (input.state === 'paused') {
+      parts.push(h('div', { className: 'pause-status', attrs: { role: 'status' } }, '⏸ Paused: the agent waits for you; its sandbox is kept and the time budget is stopped.'));
+    } else if (input.summary.pauseRequestedBy && input.state !== 'awaiting_review') {
+      parts.push(h('div', { className: 'pause-status', attrs: { role: 'status' } }, '⏸ Pausing after the current step…'));
+    }
     if (input.summary.prUrl) {
       const url = input.summary.prUrl;
       parts.push(h('div', { className: 'pr-link' }, 'Pull request: ', button(url, 'link open-pr', () => this.post({ type: 'openExternal', url }))));
@@ -221,9 +229,19 @@ export class ActionArea {
       return element;
     };
     const buttons: HTMLButtonElement[] = [];
+    const cancel = () => make('Cancel task…', 'secondary interrupt action-cancel', 'cancel', () => this.post({ type: 'interrupt', taskId: input.taskId }), 'Stop the agent (asks first); the diff so far is kept');
     if (mode === 'work') {
       buttons.push(make('Send message', 'primary action-send', 'send', () => this.sendMessage()));
-      buttons.push(make('Cancel task…', 'secondary interrupt action-cancel', 'cancel', () => this.post({ type: 'interrupt', taskId: input.taskId }), 'Stop the agent (asks first); the diff so far is kept'));
+      if (input.summary.pauseRequestedBy) {
+        buttons.push(make('Keep going', 'secondary action-resume', 'resume', () => this.resume(), 'Withdraw the pause: the agent does not stop'));
+      } else {
+        buttons.push(make('Pause', 'secondary action-pause', 'pause', () => this.pause(), 'Stop the agent after its current step; it waits until you resume'));
+      }
+      buttons.push(cancel());
+    } else if (mode === 'paused') {
+      const text = this.input.value.trim();
+      buttons.push(make(text ? 'Send and resume' : 'Resume', 'primary action-resume', 'resume', () => this.resume(), 'The agent goes on (it reads your message first)'));
+      buttons.push(cancel());
     } else if (mode === 'review') {
       const count = input.pending.length;
       buttons.push(make('Approve and push', 'primary review-approve', 'approve', () => this.review('approve'), 'Let the server push the branch and open a pull request'));
@@ -244,6 +262,32 @@ export class ActionArea {
     this.post({ type: 'sendMessage', taskId: this.current.taskId, text });
     this.input.value = '';
     this.callbacks.draftChanged('');
+  }
+
+  private pause(): void {
+    const input = this.current;
+    if (!input || this.busy) return;
+    this.hold(input);
+    this.post({ type: 'pause', taskId: input.taskId });
+  }
+
+  private resume(): void {
+    const input = this.current;
+    if (!input || this.busy) return;
+    const text = this.input.value.trim();
+    this.hold(input);
+    this.post({ type: 'resume', taskId: input.taskId, ...(text && input.state === 'paused' ? { text } : {}) });
+    if (text && input.state === 'paused') {
+      this.input.value = '';
+      this.callbacks.draftChanged('');
+    }
+  }
+
+  /** Buttons off until the server's answer changes what the area shows (or `enable` after a refusal). */
+  private hold(input: ActionAreaInput): void {
+    this.busy = true;
+    this.renderedKey = `busy:${renderKey(input)}`;
+    for (const b of this.buttons.querySelectorAll('button')) b.disabled = true;
   }
 
   private review(action: ReviewAction): void {
@@ -293,6 +337,7 @@ function renderKey(input: ActionAreaInput): string {
     s.review ?? null,
     [...s.changedFiles],
     s.prUrl ?? null,
+    s.pauseRequestedBy ?? null,
   ]);
 }
 

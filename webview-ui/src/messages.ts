@@ -69,6 +69,9 @@ export const FromWebview = z.discriminatedUnion('type', [
   z.object({ type: z.literal('ready') }),
   z.object({ type: z.literal('selectTask'), taskId: z.string() }),
   z.object({ type: z.literal('interrupt'), taskId: z.string() }),
+  z.object({ type: z.literal('pause'), taskId: z.string() }),
+  /** Resume a paused task (or withdraw a pause not reached); `text` is sent as a message first. */
+  z.object({ type: z.literal('resume'), taskId: z.string(), text: z.string().min(1).max(20_000).optional() }),
   z.object({ type: z.literal('sendMessage'), taskId: z.string(), text: z.string().min(1).max(20_000) }),
   z.object({
     type: z.literal('decideApproval'),

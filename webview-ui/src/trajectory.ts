@@ -83,6 +83,8 @@ export interface TrajectorySummary {
   review?: ReviewResult;
   prUrl?: string;
   failure?: Failure;
+  /** Who asked the agent to pause, while it has not reached its safe point yet. */
+  pauseRequestedBy?: string;
   /** Time the agent has worked (queued and active states), excluding time waiting for a person. */
   workedMs: number;
   /** When the current working stretch began; unset while the task waits for a person or has ended. */
@@ -144,6 +146,9 @@ function note(trajectory: Trajectory, seq: number, tone: Tone, text: string): nu
   return push(trajectory, { kind: 'note', seq, version: 0, tone, text });
 }
 
+/** States in which the agent works (or is about to): Pause means something there. */
+export const PAUSABLE_STATES: readonly TaskState[] = ['queued', 'provisioning', 'running', 'awaiting_approval', 'verifying'];
+
 /** States in which the agent (not a person) is who the task waits for: the wall clock runs. */
 export function isWorkingState(state: TaskState): boolean {
   return state === 'queued' || (ACTIVE_STATES.includes(state) && state !== 'awaiting_approval');
@@ -163,6 +168,8 @@ function changeState(trajectory: Trajectory, state: TaskState, ts: string, touch
   }
   summary.workingSince = isWorkingState(state) ? ts : undefined;
   summary.state = state;
+  // The same rule as the server's: paused, or stopped anyway (review, PR, an end), answers a pause request.
+  if (!PAUSABLE_STATES.includes(state)) summary.pauseRequestedBy = undefined;
   if (state !== 'cancelled') return;
   // A cancel kills whatever was running: those calls were interrupted, they did not fail.
   trajectory.rows.forEach((row, index) => {
@@ -313,6 +320,12 @@ function applyEvent(trajectory: Trajectory, event: TaskEvent, touched: Set<numbe
         'warn',
         `${event.data.by} requested changes: ${event.data.comments.map((c) => (c.path ? `${c.path}${c.line ? `:${c.line}` : ''} ` : '') + c.body).join('; ')}`,
       );
+    case 'task.pause_requested':
+      summary.pauseRequestedBy = event.data.by;
+      return note(trajectory, seq, 'info', `${event.data.by} asked the agent to pause: it stops after its current step`);
+    case 'task.resumed':
+      summary.pauseRequestedBy = undefined;
+      return note(trajectory, seq, 'info', `Resumed by ${event.data.by}`);
     case 'task.failed':
       // Shown once, classified, in the panel's banner; the raw message goes to the output channel.
       summary.failure = classifyFailure(event.data.code, event.data.message);
@@ -369,7 +382,7 @@ export function stateLabel(state: TaskState): string {
 
 export function stateTone(state: TaskState): Tone {
   if (state === 'failed' || state === 'budget_exhausted' || state === 'cancelled') return 'error';
-  if (state === 'awaiting_approval' || state === 'awaiting_review') return 'warn';
+  if (state === 'awaiting_approval' || state === 'awaiting_review' || state === 'paused') return 'warn';
   if (state === 'pr_open' || state === 'merged') return 'ok';
   return 'info';
 }
