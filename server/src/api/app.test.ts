@@ -188,9 +188,26 @@ describe('tasks API', () => {
     await h.events.append(task.id, { type: 'pr.opened', data: { number: 1, url: 'dockhand-local://r/pulls/1', branch: 'b', headSha: 'c'.repeat(40) } });
     await h.events.append(task.id, { type: 'pr.outcome', data: { outcome: 'merged', at: new Date().toISOString() } });
     const text = (await h.app.inject({ url: '/metrics', headers: h.auth('admin') })).body;
-    expect(text).toContain('dockhand_merge_rate{repo="/srv/repos/app.git",model="claude-x"} 1');
-    expect(text).toContain('dockhand_cache_read_share{repo="/srv/repos/app.git",model="claude-x"} 0.9');
+    // The task's repo is not registered: its label is the one fixed value, never the raw input.
+    expect(text).toContain('dockhand_merge_rate{repo="(unregistered)",model="claude-x"} 1');
+    expect(text).toContain('dockhand_cache_read_share{repo="(unregistered)",model="claude-x"} 0.9');
+    expect(text).not.toContain('/srv/repos/app.git');
     expect((await h.app.inject({ url: '/metrics' })).statusCode).toBe(401);
+  });
+
+  it('scopes metrics to the caller (admins see all) and labels only registered repositories', async () => {
+    await h.store.putRepo({ name: 'app', source: '/srv/repos/app.git', defaultBranch: 'main', owners: [], submitters: [], createdAt: new Date().toISOString(), createdBy: 'admin' });
+    await h.createTask('alice', { context: { repo: 'app', baseSha: 'a'.repeat(40) } });
+    await h.createTask('alice', { context: { repo: 'app', baseSha: 'a'.repeat(40) } });
+    await h.createTask('bob', { context: { repo: 'app', baseSha: 'a'.repeat(40) } });
+    const tasksOf = async (user: 'alice' | 'bob' | 'admin') => {
+      const groups: Array<{ repo: string; tasks: number }> = JSON.parse((await h.app.inject({ url: '/v1/metrics', headers: h.auth(user) })).body).groups;
+      return groups.map((group) => `${group.repo}:${group.tasks}`);
+    };
+    expect(await tasksOf('alice')).toEqual(['app:2']);
+    expect(await tasksOf('bob')).toEqual(['app:1']);
+    expect(await tasksOf('admin')).toEqual(['app:3']);
+    expect((await h.app.inject({ url: '/metrics', headers: h.auth('bob') })).body).toContain('dockhand_tasks{repo="app",model="none",state="queued"} 1');
   });
 });
 

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Task, TaskEvent } from '@dockhand/protocol';
-import type { Store } from '../store/types';
+import type { Store, User } from '../store/types';
 import { requireUser } from './auth';
 import type { AppDeps } from './deps';
 
@@ -138,30 +138,41 @@ export function prometheusText(groups: MetricsGroup[]): string {
   return `${out.join('\n')}\n`;
 }
 
-async function allTasks(store: Store): Promise<Task[]> {
+async function allTasks(store: Store, owner: string | undefined): Promise<Task[]> {
   const tasks: Task[] = [];
   let cursor: string | undefined;
   do {
-    const page = await store.listTasks({ limit: 200, ...(cursor ? { cursor } : {}) });
+    const page = await store.listTasks({ limit: 200, ...(owner === undefined ? {} : { owner }), ...(cursor ? { cursor } : {}) });
     tasks.push(...page.tasks);
     cursor = page.nextCursor;
   } while (cursor);
   return tasks;
 }
 
-export async function loadMetrics(store: Store): Promise<MetricsGroup[]> {
+/** The `repo` label of a task: its registered name, or one fixed value (label values never come from raw input). */
+export const UNREGISTERED_REPO_LABEL = '(unregistered)';
+
+/**
+ * Metrics as `user` may see them: an admin every task, anyone else their own tasks only. The repo
+ * label is a registered repository's name; tasks of repositories not (or no longer) registered
+ * share one label, so the label's cardinality is bounded by the registry.
+ */
+export async function loadMetrics(store: Store, user: User): Promise<MetricsGroup[]> {
   const events = await store.eventsOfTypes(['model.turn', 'pr.opened', 'pr.outcome', 'task.state', 'review.requested_changes']);
-  return computeMetrics(await allTasks(store), events);
+  const registered = new Set((await store.listRepos()).map((registration) => registration.name));
+  const tasks = (await allTasks(store, user.role === 'admin' ? undefined : user.name)).map((task) =>
+    registered.has(task.context.repo) ? task : { ...task, context: { ...task.context, repo: UNREGISTERED_REPO_LABEL } });
+  const visible = new Set(tasks.map((task) => task.id));
+  return computeMetrics(tasks, events.filter((event) => visible.has(event.taskId)));
 }
 
-/** `GET /v1/metrics` (JSON) and `GET /metrics` (Prometheus text); both need a token. */
+/** `GET /v1/metrics` (JSON) and `GET /metrics` (Prometheus text); both need a token and are scoped to the caller. */
 export async function metricsRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
-  app.get('/v1/metrics', { schema: { tags: ['metrics'] } }, async (request) => {
-    requireUser(request);
-    return { groups: await loadMetrics(deps.store) };
+  app.get('/v1/metrics', { schema: { tags: ['metrics'], summary: 'Outcome metrics of your tasks (admins: all tasks)' } }, async (request) => {
+    return { groups: await loadMetrics(deps.store, requireUser(request)) };
   });
   app.get('/metrics', { schema: { tags: ['metrics'], hide: true } }, async (request, reply) => {
-    requireUser(request);
-    return reply.type('text/plain; version=0.0.4').send(prometheusText(await loadMetrics(deps.store)));
+    const groups = await loadMetrics(deps.store, requireUser(request));
+    return reply.type('text/plain; version=0.0.4').send(prometheusText(groups));
   });
 }
