@@ -109,6 +109,10 @@ describe('checkPolicy', () => {
       modifiedFile('src/__tests__/page.js', ['x'], ['y']),
       addedFile('conftest.py', ['collect_ignore = ["tests"]']),
       modifiedFile('vitest.config.ts', ['include: ["**/*.test.ts"]'], ['include: []']),
+      // The command the suite is judged by: `|| true` (or no test script) hides every failure.
+      modifiedFile('package.json', ['    "test": "node --test"'], ['    "test": "node --test || true"']),
+      modifiedFile('packages/api/package.json', ['    "pretest": "tsc"'], []),
+      modifiedFile('package.json', ['    "test:unit": "vitest run"'], ['    "test:unit": "exit 0"']),
     ];
     for (const diff of edits) {
       const header = diff.split('\n')[0];
@@ -117,6 +121,8 @@ describe('checkPolicy', () => {
     }
     const newTest = addedFile('src/paginate.spec.ts', ['it("pages", () => {});']);
     expect(checkPolicy({ diff: newTest, allowTestEdits: false, stage: 'push' }).ok).toBe(true);
+    const otherScript = modifiedFile('package.json', ['    "lint": "eslint ."'], ['    "lint": "eslint src"']);
+    expect(checkPolicy({ diff: otherScript, allowTestEdits: false, stage: 'push' }).ok).toBe(true);
     const source = modifiedFile('src/paginate.ts', ['return a;'], ['return b;']);
     expect(checkPolicy({ diff: source, allowTestEdits: false, stage: 'push' }).ok).toBe(true);
   });

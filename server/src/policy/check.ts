@@ -118,6 +118,24 @@ function unreadable(stage: PolicyStage, why: string): PolicyCheckResult & { stat
   };
 }
 
+/** `"test"`, `"pretest"`, `"test:unit"` … in a package.json: the command the suite is judged by. */
+const TEST_SCRIPT = /^\s*"(?<name>(?:pre|post)?test(?::[\w:.-]+)?)"\s*:/;
+
+/**
+ * An existing test script of a package.json changed or removed (its old line is among the removed
+ * ones): that can switch the suite off. A test script added where there was none hides nothing.
+ */
+function testScriptChange(file: ChangedFile): { name: string; line: number } | undefined {
+  if (!/(?:^|\/)package\.json$/.test(file.path)) return undefined;
+  for (const removed of file.removed) {
+    const name = TEST_SCRIPT.exec(removed.text)?.groups?.['name'];
+    if (!name) continue;
+    const replacement = file.added.find((line) => TEST_SCRIPT.exec(line.text)?.groups?.['name'] === name);
+    return { name, line: replacement?.line ?? removed.line };
+  }
+  return undefined;
+}
+
 export function checkPolicy(input: PolicyCheckInput): PolicyCheckResult & { stats: DiffStats } {
   const policy = input.policy ?? DEFAULT_REPO_POLICY;
   // Fail closed: a diff the gate cannot read is a diff it cannot vouch for.
@@ -159,6 +177,15 @@ export function checkPolicy(input: PolicyCheckInput): PolicyCheckResult & { stat
           rule: 'test-edit',
           path: testPath,
           message: `${testPath} is an existing test or test configuration (${describeChange(file)}); the ticket does not allow test edits (new test files are allowed)`,
+        });
+      }
+      const script = testScriptChange(file);
+      if (testPath === undefined && script !== undefined) {
+        violations.push({
+          rule: 'test-edit',
+          path: file.path,
+          line: script.line,
+          message: `the existing "${script.name}" script in ${file.path} is changed or removed, which changes how the tests run (\`|| true\` would hide every failure); the ticket does not allow test edits`,
         });
       }
     }
