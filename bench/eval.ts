@@ -9,15 +9,17 @@
  * shared by the runs and the grades, so each repository's snapshot is built once.
  *
  * Options (environment): EVAL_INSTANCES (another instances file), EVAL_ONLY (comma-separated
- * ids), EVAL_CONCURRENCY (default 2), EVAL_WORK (keep the run directories there).
+ * ids), EVAL_CONCURRENCY (default 2), EVAL_WORK (the runs, repositories and fleet data; default
+ * /var/tmp/dockhand-bench-eval, kept so snapshots are reused; a run already finished there resumes
+ * with nothing to do), EVAL_FRESH=1 (run every mode again).
  *
  * Last line: {"instances", "gold_resolved_share", "null_resolved_share", "cheat_resolved_share",
  * "grade_repeat_agreement", "median_instance_s", "cost_per_resolved_usd", ...}
  */
-import { mkdirSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { buildInternalRepos } from '../scripts/eval/internal-set';
+import { buildInternalRepos, INTERNAL_SET, materializeInstances } from '../scripts/eval/internal-set';
+import { readInstances } from '../server/src/eval/formats';
 import { gradePredictions, writeGradeReport, type GradeSummary } from '../server/src/eval/grade';
 import { buildReport, reportMarkdown, writeReportFiles } from '../server/src/eval/report';
 import { runEvaluation } from '../server/src/eval/run';
@@ -25,16 +27,19 @@ import { RunDirectory } from '../server/src/eval/run-dir';
 import { median } from '../server/src/eval/stats';
 
 const ROOT = resolve(import.meta.dirname, '..');
-const instancesFile = resolve(process.env.EVAL_INSTANCES ?? join(ROOT, 'test/eval/internal/instances.jsonl'));
+const committedSet = resolve(process.env.EVAL_INSTANCES ?? INTERNAL_SET);
 const only = process.env.EVAL_ONLY ? process.env.EVAL_ONLY.split(',').map((id) => id.trim()).filter(Boolean) : undefined;
 const concurrency = Number(process.env.EVAL_CONCURRENCY ?? 2);
-const work = resolve(process.env.EVAL_WORK ?? mkdtempSync(join(tmpdir(), 'dockhand-bench-eval-')));
+// Kept between runs (outside the checkout): the fleet's data, so snapshots and toolchains are reused.
+const work = resolve(process.env.EVAL_WORK ?? '/var/tmp/dockhand-bench-eval');
 mkdirSync(work, { recursive: true });
 const reposDir = join(work, 'repos');
 const dataDir = join(work, 'fleet-data');
 const log = (line: string) => process.stdout.write(`${line}\n`);
 
-buildInternalRepos(reposDir);
+// The corpus (built if missing), the fixtures, and every instance's base commit on this machine.
+const instancesFile = materializeInstances(committedSet, reposDir, buildInternalRepos(reposDir, log), log, join(work, 'instances.jsonl'));
+const origins = new Map(readInstances(readFileSync(instancesFile, 'utf8')).records.map((instance) => [instance.instance_id, instance.dockhand?.origin ?? 'planted']));
 const modes = ['gold', 'null', 'cheat'] as const;
 const grades: Record<string, GradeSummary> = {};
 const shares: Record<string, number> = {};
@@ -42,6 +47,8 @@ let instances = 0;
 for (const mode of modes) {
   const started = Date.now();
   const runDir = join(work, `run-${mode}`);
+  // A finished run is not run again (its results are kept); EVAL_FRESH=1 starts over.
+  if (process.env.EVAL_FRESH === '1') rmSync(runDir, { recursive: true, force: true });
   const summary = await runEvaluation({ instancesFile, runDir, mode, reposDir, dataDir, concurrency, ...(only ? { only } : {}), onProgress: (line) => log(`[${mode}] ${line}`) });
   instances = summary.instances;
   const grade = await gradePredictions({ instancesFile, predictionsFile: summary.predictionsFile, dataDir, reposDir, concurrency, ...(only ? { only } : {}), onProgress: (line) => log(`[${mode} grade] ${line}`) });
@@ -60,7 +67,7 @@ const first = new Map((grades.gold?.grades ?? []).map((grade) => [grade.instance
 const agreeing = again.grades.filter((grade) => first.get(grade.instance_id) === grade.status).length;
 const goldReport = buildReport(new RunDirectory(join(work, 'run-gold')), join(work, 'run-gold', 'grade.json'));
 const goldRows = goldReport.rows.filter((row) => row.status === 'settled');
-const byOrigin = (origin: string) => goldReport.rows.filter((row) => row.instance_id.includes(origin === 'history' ? '-h' : '-p')).length;
+const byOrigin = (origin: string) => goldReport.rows.filter((row) => origins.get(row.instance_id) === origin).length;
 
 log(JSON.stringify({
   instances,

@@ -52,12 +52,12 @@ export function hasCommit(repo: string, sha: string): boolean {
  * The tree after applying `patches` in order on top of `sha`, as a new commit (nothing in the
  * repository's branches or working tree changes). Throws with git's message when one does not apply.
  */
-export function commitPatches(repo: string, sha: string, patches: string[], message: string, date = '2026-01-01T00:00:00Z'): string {
+export function commitPatches(repo: string, sha: string, patches: string[], message: string, date = '2026-01-01T00:00:00Z', reverse = false): string {
   const dir = mkdtempSync(join(tmpdir(), 'dockhand-eval-index-'));
   const env = { GIT_INDEX_FILE: join(dir, 'index'), GIT_AUTHOR_DATE: date, GIT_COMMITTER_DATE: date };
   try {
     git(repo, ['read-tree', sha], { env });
-    for (const patch of patches) if (patch.trim() !== '') git(repo, ['apply', '--cached', '--whitespace=nowarn', '-'], { input: patch, env });
+    for (const patch of patches) if (patch.trim() !== '') git(repo, ['apply', '--cached', '--whitespace=nowarn', ...(reverse ? ['-R'] : []), '-'], { input: patch, env });
     const tree = git(repo, ['write-tree'], { env }).trim();
     return git(repo, ['commit-tree', tree, '-p', sha, '-m', message], { env }).trim();
   } finally {
@@ -100,4 +100,17 @@ export function commitFiles(repo: string, sha: string, files: Record<string, str
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * A planted instance's base: `sha` with its `patch` and `test_patch` taken back (the mutation in,
+ * the judging tests out), as one commit with a fixed message, author and date, so the same
+ * instance line gives the same base_commit on every machine whose `sha` is the same.
+ */
+export function plantedBase(repo: string, sha: string, instanceId: string, patch: string, testPatch: string): string {
+  return commitPatches(repo, sha, [testPatch, patch], `eval base of ${instanceId}`, '2026-01-01T00:00:00Z', true);
+}
+
+export function treeOf(repo: string, sha: string): string {
+  return git(repo, ['rev-parse', `${sha}^{tree}`]).trim();
 }

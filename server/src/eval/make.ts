@@ -4,8 +4,8 @@ import { InMemoryFlakyStore } from '../feedback/flaky';
 import type { TestCaseResult } from '../feedback/types';
 import type { Sandbox } from '../sandbox/types';
 import type { EvalInstance } from './formats';
-import { changedFiles, commitFiles, commitPatches, diffCommits, git, listFiles, showFile } from './git-tree';
-import { applyMutation, mutationsOf, spreadOrder, type Mutation } from './mutate';
+import { changedFiles, commitFiles, commitPatches, diffCommits, git, listFiles, plantedBase, showFile, treeOf } from './git-tree';
+import { applyMutation, mutationsOf, spreadOrder, withoutTests, type Mutation } from './mutate';
 import { ensureRepository, registeredName, type EvalSession } from './session';
 import { leafOf } from './test-ids';
 
@@ -39,6 +39,8 @@ export interface MakeOptions {
   /** Commit to plant bugs at / history to walk from (default HEAD). */
   sha?: string;
   planted?: number;
+  /** Mutations run at most while planting (default 4 × planted). */
+  maxTries?: number;
   /** Commits of history to examine (0: none). */
   history?: number;
   language?: string;
@@ -86,6 +88,25 @@ function branchFor(repoPath: string, instanceId: string, sha: string): void {
   git(repoPath, ['branch', '-f', `eval/${instanceId}`, sha]);
 }
 
+/**
+ * What the base does to the failing tests' files: removes them (SWE-bench's way: test_patch
+ * brings them back), or, when they are every test file the suite has (its runner would then find
+ * nothing to run at the base), removes only the failing tests' top-level blocks from them. A
+ * string says why the candidate cannot be hidden.
+ */
+function hideTests(repoPath: string, sha: string, testFiles: string[], failing: TestCaseResult[], suiteFiles: Set<string>): Record<string, string | null> | string {
+  if (suiteFiles.size > testFiles.length || [...suiteFiles].some((file) => !testFiles.includes(file))) return Object.fromEntries(testFiles.map((file) => [file, null]));
+  const files: Record<string, string | null> = {};
+  for (const file of testFiles) {
+    const titles = [...new Set(failing.filter((testCase) => testCase.file === file).map((testCase) => leafOf(testCase.id, testCase.file).leaf.split(' > ').at(-1) ?? ''))];
+    const result = withoutTests(showFile(repoPath, sha, file) ?? '', titles);
+    if (result.missing.length > 0) return `no top-level test block in ${file} for ${result.missing.join(', ')}`;
+    if (result.left === 0) return `${file} would have no test left at the base`;
+    files[file] = result.text;
+  }
+  return files;
+}
+
 /** Planted bugs at `sha`, verified by running the suite before and after each mutation. */
 async function plant(options: MakeOptions, sandbox: Sandbox, sha: string, baseline: TestCaseResult[], out: MadeInstances): Promise<void> {
   const want = options.planted ?? 0;
@@ -96,14 +117,24 @@ async function plant(options: MakeOptions, sandbox: Sandbox, sha: string, baseli
   const files = listFiles(options.repoPath, sha).filter(sourceFile);
   const candidates = spreadOrder(files.flatMap((file) => mutationsOf(file, showFile(options.repoPath, sha, file) ?? '')));
   const perFunction = new Set<string>();
+  // The suite's test files as its runner names them; TAP names only failing tests' files, so then the repository's.
+  const reported = new Set(realTests(baseline).map((testCase) => testCase.file).filter((file): file is string => file !== undefined));
+  const suiteFiles = reported.size > 0 ? reported : new Set(listFiles(options.repoPath, sha).filter((file) => isTestPath(file) && /\.(m?js|cjs|ts|py)$/.test(file) && !/\.test-d\.ts$/.test(file)));
   let kept = 0;
+  let tried = 0;
+  const maxTries = options.maxTries ?? want * 4;
   for (const mutation of candidates) {
     if (kept >= want) break;
+    if (tried >= maxTries) {
+      options.onProgress?.(`stopped after ${tried} candidates (--max-tries)`);
+      break;
+    }
     const functionKey = `${mutation.file}#${mutation.functionName}`;
     const label = `${mutation.file}:${mutation.line} ${mutation.rule}`;
     if (perFunction.has(functionKey)) continue; // one bug per function keeps the set varied
     const original = showFile(options.repoPath, sha, mutation.file) ?? '';
     const mutated = applyMutation(original, mutation);
+    tried++;
     await sandbox.writeFile(mutation.file, mutated);
     let after: TestCaseResult[];
     const started = Date.now();
@@ -126,10 +157,19 @@ async function plant(options: MakeOptions, sandbox: Sandbox, sha: string, baseli
       continue;
     }
     const instanceId = `${name}-p${String(kept + 1).padStart(3, '0')}`;
+    const hiding = hideTests(options.repoPath, sha, testFiles, failing, suiteFiles);
+    if (typeof hiding === 'string') {
+      out.dropped.push({ candidate: label, reason: hiding });
+      options.onProgress?.(`dropped ${label}: ${hiding}`);
+      continue;
+    }
     const mutatedCommit = commitFiles(options.repoPath, sha, { [mutation.file]: mutated }, `planted: ${label}`);
-    const base = commitFiles(options.repoPath, mutatedCommit, Object.fromEntries(testFiles.map((file) => [file, null])), `hide the tests of ${instanceId}`);
+    const hidden = commitFiles(options.repoPath, mutatedCommit, hiding, `hide the tests of ${instanceId}`);
     const patch = diffCommits(options.repoPath, mutatedCommit, sha, [mutation.file]);
-    const testPatch = diffCommits(options.repoPath, base, mutatedCommit, testFiles);
+    const testPatch = diffCommits(options.repoPath, hidden, mutatedCommit, testFiles);
+    // The base is rebuilt from the instance line alone (plantedBase), so a fresh machine gets the same SHA.
+    const base = plantedBase(options.repoPath, sha, instanceId, patch, testPatch);
+    if (treeOf(options.repoPath, base) !== treeOf(options.repoPath, hidden)) throw new Error(`${instanceId}: the base rebuilt from patch and test_patch is not the planted tree`);
     // Every other test that passed before and still passes (the whole suite is graded, not only the hidden files).
     const stillPassing = realTests(after).filter((testCase) => testCase.outcome === 'passed' && passedBefore.has(key(testCase)));
     // The packaged instance must apply as graded: test_patch then patch on base.

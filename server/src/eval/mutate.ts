@@ -108,3 +108,44 @@ export function spreadOrder(mutations: Mutation[]): Mutation[] {
   const key = (mutation: Mutation) => createHash('sha256').update(`${mutation.file}:${mutation.line}:${mutation.rule}`).digest('hex');
   return [...mutations].sort((a, b) => key(a).localeCompare(key(b)));
 }
+
+const TEST_START = /^(?:test|it)(?:\.\w+)?\(\s*(['"`])((?:\\.|(?!\1).)*)\1/;
+const BLOCK_END = /^\}\s*\)\s*;?\s*$/;
+
+/**
+ * The test file without the top-level `test('<title>', …)` blocks of `titles` (a repository with
+ * one test file cannot have the file hidden: its runner would find nothing to run). `missing`
+ * lists the titles no block was found for; `left` counts the top-level tests that remain.
+ */
+export function withoutTests(text: string, titles: string[]): { text: string; missing: string[]; left: number } {
+  const lines = text.split('\n');
+  const wanted = new Set(titles);
+  const found = new Set<string>();
+  const kept: string[] = [];
+  let left = 0;
+  for (let index = 0; index < lines.length; index++) {
+    const line = lines[index] ?? '';
+    const start = TEST_START.exec(line);
+    if (!start) {
+      kept.push(line);
+      continue;
+    }
+    const title = start[2] ?? '';
+    const opens = (line.match(/\(/g) ?? []).length;
+    const closes = (line.match(/\)/g) ?? []).length;
+    let end = index;
+    if (!(opens === closes && /\)\s*;?\s*$/.test(line))) {
+      while (end < lines.length && !BLOCK_END.test(lines[end] ?? '')) end++;
+    }
+    if (!wanted.has(title) || end >= lines.length) {
+      left++;
+      kept.push(...lines.slice(index, Math.min(end, lines.length - 1) + 1));
+      index = end;
+      continue;
+    }
+    found.add(title);
+    index = end;
+    if ((lines[index + 1] ?? '').trim() === '') index++;
+  }
+  return { text: kept.join('\n'), missing: titles.filter((title) => !found.has(title)), left };
+}
