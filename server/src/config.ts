@@ -61,8 +61,10 @@ export const Config = z.object({
       pollMs: intFromString.min(10).max(60_000).default(500),
       /** How often open (and recently merged) PRs are checked for merge, close and revert. */
       outcomePollSeconds: intFromString.min(1).max(86_400).default(60),
+      /** SIGTERM: how long running tasks may go on to a waiting point before they are handed back. */
+      drainSeconds: intFromString.min(0).max(3600).default(30),
     })
-    .default({ concurrency: 2, leaseSeconds: 30, pollMs: 500, outcomePollSeconds: 60 }),
+    .default({ concurrency: 2, leaseSeconds: 30, pollMs: 500, outcomePollSeconds: 60, drainSeconds: 30 }),
   rateLimit: z
     .object({
       perMinute: intFromString.min(1).default(120),
@@ -103,6 +105,7 @@ export const ENV_KEYS: Record<string, string> = {
   DOCKHAND_LEASE_SECONDS: 'scheduler.leaseSeconds',
   DOCKHAND_POLL_MS: 'scheduler.pollMs',
   DOCKHAND_OUTCOME_POLL_SECONDS: 'scheduler.outcomePollSeconds',
+  DOCKHAND_DRAIN_SECONDS: 'scheduler.drainSeconds',
   DOCKHAND_RATE_LIMIT_PER_MINUTE: 'rateLimit.perMinute',
   DOCKHAND_FORGE: 'forge.kind',
   DOCKHAND_PUSH_TOKEN: 'forge.pushToken',

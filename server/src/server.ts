@@ -40,8 +40,10 @@ export interface RunningServer {
 /**
  * Composes the fleet from the configuration, starts the scheduler (which resumes tasks whose
  * lease expired while no server ran) and listens — by role: `all` both, `api` only listens (no
- * scheduler, no sandboxes), `worker` only schedules (no API). SIGTERM/SIGINT close gracefully: no new work,
- * running tasks are aborted and stay resumable, the API closes, sandboxes are released.
+ * scheduler, no sandboxes), `worker` only schedules (no API). SIGTERM drains, then closes: no new
+ * work, running tasks get `scheduler.drainSeconds` to reach a waiting point, the rest are aborted
+ * and handed back (resumable at once elsewhere), the API closes, sandboxes are released. SIGINT
+ * closes at once (running tasks handed back).
  */
 export async function startServer(config: Config, options: { logger?: Logger; parts?: Partial<FleetParts>; handleSignals?: boolean } = {}): Promise<RunningServer> {
   const logger = options.logger ?? createLogger({ level: config.logLevel, secrets: [config.forge.pushToken ?? '', config.forge.webhookSecret ?? '', config.model.apiKey ?? '', config.databaseUrl ?? ''] });
@@ -84,11 +86,20 @@ export async function startServer(config: Config, options: { logger?: Logger; pa
     closing ??= fleet.close().then(() => logger.info('dockhand server stopped'));
     return closing;
   };
+  // SIGTERM (a rolling deploy, Kubernetes) drains first: no new claims, running tasks get the grace period to reach a point
+  // where they wait for a human or end; the rest are handed back (leases released) by close.
+  const drain = async () => {
+    if (config.role === 'api') return;
+    const graceMs = config.scheduler.drainSeconds * 1000;
+    logger.info({ running: fleet.scheduler.active.length, graceSeconds: config.scheduler.drainSeconds }, 'draining: no new tasks; running ones finish or are handed back');
+    const { finished, handedBack } = await fleet.scheduler.drain(graceMs);
+    logger.info({ finished: finished.length, handedBack }, 'drained');
+  };
   if (options.handleSignals !== false) {
     for (const signal of ['SIGTERM', 'SIGINT'] as const) {
       process.once(signal, () => {
         logger.info({ signal }, 'shutting down');
-        void close().then(
+        void (signal === 'SIGTERM' ? drain() : Promise.resolve()).then(close).then(
           () => process.exit(0),
           (error: unknown) => {
             logger.error({ err: error }, 'shutdown failed');

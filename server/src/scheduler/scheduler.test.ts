@@ -79,4 +79,33 @@ describe('Scheduler', () => {
     await until(() => aborted);
     await until(async () => (await store.getLease(task.id)) === undefined);
   });
+
+  it('drain: claims nothing new, lets a task that reaches review within the grace period finish, hands the other back', async () => {
+    const quick = (await store.createTask('a', request('normal'))).task.id;
+    const slow = (await store.createTask('a', request('normal'))).task.id;
+    const waiting = (await store.createTask('a', request('normal'))).task.id;
+    const started: string[] = [];
+    const aborted: string[] = [];
+    const scheduler = make(async (taskId, signal) => {
+      started.push(taskId);
+      await store.appendEvent(taskId, { type: 'task.state', data: { state: 'running' } });
+      const ms = taskId === quick ? 150 : 60_000;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, ms);
+        signal.addEventListener('abort', () => { clearTimeout(timer); aborted.push(taskId); resolve(); }, { once: true });
+      });
+      if (!signal.aborted) await store.appendEvent(taskId, { type: 'task.state', data: { state: 'awaiting_review' } });
+    }, { concurrency: 2, workerId: 'w1' });
+    scheduler.start();
+    await until(() => started.length === 2);
+    const drained = await scheduler.drain(1_000);
+    expect(drained).toEqual({ finished: [quick], handedBack: [slow] });
+    expect(aborted).toEqual([slow]);
+    expect((await store.getTask(quick))?.state).toBe('awaiting_review');
+    // Handed back: still running in the log, no lease, so another worker claims it at once.
+    expect((await store.getTask(slow))?.state).toBe('running');
+    expect(await store.getLease(slow)).toBeUndefined();
+    expect(started).not.toContain(waiting);
+    expect(await store.acquireLease(slow, 'w2', 300)).toBe(true);
+  });
 });

@@ -85,20 +85,14 @@ export class Scheduler {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     const running = [...this.running.entries()];
-    const finished: string[] = [];
     let timer: NodeJS.Timeout | undefined;
     const grace = new Promise<void>((resolve) => {
       timer = setTimeout(resolve, graceMs);
     });
-    await Promise.race([
-      Promise.allSettled(running.map(async ([taskId, job]) => {
-        await job.done;
-        finished.push(taskId);
-      })),
-      grace,
-    ]);
+    await Promise.race([Promise.allSettled(running.map(([, job]) => job.done)), grace]);
     clearTimeout(timer);
-    const handedBack = [...this.running.keys()];
+    const handedBack = running.map(([taskId]) => taskId).filter((taskId) => this.running.has(taskId));
+    const finished = running.map(([taskId]) => taskId).filter((taskId) => !handedBack.includes(taskId));
     await this.stop();
     return { finished, handedBack };
   }
