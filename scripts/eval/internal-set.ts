@@ -115,9 +115,13 @@ export function buildFixtureRepos(reposDir: string): InternalRepo[] {
     replaceIn(join(dir, 'src/entries.js'), '    if (entry.amount > 0) total += entry.amount;', '    total += entry.amount;');
     commitAll(dir, 'balance() ignored debits\n\nbalance(entries, account) added only positive amounts, so an account with a\n-200 debit showed 500 instead of 300. Add every amount; a test with a debit.');
   });
+  const tiaTs = build(reposDir, 'tia-ts', (dir) => void commitAll(dir, 'tia-ts'));
+  const tiaPy = build(reposDir, 'tia-py', (dir) => void commitAll(dir, 'tia-py'));
   return [
     { name: 'buggy-calc', repo: 'dockhand-eval/buggy-calc', path: calc, language: 'javascript', planted: 3, history: 2 },
     { name: 'buggy-ledger', repo: 'dockhand-eval/buggy-ledger', path: ledger, language: 'javascript', planted: 0, history: 2 },
+    { name: 'tia-ts', repo: 'dockhand-eval/tia-ts', path: tiaTs, language: 'javascript-esm', planted: 3, history: 0 },
+    { name: 'tia-py', repo: 'dockhand-eval/tia-py', path: tiaPy, language: 'python', planted: 2, history: 0 },
   ];
 }
 
