@@ -101,6 +101,11 @@ export const EventData = {
     quarantined: z.array(z.string()).default([]),
     /** Failing tests that already fail at the base commit: reported, not the agent's to fix. */
     preExisting: z.array(z.string()).optional(),
+    /**
+     * The task's reproducing tests (failing at the base; the ticket names them, or the task's
+     * `reproducingTests`): they must pass before the task may finish. not_run: not in this run.
+     */
+    reproducing: z.array(z.object({ id: z.string(), outcome: z.enum(['passed', 'failed', 'not_run']) })).optional(),
     output: z.string(),
     durationMs: z.number().min(0),
   }),

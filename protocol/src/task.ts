@@ -65,6 +65,11 @@ export const CreateTaskRequest = z.object({
   priority: TaskPriority.default('normal'),
   /** Ticket explicitly allows the agent to change tests. */
   allowTestEdits: z.boolean().default(false),
+  /**
+   * Tests that reproduce the ticket's bug (a test id, a test name, or a test file path): they must
+   * pass before the task may finish, also when they already fail at the base commit.
+   */
+  reproducingTests: z.array(z.string().trim().min(1).max(1000)).max(50).optional(),
 });
 export type CreateTaskRequest = z.infer<typeof CreateTaskRequest>;
 
@@ -87,6 +92,8 @@ export const Task = z.object({
   budgets: Budgets,
   priority: TaskPriority,
   allowTestEdits: z.boolean(),
+  /** The submission's `reproducingTests` (the ticket may name more; see the baseline note). */
+  reproducingTests: z.array(z.string()).optional(),
   usage: TaskUsage,
   lastSeq: z.number().int().min(0),
   createdAt: z.string(),

@@ -1,6 +1,6 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import { Budgets, type TaskEvent, type TaskUsage, type Ticket } from '@dockhand/protocol';
-import type { FeedbackEngine, TestInfrastructure, TestReport } from '../feedback/types';
+import type { FeedbackEngine, ReproducingSelection, TestInfrastructure, TestReport } from '../feedback/types';
 import type { ModelClient, ModelTurnResult } from '../model/types';
 import type { Sandbox } from '../sandbox/types';
 import { BudgetTracker, type BudgetExceeded } from './budget';
@@ -22,7 +22,7 @@ import type { ReviewVerdict } from './review';
 import { StuckDetector } from './stuck';
 import { TallyingSink, UsageTally } from './tally';
 import { FINISH_TOOL_NAME, FinishInput, defaultTools, executeTool, type AgentTool, type ToolContext } from './tools';
-import { describeBaseline, runnerFailedData } from './tools/run-tests';
+import { describeBaseline, describeReproducing, runnerFailedData } from './tools/run-tests';
 import { verifyFinish } from './verify';
 
 /*
@@ -39,6 +39,8 @@ export interface AgentTask {
   budgets?: Partial<Budgets>;
   /** The ticket explicitly allows changing tests. */
   allowTestEdits?: boolean;
+  /** Tests named at submission that reproduce the bug: they must pass before the task finishes. */
+  reproducingTests?: readonly string[];
 }
 
 export interface AgentConfig {
@@ -205,7 +207,11 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
     const stuck = new StuckDetector(config.stuckRepeatLimit);
     let textOnlyTurns = 0;
 
-    // The baseline at the base commit, before the first change: what already fails is not the agent's.
+    // The baseline at the base commit, before the first change: what already fails is not the
+    // agent's — except the ticket's reproducing tests, which must pass.
+    const explicit = task.reproducingTests ?? [];
+    let reproducing: ReproducingSelection = { tests: [...explicit], from: Object.fromEntries(explicit.map((test) => [test, 'explicit'] as const)), unknown: [] };
+    let baselineNote: string | undefined;
     if (feedback.baseline) {
       const baseline = await feedback.baseline(sandbox, { signal }).catch(() => undefined);
       if (signal.aborted) return await stopForAbort();
@@ -213,8 +219,15 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
         await events.append({ type: 'tests.runner_failed', data: runnerFailedData(baseline.infrastructure) });
         return await stopForInfrastructure(baseline.infrastructure);
       }
-      if (baseline && !prior) await addNote(describeBaseline(baseline));
+      if (baseline) {
+        if (feedback.reproducingTests) reproducing = feedback.reproducingTests({ ticket: task.ticket, explicit, baseline });
+        baselineNote = describeBaseline(baseline);
+      }
     }
+    const reproducingNote = describeReproducing(reproducing);
+    const firstNote = [baselineNote, reproducingNote].filter(Boolean).join('\n');
+    if (firstNote && !prior) await addNote(firstNote);
+    const reproducingTests = reproducing.tests;
 
     for (;;) {
       if (signal.aborted) return await stopForAbort();
@@ -299,7 +312,8 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
           } else {
             try {
               const verification = await verifyFinish({
-                sandbox, feedback, model: options.reviewModel ?? model, events, ticket: task.ticket, allowTestEdits,
+                sandbox, feedback, model: options.reviewModel ?? model, events, ticket: task.ticket, allowTestEdits, reproducingTests,
+                unknownReproducingTests: reproducing.unknown,
                 summary: finish.data.summary, signal, review: config.review, turn, maxTokens: config.maxTokens,
               });
               output = verification.feedback;
@@ -316,7 +330,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
             }
           }
         } else {
-          const context: ToolContext = { sandbox, signal, toolUseId: use.id, events, approver, feedback, allowTestEdits };
+          const context: ToolContext = { sandbox, signal, toolUseId: use.id, events, approver, feedback, allowTestEdits, reproducingTests };
           const executed = await executeTool(tools, use.name, use.input, context, config.toolOutputCapChars);
           if (signal.aborted) break;
           ({ output, isError, truncated } = executed);

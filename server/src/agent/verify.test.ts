@@ -61,6 +61,39 @@ describe('verified stop with the repository test command', { timeout: 120_000 },
     expect(outcome.tests?.scope).toBe('full');
   });
 
+  it("a ticket that names its failing test: a whitespace diff does not finish (the model is told the reproducing test still fails), the real fix does", async () => {
+    const { sandbox, events, engine } = setup();
+    const ticket = { kind: 'text' as const, title: 'average() is wrong', body: "average([1, 2, 3]) returns 1.67 instead of 2; test/calc.test.js 'average of three numbers' fails." };
+    const whitespace = { name: 'edit_file', input: { path: 'src/calc.js', command: 'replace', old_text: 'function add(a, b) {', new_text: 'function add(a, b)  {' } };
+    const finish = { name: 'finish', input: { summary: 'fixed' } };
+    const model = new ScriptedModel([{ tools: [whitespace] }, { tools: [finish] }, { tools: [FIX] }, { tools: [finish] }]);
+    const outcome = await runAgent({ task: { ticket }, sandbox, model, events, approver: new RecordingApprover(), feedback: engine });
+
+    expect(events.ofType('user.message')[0]?.data.text).toContain('Reproducing tests: test/calc.test.js > average of three numbers (named in the ticket)');
+    const finishes = events.ofType('tool.finished').filter((event) => event.data.name === 'finish');
+    expect(finishes.map((event) => event.data.isError)).toEqual([true, false]);
+    expect(finishes[0]?.data.output).toContain("The ticket's reproducing test test/calc.test.js > average of three numbers still fails");
+    expect(outcome.status).toBe('finished_verified');
+    const runs = events.ofType('tests.finished').map((event) => event.data);
+    expect(runs[0]).toMatchObject({ ok: false, reproducing: [{ id: 'test/calc.test.js > average of three numbers', outcome: 'failed' }] });
+    expect(runs.at(-1)).toMatchObject({ ok: true, scope: 'full', reproducing: [{ id: 'test/calc.test.js > average of three numbers', outcome: 'passed' }] });
+    expect(runs.at(-1)?.preExisting ?? []).not.toContain('test/calc.test.js > average of three numbers');
+  });
+
+  it('a reproducing test given at submission blocks a no-op change; one that is not in the suite is a note, not a block', async () => {
+    const { sandbox, events, engine } = setup();
+    const comment = { name: 'edit_file', input: { path: 'src/calc.js', command: 'replace', old_text: "'use strict';", new_text: "'use strict';\n// averages" } };
+    const model = new ScriptedModel([{ tools: [comment] }, { tools: [{ name: 'finish', input: { summary: 'done' } }] }, { text: 'no' }, { text: 'no' }, { text: 'no' }]);
+    const task = { ticket: TICKET, reproducingTests: ['average of three numbers', 'test/missing.test.js'] };
+    const outcome = await runAgent({ task, sandbox, model, events, approver: new RecordingApprover(), feedback: engine });
+    expect(outcome.status).toBe('failed');
+    const note = events.ofType('user.message')[0]?.data.text ?? '';
+    expect(note).toContain('Reproducing tests: average of three numbers (named for this task)');
+    expect(note).toContain('Not in the suite at the base commit (checked if they appear, e.g. a test you add): test/missing.test.js');
+    const finish = events.ofType('tool.finished').find((event) => event.data.name === 'finish');
+    expect(finish?.data.output).toContain("The ticket's reproducing test average of three numbers still fails");
+  });
+
   it('a red full suite before the PR refuses the finish with its new failures', async () => {
     // The selection (src/calc.js → test/calc.test.js) is green; a test elsewhere that the change breaks is not selected.
     const { sandbox, events, engine } = setup({

@@ -14,7 +14,8 @@ import { isCiConfigPath, isTestPath } from './tools/paths';
  * verdict and then, once, the full suite (or the recipe's pre-PR command) as the PR will be
  * judged. Anything short of green tests and an approving review goes back to the model as the
  * finish call's error result. Failures that already fail at the base commit (pre-existing) and
- * quarantined flaky tests do not count. A runner that cannot run is not a red test: the result
+ * quarantined flaky tests do not count — except the task's reproducing tests (the ones its ticket
+ * names, or given at submission): they fail at the base, but must have run and passed. A runner that cannot run is not a red test: the result
  * carries `infrastructure` and the loop stops the task instead of asking the model to fix it.
  */
 
@@ -30,6 +31,10 @@ export interface VerifyInput {
   review: boolean;
   turn: number;
   maxTokens: number;
+  /** The task's reproducing tests: failing at the base, they must pass (and have run) before finishing. */
+  reproducingTests?: readonly string[];
+  /** Named ones the suite at the base does not have: they decide when they run, but need not run. */
+  unknownReproducingTests?: readonly string[];
 }
 
 export interface VerifyResult {
@@ -81,7 +86,7 @@ export async function verifyFinish(input: VerifyInput): Promise<VerifyResult> {
     };
   }
 
-  const tests = await input.feedback.runTests(input.sandbox, { scope: 'selected', signal: input.signal });
+  const tests = await input.feedback.runTests(input.sandbox, { scope: 'selected', signal: input.signal, ...reproducingOption(input) });
   const stopped = await infrastructureStop(input, diff, tests);
   if (stopped) return stopped;
   if (!tests.ok) {
@@ -127,7 +132,9 @@ export async function verifyFinish(input: VerifyInput): Promise<VerifyResult> {
 function passedText(tests: TestReport): string {
   const preExisting = tests.preExisting ?? [];
   const note = preExisting.length > 0 ? ` (${preExisting.length} pre-existing failure(s) still fail: ${preExisting.join(', ')})` : '';
-  return `${tests.passed} tests passed${tests.scope === 'full' ? ' in the full suite' : ''}${note}`;
+  const fixed = (tests.reproducing ?? []).filter((test) => test.outcome === 'passed').map((test) => test.id);
+  const reproduced = fixed.length > 0 ? `; the ticket's reproducing test(s) pass: ${fixed.join(', ')}` : '';
+  return `${tests.passed} tests passed${tests.scope === 'full' ? ' in the full suite' : ''}${note}${reproduced}`;
 }
 
 /** A runner failure ends verification: the event, and a result the loop turns into a stopped task. */
@@ -145,17 +152,56 @@ async function infrastructureStop(input: VerifyInput, diff: string, tests: TestR
  * already was the whole command and there is no separate pre-PR command.
  */
 async function fullSuite(input: VerifyInput, diff: string, selected: TestReport): Promise<VerifyResult> {
-  if (selected.wholeCommand && !input.sandbox.environment?.prePr) return { verified: true, diff, tests: selected, feedback: '' };
-  const full = await input.feedback.runTests(input.sandbox, { scope: 'full', prePr: true, signal: input.signal });
+  if (selected.wholeCommand && !input.sandbox.environment?.prePr) return reproducingRan(input, diff, selected, [selected]);
+  const full = await input.feedback.runTests(input.sandbox, { scope: 'full', prePr: true, signal: input.signal, ...reproducingOption(input) });
   const stopped = await infrastructureStop(input, diff, full);
   if (stopped) return stopped;
-  if (full.ok) return { verified: true, diff, tests: full, feedback: '' };
+  if (full.ok) {
+    const runs = [selected, full];
+    // A pre-PR command that ran none of them (a lint-only `prePr`): the test command itself, once.
+    if (unrun(input, runs).length > 0 && input.sandbox.environment?.prePr) {
+      const suite = await input.feedback.runTests(input.sandbox, { scope: 'full', signal: input.signal, ...reproducingOption(input) });
+      const suiteStopped = await infrastructureStop(input, diff, suite);
+      if (suiteStopped) return suiteStopped;
+      if (!suite.ok) return fullSuiteRefusal(diff, suite);
+      runs.push(suite);
+    }
+    return reproducingRan(input, diff, full, runs);
+  }
+  return fullSuiteRefusal(diff, full);
+}
+
+function reproducingOption(input: VerifyInput): { reproducing?: readonly string[] } {
+  return input.reproducingTests && input.reproducingTests.length > 0 ? { reproducing: input.reproducingTests } : {};
+}
+
+/** Reproducing tests that no run of this verification ran (failing ones already made a run red). */
+function unrun(input: VerifyInput, runs: TestReport[]): string[] {
+  const unknown = new Set(input.unknownReproducingTests ?? []);
+  return (input.reproducingTests ?? []).filter((test) => !unknown.has(test) && !runs.some((run) => run.reproducing?.some((outcome) => outcome.id === test && outcome.outcome !== 'not_run')));
+}
+
+/** Green only when every reproducing test ran (and so passed): a removed or renamed one does not count. */
+function reproducingRan(input: VerifyInput, diff: string, tests: TestReport, runs: TestReport[]): VerifyResult {
+  const missing = unrun(input, runs);
+  if (missing.length === 0) return { verified: true, diff, tests, feedback: '' };
+  return {
+    verified: false,
+    diff,
+    tests,
+    feedback:
+      `Finish refused: the ticket's reproducing test${missing.length > 1 ? 's' : ''} ${missing.join(', ')} did not run in the full suite. ` +
+      'It fails at the base commit and must pass with your change: keep it in the suite (restore it if you removed or renamed it), then call finish again.',
+  };
+}
+
+function fullSuiteRefusal(diff: string, full: TestReport): VerifyResult {
   return {
     verified: false,
     diff,
     tests: full,
     feedback:
       'Finish refused: the selected tests pass, but the full suite the server runs once before a pull request has new failures.\n' +
-      `${describeTestReport(full)}\nFix them (failures that are pre-existing at the base commit do not count), then call finish again.`,
+      `${describeTestReport(full)}\nFix them (failures that are pre-existing at the base commit do not count, except the ticket's reproducing tests), then call finish again.`,
   };
 }

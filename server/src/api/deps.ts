@@ -20,6 +20,8 @@ export interface TaskControl {
 /** Reads a file at a commit of a repo (base contents for inline review). `null` when absent. */
 export interface BaseFiles {
   read(repo: string, sha: string, path: string): Promise<string | null>;
+  /** Every file path at the commit (a submission's named reproducing test files are checked against it); `null` when unreadable. */
+  list?(repo: string, sha: string): Promise<string[] | null>;
 }
 
 export interface TicketSource {

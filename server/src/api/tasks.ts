@@ -17,6 +17,7 @@ import {
   isFinalState,
 } from '@dockhand/protocol';
 import { DockhandError } from '../errors';
+import { pathEndsWith, testFileOf } from '../feedback/reproducing';
 import { maskSecrets } from '../policy/mask';
 import { applyReview, decideApproval, type DecisionDeps } from '../runner/review';
 import { pendingPause } from '../runner/steering';
@@ -27,6 +28,25 @@ import type { AppDeps } from './deps';
 import { changedFiles, contentAfter } from './diff-files';
 
 const TaskParams = z.object({ id: z.string().min(1).max(200) });
+
+/**
+ * A named reproducing test that is a file path must be a file at the base commit (by path suffix:
+ * `foo.test.js` names `test/foo.test.js`). A test name cannot be checked before the suite has run
+ * at the base; the agent's first note says when one is not in the suite.
+ */
+async function checkReproducingTests(deps: AppDeps, repo: string, body: CreateTaskRequest): Promise<void> {
+  const named = (body.reproducingTests ?? []).map((test, index) => ({ index, file: testFileOf(test) }));
+  if (!named.some((test) => test.file) || !deps.baseFiles?.list) return;
+  const files = await deps.baseFiles.list(repo, body.context.baseSha);
+  if (!files) return;
+  for (const { index, file } of named) {
+    if (!file || files.some((path) => pathEndsWith(path, file))) continue;
+    throw new DockhandError('bad_request', `reproducingTests.${index}: ${file} is not a file of ${repo} at ${body.context.baseSha.slice(0, 12)}`, {
+      field: `reproducingTests.${index}`,
+      hint: 'name a test file that exists at the base commit (a path or its ending, e.g. test/parse.test.js), or a test by its name',
+    });
+  }
+}
 /** States in which the agent works (or is about to): a pause request means something there. */
 const PAUSABLE: readonly TaskState[] = ['queued', 'provisioning', 'running', 'awaiting_approval', 'verifying'];
 export async function taskRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
@@ -47,6 +67,7 @@ export async function taskRoutes(app: FastifyInstance, deps: AppDeps): Promise<v
     const user = requireUser(request);
     // Before anything is stored: a registered repository the caller may use, and its base commit.
     const registration = await deps.repos.admit(user, request.body.context);
+    await checkReproducingTests(deps, registration.name, request.body);
     const body = { ...request.body, context: { ...request.body.context, repo: registration.name } };
     const { task, events } = await deps.store.createTask(user.name, body);
     deps.events.published(events);

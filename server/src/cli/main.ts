@@ -63,8 +63,9 @@ export function buildCli(): Command {
     .addOption(new Option('--priority <priority>', 'scheduling priority').choices(['normal', 'routine']).default('normal'))
     .option('--approve', 'approve the diff when it reaches review (push + PR)')
     .option('--allow-test-edits', 'the ticket asks for a test change: let the agent change existing tests (recorded in the task and the PR)')
+    .option('--test <test>', 'a test that reproduces the bug (test id, name or file; repeatable): it must pass before the task finishes, also when it fails at the base', (value: string, previous: string[]) => [...previous, value], [])
     .option('--no-follow', 'return after submitting')
-    .action(async (options: { title: string; body: string; issue?: string; repo?: string; base?: string; priority: string; approve?: boolean; allowTestEdits?: boolean; follow: boolean; server?: string; token?: string }) => {
+    .action(async (options: { title: string; body: string; issue?: string; repo?: string; base?: string; priority: string; approve?: boolean; allowTestEdits?: boolean; test: string[]; follow: boolean; server?: string; token?: string }) => {
       const api = client(options);
       const target = await resolveSubmitTarget(api, options, process.cwd());
       for (const note of target.notes) out(note);
@@ -73,6 +74,7 @@ export function buildCli(): Command {
         context: { repo: target.repo, baseSha: target.baseSha, ...(target.branch ? { branch: target.branch } : {}), dirty: target.dirty },
         priority: options.priority,
         allowTestEdits: options.allowTestEdits === true,
+        ...(options.test.length > 0 ? { reproducingTests: options.test } : {}),
       });
       if (!body.success) {
         const field = body.error.issues[0]?.path.join('.') ?? '';

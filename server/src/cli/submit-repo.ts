@@ -99,4 +99,5 @@ export const OPTION_OF_FIELD: Record<string, string> = {
   'ticket.body': '--body',
   'ticket.id': '--issue',
   priority: '--priority',
+  reproducingTests: '--test',
 };

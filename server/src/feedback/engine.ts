@@ -8,6 +8,7 @@ import { buildGraph, GraphCache, overlayChanges, type ImpactGraph } from './grap
 import { compactOutput } from './report-output';
 import { detectJsRunner, type TestTarget } from './runners';
 import { selectTests, type Selection } from './selection';
+import { matchesTest, reproducingOutcomes, selectReproducingTests } from './reproducing';
 import { readBaseSnapshot, readWorkspaceChanges, workspaceDiffHash, type WorkspaceChanges } from './snapshot';
 import { customPlan, detectedPlan, selectableFiles, selectedPlan, wholeCommandPlan, type SuitePlan } from './suite-plan';
 import { runSuite, type SuiteContext, type SuiteRun } from './suite-run';
@@ -17,6 +18,7 @@ import type {
   BaselineResult,
   BaselineStore,
   ChecksConfig,
+  ReproducingSelection,
   Diagnostic,
   FeedbackEngine,
   FlakyObservation,
@@ -130,9 +132,12 @@ export class SmartFeedbackEngine implements FeedbackEngine {
     const rerunNotes = infrastructure ? [] : await this.rerunFailures(sandbox, runs, quarantinedIds, preExistingIds, diffBefore, context);
 
     const cases = runs.flatMap((run) => run.cases);
+    const reproducing = opts.reproducing ?? [];
+    // A reproducing test fails at the base too, but the ticket is about it: never excused.
+    const excusedIds = new Set([...preExistingIds].filter((id) => !cases.some((testCase) => testCase.id === id && reproducing.some((test) => matchesTest(test, id, testCase.file)))));
     const deciding = cases.filter((testCase) => !quarantinedIds.has(testCase.id));
     const failing = deciding.filter((testCase) => testCase.outcome === 'failed');
-    const preExisting = [...new Set(failing.filter((testCase) => preExistingIds.has(testCase.id)).map((testCase) => testCase.id))];
+    const preExisting = [...new Set(failing.filter((testCase) => excusedIds.has(testCase.id)).map((testCase) => testCase.id))];
     const quarantined = [...new Set(cases.filter((testCase) => quarantinedIds.has(testCase.id)).map((testCase) => testCase.id))];
     const runners = [...new Set(runs.map((run) => run.plan.runner))];
     const report: TestReport = {
@@ -142,7 +147,7 @@ export class SmartFeedbackEngine implements FeedbackEngine {
       passed: cases.filter((testCase) => testCase.outcome === 'passed').length,
       failed: failing.length,
       skipped: cases.filter((testCase) => testCase.outcome === 'skipped').length,
-      ok: !infrastructure && failing.every((testCase) => preExistingIds.has(testCase.id)),
+      ok: !infrastructure && failing.every((testCase) => excusedIds.has(testCase.id)),
       quarantined,
       output: '',
       durationMs: Date.now() - started,
@@ -153,9 +158,10 @@ export class SmartFeedbackEngine implements FeedbackEngine {
     const runner = runners.length === 1 ? runners[0] : undefined;
     if (runner && runner !== 'custom') report.runner = runner;
     if (infrastructure) report.infrastructure = infrastructure;
+    if (reproducing.length > 0 && !infrastructure) report.reproducing = reproducingOutcomes(reproducing, cases);
     report.output = infrastructure
       ? `${infrastructure.message}\n${infrastructure.output}`
-      : compactOutput(report, runs, quarantinedIds, preExistingIds, rerunNotes, this.options.outputCapChars ?? 8000);
+      : compactOutput(report, runs, quarantinedIds, excusedIds, rerunNotes, this.options.outputCapChars ?? 8000);
     return report;
   }
 
@@ -211,6 +217,10 @@ export class SmartFeedbackEngine implements FeedbackEngine {
     return { reason: selection.reason, plans, whole: false };
   }
 
+  reproducingTests(input: { ticket: { title: string; body?: string }; explicit?: readonly string[]; baseline?: BaselineResult }): ReproducingSelection {
+    return selectReproducingTests(input);
+  }
+
   /** Where this sandbox's baseline is kept: repository, recipe (test command included), base SHA. */
   baselineKey(sandbox: Sandbox): BaselineKey {
     const recipe = sandbox.environment ? createHash('sha256').update(JSON.stringify(sandbox.environment)).digest('hex').slice(0, 24) : 'detected';
@@ -263,7 +273,13 @@ export class SmartFeedbackEngine implements FeedbackEngine {
     }
     const both = (outcome: string) => [...first.keys()].filter((id) => first.get(id) === outcome && second.get(id) === outcome);
     const preExistingFailures = both('failed');
-    return { command, runner, passed: both('passed').length, failed: preExistingFailures.length, flaky, preExistingFailures, seconds };
+    // What a named reproducing test is matched against: the failures' files and the suite's ids.
+    const firstCases = (rounds[0] ?? []).flatMap((run) => run.cases);
+    const failureFiles: Record<string, string> = {};
+    for (const testCase of firstCases) if (testCase.file && preExistingFailures.includes(testCase.id)) failureFiles[testCase.id] = testCase.file;
+    const testIds = [...first.keys()].slice(0, MAX_BASELINE_IDS);
+    const testFiles = [...new Set(firstCases.flatMap((testCase) => (testCase.file ? [testCase.file] : [])))];
+    return { command, runner, passed: both('passed').length, failed: preExistingFailures.length, flaky, preExistingFailures, failureFiles, testIds, testFiles, seconds };
   }
 
   /**
@@ -329,6 +345,9 @@ export class SmartFeedbackEngine implements FeedbackEngine {
     return runCheckers(sandbox, checkers, files, relevant, opts.signal);
   }
 }
+
+/** Test ids a baseline keeps (a large suite's ids are only for telling a named test that does not exist). */
+const MAX_BASELINE_IDS = 20_000;
 
 /** A timeout turned into a red case: the suite finished at the base, so the change made it hang. */
 function blameTimeout(run: SuiteRun, baseSeconds: number): void {

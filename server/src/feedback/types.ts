@@ -26,13 +26,25 @@ export interface TestReport {
   runner?: TestRunner | 'unknown';
   /** The repository's whole test command ran (not a selection of files). */
   wholeCommand?: boolean;
-  /** Failing tests that already fail at the base commit (the baseline): listed, never deciding `ok`. */
+  /**
+   * Failing tests that already fail at the base commit (the baseline): listed, never deciding
+   * `ok` — except the task's reproducing tests, which are not listed here and do decide.
+   */
   preExisting?: string[];
+  /** The task's reproducing tests (`RunTestsOptions.reproducing`) and how each did in this run. */
+  reproducing?: ReproducingOutcome[];
   /**
    * The runner itself failed (missing, could not start, crashed, timed out, gave no report): not a
    * red test. `ok` is false, no case is counted for it, and the agent is not asked to fix it.
    */
   infrastructure?: TestInfrastructure;
+}
+
+/** A reproducing test (a test id, name or file, see reproducing.ts) in one run. */
+export interface ReproducingOutcome {
+  id: string;
+  /** not_run: no case of this run is that test (a selection without it, or a command that runs no tests). */
+  outcome: 'passed' | 'failed' | 'not_run';
 }
 
 export type InfrastructureKind = 'missing' | 'start' | 'crash' | 'timeout' | 'no_report';
@@ -62,6 +74,11 @@ export interface RunTestsOptions {
   signal?: AbortSignal;
   /** The run before a PR: the recipe's pre-PR command when it has one (scope 'full'). */
   prePr?: boolean;
+  /**
+   * The task's reproducing tests (ids, names or files): failing at the base like pre-existing
+   * failures, but the ticket is about them, so they must pass: a failing one makes the run red.
+   */
+  reproducing?: readonly string[];
 }
 
 /** The feedback engine the run_tests tool and the verified stop use. */
@@ -74,6 +91,20 @@ export interface FeedbackEngine {
    * the base; undefined when it cannot be known (the workspace already has changes and none is kept).
    */
   baseline?(sandbox: Sandbox, opts?: { signal?: AbortSignal }): Promise<BaselineResult | undefined>;
+  /**
+   * The task's reproducing tests: its explicit ones and the baseline failures its ticket names
+   * (reproducing.ts). Without this method a task's explicit tests are its reproducing tests.
+   */
+  reproducingTests?(input: { ticket: { title: string; body?: string }; explicit?: readonly string[]; baseline?: BaselineResult }): ReproducingSelection;
+}
+
+export interface ReproducingSelection {
+  /** What must pass: explicit queries as given, and the ids of baseline failures the ticket names. */
+  tests: string[];
+  /** Per test, where it came from. */
+  from: Record<string, 'explicit' | 'ticket'>;
+  /** Explicit queries that match no test of the suite at the base (checked if they ever run). */
+  unknown: string[];
 }
 
 /** What `runBaseline` reports (also the readiness report's "tests at base"). */
@@ -86,6 +117,12 @@ export interface BaselineResult {
   flaky: string[];
   /** Tests that failed in both runs: pre-existing, not the agent's to fix. */
   preExistingFailures: string[];
+  /** The file of each pre-existing failure the runner named one for (reproducing tests are matched by file too). */
+  failureFiles?: Record<string, string>;
+  /** Every test id of the suite at the base (to tell a named reproducing test that does not exist). */
+  testIds?: string[];
+  /** The suite's test files the runner reported. */
+  testFiles?: string[];
   seconds: number;
   infrastructure?: TestInfrastructure;
 }

@@ -22,6 +22,8 @@ export interface PullRequestReport {
     scope?: 'selected' | 'full';
     /** Failing tests that fail at the base commit too: listed apart, not this change's. */
     preExisting?: string[];
+    /** The ticket's reproducing tests (failing at the base) and their outcome in this run. */
+    reproducing?: ReadonlyArray<{ id: string; outcome: 'passed' | 'failed' | 'not_run' }>;
   };
   quarantined?: string[];
   usage: { turns: number; inputTokens: number; outputTokens: number; cacheReadTokens?: number; costUsd: number };
@@ -69,6 +71,12 @@ export function buildPullRequestBody(report: PullRequestReport, secrets: Readonl
     const preExisting = t.preExisting ?? [];
     const inherited = preExisting.length > 0 ? ` (${preExisting.length} of them pre-existing)` : '';
     lines.push('', '## Tests', '', `\`${t.command}\`${scope}: ${t.passed} passed, ${t.failed} failed${inherited}${skipped}`);
+    const reproducing = t.reproducing ?? [];
+    if (reproducing.length > 0) {
+      lines.push('', "**Reproducing tests** — they fail at the base commit; the ticket is about them, so they had to pass:", '');
+      const said = { passed: 'passes', failed: 'fails', not_run: 'did not run in this run' } as const;
+      for (const test of reproducing) lines.push(`- \`${test.id}\`: ${said[test.outcome]}`);
+    }
     if (preExisting.length > 0) {
       lines.push('', '**Pre-existing failures** — these fail at the base commit too (run twice before any change), so this change did not cause them:', '');
       for (const test of preExisting) lines.push(`- \`${test}\``);

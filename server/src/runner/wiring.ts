@@ -40,6 +40,14 @@ export function gitBaseFiles(resolveRepoPath: (repo: string) => string = (repo) 
         return null;
       }
     },
+    async list(repo, sha) {
+      const dir = resolveRepoPath(repo);
+      if (!existsSync(dir)) return null;
+      return execFileAsync('git', ['-C', dir, 'ls-tree', '-r', '--name-only', '-z', sha], { maxBuffer: 256 * 1024 * 1024, encoding: 'utf8' }).then(
+        (result) => result.stdout.split('\0').filter(Boolean),
+        () => null,
+      );
+    },
   };
 }
 
@@ -75,7 +83,12 @@ export function agentPort(options: AgentPortOptions): AgentPort {
     async run(input): Promise<AgentResult> {
       {
         const outcome = await runAgent({
-          task: { ticket: input.task.ticket, budgets: input.task.budgets, allowTestEdits: input.task.allowTestEdits },
+          task: {
+            ticket: input.task.ticket,
+            budgets: input.task.budgets,
+            allowTestEdits: input.task.allowTestEdits,
+            ...(input.task.reproducingTests ? { reproducingTests: input.task.reproducingTests } : {}),
+          },
           sandbox: input.sandbox,
           model: options.model(input.task),
           ...(options.reviewModel ? { reviewModel: options.reviewModel(input.task) } : {}),
@@ -159,6 +172,7 @@ export function publisherPort(options: PublisherOptions): PublisherPort {
                   log: tests.data.output,
                   scope: tests.data.scope,
                   ...(tests.data.preExisting ? { preExisting: tests.data.preExisting } : {}),
+                  ...(tests.data.reproducing ? { reproducing: tests.data.reproducing } : {}),
                 },
               }
             : {}),

@@ -10,6 +10,10 @@ export const StoredBaseline = z.object({
   failed: z.number().int().min(0),
   flaky: z.array(z.string()),
   preExistingFailures: z.array(z.string()),
+  /** Files, suite ids and test files: what a task's named reproducing tests are matched against. */
+  failureFiles: z.record(z.string(), z.string()).optional(),
+  testIds: z.array(z.string()).optional(),
+  testFiles: z.array(z.string()).optional(),
   seconds: z.number().min(0),
 });
 

@@ -55,6 +55,7 @@ export function toTask(row: unknown): Task {
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   };
+  if (request.reproducingTests && request.reproducingTests.length > 0) task.reproducingTests = request.reproducingTests;
   if (r.pr_url) task.prUrl = r.pr_url;
   if (r.error) task.error = r.error;
   return task;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { BaselineResult, TestInfrastructure, TestReport } from '../../feedback/types';
+import type { BaselineResult, ReproducingSelection, TestInfrastructure, TestReport } from '../../feedback/types';
 import { defineTool } from './types';
 
 const RunTestsInput = z.object({
@@ -30,9 +30,31 @@ export function describeTestReport(report: TestReport): string {
         `but they are yours to fix if the ticket is about them): ${preExisting.join(', ')}`,
     );
   }
+  const stillFailing = (report.reproducing ?? []).filter((test) => test.outcome === 'failed').map((test) => test.id);
+  if (stillFailing.length > 0) {
+    lines.push(
+      stillFailing.length > 1
+        ? `The ticket's reproducing tests still fail: ${stillFailing.join(', ')} (they fail at the base commit too, but this ticket is about them: they must pass before you can finish).`
+        : `The ticket's reproducing test ${stillFailing[0]} still fails (it fails at the base commit too, but this ticket is about it: it must pass before you can finish).`,
+    );
+  }
   if (report.quarantined.length > 0) lines.push(`Quarantined as flaky (not counted): ${report.quarantined.join(', ')}`);
   if (report.output.trim()) lines.push(report.output.trim());
   return lines.join('\n');
+}
+
+/** The note that names the task's reproducing tests (after the baseline, in the model's first message). */
+export function describeReproducing(selection: ReproducingSelection): string {
+  const lines: string[] = [];
+  const known = selection.tests.filter((test) => !selection.unknown.includes(test));
+  if (known.length > 0) {
+    const named = known.map((test) => `${test} (${selection.from[test] === 'explicit' ? 'named for this task' : 'named in the ticket'})`);
+    lines.push(`Reproducing tests: ${named.join(', ')}. They must pass before you can finish, although they fail at the base commit.`);
+  }
+  if (selection.unknown.length > 0) {
+    lines.push(`Not in the suite at the base commit (checked if they appear, e.g. a test you add): ${selection.unknown.join(', ')}.`);
+  }
+  return lines.join(' ');
 }
 
 /** The baseline note in the trajectory (and the model's first message). */
@@ -51,8 +73,8 @@ export const runTestsTool = defineTool({
     "Run the repository's tests. scope 'selected' runs the tests affected by your changes; 'full' runs the whole " +
     'suite. Returns pass/fail counts and the output of failing tests.',
   input: RunTestsInput,
-  async run(input, { sandbox, signal, feedback, events }) {
-    const report = await feedback.runTests(sandbox, { scope: input.scope, signal });
+  async run(input, { sandbox, signal, feedback, events, reproducingTests }) {
+    const report = await feedback.runTests(sandbox, { scope: input.scope, signal, ...(reproducingTests?.length ? { reproducing: reproducingTests } : {}) });
     if (report.infrastructure) {
       await events.append({ type: 'tests.runner_failed', data: runnerFailedData(report.infrastructure) });
       return { output: describeTestReport(report), isError: true };
@@ -78,6 +100,7 @@ export function testsFinishedData(report: TestReport) {
     selectionReason: report.selectionReason,
     quarantined: report.quarantined,
     ...(report.preExisting && report.preExisting.length > 0 ? { preExisting: report.preExisting } : {}),
+    ...(report.reproducing && report.reproducing.length > 0 ? { reproducing: report.reproducing } : {}),
     output: report.output,
     durationMs: report.durationMs,
   };

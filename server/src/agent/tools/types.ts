@@ -23,6 +23,8 @@ export interface ToolContext {
   feedback: FeedbackEngine;
   /** The ticket explicitly allows changing tests. */
   allowTestEdits: boolean;
+  /** The task's reproducing tests (feedback/reproducing.ts): they must pass, though they fail at the base. */
+  reproducingTests?: readonly string[];
 }
 
 export interface ToolOutput {
