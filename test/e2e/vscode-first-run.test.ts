@@ -1,10 +1,11 @@
-import type { Browser, FrameLocator, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFixtureRepo, type FixtureRepo } from '../support/fixture-repo';
 import { freePort } from '../support/local-server';
 import { launchChromium, packageExtension, startCodeServer, Workbench, type CodeServer } from '../vscode/code-server';
 import { FIXED_FILE } from '../vscode/fixture';
 import { startRealServer, type RealServer } from '../vscode/real-server';
+import { expectInSideBar } from '../vscode/side-bar';
 
 /*
  * A developer's first hour with the extension in the real workbench (code-server) at 1440×900
@@ -39,16 +40,6 @@ async function welcomeButton(page: Page, label: string): Promise<void> {
   const button = page.locator('.part.sidebar .welcome-view-content .monaco-button', { hasText: label }).first();
   await button.waitFor({ timeout: 30_000 });
   await button.click();
-}
-
-/** The element is inside the window and inside the side bar: nothing to scroll or widen first. */
-async function expectInSideBar(page: Page, panel: FrameLocator, selector: string): Promise<void> {
-  const sidebar = await page.locator('.part.sidebar').boundingBox();
-  const box = await panel.locator(selector).boundingBox();
-  expect(sidebar && box, selector).toBeTruthy();
-  expect(box!.x, `${selector} left`).toBeGreaterThanOrEqual(sidebar!.x);
-  expect(box!.x + box!.width, `${selector} right`).toBeLessThanOrEqual(sidebar!.x + sidebar!.width + 0.5);
-  expect(box!.y + box!.height, `${selector} bottom`).toBeLessThanOrEqual(Math.min(900, sidebar!.y + sidebar!.height) + 0.5);
 }
 
 async function addLineComment(workbench: Workbench, lineText: string, body: string): Promise<void> {

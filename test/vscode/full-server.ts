@@ -21,6 +21,9 @@ import type { ServerUnderTest } from './flows';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 export const SESSION = 'vscode-e2e';
+/** The pause flow's conversation: a slow first step (the pause lands during it), then the fix after the developer's message. */
+export const PAUSE_SESSION = 'vscode-pause';
+export const PAUSE_MESSAGE = 'Keep the loop, just start it at zero.';
 
 function addCassettes(replay: ReplayServer): void {
   replay.addCassette(SESSION, {
@@ -40,9 +43,39 @@ function addCassettes(replay: ReplayServer): void {
   replay.addCassette(`${SESSION}-review`, {
     turns: [{ content: [{ type: 'tool_use', name: 'submit_review', input: { approved: true, problems: [], summary: 'Minimal, correct fix of the loop start.' } }] }],
   });
+  replay.addCassette(PAUSE_SESSION, {
+    turns: [
+      {
+        name: 'slow look',
+        content: [
+          { type: 'text', text: 'Timing the test suite before changing anything.' },
+          { type: 'tool_use', name: 'run_command', input: { command: 'sleep 8 && echo suite timed', timeout_seconds: 60 } },
+        ],
+      },
+      // Only after the resume, and the developer's message written while paused is in the request.
+      {
+        name: 'fix after resume',
+        expect: { toolResultContains: 'suite timed', userTextContains: PAUSE_MESSAGE },
+        content: [
+          { type: 'text', text: 'Starting the loop at zero as asked.' },
+          { type: 'tool_use', name: 'edit_file', input: { path: FIXED_FILE, command: 'replace', old_text: 'let index = 1;', new_text: 'let index = 0;' } },
+        ],
+      },
+      { name: 'finish', content: [{ type: 'tool_use', name: 'finish', input: { summary: 'average() now sums from the first value.' } }] },
+    ],
+  });
+  replay.addCassette(`${PAUSE_SESSION}-review`, {
+    turns: [{ content: [{ type: 'tool_use', name: 'submit_review', input: { approved: true, problems: [], summary: 'Minimal, correct fix of the loop start.' } }] }],
+  });
 }
 
-export async function startFullServer(fixture: FixtureRepo): Promise<ServerUnderTest> {
+/** The server as a developer's machine would lose it: stopped (SIGTERM) and started again on the same port and data. */
+export interface FullServer extends ServerUnderTest {
+  stop(): Promise<void>;
+  start(): Promise<void>;
+}
+
+export async function startFullServer(fixture: FixtureRepo, options: { session?: string } = {}): Promise<FullServer> {
   execFileSync('bash', ['sandbox-images/base/build.sh'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
   const replay = await startReplayServer({});
   addCassettes(replay);
@@ -63,13 +96,23 @@ export async function startFullServer(fixture: FixtureRepo): Promise<ServerUnder
   const adminToken = (await store.createToken('admin')).token;
   await store.close();
 
-  const { child, url, output } = await startDockhandServe(await freePort(), {
+  const port = await freePort();
+  const env = {
     DOCKHAND_DATA_DIR: dataDir,
     DOCKHAND_MODEL_BASE_URL: replay.url,
-    DOCKHAND_REPLAY_SESSION: SESSION,
+    DOCKHAND_REPLAY_SESSION: options.session ?? SESSION,
     DOCKHAND_POLL_MS: '200',
     DOCKHAND_LOG_LEVEL: 'warn',
-  });
+  };
+  let serve = await startDockhandServe(port, env);
+  let earlier = '';
+  const url = serve.url;
+  const stop = async () => {
+    const { child } = serve;
+    if (child.exitCode !== null) return;
+    child.kill('SIGTERM');
+    await new Promise((done) => child.once('exit', done));
+  };
   // Registered as an admin does (dockhand repo add buggy-calc --from <forge repo>): tasks name it.
   const registered = await fetch(`${url}/v1/repos`, {
     method: 'POST',
@@ -89,12 +132,14 @@ export async function startFullServer(fixture: FixtureRepo): Promise<ServerUnder
     forgeRepo,
     tasks: async () => (await get('/v1/tasks', z.object({ tasks: z.array(Task) }))).tasks,
     events: async (taskId) => (await get(`/v1/tasks/${taskId}/events?after=0&limit=10000`, z.object({ events: z.array(TaskEvent) }))).events,
-    log: output,
+    log: () => earlier + serve.output(),
+    stop,
+    start: async () => {
+      earlier += `${serve.output()}\n--- restarted ---\n`;
+      serve = await startDockhandServe(port, env);
+    },
     close: async () => {
-      if (child.exitCode === null) {
-        child.kill('SIGTERM');
-        await new Promise((done) => child.once('exit', done));
-      }
+      await stop();
       await replay.close();
       rmSync(dataDir, { recursive: true, force: true });
     },

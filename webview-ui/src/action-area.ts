@@ -206,9 +206,9 @@ export class ActionArea {
       parts.push(h('div', { className: 'waiting' }, `The review is ${input.requester ? `${input.requester}'s` : "the requester's"} to give.`));
     }
     if (input.state === 'paused') {
-      parts.push(h('div', { className: 'pause-status', attrs: { role: 'status' } }, '⏸ Paused: the agent waits for you; its sandbox is kept and the time budget is stopped.'));
+      parts.push(h('div', { className: 'pause-status', attrs: { role: 'status' } }, 'Paused: the agent waits for you; its sandbox is kept and the time budget is stopped.'));
     } else if (input.summary.pauseRequestedBy && input.state !== 'awaiting_review') {
-      parts.push(h('div', { className: 'pause-status', attrs: { role: 'status' } }, '⏸ Pausing after the current step…'));
+      parts.push(h('div', { className: 'pause-status', attrs: { role: 'status' } }, 'Pausing after the current step…'));
     }
     if (input.summary.prUrl) {
       const url = input.summary.prUrl;

@@ -46,7 +46,7 @@ describe('pause and resume in the side panel', () => {
     expect(await buttons(panel)).toEqual(['Send message', 'Keep going', 'Cancel task…']);
 
     await panel.send({ type: 'events', taskId: TASK_ID, reset: false, events: next({ type: 'task.state', data: { state: 'paused', reason: 'Paused by dev@example.com.' } }), clipped: [] });
-    await panel.page.getByText('⏸ Paused: the agent waits for you').waitFor();
+    await panel.page.getByText('Paused: the agent waits for you').waitFor();
     expect(await panel.page.textContent('.badge.state')).toBe('paused');
     expect(await buttons(panel)).toEqual(['Resume', 'Cancel task…']);
     // The time bar stands still while paused.
