@@ -65,6 +65,12 @@ export class TaskRunner {
         else await this.work(task, signal);
       }
     } catch (error) {
+      // Aborted (lease lost or in doubt, server stopping, interrupted): what failed was cut short by
+      // the abort, not by the task; it stays resumable and whoever holds it next carries on.
+      if (signal.aborted) {
+        log?.warn({ err: error, reason: String(signal.reason) }, 'task run stopped by its abort; left for its next holder');
+        return;
+      }
       const failure = error instanceof DockhandError ? error : new DockhandError('internal', error instanceof Error ? error.message : String(error), { cause: error });
       log?.error({ err: error }, 'task failed');
       const task = await this.deps.log.store.getTask(taskId);

@@ -131,6 +131,20 @@ export const POSTGRES_MIGRATIONS: ReadonlyArray<{ id: number; name: string; sql:
       );
     `,
   },
+  {
+    id: 4,
+    name: 'model rate budget',
+    // The fleet's model calls of the last minute (store/postgres-budget.ts): a reservation per
+    // call, corrected to the tokens the provider counted once the call is done.
+    sql: `
+      CREATE TABLE model_spend (
+        id BIGSERIAL PRIMARY KEY,
+        at BIGINT NOT NULL,
+        tokens INTEGER NOT NULL
+      );
+      CREATE INDEX model_spend_at ON model_spend (at);
+    `,
+  },
 ];
 
 /**

@@ -15,6 +15,7 @@ import { currentFence } from './lease-fence';
 import { migratePostgres } from './postgres-migrations';
 import { PostgresApprovals } from './postgres-approvals';
 import { PostgresEventHub } from './postgres-hub';
+import { PostgresModelBudget, type BudgetLimits } from './postgres-budget';
 import { PostgresLeadership } from './postgres-leader';
 import { PostgresQueue } from './postgres-queue';
 import { PostgresBaselineStore, PostgresFlakyStore, PostgresPullRequestStore, PostgresRepoStore } from './postgres-records';
@@ -431,6 +432,12 @@ export class PostgresStore implements Store, RepoStore, ClaimingStore {
     const leadership = new PostgresLeadership(this.pool, key, this.options.logger);
     this.leaderships.push(leadership);
     return leadership;
+  }
+
+  /** The fleet's model rate budget (`postgres-budget.ts`), shared by every process on this schema. */
+  modelBudget(limits: BudgetLimits): PostgresModelBudget {
+    const key = BigInt(`0x${createHash('sha256').update(`${this.options.schema}:model-budget`).digest('hex').slice(0, 15)}`).toString();
+    return new PostgresModelBudget(this.pool, key, limits);
   }
 
   async close(): Promise<void> {

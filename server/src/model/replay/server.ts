@@ -30,6 +30,12 @@ export interface ReplayServerOptions {
   defaultSession?: string;
   /** The clock of the prompt cache (TTL expiry), injectable for tests. */
   now?: () => number;
+  /**
+   * The provider's organisation-wide limits, over a sliding minute and all sessions: input tokens
+   * (uncached, cache reads and writes alike) and requests. A request that would pass one is
+   * answered 429 `rate_limit_error` with `retry-after` (and counted in `rateLimited()`).
+   */
+  limits?: { inputTokensPerMinute?: number; requestsPerMinute?: number };
 }
 
 export interface ReplayRequestRecord {
@@ -54,6 +60,8 @@ export interface ReplayServer {
   addCassette(session: string, cassette: Cassette | CassetteInput): void;
   /** Requests to /v1/messages so far, oldest first (all sessions, or one). */
   requests(session?: string): ReplayRequestRecord[];
+  /** Requests refused with 429 by `limits` so far (faults from cassettes not counted). */
+  rateLimited(): number;
   close(): Promise<void>;
 }
 
@@ -107,6 +115,27 @@ export async function startReplayServer(options: ReplayServerOptions = {}): Prom
     );
   };
 
+  // The limits' sliding minute: when each admitted request came and its input tokens.
+  const admitted: Array<{ at: number; tokens: number }> = [];
+  let limitedCount = 0;
+  const admit = (tokens: number) => {
+    const limits = options.limits;
+    if (!limits) return;
+    const at = now();
+    while (admitted.length > 0 && admitted[0]!.at <= at - 60_000) admitted.shift();
+    const used = admitted.reduce((sum, entry) => sum + entry.tokens, 0);
+    const overTokens = limits.inputTokensPerMinute !== undefined && used + tokens > limits.inputTokensPerMinute;
+    const overRequests = limits.requestsPerMinute !== undefined && admitted.length + 1 > limits.requestsPerMinute;
+    if (overTokens || overRequests) {
+      limitedCount += 1;
+      const retryAfter = Math.max(1, Math.ceil(((admitted[0]?.at ?? at) + 60_000 - at) / 1000));
+      throw new ApiFailure('rate_limit_error', `Number of ${overTokens ? 'input tokens' : 'requests'} has exceeded your per-minute rate limit (replay limits).`, {
+        'retry-after': String(retryAfter),
+      });
+    }
+    admitted.push({ at, tokens });
+  };
+
   const handleMessages = async (request: IncomingMessage, response: ServerResponse, requestId: string): Promise<void> => {
     const { name, session } = resolveSession(request);
     const body = parseBody(MessagesRequest, await readJson(request));
@@ -147,6 +176,7 @@ export async function startReplayServer(options: ReplayServerOptions = {}): Prom
       if (fault?.kind === 'overloaded') throw new ApiFailure('overloaded_error', 'Overloaded (replay fault).');
       if (fault?.kind === 'api_error') throw new ApiFailure('api_error', 'Internal server error (replay fault).');
 
+      admit(totalTokens(body));
       const usage = processCache(session.cache, body);
       record.usage = usage;
       const message = buildMessage(turn, { model: body.model, position, alternative }, usage);
@@ -222,6 +252,7 @@ export async function startReplayServer(options: ReplayServerOptions = {}): Prom
     port,
     addCassette,
     requests: (session) => log.filter((record) => session === undefined || record.session === session),
+    rateLimited: () => limitedCount,
     close: () =>
       new Promise<void>((resolve, reject) => {
         server.close((error) => (error ? reject(error) : resolve()));
