@@ -1,4 +1,4 @@
-import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import websocket from '@fastify/websocket';
@@ -21,6 +21,7 @@ import { metricsRoutes } from './api/metrics';
 import { repoRoutes } from './api/repos';
 import { taskRoutes } from './api/tasks';
 import { DockhandError, asDockhandError } from './errors';
+import { maySubmit } from './runner/registry';
 import type { Logger } from './log';
 
 export type { AppDeps } from './api/deps';
@@ -51,8 +52,10 @@ function toDockhandError(error: FastifyError | DockhandError | Error): DockhandE
   if (hasZodFastifySchemaValidationErrors(error)) {
     const first = error.validation[0];
     const field = first ? fieldFromInstancePath(first.instancePath) : '';
-    const where = 'validationContext' in error && error.validationContext === 'querystring' ? 'query' : 'body';
-    const tooLarge = first ? sizeLimit(first.keyword, first.params) : undefined;
+    const context = 'validationContext' in error ? error.validationContext : undefined;
+    const where = context === 'querystring' ? 'query' : context === 'params' ? 'path' : 'body';
+    // Only a body is "too large" (413); a path or query value over its limit is an ordinary bad value.
+    const tooLarge = first && where === 'body' ? sizeLimit(first.keyword, first.params) : undefined;
     if (tooLarge) {
       return new DockhandError('payload_too_large', `${field || where}: too large; the limit is ${tooLarge}`, {
         ...(field ? { field } : {}),
@@ -62,7 +65,7 @@ function toDockhandError(error: FastifyError | DockhandError | Error): DockhandE
     const message = `${field || where}: ${first?.message ?? 'invalid'}`;
     return new DockhandError('bad_request', message, {
       ...(field ? { field } : {}),
-      hint: `fix the named ${where === 'query' ? 'query parameter' : 'field'} and send the request again`,
+      hint: `fix the named ${where === 'query' ? 'query parameter' : where === 'path' ? 'path parameter' : 'field'} and send the request again`,
     });
   }
   const status = 'statusCode' in error && typeof error.statusCode === 'number' ? error.statusCode : 500;
@@ -171,9 +174,14 @@ export async function app(fastify: FastifyInstance, deps: AppDeps): Promise<void
       v1.withTypeProvider<ZodTypeProvider>().get('/tickets', {
         schema: { tags: ['tickets'], querystring: z.object({ repo: z.string().min(1) }), response: { 200: TicketListResponse } },
       }, async (request) => {
-        requireUser(request);
+        const user = requireUser(request);
         if (!deps.tickets) throw new DockhandError('internal', 'no forge configured for tickets');
-        return { tickets: await deps.tickets.listOpenIssues(request.query.repo) };
+        // Only a registered repository the caller may submit to: never a raw path or another team's issues.
+        const registration = await deps.store.getRepo(request.query.repo);
+        if (!registration || !maySubmit(registration, user)) {
+          throw new DockhandError('not_found', `repo: repository ${request.query.repo} is not registered`, { field: 'repo', hint: 'dockhand repo list shows the ones you may use' });
+        }
+        return { tickets: await deps.tickets.listOpenIssues(registration.name) };
       });
       v1.withTypeProvider<ZodTypeProvider>().get('/me', {
         schema: { tags: ['users'], response: { 200: z.object({ name: z.string(), role: z.enum(['user', 'admin']) }) } },
@@ -188,7 +196,18 @@ export async function app(fastify: FastifyInstance, deps: AppDeps): Promise<void
 /** A Fastify instance with the API registered (tests use `inject`/`injectWS` on it). */
 export async function buildApp(deps: AppDeps, options: { logger?: Logger } = {}): Promise<FastifyInstance> {
   const loggerInstance: FastifyBaseLogger | undefined = options.logger ?? deps.logger;
-  const fastify = Fastify({ ...(loggerInstance ? { loggerInstance } : {}), bodyLimit: BODY_LIMIT_BYTES });
+  const fastify = Fastify({
+    ...(loggerInstance ? { loggerInstance } : {}),
+    bodyLimit: BODY_LIMIT_BYTES,
+    // Long ids reach the route's schema, which names the field and its limit (the router's default cap is 100).
+    routerOptions: { maxParamLength: 1000 },
+    // Errors the router raises before any route (a bad percent-encoding, a path segment over the cap)
+    // get the API's error body too, never Fastify's own shape.
+    frameworkErrors: (error: FastifyError, _request: FastifyRequest, reply: FastifyReply) => {
+      const failure = new DockhandError('bad_request', `path: ${error.message}`, { field: 'path', hint: 'percent-encode the URL as UTF-8 and keep each path segment under 1000 characters' });
+      void reply.code(failure.status).send(failure.toBody());
+    },
+  });
   await fastify.register(app, deps);
   await fastify.ready();
   return fastify;

@@ -195,8 +195,32 @@ describe('tasks API', () => {
     expect((await h.app.inject({ url: '/metrics' })).statusCode).toBe(401);
   });
 
+  it('lists tickets only of a registered repository the caller may submit to', async () => {
+    await h.close();
+    const asked: string[] = [];
+    h = await harness({ deps: { tickets: { listOpenIssues: async (repo: string) => (asked.push(repo), []) } } });
+    const app = await h.store.getRepo('app');
+    if (!app) throw new Error('the harness registers app');
+    await h.store.putRepo({ ...app, name: 'private', submitters: ['alice'] });
+    expect((await h.app.inject({ url: '/v1/tickets?repo=private', headers: h.auth('alice') })).statusCode).toBe(200);
+    for (const repo of ['private', '/etc', h.repo.path, '../../etc/passwd']) {
+      const answer = await h.app.inject({ url: `/v1/tickets?repo=${encodeURIComponent(repo)}`, headers: h.auth('bob') });
+      expect(answer.statusCode, repo).toBe(404);
+      expect(JSON.parse(answer.body).error).toMatchObject({ code: 'not_found', field: 'repo' });
+    }
+    expect(asked).toEqual(['private']);
+  });
+
+  it('answers the router errors (bad percent-encoding, a long id) with the API error body', async () => {
+    const bad = await h.app.inject({ url: '/v1/tasks/%FF%FE', headers: h.auth('alice') });
+    expect(bad.statusCode).toBe(400);
+    expect(JSON.parse(bad.body).error).toMatchObject({ code: 'bad_request', field: 'path' });
+    const long = await h.app.inject({ url: `/v1/tasks/${'x'.repeat(300)}`, headers: h.auth('alice') });
+    expect(long.statusCode).toBe(400);
+    expect(JSON.parse(long.body).error).toMatchObject({ code: 'bad_request', field: 'id' });
+  });
+
   it('scopes metrics to the caller (admins see all) and labels only registered repositories', async () => {
-    await h.store.putRepo({ name: 'app', source: '/srv/repos/app.git', defaultBranch: 'main', owners: [], submitters: [], createdAt: new Date().toISOString(), createdBy: 'admin' });
     await h.createTask('alice', { context: { repo: 'app', baseSha: 'a'.repeat(40) } });
     await h.createTask('alice', { context: { repo: 'app', baseSha: 'a'.repeat(40) } });
     await h.createTask('bob', { context: { repo: 'app', baseSha: 'a'.repeat(40) } });

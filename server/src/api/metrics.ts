@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Task, TaskEvent } from '@dockhand/protocol';
-import type { Store, User } from '../store/types';
+import type { RepoStore, Store, User } from '../store/types';
 import { requireUser } from './auth';
 import type { AppDeps } from './deps';
 
@@ -157,7 +157,7 @@ export const UNREGISTERED_REPO_LABEL = '(unregistered)';
  * label is a registered repository's name; tasks of repositories not (or no longer) registered
  * share one label, so the label's cardinality is bounded by the registry.
  */
-export async function loadMetrics(store: Store, user: User): Promise<MetricsGroup[]> {
+export async function loadMetrics(store: Store & Pick<RepoStore, 'listRepos'>, user: User): Promise<MetricsGroup[]> {
   const events = await store.eventsOfTypes(['model.turn', 'pr.opened', 'pr.outcome', 'task.state', 'review.requested_changes']);
   const registered = new Set((await store.listRepos()).map((registration) => registration.name));
   const tasks = (await allTasks(store, user.role === 'admin' ? undefined : user.name)).map((task) =>
