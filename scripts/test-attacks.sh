@@ -1,10 +1,41 @@
 #!/usr/bin/env bash
-# npm run test:attacks: the hostile-ticket suite (test/attacks/), then its counts as the last line.
+# npm run test:attacks: the attack suites (test/attacks/), then their counts summed into one JSON
+# object as the last line. Each suite appends one JSON line (`part`) to the report file; a part
+# that is missing (a suite that crashed before writing) counts as a failure.
 set -u
 cd "$(dirname "$0")/.."
 report="$(mktemp)"
 DOCKHAND_ATTACKS_REPORT="$report" npx vitest run --project e2e test/attacks
 code=$?
-if [ -s "$report" ]; then cat "$report"; else echo '{"hostile_cases":0,"hostile_failed":1,"error":"the attack suite wrote no report"}'; code=1; fi
+node - "$report" <<'JS' || code=1
+const fs = require('node:fs');
+const lines = fs.readFileSync(process.argv[2], 'utf8').split('\n').filter(Boolean);
+const parts = Object.fromEntries(lines.map((line) => JSON.parse(line)).map((part) => [part.part, part]));
+const real = parts['real-fleet'] ?? {};
+const gate = parts['content-gate'] ?? {};
+const missing = ['real-fleet', 'content-gate'].filter((name) => !parts[name]);
+const sum = (key) => (real[key] ?? 0) + (gate[key] ?? 0);
+const summary = {
+  hostile_cases: real.hostile_cases ?? 0,
+  hostile_failed: (real.hostile_failed ?? 0) + (missing.includes('real-fleet') ? 1 : 0),
+  scripted_cases: gate.hostile_cases ?? 0,
+  scripted_failed: (gate.hostile_failed ?? 0) + (missing.includes('content-gate') ? 1 : 0),
+  secret_formats: Math.max(real.secret_formats ?? 0, gate.secret_formats ?? 0),
+  secrets_missed: sum('secrets_missed'),
+  secrets_stored_plaintext: sum('secrets_stored_plaintext'),
+  fuzz_routes: real.fuzz_routes ?? 0,
+  fuzz_requests: real.fuzz_requests ?? 0,
+  fuzz_5xx: real.fuzz_5xx ?? (missing.includes('real-fleet') ? 1 : 0),
+  cross_user_checks: real.cross_user_checks ?? 0,
+  cross_user_leaks: real.cross_user_leaks ?? (missing.includes('real-fleet') ? 1 : 0),
+  unregistered_repo_accepted: real.unregistered_repo_accepted ?? 0,
+  seconds: real.seconds,
+  seeds: [real.seed, gate.seed].filter((seed) => seed !== undefined),
+  ...(missing.length ? { missing_parts: missing } : {}),
+};
+console.log(JSON.stringify(summary));
+const failures = ['hostile_failed', 'scripted_failed', 'secrets_missed', 'secrets_stored_plaintext', 'fuzz_5xx', 'cross_user_leaks', 'unregistered_repo_accepted'];
+process.exit(failures.some((key) => summary[key] !== 0) || missing.length ? 1 : 0);
+JS
 rm -f "$report"
 exit $code

@@ -1,5 +1,4 @@
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { createTwoFilesPatch } from 'diff';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,6 +10,7 @@ import { secretFormats, distinctRules } from '../../server/src/policy/testing/se
 import type { Fleet } from '../../server/src/runner/fleet';
 import type { AgentInput, AgentResult } from '../../server/src/runner/ports';
 import { composedFleet, git } from '../../server/src/runner/testing/composed-fleet';
+import { writeReportPart } from './support/report';
 
 /*
  * Hostile tickets against the content gate, through the whole fleet: the API (app.inject), the
@@ -194,8 +194,7 @@ afterAll(async () => {
     secrets_stored_plaintext: storedPlaintext,
     seed,
   };
-  writeFileSync(process.env['DOCKHAND_ATTACKS_REPORT'] ?? join(tmpdir(), 'dockhand-attacks.json'), `${JSON.stringify(summary)}\n`);
-  console.log(JSON.stringify(summary));
+  writeReportPart({ part: 'content-gate', ...summary });
   expect(storedPlaintext, 'secrets found in the raw SQLite bytes').toBe(0);
 }, 120_000);
 
