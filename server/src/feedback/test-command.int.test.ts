@@ -185,4 +185,34 @@ describe('the repository test command inside gVisor', { timeout: 300_000 }, () =
     expect(body).toContain('(full suite): 16 passed, 1 failed (1 of them pre-existing)');
     expect(body).toContain('- `legacy > float sum is exact`');
   });
+
+  it("the ticket's reproducing test fails at the base: a whitespace diff does not finish, the real fix does, the PR lists it", async () => {
+    const sandbox = await sandboxFor('counts');
+    const events = new MemoryEventSink();
+    const engine = new SmartFeedbackEngine({ repo: 'fixture/tape-reproducing' });
+    const ticket = { kind: 'text' as const, title: 'double(3) is 7', body: 'test/double.test.js fails at double(3); double() adds one for 3.' };
+    const whitespace = { name: 'edit_file', input: { path: 'src/double.js', command: 'replace', old_text: 'return value + value', new_text: 'return  value + value' } };
+    const finish = { name: 'finish', input: { summary: 'double() no longer adds one for 3' } };
+    const model = new ScriptedModel([{ tools: [whitespace] }, { tools: [finish] }, { tools: [FIX] }, { tools: [finish] }]);
+    const outcome = await runAgent({ task: { ticket }, sandbox, model, events, approver: new RecordingApprover(), feedback: engine });
+
+    const reproducing = 'double small numbers > double doubles 3';
+    expect(events.ofType('user.message')[0]?.data.text).toContain(`Reproducing tests: ${reproducing} (named in the ticket)`);
+    const finishes = events.ofType('tool.finished').filter((event) => event.data.name === 'finish');
+    expect(finishes.map((event) => event.data.isError)).toEqual([true, false]);
+    expect(finishes[0]?.data.output).toContain(`The ticket's reproducing test ${reproducing} still fails`);
+    expect(outcome.status).toBe('finished_verified');
+    const runs = events.ofType('tests.finished').map((event) => event.data);
+    expect(runs[0]).toMatchObject({ ok: false, reproducing: [{ id: reproducing, outcome: 'failed' }] });
+    const last = runs.at(-1)!;
+    expect(last).toMatchObject({ ok: true, scope: 'full', preExisting: ['legacy > float sum is exact'], reproducing: [{ id: reproducing, outcome: 'passed' }] });
+    const body = buildPullRequestBody({
+      ticket: { title: ticket.title },
+      summary: outcome.summary,
+      tests: { command: last.command, passed: last.passed, failed: last.failed, log: last.output, scope: last.scope, ...(last.reproducing ? { reproducing: last.reproducing } : {}) },
+      usage: { turns: 4, inputTokens: 1, outputTokens: 1, costUsd: 0 },
+    });
+    expect(body).toContain('**Reproducing tests**');
+    expect(body).toContain(`- \`${reproducing}\`: passes`);
+  });
 });
