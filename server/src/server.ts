@@ -47,7 +47,9 @@ export interface RunningServer {
  */
 export async function startServer(config: Config, options: { logger?: Logger; parts?: Partial<FleetParts>; handleSignals?: boolean } = {}): Promise<RunningServer> {
   const logger = options.logger ?? createLogger({ level: config.logLevel, secrets: [config.forge.pushToken ?? '', config.forge.webhookSecret ?? '', config.model.apiKey ?? '', config.databaseUrl ?? ''] });
-  logger.info({ role: config.role, dataDir: config.dataDir }, 'starting: opening the store, then the sandbox host…');
+  // Seconds since the process started: module loading, the part of start-up nothing else can log.
+  const loadedSeconds = Number(process.uptime().toFixed(2));
+  logger.info({ role: config.role, dataDir: config.dataDir, loadedSeconds }, `starting (modules loaded ${loadedSeconds} s after launch): opening the store, then the sandbox host…`);
   // The store and the mirror first: the sandbox service mirrors registered repositories only.
   const { store, hub } = options.parts?.store
     ? { store: options.parts.store, hub: options.parts.hub ?? new EventHub() }
@@ -61,6 +63,7 @@ export async function startServer(config: Config, options: { logger?: Logger; pa
         await store.close();
         throw error;
       });
+  logger.info('composing the fleet: API routes, scheduler, forge…');
   const fleet = await createFleet(config, {
     ...options.parts,
     store,

@@ -1,4 +1,5 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { resolve } from 'node:path';
 
@@ -24,26 +25,59 @@ export interface DockhandServe {
   output(): string;
 }
 
+let bundle: string | undefined;
+
 /**
- * `dockhand serve` as it ships (the CLI under tsx, from the repository root) on `port`, with `env`
- * over this process's environment; resolves once /healthz answers, fails with the server's output
- * if it exits first or does not answer within 60 s (then it is killed). Stopping it is the caller's.
+ * The server bundle as `npm start` and the README run it (esbuild, `scripts/build-server.mjs`),
+ * built once per test process into its own file so parallel test files never read a half-written
+ * one. Under tsx the same start took twice as long (quiet: 5–9 s against 2.7 s; load ≈ 30:
+ * 39–112 s against 17–60 s), all of it transpiling and loading modules.
+ */
+function serverBundle(): string {
+  if (bundle) return bundle;
+  const outfile = `server/dist/cli-test-${process.pid}.js`;
+  execFileSync(process.execPath, ['scripts/build-server.mjs', '--outfile', outfile], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+  process.once('exit', () => rmSync(resolve(ROOT, outfile), { force: true }));
+  bundle = outfile;
+  return outfile;
+}
+
+/** Without a new line of output for this long, a start is taken as hung (module loading alone printed nothing for ~50 s at load 30). */
+const QUIET_LIMIT_MS = 180_000;
+/** However much it prints, a start that takes longer than this is a failure. */
+const START_LIMIT_MS = 600_000;
+
+/**
+ * `dockhand serve` as it ships (the CLI bundle, from the repository root) on `port`, with `env`
+ * over this process's environment; resolves once /healthz answers. It waits as long as the server
+ * makes progress (a new output line within 3 minutes, each start-up stage logs one), and fails with
+ * the server's output if it exits first, goes quiet, or takes over 10 minutes (then it is killed).
+ * Stopping it is the caller's.
  */
 export async function startDockhandServe(port: number, env: Record<string, string>): Promise<DockhandServe> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'server/src/cli/bin.ts', 'serve'], {
+  const child = spawn(process.execPath, [serverBundle(), 'serve'], {
     cwd: ROOT,
     env: { ...process.env, DOCKHAND_PORT: String(port), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  const started = Date.now();
   let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  let lastOutput = started;
+  const take = (chunk: Buffer) => {
+    output += chunk.toString();
+    lastOutput = Date.now();
+  };
+  child.stdout?.on('data', take);
+  child.stderr?.on('data', take);
   const url = `http://127.0.0.1:${port}`;
-  for (let attempt = 0; attempt < 600; attempt += 1) {
+  for (;;) {
     if (child.exitCode !== null) throw new Error(`dockhand serve exited early:\n${output}`);
     if (await fetch(`${url}/healthz`).then((response) => response.ok, () => false)) return { child, url, output: () => output };
+    const now = Date.now();
+    if (now - lastOutput > QUIET_LIMIT_MS || now - started > START_LIMIT_MS) break;
     await new Promise((done) => setTimeout(done, 100));
   }
   child.kill('SIGKILL');
-  throw new Error(`dockhand serve did not answer /healthz within 60 s:\n${output}`);
+  const waited = ((Date.now() - started) / 1000).toFixed(0);
+  throw new Error(`dockhand serve did not answer /healthz after ${waited} s (no output for ${((Date.now() - lastOutput) / 1000).toFixed(0)} s):\n${output}`);
 }
