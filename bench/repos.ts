@@ -13,22 +13,38 @@
  * Prints a table, then one JSON line: repos, ready, oracle_prs, null_prs, infra_failures,
  * median_cold_build_s, median_snapshot_start_s, cold_over_snapshot, median_task_s, ...
  * Targets: ready = oracle_prs = repos, null_prs = 0, infra_failures = 0, cold_over_snapshot >= 50.
+ *
+ * `--with-earlier` (with `--data-dir`): the table and JSON line also take, for every corpus
+ * repository this run did not run, its latest row in that data dir's bench-rows.jsonl at the
+ * repository's current base commit (marked "earlier"), so a rerun of failed repositories with
+ * `--only` gives the figures of the whole corpus.
  */
-import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { buildCorpus, type CorpusEntry } from '../scripts/corpus/build';
+import { z } from 'zod';
+import { buildCorpus, corpusDir, type CorpusEntry } from '../scripts/corpus/build';
+import { CORPUS } from '../test/corpus/repos';
 import { checkBranch, runTask, startCorpusServer, type BranchCheck, type CorpusServer, type TaskOutcome } from '../test/corpus/harness';
 import { readinessOf, registerRepo } from '../test/corpus/registration';
 
 const { values } = parseArgs({
-  options: { only: { type: 'string' }, concurrency: { type: 'string', default: '1' }, 'data-dir': { type: 'string' }, keep: { type: 'boolean', default: false } },
+  options: {
+    only: { type: 'string' },
+    concurrency: { type: 'string', default: '1' },
+    'data-dir': { type: 'string' },
+    keep: { type: 'boolean', default: false },
+    'with-earlier': { type: 'boolean', default: false },
+  },
   strict: true,
 });
 
 interface Row {
   id: string;
+  /** When the row was made, and the base commit it was made at (a rebuilt repository has another). */
+  at: string;
+  baseSha: string;
   registered: string;
   ready: boolean;
   readiness: string;
@@ -50,7 +66,7 @@ const round = (value: number, digits = 1) => (Number.isFinite(value) ? Number(va
 const say = (line: string) => process.stdout.write(`${line}\n`);
 
 async function benchRepo(server: CorpusServer, entry: CorpusEntry): Promise<Row> {
-  const row: Row = { id: entry.id, registered: '', ready: false, readiness: '', notes: [] };
+  const row: Row = { id: entry.id, at: new Date().toISOString(), baseSha: entry.baseSha, registered: '', ready: false, readiness: '', notes: [] };
   const registration = await registerRepo(server, entry);
   row.registered = registration.how;
   if (!registration.ok) {
@@ -71,7 +87,8 @@ async function benchRepo(server: CorpusServer, entry: CorpusEntry): Promise<Row>
     try {
       row.branch = await checkBranch(server.dataDir, entry, row.oracle.pr.headSha);
       if (row.branch.source === 'snapshot') row.snapshotStartS = row.branch.startMs / 1000;
-      say(`  ${entry.id}: PR branch afresh in a new sandbox (${row.branch.source}, ${(row.branch.startMs / 1000).toFixed(2)} s): \`${row.branch.command}\` exit ${row.branch.exitCode}`);
+      const steps = Object.entries(row.branch.steps).map(([step, ms]) => `${step.replace(/Ms$/, '')} ${(ms / 1000).toFixed(2)}`).join(', ');
+      say(`  ${entry.id}: PR branch afresh in a new sandbox (${row.branch.source}, ${(row.branch.startMs / 1000).toFixed(2)} s: ${steps}): \`${row.branch.command}\` exit ${row.branch.exitCode}`);
       if (!row.branch.ok) row.notes.push(`PR branch suite failed: ${row.branch.tail.split('\n').slice(-3).join(' | ')}`);
     } catch (error) {
       row.notes.push(`PR branch check failed: ${error instanceof Error ? error.message : String(error)}`);
@@ -102,7 +119,7 @@ async function main(): Promise<void> {
           rows.push(row);
           appendFileSync(join(dataDir, 'bench-rows.jsonl'), `${JSON.stringify(row)}\n`);
         } catch (error) {
-          rows.push({ id: entry.id, registered: '', ready: false, readiness: '', notes: [`bench error: ${error instanceof Error ? error.message : String(error)}`] });
+          rows.push({ id: entry.id, at: new Date().toISOString(), baseSha: entry.baseSha, registered: '', ready: false, readiness: '', notes: [`bench error: ${error instanceof Error ? error.message : String(error)}`] });
         }
       }
     }));
@@ -110,21 +127,64 @@ async function main(): Promise<void> {
     await server.close();
     if (!values.keep && !values['data-dir']) rmSync(dataDir, { recursive: true, force: true });
   }
-  rows.sort((a, b) => entries.findIndex((entry) => entry.id === a.id) - entries.findIndex((entry) => entry.id === b.id));
+  const order = (id: string) => CORPUS.findIndex((repo) => repo.id === id);
+  const table: SummaryRow[] = [...rows];
+  if (values['with-earlier'] && values['data-dir']) table.push(...earlierRows(dataDir, new Set(rows.map((row) => row.id))));
+  table.sort((a, b) => order(a.id) - order(b.id));
+  report(table, rows.length);
+}
 
+const StoredTask = z.object({ state: z.string(), seconds: z.number(), pr: z.object({ number: z.number() }).passthrough().optional(), infrastructure: z.string().optional(), failure: z.string().optional() }).passthrough();
+const StoredRow = z.object({
+  id: z.string(),
+  at: z.string().optional(),
+  baseSha: z.string().optional(),
+  registered: z.string(),
+  ready: z.boolean(),
+  readiness: z.string(),
+  coldBuildS: z.number().optional(),
+  snapshotStartS: z.number().optional(),
+  oracle: StoredTask.optional(),
+  branch: z.object({ ok: z.boolean() }).passthrough().optional(),
+  nullTask: StoredTask.optional(),
+  notes: z.array(z.string()),
+  earlier: z.boolean().optional(),
+});
+/** What the table and the JSON line read: a row of this run, or one kept from an earlier run. */
+type SummaryRow = z.infer<typeof StoredRow>;
+
+/** The latest stored row of every corpus repository not in `skip`, at its current base commit. */
+function earlierRows(dataDir: string, skip: Set<string>): SummaryRow[] {
+  const file = join(dataDir, 'bench-rows.jsonl');
+  if (!existsSync(file)) return [];
+  const latest = new Map<string, SummaryRow>();
+  for (const line of readFileSync(file, 'utf8').split('\n').filter((text) => text.trim() !== '')) {
+    const parsed = StoredRow.safeParse(JSON.parse(line));
+    if (!parsed.success || skip.has(parsed.data.id)) continue;
+    const build = join(corpusDir(), parsed.data.id, 'build.json');
+    const baseSha = existsSync(build) ? z.object({ baseSha: z.string() }).safeParse(JSON.parse(readFileSync(build, 'utf8'))) : undefined;
+    // A row made before the repository was rebuilt (another base commit) is not its result now.
+    if (parsed.data.baseSha && baseSha?.success && baseSha.data.baseSha !== parsed.data.baseSha) continue;
+    latest.set(parsed.data.id, { ...parsed.data, earlier: true });
+  }
+  return [...latest.values()];
+}
+
+function report(rows: SummaryRow[], ranNow: number): void {
   say('');
+  if (rows.length > ranNow) say(`${ranNow} repositories run now; ${rows.length - ranNow} rows (marked *) from earlier runs in this data dir at the same base commit`);
   say(`${'repo'.padEnd(22)} ${'ready'.padEnd(6)} ${'cold s'.padStart(7)} ${'snap s'.padStart(7)} ${'oracle'.padEnd(16)} ${'branch'.padEnd(7)} ${'null'.padEnd(16)} ${'task s'.padStart(7)}`);
   for (const row of rows) {
     const oracle = row.oracle ? (row.oracle.pr ? `PR #${row.oracle.pr.number}` : row.oracle.state) : '-';
     const nullTask = row.nullTask ? (row.nullTask.pr ? `PR #${row.nullTask.pr.number}!` : `no PR (${row.nullTask.state})`) : '-';
-    say(`${row.id.padEnd(22)} ${(row.ready ? 'yes' : 'no').padEnd(6)} ${(row.coldBuildS?.toFixed(1) ?? '-').padStart(7)} ${(row.snapshotStartS?.toFixed(2) ?? '-').padStart(7)} ${oracle.padEnd(16)} ${(row.branch ? (row.branch.ok ? 'green' : 'RED') : '-').padEnd(7)} ${nullTask.padEnd(16)} ${(row.oracle?.seconds.toFixed(0) ?? '-').padStart(7)}`);
+    say(`${`${row.id}${row.earlier ? ' *' : ''}`.padEnd(22)} ${(row.ready ? 'yes' : 'no').padEnd(6)} ${(row.coldBuildS?.toFixed(1) ?? '-').padStart(7)} ${(row.snapshotStartS?.toFixed(2) ?? '-').padStart(7)} ${oracle.padEnd(16)} ${(row.branch ? (row.branch.ok ? 'green' : 'RED') : '-').padEnd(7)} ${nullTask.padEnd(16)} ${(row.oracle?.seconds.toFixed(0) ?? '-').padStart(7)}`);
     for (const note of [...row.notes, ...(row.oracle?.failure ? [`oracle: ${row.oracle.failure}`] : []), ...(row.oracle?.infrastructure ? [`oracle infrastructure: ${row.oracle.infrastructure}`] : []), ...(row.nullTask?.infrastructure ? [`null infrastructure: ${row.nullTask.infrastructure}`] : [])]) {
       say(`    ${note.replace(/\s+/g, ' ').slice(0, 300)}`);
     }
   }
   const coldBuild = median(rows.map((row) => row.coldBuildS ?? Number.NaN));
   const snapshotStart = median(rows.map((row) => row.snapshotStartS ?? Number.NaN));
-  const tasks = rows.flatMap((row) => [row.oracle, row.nullTask]).filter((task): task is TaskOutcome => task !== undefined);
+  const tasks = rows.flatMap((row) => [row.oracle, row.nullTask]).filter((task) => task !== undefined);
   const summary = {
     repos: rows.length,
     ready: rows.filter((row) => row.ready).length,
@@ -136,6 +196,8 @@ async function main(): Promise<void> {
     median_snapshot_start_s: round(snapshotStart, 2),
     cold_over_snapshot: round(coldBuild / snapshotStart),
     median_task_s: round(median(tasks.map((task) => task.seconds))),
+    cold_builds_measured: rows.filter((row) => row.coldBuildS !== undefined).length,
+    from_earlier_runs: rows.length - ranNow,
     registered_with: [...new Set(rows.map((row) => row.registered).filter(Boolean))],
   };
   say(JSON.stringify(summary));

@@ -27,6 +27,7 @@ const ROOT = resolve(import.meta.dirname, '../..');
 const BUILD_FORMAT = 3;
 const AUTHOR = { name: 'Corpus Import', email: 'corpus@dockhand.invalid' };
 const LOCKFILES = ['package-lock.json', 'npm-shrinkwrap.json', 'pnpm-lock.yaml', 'yarn.lock'];
+const LOCKFILE_OF: Record<string, string | undefined> = { npm: 'package-lock.json', pnpm: 'pnpm-lock.yaml', yarn: 'yarn.lock', 'yarn-berry': 'yarn.lock' };
 const EXCLUDE = ['node_modules/', '.yarn/install-state.gz', '.pnpm-store/', 'coverage/', '.nyc_output/', '__pycache__/', '.pytest_cache/', '*.egg-info/'];
 
 export interface CorpusEntry {
@@ -197,17 +198,76 @@ function assemble(repo: CorpusRepo, root: string, work: string, tools: Toolchain
   // Yarn berry takes the nearest folder with a lockfile as the project: start this one's.
   if (repo.lockfile === 'yarn-berry') writeFileSync(join(work, 'yarn.lock'), '');
   if (install) must(run(install, work, tools, log), `${repo.id}: ${install}`, log);
+  const lockfile = LOCKFILE_OF[repo.lockfile];
+  const ignore = join(work, '.gitignore');
+  if (lockfile && existsSync(ignore)) {
+    // Several upstreams ignore their lockfile (they publish without one); a checkout that claims one commits it.
+    const lines = readFileSync(ignore, 'utf8').split('\n');
+    const kept = lines.filter((line) => line.trim().replace(/^\//, '') !== lockfile);
+    if (kept.length !== lines.length) {
+      writeFileSync(ignore, kept.join('\n'));
+      if (!repo.adjustments.some((line) => line.includes('.gitignore'))) notes.push(`${lockfile} taken out of .gitignore (upstream does not commit its lockfile)`);
+    }
+  }
   return { provenance, notes };
+}
+
+const sleep = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return typeof error === 'object' && error !== null && 'code' in error && error.code === 'EPERM';
+  }
+}
+
+/**
+ * One build of a repository at a time on this machine: a second builder (a bench run and the CI
+ * check, say) waits for the first and then finds its build up to date, instead of deleting the
+ * tree the first one is committing in (seen: "git commit … failed" with the other's files).
+ */
+export function withBuildLock<T>(home: string, say: (line: string) => void, work: () => T): T {
+  const lock = `${home}.lock`;
+  const deadline = Date.now() + 60 * 60_000;
+  for (let announced = false; ; ) {
+    try {
+      writeFileSync(lock, String(process.pid), { flag: 'wx' });
+      break;
+    } catch (error) {
+      if (!(typeof error === 'object' && error !== null && 'code' in error && error.code === 'EEXIST')) throw error;
+      const holder = Number(readFileSync(lock, 'utf8'));
+      if (!Number.isInteger(holder) || !alive(holder)) {
+        rmSync(lock, { force: true });
+        continue;
+      }
+      if (Date.now() > deadline) throw new Error(`${lock}: another build (pid ${holder}) has held it for an hour; remove the file if that process is stuck`);
+      if (!announced) say(`${home}: waiting for the build in process ${holder}`);
+      announced = true;
+      sleep(2000);
+    }
+  }
+  try {
+    return work();
+  } finally {
+    rmSync(lock, { force: true });
+  }
 }
 
 /** Builds one repository (or returns its last build when the recipe is unchanged). */
 export function buildRepo(repo: CorpusRepo, options: { force?: boolean; say?: (line: string) => void } = {}): CorpusEntry {
   const say = options.say ?? ((line: string) => process.stdout.write(`${line}\n`));
+  mkdirSync(corpusDir(), { recursive: true });
+  return withBuildLock(join(corpusDir(), repo.id), say, () => buildUnlocked(repo, options.force === true, say));
+}
+
+function buildUnlocked(repo: CorpusRepo, force: boolean, say: (line: string) => void): CorpusEntry {
   const root = corpusDir();
   const home = join(root, repo.id);
   const record = join(home, 'build.json');
   const hash = recipeHash(repo);
-  if (!options.force && existsSync(record)) {
+  if (!force && existsSync(record)) {
     const previous: CorpusEntry = JSON.parse(readFileSync(record, 'utf8'));
     if (previous.recipeHash === hash && existsSync(join(previous.path, '.git'))) {
       say(`${repo.id}: up to date (recipe ${hash}, base ${previous.baseSha.slice(0, 12)})`);
@@ -228,6 +288,8 @@ export function buildRepo(repo: CorpusRepo, options: { force?: boolean; say?: (l
   const what = provenance.map((entry) => entry.source).join('; ');
   git(work, ['commit', '-q', '-m', `Import ${repo.id}\n\n${what}\n\nAdjustments for a developer checkout:\n${[...repo.adjustments, ...notes].map((line) => `- ${line}`).join('\n')}`], log);
   const parentSha = git(work, ['rev-parse', 'HEAD'], log);
+  const lockfile = LOCKFILE_OF[repo.lockfile];
+  if (lockfile && !git(work, ['ls-files', lockfile], log)) throw new Error(`${repo.id}: ${lockfile} (lockfile ${repo.lockfile}) is not in the import commit; log ${log}`);
 
   const pristine = run(repo.test, work, tools, log);
   if (pristine.code !== 0) must(pristine, `${repo.id}: the test command on the pristine sources (${repo.test})`, log);

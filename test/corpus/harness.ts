@@ -229,6 +229,8 @@ export interface BranchCheck {
   /** How the fresh sandbox started (snapshot: a new container of the repository's snapshot). */
   source: string;
   startMs: number;
+  /** Where startMs went (SandboxService.acquire's steps). */
+  steps: { reconcileMs: number; mirrorMs: number; snapshotMs: number; containerMs: number };
   seconds: number;
   tail: string;
 }
@@ -249,13 +251,15 @@ export async function checkBranch(dataDir: string, entry: CorpusEntry, headSha: 
       const applied = await acquired.sandbox.exec({ cmd: ['git', 'apply', '--whitespace=nowarn', '-'], stdin: diff, timeoutMs: 60_000 });
       if (applied.exitCode !== 0) throw new Error(`git apply of the PR branch failed: ${applied.stderr}`);
       const command = acquired.sandbox.environment?.test.command ?? entry.test;
-      const result = await acquired.sandbox.exec({ cmd: ['bash', '-lc', command], timeoutMs: 30 * 60_000, outputCapBytes: 16 * 1024 });
+      // Not a login shell: /etc/profile resets PATH, dropping the snapshot's Node/pnpm/yarn toolchains.
+      const result = await acquired.sandbox.exec({ cmd: ['bash', '-c', command], timeoutMs: 30 * 60_000, outputCapBytes: 16 * 1024 });
       return {
         ok: result.exitCode === 0,
         exitCode: result.exitCode,
         command,
         source: acquired.source,
         startMs: acquired.startMs,
+        steps: acquired.steps,
         seconds: (Date.now() - started) / 1000,
         tail: `${result.stdout}\n${result.stderr}`.trim().split('\n').slice(-15).join('\n'),
       };

@@ -105,7 +105,7 @@ export const CORPUS: CorpusRepo[] = [
     node: '18',
     defaultBranch: 'master',
     test: 'npm test',
-    adjustments: ['package-lock.json generated (npm install --package-lock-only)', '.nvmrc 18'],
+    adjustments: ['package-lock.json committed: taken out of upstream\'s .gitignore (it publishes without a lockfile)', 'package-lock.json generated (npm install --package-lock-only)', '.nvmrc 18'],
     small: true,
     bug: {
       file: 'index.js',
@@ -195,7 +195,7 @@ export const CORPUS: CorpusRepo[] = [
     defaultBranch: 'main',
     test: 'yarn test',
     packageJson: { scripts: { test: 'ava' } },
-    adjustments: ['yarn.lock generated with yarn 1.22.22', 'packageManager yarn@1.22.22', '.nvmrc 20', 'test script "xo && ava && tsd" → "ava" (lint and type checks are not tests)'],
+    adjustments: ['yarn.lock committed: taken out of upstream\'s .gitignore (it publishes without a lockfile)', 'yarn.lock generated with yarn 1.22.22', 'packageManager yarn@1.22.22', '.nvmrc 20', 'test script "xo && ava && tsd" → "ava" (lint and type checks are not tests)'],
     small: true,
     bug: {
       file: 'index.js',
@@ -221,7 +221,7 @@ export const CORPUS: CorpusRepo[] = [
     test: 'yarn test',
     packageJson: { scripts: { test: 'ava' } },
     files: { '.yarnrc.yml': 'nodeLinker: node-modules\nenableTelemetry: false\n' },
-    adjustments: ['yarn.lock generated with yarn 4.9.1 (.yarnrc.yml nodeLinker node-modules)', 'packageManager yarn@4.9.1', '.nvmrc 18 (ava 1 transpiles the ESM test; Node 20+ would load it as ESM)', 'test script "xo && ava && tsd" → "ava"'],
+    adjustments: ['yarn.lock committed: taken out of upstream\'s .gitignore (it publishes without a lockfile)', 'yarn.lock generated with yarn 4.9.1 (.yarnrc.yml nodeLinker node-modules)', 'packageManager yarn@4.9.1', '.nvmrc 18 (ava 1 transpiles the ESM test; Node 20+ would load it as ESM)', 'test script "xo && ava && tsd" → "ava"'],
     small: true,
     bug: {
       file: 'index.js',
