@@ -34,12 +34,39 @@ function escapeRegex(text: string): string {
   return `^${text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`;
 }
 
+const COVERAGE_WRAPPERS = new Set(['c8', 'nyc']);
+/** c8's and nyc's options whose value is the next word. */
+const COVERAGE_VALUE_OPTIONS = new Set(['-r', '--reporter', '-x', '--exclude', '-n', '--include', '-e', '--extension', '-o', '--report-dir', '--reports-dir', '--temp-directory', '--lines', '--branches', '--functions', '--statements', '--src', '-i', '--require']);
+
+/**
+ * The head without coverage wrappers (`c8 --100`, `nyc --check-coverage`): a coverage threshold
+ * holds for the whole suite, so on a selection (or one file per process) it fails green tests.
+ * The whole command, and the full run before a PR, keep the wrapper as written.
+ */
+function withoutCoverage(head: ShellWord[]): ShellWord[] {
+  const kept: ShellWord[] = [];
+  for (let index = 0; index < head.length; index++) {
+    const word = head[index];
+    if (!word || !COVERAGE_WRAPPERS.has(word.value.split('/').pop() ?? word.value)) {
+      if (word) kept.push(word);
+      continue;
+    }
+    if (kept.at(-1)?.value === 'npx') kept.pop();
+    while ((head[index + 1]?.value ?? '').startsWith('-')) {
+      index++;
+      const option = head[index]?.value ?? '';
+      if (!option.includes('=') && COVERAGE_VALUE_OPTIONS.has(option)) index++;
+    }
+  }
+  return kept;
+}
+
 /** The runner step with its reporter; `targets` replace the script's own paths. */
 function invocationShell(invocation: RunnerInvocation, targets: TestTarget[] | undefined, python?: string): { script: string; shown: string } {
   const files = targets ? [...new Set(targets.map((target) => target.file))].map(shellQuote).join(' ') : words(invocation.paths);
   const names = (targets ?? []).flatMap((target) => target.names ?? []);
   const pattern = names.length > 0 ? shellQuote(names.map(escapeRegex).join('|')) : undefined;
-  const head = words(invocation.head);
+  const head = words(targets ? withoutCoverage(invocation.head) : invocation.head);
   const flags = words(invocation.flags);
   const join = (...parts: Array<string | undefined>) => parts.filter((part) => part && part.length > 0).join(' ');
   const withReport = (shown: string) => ({

@@ -76,6 +76,14 @@ describe('the repository test command: which runner its script uses', () => {
     );
   });
 
+  it('runs a selection without the coverage wrapper, whose threshold is the whole suite\'s', () => {
+    const c8 = planTestCommand('npm test', pkg({ test: 'c8 --100 node --test && tstyche' }));
+    expect(selectedPlan(c8, [{ file: 'test/index.test.js' }]).command).toBe('node --test --test-reporter=tap test/index.test.js');
+    expect(wholeCommandPlan(c8).command).toBe('npm test → c8 --100 node --test --test-reporter=tap && tstyche');
+    const nyc = planTestCommand('npm test', pkg({ test: "npx nyc --check-coverage --lines=90 tape 'test/**/*.js'" }));
+    expect(selectedPlan(nyc, [{ file: 'test/a.js' }]).command).toBe('tape test/a.js');
+  });
+
   it('does not model what it cannot see', () => {
     expect(splitChain('jest $(cat files)')).toBeUndefined();
     expect(splitChain('jest > out.txt')).toBeUndefined();
