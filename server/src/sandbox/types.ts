@@ -7,7 +7,7 @@ import type { EnvironmentRecipe } from '@dockhand/protocol';
  */
 
 export interface ExecOptions {
-  /** argv form; use ['bash', '-lc', script] for shell. */
+  /** argv form; use ['bash', '-c', script] for shell (not -lc: /etc/profile resets PATH, dropping the toolchains). */
   cmd: string[];
   /** Working directory relative to the workspace root. Default: the workspace root. */
   cwd?: string;

@@ -35,7 +35,9 @@ export const runCommandTool = defineTool({
       }
     }
     const result = await sandbox.exec({
-      cmd: ['bash', '-lc', input.command],
+      // Not a login shell: Debian's /etc/profile resets PATH and would drop the snapshot's
+      // toolchains (the repository's Node, pnpm, yarn) for the Debian defaults.
+      cmd: ['bash', '-c', input.command],
       cwd,
       timeoutMs: input.timeout_seconds * 1000,
       outputCapBytes: OUTPUT_CAP_BYTES,
