@@ -23,6 +23,8 @@ export interface AcquiredSandbox {
   /** warm_pool: an idle started sandbox; snapshot: a new container of an existing snapshot; cold: the snapshot was built for this task. */
   source: SandboxSource;
   startMs: number;
+  /** Where startMs went: the start-up reconcile wait, the mirror, the snapshot's lookup (or build), the container. */
+  steps: { reconcileMs: number; mirrorMs: number; snapshotMs: number; containerMs: number };
   snapshotImage: string;
 }
 
@@ -53,8 +55,11 @@ export class SandboxService {
     await this.reconciling;
     const { driver, mirror, snapshots, pool } = this.parts;
     const progress = request.onProgress;
+    const reconciledMs = Date.now() - started;
     const mirrorPath = await mirror.ensure(request.repo, request.baseSha);
+    const mirroredMs = Date.now() - started;
     const snapshot = await snapshots.resolve({ repo: request.repo, mirrorPath, sha: request.baseSha, ...(progress ? { onProgress: progress } : {}) });
+    const resolvedMs = Date.now() - started;
     // A thin bundle on top of the snapshot's commit is enough to move its workspace.
     const bundle = (): Promise<Buffer> => mirror.bundle(mirrorPath, request.baseSha, snapshot.sha);
     let sandbox: DockerSandbox | undefined;
@@ -80,8 +85,10 @@ export class SandboxService {
     }
     this.held.set(sandbox.id, sandbox);
     const startMs = Date.now() - started;
-    this.parts.logger?.info({ taskId: request.taskId, sandbox: sandbox.id, source, startMs }, 'sandbox ready');
-    return { sandbox, source, startMs, snapshotImage: snapshot.image };
+    // Where the start went (reconcile wait, mirror, snapshot lookup or build, container): a slow start names its step.
+    const steps = { reconcileMs: reconciledMs, mirrorMs: mirroredMs - reconciledMs, snapshotMs: resolvedMs - mirroredMs, containerMs: startMs - resolvedMs };
+    this.parts.logger?.info({ taskId: request.taskId, sandbox: sandbox.id, source, startMs, steps }, 'sandbox ready');
+    return { sandbox, source, startMs, steps, snapshotImage: snapshot.image };
   }
 
   async release(sandbox: Sandbox): Promise<void> {
