@@ -1,0 +1,78 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { BudgetedModelClient } from '../model/budgeted-client';
+import type { ModelClient, ModelTurnRequest } from '../model/types';
+import { PostgresStore } from './postgres';
+import { dropSchema, testDatabaseUrl, testSchema } from './postgres.test-support';
+
+/*
+ * Fleet-wide pieces on a real Postgres, each process with its own store (its own connections):
+ * the model rate budget and the leadership of the PR outcome poller.
+ */
+
+describe('fleet-wide coordination on Postgres', () => {
+  let url: string;
+  let schema: string;
+  let stores: PostgresStore[];
+  const open = async () => {
+    const store = await PostgresStore.open({ url, schema, poolSize: 3 });
+    stores.push(store);
+    return store;
+  };
+  beforeEach(async () => {
+    url = await testDatabaseUrl();
+    schema = testSchema();
+    stores = [];
+  });
+  afterEach(async () => {
+    for (const store of stores) await store.close();
+    await dropSchema(url, schema);
+  });
+
+  it('the rate budget is shared: a reservation that does not fit the minute waits until tokens are given back', async () => {
+    const [a, b] = [await open(), await open()];
+    const budgetA = a.modelBudget({ inputTokensPerMinute: 1000 });
+    const budgetB = b.modelBudget({ inputTokensPerMinute: 1000 });
+    const first = await budgetA.tryReserve(600);
+    expect('reservation' in first).toBe(true);
+    const refused = await budgetB.tryReserve(600);
+    expect(refused).toEqual({ waitMs: expect.any(Number) });
+    expect('waitMs' in refused && refused.waitMs).toBeGreaterThan(50_000);
+    if ('reservation' in first) await first.reservation.settle(100);
+    expect('reservation' in (await budgetB.tryReserve(600))).toBe(true);
+    expect(await budgetA.usage()).toEqual({ tokens: 700, requests: 2 });
+  });
+
+  it('a turn that does not fit waits for the budget instead of calling the model', async () => {
+    const store = await open();
+    const calls: number[] = [];
+    const inner: ModelClient = {
+      async turn() {
+        calls.push(Date.now());
+        return { model: 'm', costUsd: 0, message: { id: 'x', type: 'message', role: 'assistant', model: 'm', content: [], stop_reason: 'end_turn', stop_sequence: null, usage: { input_tokens: 10, output_tokens: 1, cache_read_input_tokens: 0, cache_creation_input_tokens: 0, cache_creation: null, server_tool_use: null, service_tier: null } } } as never;
+      },
+    };
+    const budget = store.modelBudget({ requestsPerMinute: 1 });
+    const client = new BudgetedModelClient(inner, budget);
+    const request: ModelTurnRequest = { system: [], tools: [], messages: [{ role: 'user', content: 'hi' }] };
+    await client.turn(request);
+    const controller = new AbortController();
+    const second = client.turn({ ...request, signal: controller.signal }).catch((error: unknown) => error);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(calls).toHaveLength(1);
+    expect(client.waits).toBe(1);
+    controller.abort(new Error('stop'));
+    expect(await second).toBeInstanceOf(Error);
+  });
+
+  it('one process leads the outcome poller; when it goes, another takes over', async () => {
+    const [a, b] = [await open(), await open()];
+    const leaderA = a.leadership('pr-outcome-poller');
+    const leaderB = b.leadership('pr-outcome-poller');
+    expect(await leaderA.isLeader()).toBe(true);
+    expect(await leaderB.isLeader()).toBe(false);
+    expect(await leaderA.isLeader()).toBe(true);
+    await a.close();
+    stores.splice(stores.indexOf(a), 1);
+    expect(await leaderB.isLeader()).toBe(true);
+  });
+});
