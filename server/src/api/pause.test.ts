@@ -93,6 +93,28 @@ describe('pause and resume', () => {
     expect((await post(task.id, 'pause')).statusCode).toBe(409);
   });
 
+  it('a paused sandbox that did not survive (its wall-clock limit) is replaced on resume, with the changes replayed', async () => {
+    const task = await h.createTask('alice');
+    const { agent, runner } = makeRunner(async (input, call) => {
+      if (call === 1) {
+        await editLikeTheAgent(input, 'two', 'TWO');
+        return { outcome: 'paused', summary: 'Paused by alice.', diff: await input.sandbox.diff() };
+      }
+      return { outcome: 'finished', summary: 'made two loud', diff: await input.sandbox.diff() };
+    });
+    await runner.run(task.id, new AbortController().signal);
+    expect(await stateOf(task.id)).toBe('paused');
+    const first = sandboxes.acquired[0]!;
+    first.exec = async () => { throw new Error('no such container'); };
+    sandboxes.alive.delete(first.id);
+    await post(task.id, 'resume');
+    await runner.run(task.id, new AbortController().signal);
+    expect(await stateOf(task.id)).toBe('awaiting_review');
+    expect(sandboxes.released).toContain(first.id);
+    expect(agent.calls[1]?.sandbox).toBe(sandboxes.acquired[1]);
+    expect((await h.store.getResult(task.id))?.diff).toContain('+TWO');
+  });
+
   it('pauses a queued task at once; a restarted server keeps it paused; resume puts it back in the queue', async () => {
     const task = await h.createTask('alice');
     const paused = await post(task.id, 'pause');
