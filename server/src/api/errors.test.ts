@@ -58,6 +58,26 @@ describe('error answers', () => {
   });
 });
 
+describe('reproducing tests at submission', () => {
+  it('a named test file that is not at the base commit is 400 naming reproducingTests.N; a suffix of one that is, or a test name, is accepted', async () => {
+    let repoPath = '';
+    const real = await harness({ deps: { baseFiles: gitBaseFiles(() => repoPath) } });
+    repoPath = real.repo.path;
+    try {
+      const missing = await real.app.inject({ method: 'POST', url: '/v1/tasks', headers: real.auth('alice'), payload: real.submitBody({ reproducingTests: ['parses negative numbers', 'test/nothing.test.js'] }) });
+      expect(missing.statusCode).toBe(400);
+      expect(errorOf(missing.body)).toMatchObject({ code: 'bad_request', field: 'reproducingTests.1' });
+      expect(errorOf(missing.body).message).toMatch(/^reproducingTests\.1: test\/nothing\.test\.js is not a file of app at [0-9a-f]{12}$/);
+      const accepted = await real.app.inject({ method: 'POST', url: '/v1/tasks', headers: real.auth('alice'), payload: real.submitBody({ reproducingTests: ['a.ts', 'src/a.ts', 'parses negative numbers'] }) });
+      expect(accepted.statusCode).toBe(202);
+      const task = await real.store.getTask(JSON.parse(accepted.body).id);
+      expect(task?.reproducingTests).toEqual(['a.ts', 'src/a.ts', 'parses negative numbers']);
+    } finally {
+      await real.close();
+    }
+  });
+});
+
 describe('review routes', () => {
   it('files?path=<directory> is 400 naming path, not a tree listing', async () => {
     let repoPath = '';
