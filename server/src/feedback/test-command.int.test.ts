@@ -136,6 +136,24 @@ describe('the repository test command inside gVisor', { timeout: 300_000 }, () =
     expect(selected).toMatchObject({ passed: 9, failed: 0, ok: true, wholeCommand: false });
   });
 
+  it("a repository's testCommand is what runs (the baseline and the selection), not its package.json test script", async () => {
+    const sandbox = await sandboxFor('test-command', { 'package.json': JSON.stringify({ name: 'tape-repo', private: true, scripts: { test: 'node --test' } }, null, 2) });
+    // What the recipe holds for `testCommand: tape test/double.test.js test/triple.test.js` in .dockhand/policy.yml
+    // (server/src/sandbox/environments.int.test.ts proves policy.yml's testCommand reaches sandbox.environment).
+    sandbox.environment = { ...RECIPE, test: { command: 'tape test/double.test.js test/triple.test.js', source: '.dockhand/policy.yml testCommand' } };
+    const baseline = await runBaseline(sandbox);
+    expect(baseline).toMatchObject({ runner: 'tape', passed: 14, failed: 1, preExistingFailures: ['double small numbers > double doubles 3'] });
+    expect(baseline.command).toContain('tape test/double.test.js test/triple.test.js');
+    expect(baseline.command).not.toContain('node --test');
+
+    const engine = new SmartFeedbackEngine({ repo: 'fixture/tape-test-command' });
+    await sandbox.writeFile('src/triple.js', "'use strict';\nmodule.exports = function triple(value) {\n  return value + value + value;\n};\n");
+    const selected = await engine.runTests(sandbox, { scope: 'selected' });
+    expect(selected.command).toBe('tape test/triple.test.js');
+    expect(selected.selectionReason).toContain('passed to tape of `tape test/double.test.js test/triple.test.js` from .dockhand/policy.yml testCommand');
+    expect(selected).toMatchObject({ passed: 6, failed: 0, ok: true });
+  });
+
   it('a crashing runner is an infrastructure result: its event, no red test, the task fails with test_infrastructure', async () => {
     const sandbox = await sandboxFor('crash', {
       'package.json': JSON.stringify({ name: 'tape-repo', scripts: { test: 'tape -r ./test/setup.js test/*.js | tap-spec' } }),
