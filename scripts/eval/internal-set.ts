@@ -29,7 +29,16 @@ import { readInstances, writeInstances, type EvalInstance } from '../../server/s
 import { hasCommit, plantedBase } from '../../server/src/eval/git-tree';
 import { makeInstances } from '../../server/src/eval/make';
 import { openEvalSession } from '../../server/src/eval/session';
-import { buildCorpus, type CorpusEntry } from '../corpus/build';
+import { z } from 'zod';
+import { buildCorpus, corpusDir } from '../corpus/build';
+
+/** What the set needs of a corpus repository. */
+interface CorpusEntry {
+  id: string;
+  path: string;
+  parentSha: string;
+  runner: string;
+}
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const FIXTURES = join(ROOT, 'test/fixtures');
@@ -125,10 +134,33 @@ export function buildFixtureRepos(reposDir: string): InternalRepo[] {
   ];
 }
 
+/**
+ * The corpus repositories of the set as the corpus's manifest records them; only those missing
+ * are built (a built one is used as it is, never rebuilt under whoever is building it).
+ */
+function corpusEntries(say: (line: string) => void): CorpusEntry[] {
+  const ids = Object.keys(CORPUS_PLANTED);
+  const manifestFile = join(corpusDir(), 'manifest.json');
+  const listed = existsSync(manifestFile) ? z.object({ repos: z.array(z.object({ id: z.string(), path: z.string(), parentSha: z.string() }).passthrough()) }).parse(JSON.parse(readFileSync(manifestFile, 'utf8'))).repos : [];
+  const usable = (id: string) => listed.find((entry) => entry.id === id && existsSync(join(entry.path, '.git')) && hasCommit(entry.path, entry.parentSha));
+  const missing = ids.filter((id) => !usable(id));
+  let built: CorpusEntry[] = [];
+  try {
+    if (missing.length > 0) built = buildCorpus({ only: missing, say });
+  } catch (error) {
+    // A repository the corpus could not build leaves its instances out (materializeInstances says which); the rest run.
+    say(`corpus: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  return ids.flatMap((id) => {
+    const entry = built.find((candidate) => candidate.id === id) ?? usable(id);
+    return entry ? [{ id: entry.id, path: entry.path, parentSha: entry.parentSha, runner: typeof entry.runner === 'string' ? entry.runner : '' }] : [];
+  });
+}
+
 /** Every repository of the set: the corpus's (built by scripts/corpus/build.ts when missing) and the fixtures. */
 export function buildInternalRepos(reposDir: string, say: (line: string) => void = () => undefined): InternalRepo[] {
   mkdirSync(reposDir, { recursive: true });
-  const corpus = buildCorpus({ only: Object.keys(CORPUS_PLANTED), say });
+  const corpus = corpusEntries(say);
   return [
     ...corpus.map((entry) => ({
       name: entry.id,
@@ -154,9 +186,12 @@ export function materializeInstances(instancesFile: string, reposDir: string, re
   if (read.errors.length > 0) throw new Error(`${instancesFile}: ${read.errors.map((error) => `line ${error.line}: ${error.field}: ${error.message}`).join('; ')}`);
   const byRepo = new Map(repos.map((repo) => [repo.repo, repo]));
   let changed = 0;
-  const instances = read.records.map((instance): EvalInstance => {
+  const instances = read.records.flatMap((instance): EvalInstance[] => {
     const repo = byRepo.get(instance.repo);
-    if (!repo) throw new Error(`${instance.instance_id}: repo ${instance.repo} is not one of the internal set's repositories`);
+    if (!repo) {
+      say(`${instance.instance_id}: left out: its repository ${instance.repo} is not on this machine (the corpus did not build it)`);
+      return [];
+    }
     let base = instance.base_commit;
     const committedEnvironment = instance.environment_setup_commit ?? base;
     let environment = committedEnvironment;
@@ -166,14 +201,15 @@ export function materializeInstances(instancesFile: string, reposDir: string, re
       base = plantedBase(repo.path, environment, instance.instance_id, instance.patch ?? '', instance.test_patch);
     }
     git(repo.path, 'branch', '-f', `eval/${instance.instance_id}`, base);
-    if (base === instance.base_commit && environment === committedEnvironment) return instance;
+    if (base === instance.base_commit && environment === committedEnvironment) return [instance];
     changed++;
-    return { ...instance, base_commit: base, environment_setup_commit: environment };
+    return [{ ...instance, base_commit: base, environment_setup_commit: environment }];
   });
+  changed += read.records.length - instances.length;
   if (changed === 0 && !out) return instancesFile;
   const local = out ?? join(reposDir, 'instances.jsonl');
   writeFileSync(local, changed === 0 ? text : writeInstances(instances));
-  if (changed > 0) say(`${changed} of ${instances.length} bases rebuilt on this machine's commits (the corpus build gave other SHAs): ${local}`);
+  if (changed > 0) say(`${changed} of ${read.records.length} instances rebased on this machine's commits or left out (the corpus build gave other SHAs or no repository): ${local}`);
   return local;
 }
 

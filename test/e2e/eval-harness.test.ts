@@ -66,7 +66,9 @@ async function runAndKill(runDir: string): Promise<{ output: string; killed: boo
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const running = child;
   const exited = new Promise<void>((done) => running.once('exit', () => done()));
+  const started = Date.now();
   while (running.exitCode === null && resultFiles(runDir).length === 0) await new Promise((done) => setTimeout(done, 250));
+  process.stdout.write(`[eval e2e] first result after ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
   const killed = running.exitCode === null;
   if (killed) running.kill('SIGKILL');
   await exited;
@@ -85,7 +87,12 @@ describe('dockhand eval on the internal set (buggy-calc, gVisor)', () => {
     const finishedAt = statSync(finishedPath).mtimeMs;
 
     const lines: string[] = [];
-    const resumed = await runEvaluation({ instancesFile, runDir: goldDir, mode: 'gold', reposDir, dataDir, concurrency: 2, onProgress: (line) => lines.push(line) });
+    const say = (line: string) => {
+      lines.push(line);
+      process.stdout.write(`[eval e2e] ${line}\n`);
+    };
+    say(`killed after ${finishedFile}`);
+    const resumed = await runEvaluation({ instancesFile, runDir: goldDir, mode: 'gold', reposDir, dataDir, concurrency: 2, onProgress: say });
     expect(resumed.resumedDone, lines.join('\n')).toBe(1);
     expect(resumed.settled, lines.join('\n')).toBe(1);
     expect(readFileSync(finishedPath, 'utf8')).toBe(finishedBytes);
@@ -102,13 +109,13 @@ describe('dockhand eval on the internal set (buggy-calc, gVisor)', () => {
       await store.close();
     }
 
-    const gold = await gradePredictions({ instancesFile, predictionsFile: resumed.predictionsFile, dataDir, reposDir, concurrency: 2 });
+    const gold = await gradePredictions({ instancesFile, predictionsFile: resumed.predictionsFile, dataDir, reposDir, concurrency: 2, onProgress: say });
     expect(gold.grades.map((grade) => `${grade.instance_id} ${grade.status}`).sort(), JSON.stringify(gold.grades, null, 2)).toEqual(IDS.map((id) => `${id} resolved`).sort());
 
-    const nullRun = await runEvaluation({ instancesFile, runDir: join(scratch, 'run-null'), mode: 'null', reposDir, dataDir, concurrency: 2 });
+    const nullRun = await runEvaluation({ instancesFile, runDir: join(scratch, 'run-null'), mode: 'null', reposDir, dataDir, concurrency: 2, onProgress: say });
     expect(nullRun.results.filter((result) => result.reachedReview), JSON.stringify(nullRun.results, null, 2)).toEqual([]);
     const none = await gradePredictions({ instancesFile, predictionsFile: nullRun.predictionsFile, dataDir, reposDir, concurrency: 2 });
     expect(none.resolved).toBe(0);
     expect(none.grades.map((grade) => grade.status)).toEqual(['empty_patch', 'empty_patch']);
-  }, 8 * 60_000);
+  }, 10 * 60_000);
 });

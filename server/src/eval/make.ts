@@ -61,9 +61,9 @@ async function suite(session: EvalSession, sandbox: Sandbox, repo: string): Prom
   return report.cases;
 }
 
-/** Cases that are tests (not a whole file reported failed because it could not load). */
+/** Cases that are tests (not a whole file reported failed because it could not load, nor a case without a name). */
 function realTests(cases: TestCaseResult[]): TestCaseResult[] {
-  return cases.filter((testCase) => testCase.id !== testCase.file);
+  return cases.filter((testCase) => testCase.id !== testCase.file && testCase.id.trim() !== '');
 }
 
 const sourceFile = (path: string) => /\.(m?js|cjs|ts|py)$/.test(path) && !isTestPath(path) && !/(^|\/)(node_modules|dist|build|vendor|examples?|docs?|scripts?|bench(mark)?s?)\//.test(path) && !/(^|\/)(setup|conftest|__init__)\.py$|\.d\.ts$|\.config\.[cm]?[jt]s$/.test(path);
