@@ -1,0 +1,267 @@
+/**
+ * `npm run bench:scale` — the design's peak in miniature, on a real Postgres: TASKS concurrent tasks
+ * (default 300) across WORKERS worker processes (default 10, `bench/scale/worker.ts`: the real
+ * runner, agent loop, policy and local forge; a sandbox stand-in) and 2 API replicas
+ * (`dockhand serve --role api`), the replay model with an input-tokens-per-minute limit, and the
+ * fleet's rate budget in Postgres a little under it. Every task is watched over a WebSocket on one
+ * of the two replicas, approved when it reaches review, and pushed. Halfway (half the tasks in
+ * review) 2 workers are killed with SIGKILL; their tasks are resumed elsewhere after the lease.
+ *
+ * Scaling (this machine has 2 cores shared with other work): a tool call of the stand-in sandbox
+ * takes TOOL_MS (default 200 ms, a real run_command takes seconds) and the verified stop's test run
+ * TEST_MS (400 ms), so a task's turns come about as fast as the fleet of the design (310 sandboxes,
+ * ~15 model calls/s) makes them; the token limit is scaled to the cassette's request sizes.
+ * The real-gVisor concurrency probe is not part of this run yet (see the README).
+ * The LAST line is one JSON object.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import WebSocket from 'ws';
+import { z } from 'zod';
+import { ServerFrame, Task, type TaskEvent } from '@dockhand/protocol';
+import { InMemoryPullRequestStore, LocalForge } from '../server/src/forge';
+import { startReplayServer } from '../server/src/model/replay/server';
+import { PostgresStore } from '../server/src/store/postgres';
+import { createFixtureRepo } from '../test/support/fixture-repo';
+import { freePort, startDockhandServe, type DockhandServe } from '../test/support/local-server';
+import { startPrivatePostgres } from '../test/support/private-postgres';
+import { registerRepo } from '../test/support/register-repo';
+
+const ROOT = resolve(import.meta.dirname, '..');
+const TASKS = Number(process.env.TASKS ?? 300);
+const WORKERS = Number(process.env.WORKERS ?? 10);
+const KILLS = Number(process.env.KILLS ?? 2);
+const TOOL_MS = Number(process.env.TOOL_MS ?? 200);
+const TEST_MS = Number(process.env.TEST_MS ?? 400);
+const LEASE_SECONDS = Number(process.env.LEASE_SECONDS ?? 10);
+const REPLAY_TPM = Number(process.env.REPLAY_TPM ?? 3_000_000);
+const BUDGET_TPM = Math.floor(REPLAY_TPM * 0.9);
+const SESSION = 'scale';
+
+const out = (line: string) => process.stdout.write(`${line}\n`);
+const percentile = (values: number[], p: number) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
+};
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface Tracked {
+  id: string;
+  createdAt: number;
+  replica: number;
+  events: TaskEvent[];
+  fanout: number[];
+  approved: boolean;
+}
+
+async function main() {
+  const root = mkdtempSync(join(tmpdir(), 'dockhand-bench-scale-'));
+  const postgres = await startPrivatePostgres({ listen: [], trustNetwork: '127.0.0.1/32' });
+  const replay = await startReplayServer({ limits: { inputTokensPerMinute: REPLAY_TPM } });
+  const children: ChildProcess[] = [];
+  try {
+    replay.addCassette(SESSION, {
+      turns: [
+        { name: 'fix', content: [{ type: 'tool_use', name: 'edit_file', input: { path: 'src/calc.js', command: 'replace', old_text: 'let index = 1;', new_text: 'let index = 0;' } }] },
+        { name: 'run the tests', content: [{ type: 'tool_use', name: 'run_command', input: { command: 'npm test' } }] },
+        { name: 'finish', content: [{ type: 'tool_use', name: 'finish', input: { summary: 'average() now starts summing at index 0.' } }] },
+      ],
+    });
+    const fixture = createFixtureRepo('buggy-calc');
+    const bare = await new LocalForge({ dataDir: join(root, 'forge'), store: new InMemoryPullRequestStore() }).createRepository('calc', fixture.path);
+    const setup = await PostgresStore.open({ url: postgres.url('127.0.0.1'), poolSize: 2 });
+    await setup.createUser('alice', 'user');
+    const token = (await setup.createToken('alice')).token;
+    await setup.createUser('root', 'admin');
+    const adminToken = (await setup.createToken('root')).token;
+    const dataDir = (name: string) => {
+      const dir = join(root, name);
+      mkdirSync(dir, { recursive: true });
+      symlinkSync(join(root, 'forge'), join(dir, 'forge'));
+      return dir;
+    };
+    const common = {
+      DOCKHAND_DATABASE_URL: postgres.url('127.0.0.1'),
+      DOCKHAND_MODEL_BASE_URL: replay.url,
+      DOCKHAND_REPLAY_SESSION: SESSION,
+      DOCKHAND_LEASE_SECONDS: String(LEASE_SECONDS),
+      DOCKHAND_POLL_MS: '250',
+      DOCKHAND_LOG_LEVEL: 'warn',
+      DOCKHAND_RATE_LIMIT_PER_MINUTE: '100000',
+    };
+    out(`starting 2 API replicas and ${WORKERS} workers (tool call ${TOOL_MS} ms, test run ${TEST_MS} ms, replay limit ${REPLAY_TPM} input tokens/min, budget ${BUDGET_TPM})…`);
+    const apis: DockhandServe[] = await Promise.all([0, 1].map(async (i) => startDockhandServe(await freePort(), { ...common, DOCKHAND_DATA_DIR: dataDir(`api-${i}`), DOCKHAND_ROLE: 'api' })));
+    children.push(...apis.map((a) => a.child));
+    await registerRepo(apis[0]!.url, adminToken, 'calc', fixture.path);
+    const budget = new Map<number, { budgetWaits: number; budgetWaitedMs: number }>();
+    const workers = await Promise.all(Array.from({ length: WORKERS }, async (_, i) => {
+      const child = spawn(process.execPath, ['--import', 'tsx', 'bench/scale/worker.ts'], {
+        cwd: ROOT,
+        env: {
+          ...process.env, ...common, DOCKHAND_DATA_DIR: dataDir(`worker-${i}`), DOCKHAND_ROLE: 'worker',
+          DOCKHAND_CONCURRENCY: String(Math.ceil(TASKS / WORKERS)),
+          BENCH_TOOL_MS: String(TOOL_MS), BENCH_TEST_MS: String(TEST_MS), BENCH_BUDGET_TPM: String(BUDGET_TPM), BENCH_FIXTURE: fixture.path,
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      children.push(child);
+      let errors = '';
+      child.stderr?.on('data', (chunk: Buffer) => (errors = (errors + chunk.toString()).slice(-4000)));
+      let buffered = '';
+      let started = false;
+      child.stdout?.on('data', (chunk: Buffer) => {
+        buffered += chunk.toString();
+        const lines = buffered.split('\n');
+        buffered = lines.pop() ?? '';
+        for (const line of lines) {
+          const parsed = z.object({ budgetWaits: z.number(), budgetWaitedMs: z.number() }).safeParse(JSON.parse(line.startsWith('{') ? line : '{}'));
+          if (parsed.success) {
+            budget.set(i, parsed.data);
+            started = true;
+          }
+        }
+      });
+      const end = Date.now() + 300_000;
+      while (!started) {
+        if (child.exitCode !== null) throw new Error(`worker ${i} exited: ${errors}`);
+        if (Date.now() > end) throw new Error(`worker ${i} did not start: ${errors}`);
+        await sleep(200);
+      }
+      return child;
+    }));
+    const probe = setup;
+
+    // Submit everything, each task watched on one replica (alternating) from its first event.
+    const tracked = new Map<string, Tracked>();
+    const sockets: WebSocket[] = [];
+    const request = async <T>(replica: number, method: string, path: string, schema: z.ZodType<T>, body?: unknown): Promise<T> => {
+      const response = await fetch(`${apis[replica]!.url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      const text = await response.text();
+      if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${text}`);
+      return schema.parse(JSON.parse(text));
+    };
+    const approve = (task: Tracked) => {
+      if (task.approved) return;
+      task.approved = true;
+      void request(1 - task.replica, 'POST', `/v1/tasks/${task.id}/review`, Task, { action: 'approve', comments: [] }).catch((error: unknown) => {
+        task.approved = false;
+        out(`approve ${task.id}: ${String(error)}`);
+      });
+    };
+    const watch = (task: Tracked) => {
+      const after = task.events.at(-1)?.seq ?? 0;
+      const socket = new WebSocket(`${apis[task.replica]!.url.replace('http', 'ws')}/v1/tasks/${task.id}/events?after=${after}&token=${token}`);
+      sockets.push(socket);
+      socket.on('error', () => undefined);
+      socket.on('message', (data: Buffer) => {
+        const frame = ServerFrame.parse(JSON.parse(data.toString()));
+        if (frame.kind !== 'event') return;
+        const live = Date.now() - Date.parse(frame.event.ts);
+        task.events.push(frame.event);
+        if (live >= 0) task.fanout.push(live);
+        if (frame.event.type === 'task.state' && frame.event.data.state === 'awaiting_review') approve(task);
+      });
+    };
+    const started = Date.now();
+    out(`submitting ${TASKS} tasks…`);
+    for (let i = 0; i < TASKS; i += 20) {
+      await Promise.all(Array.from({ length: Math.min(20, TASKS - i) }, async (_, k) => {
+        const replica = (i + k) % 2;
+        const { id } = await request(replica, 'POST', '/v1/tasks', z.object({ id: z.string() }), {
+          ticket: { kind: 'text', title: `average() is off by one (${i + k})`, body: 'average([1, 2, 3]) should be 2.' },
+          context: { repo: 'calc', baseSha: fixture.sha },
+        });
+        const task: Tracked = { id, createdAt: 0, replica, events: [], fanout: [], approved: false };
+        tracked.set(id, task);
+        watch(task);
+      }));
+    }
+    const state = (task: Tracked) => [...task.events].reverse().find((e) => e.type === 'task.state');
+    const inState = (states: string[]) => [...tracked.values()].filter((t) => {
+      const last = state(t);
+      return last?.type === 'task.state' && states.includes(last.data.state);
+    });
+    // Halfway: kill KILLS workers (SIGKILL) with the tasks they hold.
+    while (inState(['awaiting_review', 'pushing', 'pr_open']).length < TASKS / 2) await sleep(200);
+    const held = new Map<string, string>();
+    for (const task of tracked.values()) {
+      const lease = await probe.getLease(task.id);
+      if (lease && lease.expiresAt > Date.now()) held.set(task.id, lease.workerId);
+    }
+    const victims = workers.slice(0, KILLS);
+    for (const victim of victims) victim.kill('SIGKILL');
+    const killedAt = Date.now();
+    out(`killed ${KILLS} workers at ${((killedAt - started) / 1000).toFixed(1)} s (${held.size} tasks held by the fleet then)`);
+    const deadline = Date.now() + Number(process.env.TIMEOUT_S ?? 900) * 1000;
+    while (inState(['pr_open', 'failed', 'cancelled', 'budget_exhausted']).length < TASKS && Date.now() < deadline) {
+      for (const task of inState(['awaiting_review'])) approve(task);
+      await sleep(500);
+    }
+    const elapsedS = (Date.now() - started) / 1000;
+    // The store's log is the truth; the clients' copies must equal it.
+    let gaps = 0;
+    let events = 0;
+    const pushes: number[] = [];
+    let resumed = 0;
+    let modelCalls = 0;
+    for (const task of tracked.values()) {
+      task.createdAt = Date.parse((await probe.getTask(task.id))?.createdAt ?? '');
+      const log = await probe.listEvents(task.id);
+      events += log.length;
+      if (log.map((e) => e.seq).join() !== task.events.map((e) => e.seq).join()) gaps += 1;
+      pushes.push(log.filter((e) => e.type === 'pr.opened').length);
+      if (log.filter((e) => e.type === 'sandbox.ready').length > 1) resumed += 1;
+      modelCalls += log.filter((e) => e.type === 'model.turn').length;
+    }
+    const finals = inState(['pr_open']).length;
+    const failed = inState(['failed', 'cancelled', 'budget_exhausted']).length;
+    const claims = [...tracked.values()].flatMap((t) => {
+      const first = t.events.find((e) => e.type === 'task.state' && e.data.state === 'provisioning');
+      return first ? [Date.parse(first.ts) - t.createdAt] : [];
+    });
+    const fanout = [...tracked.values()].flatMap((t) => t.fanout);
+    const waits = [...budget.values()].reduce((sum, b) => sum + b.budgetWaits, 0);
+    out(`${finals}/${TASKS} PRs open, ${failed} failed, ${events} events in ${elapsedS.toFixed(1)} s; ${resumed} tasks resumed on another worker; clients with a log unlike the store's: ${gaps}`);
+    out(`claim p50 ${percentile(claims, 50)} ms p99 ${percentile(claims, 99)} ms; fan-out p50 ${percentile(fanout, 50)} ms p99 ${percentile(fanout, 99)} ms; ${waits} turns waited for the rate budget; ${replay.rateLimited()} 429s`);
+    for (const socket of sockets) socket.close();
+    await setup.close();
+    out(JSON.stringify({
+      bench: 'scale',
+      tasks: TASKS,
+      workers: WORKERS,
+      api_replicas: 2,
+      workers_killed: KILLS,
+      tool_ms: TOOL_MS,
+      elapsed_s: Math.round(elapsedS),
+      events_per_s: Math.round(events / elapsedS),
+      model_calls_per_s: Math.round((modelCalls / elapsedS) * 10) / 10,
+      claim_p50_ms: percentile(claims, 50),
+      claim_p99_ms: percentile(claims, 99),
+      fanout_p99_ms: percentile(fanout, 99),
+      budget_waits: waits,
+      rate_limited_429s: replay.rateLimited(),
+      resumed,
+      max_pushes_per_task: Math.max(0, ...pushes),
+      lost_tasks: TASKS - finals - failed,
+      failed_tasks: failed,
+      client_logs_unlike_store: gaps,
+      max_concurrent_gvisor_tasks: null,
+    }));
+  } finally {
+    for (const child of children) child.kill('SIGKILL');
+    await replay.close();
+    postgres.stop();
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
+main().then(() => process.exit(0), (error: unknown) => {
+  process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`);
+  process.exit(1);
+});
