@@ -37,7 +37,9 @@ function serverBundle(): string {
   if (bundle) return bundle;
   const outfile = `server/dist/cli-test-${process.pid}.js`;
   execFileSync(process.execPath, ['scripts/build-server.mjs', '--outfile', outfile], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
-  process.once('exit', () => rmSync(resolve(ROOT, outfile), { force: true }));
+  process.once('exit', () => {
+    for (const file of [outfile, `${outfile}.map`]) rmSync(resolve(ROOT, file), { force: true });
+  });
   bundle = outfile;
   return outfile;
 }
