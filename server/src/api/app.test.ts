@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ErrorBody, ServerFrame, Task, TaskListResponse, type TaskEvent } from '@dockhand/protocol';
+import { secretFormats } from '../policy/testing/secret-formats';
 import { harness, taskBody, type Harness } from './test-support';
 
 let h: Harness;
@@ -19,6 +20,24 @@ describe('tasks API', () => {
     expect(task).toMatchObject({ owner: 'alice', state: 'queued', lastSeq: 2 });
     expect((await h.store.listEvents(id)).map((e) => e.type)).toEqual(['task.created', 'task.state']);
     expect(h.control.wakes).toBe(1);
+  });
+
+  it('masks secrets pasted into the ticket and the selection before the task is stored', async () => {
+    const [pat, aws] = [secretFormats(7).find((f) => f.rule === 'github-pat'), secretFormats(7).find((f) => f.rule === 'aws-access-token')].map((f) => f?.make());
+    if (!pat || !aws) throw new Error('formats');
+    const payload = h.submitBody({
+      ticket: { kind: 'issue', id: '3', title: `Rotate ${pat.secret}`, body: `The old key: ${aws.line}` },
+      context: { repo: 'app', baseSha: h.repo.sha, selection: { path: 'src/a.ts', startLine: 1, endLine: 1, text: pat.line } },
+    });
+    const res = await h.app.inject({ method: 'POST', url: '/v1/tasks', headers: h.auth('alice'), payload });
+    expect(res.statusCode, res.body).toBe(202);
+    const { id } = JSON.parse(res.body);
+    const answers = (await h.app.inject({ url: `/v1/tasks/${id}`, headers: h.auth('alice') })).body + JSON.stringify(await h.store.listEvents(id));
+    for (const secret of [pat.secret, aws.secret]) expect(answers.includes(secret)).toBe(false);
+    const task = Task.parse(JSON.parse((await h.app.inject({ url: `/v1/tasks/${id}`, headers: h.auth('alice') })).body));
+    expect(task.ticket.title).toMatch(/^Rotate \[secret:github-pat …[A-Za-z0-9]{4}\]$/);
+    expect(task.ticket.body).toContain('[secret:aws-access-token');
+    expect(task.context.selection?.text).toContain('[secret:github-pat');
   });
 
   it('names the bad field in a validation error', async () => {

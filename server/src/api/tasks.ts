@@ -30,6 +30,18 @@ import { changedFiles, contentAfter } from './diff-files';
 const TaskParams = z.object({ id: z.string().min(1).max(200) });
 
 /**
+ * The submission as it is stored: secrets in the ticket's title and body and in a selection's
+ * text become markers before the task row and `task.created` are written (a key pasted into a
+ * ticket is then never stored, shown to the model or put in a PR title).
+ */
+export function maskedSubmission(body: CreateTaskRequest, known: readonly string[]): CreateTaskRequest {
+  const ticket = { ...body.ticket, title: maskSecrets(body.ticket.title, { known }), body: maskSecrets(body.ticket.body, { known }) };
+  const { selection } = body.context;
+  const context = selection ? { ...body.context, selection: { ...selection, text: maskSecrets(selection.text, { path: selection.path, known }) } } : body.context;
+  return { ...body, ticket, context };
+}
+
+/**
  * A named reproducing test that is a file path must be a file at the base commit (by path suffix:
  * `foo.test.js` names `test/foo.test.js`). A test name cannot be checked before the suite has run
  * at the base; the agent's first note says when one is not in the suite.
@@ -68,7 +80,7 @@ export async function taskRoutes(app: FastifyInstance, deps: AppDeps): Promise<v
     // Before anything is stored: a registered repository the caller may use, and its base commit.
     const registration = await deps.repos.admit(user, request.body.context);
     await checkReproducingTests(deps, registration.name, request.body);
-    const body = { ...request.body, context: { ...request.body.context, repo: registration.name } };
+    const body = maskedSubmission({ ...request.body, context: { ...request.body.context, repo: registration.name } }, deps.events.knownSecrets);
     const { task, events } = await deps.store.createTask(user.name, body);
     deps.events.published(events);
     deps.control.wake();
