@@ -82,6 +82,8 @@ function fleetEnv(name: string, databaseHost: string, modelHost: string): Record
     DOCKHAND_LEASE_SECONDS: String(LEASE_SECONDS),
     DOCKHAND_POLL_MS: '200',
     DOCKHAND_LOG_LEVEL: 'info',
+    // The test polls the REST API; the per-user request limit is not what is under test here.
+    DOCKHAND_RATE_LIMIT_PER_MINUTE: '100000',
   };
 }
 
@@ -132,7 +134,7 @@ function diagnostics(): string {
   return [...workers.entries()].map(([name, worker]) => `--- ${name}\n${worker.output().slice(-3000)}`).join('\n');
 }
 
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, ms = 180_000): Promise<T> {
+async function waitFor<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, ms = 420_000): Promise<T> {
   const end = Date.now() + ms;
   while (Date.now() < end) {
     const value = await probe();
@@ -288,6 +290,7 @@ describe('scale-out: API replicas and workers as separate processes in their own
       const now = await leaseHolder(probe, id);
       return now && now !== holder ? now : undefined;
     });
+    step('task 1 taken over');
     await waitFor('awaiting_review', () => {
       const state = [...watcher.events].reverse().find((e) => e.event.type === 'task.state')?.event;
       if (state?.type === 'task.state' && ['failed', 'cancelled', 'budget_exhausted'].includes(state.data.state)) throw new Error(`task ended ${state.data.state}\n${diagnostics()}`);
@@ -323,7 +326,8 @@ describe('scale-out: API replicas and workers as separate processes in their own
 
     // The killed worker comes back (same node, same data directory) for the next test.
     await startWorker(nameOf(holder!) === 'worker-a' ? 'worker-a' : 'worker-b', victim.namespace);
-  });
+    // Two sandbox starts, a verified stop in gVisor and a push: ~2 min on a quiet machine, more at load 30+.
+  }, 900_000);
 
   it('a worker cut off from Postgres stops; the other resumes the task and the late write is refused by the fence', async () => {
     const replica = apis[1]!;
@@ -362,5 +366,5 @@ describe('scale-out: API replicas and workers as separate processes in their own
     expect(cutOff.output()).toMatch(new RegExp(`lease lost: ${holder}'s lease on task ${id} \\(epoch \\d+\\) is now held by ${resumedBy}`));
     await api(replica, 'POST', `/v1/tasks/${id}/review`, Task, { action: 'reject', comments: [] });
     watcher.close();
-  });
+  }, 600_000);
 });
