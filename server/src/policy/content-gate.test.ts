@@ -26,6 +26,8 @@ describe(`masking (seed ${seed})`, () => {
       expect(masked).toContain(`[secret:${format.rule}`);
       expect(masked.startsWith('before\n') && masked.endsWith('\nafter')).toBe(true);
       expect(maskSecrets(masked)).toBe(masked);
+      // A diff shown as text (edit_file's answer): every line behind a `+` is masked too.
+      if (format.rule !== 'private-key') expect(maskSecrets(`@@ -0,0 +1 @@\n+${line}\n`), `+${line}`).not.toContain(secret);
     }
   });
 

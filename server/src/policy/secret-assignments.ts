@@ -74,11 +74,12 @@ export const ASSIGNMENT_RULES: readonly SecretRule[] = [
   },
   {
     // In configuration (.env, YAML, ini, compose files): an unquoted value, with the name at the
-    // start of its line. Unquoted values elsewhere are code (`secrets: ReadonlyArray<string>`).
+    // start of its line (after a diff's `+`/`-` in free text such as edit_file's answer, which
+    // is masked as text, not as a diff). Unquoted values elsewhere are code (`secrets: ReadonlyArray<string>`).
     id: PASSWORD_ASSIGNMENT_RULE,
     keywords: NAME_KEYWORDS,
     description: 'Password or secret assigned to a secret-like name (password = "…", DB_PASSWORD=…)',
-    regex: rx(String.raw`^\s*(?:export\s+|-\s+)?(?<name>${SECRET_NAME})\s{0,3}(?:=|:)\s{0,3}(?<secret>[^\s'"\x60]{7,199}[^\s'"\x60,;)])(?:\s+#.*)?\s*$`, 'im'),
+    regex: rx(String.raw`^[+-]?\s*(?:export\s+|-\s+)?(?<name>${SECRET_NAME})\s{0,3}(?:=|:)\s{0,3}(?<secret>[^\s'"\x60]{7,199}[^\s'"\x60,;)])(?:\s+#.*)?\s*$`, 'im'),
     entropy: 3,
     allow: NON_SECRET_VALUES,
     stopwords: PLACEHOLDERS,
