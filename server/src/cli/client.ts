@@ -11,11 +11,20 @@ export class ApiClient {
     const headers: Record<string, string> = {};
     if (this.token) headers.authorization = `Bearer ${this.token}`;
     if (body !== undefined) headers['content-type'] = 'application/json';
-    let response: Response;
-    try {
-      response = await fetch(new URL(path, this.baseUrl), { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
-    } catch (error) {
-      throw new DockhandError('internal', `cannot reach the Dockhand server at ${this.baseUrl}`, { hint: 'start it with `dockhand serve` or pass --server', cause: error });
+    let response: Response | undefined;
+    // A GET is safe to repeat: a kept-alive connection the server closed as it was reused, or a
+    // connect that timed out on a loaded host, should not end a `repo check` that polls for minutes.
+    for (let attempt = 1; !response; attempt++) {
+      try {
+        response = await fetch(new URL(path, this.baseUrl), { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+      } catch (error) {
+        if (method === 'GET' && attempt < 3) {
+          await new Promise((done) => setTimeout(done, 1000 * attempt));
+          continue;
+        }
+        const reason = error instanceof Error && error.cause instanceof Error ? ` (${error.cause.message})` : '';
+        throw new DockhandError('internal', `cannot reach the Dockhand server at ${this.baseUrl}${reason}`, { hint: 'start it with `dockhand serve` or pass --server', cause: error });
+      }
     }
     const text = await response.text();
     const json: unknown = text ? JSON.parse(text) : undefined;

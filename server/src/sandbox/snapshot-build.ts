@@ -93,6 +93,9 @@ function buildEnvironment(request: BuildRequest): Record<string, string> {
   const berryMajor = berry ? Number(manager.version.split('.')[0]) : 0;
   // Yarn classic's cache is only a download cache; berry's cache is what Plug'n'Play runs from (kept in the workspace).
   if (manager?.name === 'yarn') env.YARN_CACHE_FOLDER = '/tmp/yarn-cache';
+  // Yarn classic gives a download 30 s; through the egress proxy on a loaded host a large tarball
+  // takes longer and the whole install fails (seen: core-js-2.6.12.tgz ESOCKETTIMEDOUT at load 40).
+  if (manager?.name === 'yarn') env.YARN_NETWORK_TIMEOUT = '300000';
   if (berry) Object.assign(env, { YARN_ENABLE_TELEMETRY: '0', YARN_ENABLE_GLOBAL_CACHE: 'false', YARN_ENABLE_PROGRESS_BARS: 'false' });
   if (request.egress.mode === 'proxy') {
     const url = request.egress.proxyUrl;
