@@ -315,7 +315,9 @@ describe('scale-out: API replicas and workers as separate processes in their own
     expect(watcher.events.length).toBeGreaterThan(seenBeforeKill);
     // Resumed on the other worker (a second sandbox), one push, one PR, one commit.
     expect(resumedBy).not.toBe(holder);
-    expect(log.filter((e) => e.type === 'sandbox.ready')).toHaveLength(2);
+    // At least two: the victim's and the taker's. A worker whose lease renewal runs late (load) aborts
+    // its run, releases the sandbox and starts another when it claims the task again, so more is legal.
+    expect(log.filter((e) => e.type === 'sandbox.ready').length).toBeGreaterThanOrEqual(2);
     expect(log.filter((e) => e.type === 'file.changed')).toHaveLength(1);
     expect(log.filter((e) => e.type === 'pr.opened')).toHaveLength(1);
     const opened = log.find((e) => e.type === 'pr.opened');
