@@ -134,7 +134,7 @@ async function main(): Promise<void> {
   report(table, rows.length);
 }
 
-const StoredTask = z.object({ state: z.string(), seconds: z.number(), pr: z.object({ number: z.number() }).passthrough().optional(), infrastructure: z.string().optional(), failure: z.string().optional() }).passthrough();
+const StoredTask = z.object({ state: z.string(), seconds: z.number(), pr: z.object({ number: z.number() }).optional(), infrastructure: z.string().optional(), failure: z.string().optional() });
 const StoredRow = z.object({
   id: z.string(),
   at: z.string().optional(),
@@ -145,7 +145,7 @@ const StoredRow = z.object({
   coldBuildS: z.number().optional(),
   snapshotStartS: z.number().optional(),
   oracle: StoredTask.optional(),
-  branch: z.object({ ok: z.boolean() }).passthrough().optional(),
+  branch: z.object({ ok: z.boolean() }).optional(),
   nullTask: StoredTask.optional(),
   notes: z.array(z.string()),
   earlier: z.boolean().optional(),
