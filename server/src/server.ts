@@ -5,7 +5,6 @@ import { createFleet, type Fleet, type FleetParts } from './runner/fleet';
 import { registeredMirror } from './runner/fleet';
 import type { SandboxProvider } from './runner/ports';
 import { createSandboxProvider } from './runner/sandboxes';
-import type { Scheduler } from './scheduler/scheduler';
 import { EventHub } from './store/hub';
 import { openStore } from './store/open';
 import { PostgresEventHub } from './store/postgres-hub';
@@ -23,10 +22,15 @@ const NO_SANDBOXES: SandboxProvider = {
  * a task becomes runnable (submitted, approved for push, sent back to work) and stops a task it
  * runs when an API replica cancelled it — not only at its next heartbeat.
  */
-function followStateNotices(hub: PostgresEventHub, scheduler: Scheduler): void {
+function followStateNotices(hub: PostgresEventHub, fleet: Fleet): void {
+  const { scheduler, runner } = fleet;
   hub.onNotice((notice) => {
     if (notice.type !== 'task.state') return;
-    if (notice.state === 'cancelled') scheduler.interrupt(notice.taskId);
+    if (notice.state === 'cancelled') {
+      scheduler.interrupt(notice.taskId);
+      // A paused task cancelled through another process (an API replica) holds its sandbox here with no run to release it.
+      if (!scheduler.active.includes(notice.taskId)) void runner.releaseSandbox(notice.taskId);
+    }
     else if (notice.state === 'queued' || notice.state === 'pushing' || notice.state === 'running') scheduler.wake();
   });
 }
@@ -79,7 +83,7 @@ export async function startServer(config: Config, options: { logger?: Logger; pa
   if (config.role !== 'api') {
     fleet.scheduler.start();
     fleet.outcomes.start();
-    if (hub instanceof PostgresEventHub) followStateNotices(hub, fleet.scheduler);
+    if (hub instanceof PostgresEventHub) followStateNotices(hub, fleet);
   }
   const storeKind = config.databaseUrl === undefined ? 'sqlite' : 'postgres';
   logger.info({ address, role: config.role, store: storeKind, dataDir: config.dataDir, worker: fleet.scheduler.workerId }, config.role === 'worker' ? 'dockhand worker claiming tasks' : 'dockhand server listening');

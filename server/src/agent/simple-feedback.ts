@@ -133,7 +133,7 @@ export class SimpleFeedbackEngine implements FeedbackEngine {
       };
     }
     const result = await sandbox.exec({
-      cmd: ['bash', '-lc', detected.command],
+      cmd: ['bash', '-c', detected.command],
       timeoutMs: this.options.timeoutMs ?? 600_000,
       outputCapBytes: 512 * 1024,
       signal: opts.signal,
