@@ -221,6 +221,15 @@ async function main() {
     }
     const finals = inState(['pr_open']).length;
     const failed = inState(['failed', 'cancelled', 'budget_exhausted']).length;
+    // Why tasks did not reach a PR: the failure code and the first words of its message, counted.
+    const causes = new Map<string, number>();
+    for (const task of inState(['failed', 'cancelled', 'budget_exhausted'])) {
+      const log = await probe.listEvents(task.id);
+      const failure = log.find((e) => e.type === 'task.failed');
+      const cause = failure?.type === 'task.failed' ? `${failure.data.code}: ${failure.data.message.slice(0, 120)}` : 'ended without task.failed';
+      causes.set(cause, (causes.get(cause) ?? 0) + 1);
+    }
+    for (const [cause, count] of [...causes].sort((a, b) => b[1] - a[1])) out(`  ${count} × ${cause}`);
     const claims = [...tracked.values()].flatMap((t) => {
       const first = t.events.find((e) => e.type === 'task.state' && e.data.state === 'provisioning');
       return first ? [Date.parse(first.ts) - t.createdAt] : [];
