@@ -70,7 +70,7 @@ export const listSymbolsTool = defineTool({
         : undefined;
       if (resident) {
         if (resident.matches === 0) return { output: `No file mentions ${name}.`, isError: false };
-        targets = [...new Set(resident.hits.map((hit) => asArgument(hit.path)))];
+        targets = [...new Set(resident.hits.map((hit) => asArgument(hit.path)))].sort();
       } else {
         const candidates = await sandbox.exec({
           cmd: ['rg', '-l', '-w', '-F', '--no-require-git', '--max-count', '1', '-e', name, '--', '.'],
@@ -79,7 +79,8 @@ export const listSymbolsTool = defineTool({
         });
         if (candidates.exitCode === 1) return { output: `No file mentions ${name}.`, isError: false };
         if (candidates.exitCode !== 0) throw new ToolError(`list_symbols failed: ${candidates.stderr.trim().slice(0, 1000)}`);
-        targets = candidates.stdout.split('\n').filter((line) => line.length > 0).slice(0, MAX_CANDIDATE_FILES);
+        // Sorted: ripgrep's file order varies from run to run, and the answer should not (nor the prompt cache's prefix).
+        targets = candidates.stdout.split('\n').filter((line) => line.length > 0).sort().slice(0, MAX_CANDIDATE_FILES);
       }
     }
     const { tags, stderr } = await runCtags(sandbox, targets, signal);
