@@ -20,6 +20,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import WebSocket from 'ws';
 import { z } from 'zod';
+import { apiJson } from '../test/support/api-json';
 import { ServerFrame, Task, type TaskEvent } from '@dockhand/protocol';
 import { InMemoryPullRequestStore, LocalForge } from '../server/src/forge';
 import { startReplayServer } from '../server/src/model/replay/server';
@@ -136,16 +137,8 @@ async function main() {
     // Submit everything, each task watched on one replica (alternating) from its first event.
     const tracked = new Map<string, Tracked>();
     const sockets: WebSocket[] = [];
-    const request = async <T>(replica: number, method: string, path: string, schema: z.ZodType<T>, body?: unknown): Promise<T> => {
-      const response = await fetch(`${apis[replica]!.url}${path}`, {
-        method,
-        headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      });
-      const text = await response.text();
-      if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${text}`);
-      return schema.parse(JSON.parse(text));
-    };
+    const request = <T>(replica: number, method: string, path: string, schema: z.ZodType<T>, body?: unknown): Promise<T> =>
+      apiJson(apis[replica]!.url, token, method, path, schema, body);
     const approve = (task: Tracked) => {
       if (task.approved) return;
       task.approved = true;

@@ -5,6 +5,7 @@ import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Task, TaskEvent } from '@dockhand/protocol';
 import { z } from 'zod';
+import { apiJson } from '../support/api-json';
 import { INTERRUPTED_TOOL_OUTPUT } from '../../server/src/agent/conversation';
 import { InMemoryPullRequestStore, LocalForge } from '../../server/src/forge';
 import { startReplayServer, type ReplayServer } from '../../server/src/model/replay/server';
@@ -51,15 +52,8 @@ async function startServer(session = SESSION): Promise<ChildProcess> {
   return started.child;
 }
 
-async function api<T>(method: string, path: string, schema: z.ZodType<T>, body?: unknown): Promise<T> {
-  const response = await fetch(`http://127.0.0.1:${port}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await response.text();
-  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${text}`);
-  return schema.parse(JSON.parse(text));
+function api<T>(method: string, path: string, schema: z.ZodType<T>, body?: unknown): Promise<T> {
+  return apiJson(`http://127.0.0.1:${port}`, token, method, path, schema, body);
 }
 
 const Events = z.object({ events: z.array(TaskEvent) });

@@ -5,6 +5,7 @@ import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { z } from 'zod';
+import { apiJson } from '../support/api-json';
 import { ServerFrame, Task, TaskEvent } from '@dockhand/protocol';
 import { InMemoryPullRequestStore, LocalForge } from '../../server/src/forge';
 import { startReplayServer, type ReplayServer } from '../../server/src/model/replay/server';
@@ -116,15 +117,8 @@ function workerId(name: string): string {
   return match[1];
 }
 
-async function api<T>(replica: DockhandServe, method: string, path: string, schema: z.ZodType<T>, body?: unknown): Promise<T> {
-  const response = await fetch(`${replica.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await response.text();
-  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${text}`);
-  return schema.parse(JSON.parse(text));
+function api<T>(replica: DockhandServe, method: string, path: string, schema: z.ZodType<T>, body?: unknown): Promise<T> {
+  return apiJson(replica.url, token, method, path, schema, body);
 }
 
 const Events = z.object({ events: z.array(TaskEvent) });
