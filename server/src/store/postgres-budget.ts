@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { z } from 'zod';
+import { DockhandError } from '../errors';
 
 const DB_NOW = '(extract(epoch from clock_timestamp()) * 1000)::bigint';
 const WINDOW_MS = 60_000;
@@ -23,47 +24,60 @@ const Granted = z.object({ id: z.number().nullable(), wait_ms: z.number() });
  * in `model_spend` before it calls the model, so the sum over the last minute (database clock) stays
  * under the provider's limits for the whole fleet, not per process. A reservation that does not fit
  * is refused with how long until enough of the window has passed; the caller waits that long and
- * asks again — the turn queues instead of meeting a 429. One transaction per ask, serialised by an
- * advisory lock (the check and the insert must not interleave between workers); rows older than
- * the window are deleted as it goes. A call costs two small writes, ~15/s at the design's peak.
+ * asks again — the turn queues instead of meeting a 429. One transaction (one round trip) per ask,
+ * serialised by an advisory lock (the check and the insert must not interleave between workers);
+ * rows older than the window are deleted as it goes. A call costs two small writes, ~15/s at the design's peak.
  */
 export class PostgresModelBudget {
   constructor(
     private readonly pool: pg.Pool,
     private readonly lockKey: string,
     readonly limits: BudgetLimits,
-  ) {}
-
-  /** Reserves `tokens` now, or says how many ms to wait before asking again. */
-  async tryReserve(tokens: number): Promise<{ reservation: Reservation } | { waitMs: number }> {
-    const client = await this.pool.connect();
-    try {
-      await client.query('BEGIN');
-      await client.query('SELECT pg_advisory_xact_lock($1::bigint)', [this.lockKey]);
-      await client.query(`DELETE FROM model_spend WHERE at <= ${DB_NOW} - ${WINDOW_MS}`);
-      const { rows } = await client.query(
-        `WITH window_spend AS (
-           SELECT COALESCE(SUM(tokens), 0)::float8 AS tokens, COUNT(*)::float8 AS requests, MIN(at) AS oldest FROM model_spend
-         ), fits AS (
-           SELECT ($2::float8 IS NULL OR tokens + $1 <= $2) AND ($3::float8 IS NULL OR requests + 1 <= $3) AS ok, oldest FROM window_spend
-         ), granted AS (
-           INSERT INTO model_spend (at, tokens) SELECT ${DB_NOW}, $1 FROM fits WHERE ok RETURNING id
-         )
-         SELECT (SELECT id::float8 FROM granted) AS id,
-                (SELECT CASE WHEN ok THEN 0 ELSE GREATEST(oldest + ${WINDOW_MS} - ${DB_NOW}, 50) END FROM fits)::float8 AS wait_ms`,
-        [tokens, this.limits.inputTokensPerMinute ?? null, this.limits.requestsPerMinute ?? null],
-      );
-      await client.query('COMMIT');
-      const granted = Granted.parse(rows[0]);
-      if (granted.id === null) return { waitMs: granted.wait_ms };
-      const id = granted.id;
-      return { reservation: { id, settle: (actual) => this.settle(id, actual) } };
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw error;
-    } finally {
-      client.release();
+  ) {
+    for (const field of ['inputTokensPerMinute', 'requestsPerMinute'] as const) {
+      const value = limits[field];
+      if (value !== undefined && (!Number.isFinite(value) || value <= 0)) {
+        throw new DockhandError('bad_request', `rate budget ${field} must be a positive number, not ${value}`, { field, hint: 'leave it unset for no limit' });
+      }
     }
+  }
+
+  /**
+   * Reserves `tokens` now, or says how many ms to wait before asking again. One round trip: the
+   * lock, the clean-up and the check-and-insert go as one multi-statement query, which Postgres
+   * runs as one implicit transaction (rolled back whole on an error) with a fresh snapshot per
+   * statement, so the check sees every reservation committed before the lock was granted. The
+   * advisory lock is held only while the server executes them — not across network round trips
+   * — which is what lets the whole fleet (300 tasks asking at once) through one lock: with a
+   * BEGIN … COMMIT of five round trips the lock queue outgrew the workers' connection pools.
+   * Every value is a number checked here, so it is written into the text (a multi-statement
+   * query cannot take parameters).
+   */
+  async tryReserve(tokens: number): Promise<{ reservation: Reservation } | { waitMs: number }> {
+    const amount = Math.max(0, Math.round(tokens));
+    if (!Number.isSafeInteger(amount)) throw new DockhandError('bad_request', `a rate budget reservation must be a whole number of tokens, not ${tokens}`, { field: 'tokens' });
+    const limit = (value: number | undefined) => (value === undefined ? 'NULL::float8' : `${value}::float8`);
+    const tpm = limit(this.limits.inputTokensPerMinute);
+    const rpm = limit(this.limits.requestsPerMinute);
+    if (!/^-?\d+$/.test(this.lockKey)) throw new DockhandError('internal', `rate budget lock key ${this.lockKey} is not an integer`);
+    const results: unknown = await this.pool.query(
+      `SELECT pg_advisory_xact_lock(${this.lockKey}::bigint);
+       DELETE FROM model_spend WHERE at <= ${DB_NOW} - ${WINDOW_MS};
+       WITH window_spend AS (
+         SELECT COALESCE(SUM(tokens), 0)::float8 AS tokens, COUNT(*)::float8 AS requests, MIN(at) AS oldest FROM model_spend
+       ), fits AS (
+         SELECT (${tpm} IS NULL OR tokens + ${amount} <= ${tpm}) AND (${rpm} IS NULL OR requests + 1 <= ${rpm}) AS ok, oldest FROM window_spend
+       ), granted AS (
+         INSERT INTO model_spend (at, tokens) SELECT ${DB_NOW}, ${amount} FROM fits WHERE ok RETURNING id
+       )
+       SELECT (SELECT id::float8 FROM granted) AS id,
+              (SELECT CASE WHEN ok THEN 0 ELSE GREATEST(oldest + ${WINDOW_MS} - ${DB_NOW}, 50) END FROM fits)::float8 AS wait_ms`,
+    );
+    const last = z.array(z.object({ rows: z.array(z.unknown()) })).min(3).parse(results).at(-1);
+    const granted = Granted.parse(last?.rows[0]);
+    if (granted.id === null) return { waitMs: granted.wait_ms };
+    const id = granted.id;
+    return { reservation: { id, settle: (actual) => this.settle(id, actual) } };
   }
 
   private async settle(id: number, tokens: number): Promise<void> {

@@ -42,6 +42,34 @@ describe('fleet-wide coordination on Postgres', () => {
     expect(await budgetA.usage()).toEqual({ tokens: 700, requests: 2 });
   });
 
+  it('reservations from many processes at once never overdraw the minute, and each is one round trip', async () => {
+    const stores = [await open(), await open(), await open()];
+    const budgets = stores.map((store) => store.modelBudget({ inputTokensPerMinute: 10_000, requestsPerMinute: 40 }));
+    // 60 asks of 300 tokens, 20 per process, all in flight together: 33 fit the tokens, 40 the requests.
+    const answers = await Promise.all(Array.from({ length: 60 }, (_, i) => budgets[i % 3]!.tryReserve(300)));
+    const granted = answers.filter((answer) => 'reservation' in answer).length;
+    expect(granted).toBe(33);
+    expect(await budgets[0]!.usage()).toEqual({ tokens: 9900, requests: 33 });
+    for (const answer of answers) if ('waitMs' in answer) expect(answer.waitMs).toBeGreaterThan(50_000);
+    // One query per ask: a pool of one connection serves many asks without a transaction held open.
+    const queries: string[] = [];
+    const pool = stores[0]!.pool;
+    const original = pool.query.bind(pool);
+    pool.query = ((text: string, ...rest: unknown[]) => {
+      queries.push(text);
+      return (original as (...args: unknown[]) => unknown)(text, ...rest);
+    }) as typeof pool.query;
+    await budgets[0]!.tryReserve(1);
+    expect(queries).toHaveLength(1);
+    expect(queries[0]).toContain('pg_advisory_xact_lock');
+  });
+
+  it('a limit that is not a positive number is refused, naming it', async () => {
+    const store = await open();
+    expect(() => store.modelBudget({ inputTokensPerMinute: 0 })).toThrow(/inputTokensPerMinute must be a positive number/);
+    expect(() => store.modelBudget({ requestsPerMinute: Number.NaN })).toThrow(/requestsPerMinute must be a positive number/);
+  });
+
   it('a turn that does not fit waits for the budget instead of calling the model', async () => {
     const store = await open();
     const calls: number[] = [];
