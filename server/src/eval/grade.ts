@@ -167,7 +167,6 @@ export async function gradePredictions(options: GradeOptions): Promise<GradeSumm
   const instances = instancesRead.records.filter((instance) => predictions.has(instance.instance_id) && (!options.only || options.only.includes(instance.instance_id)));
   const session = await openEvalSession({ dataDir: options.dataDir, scripted: false, runTasks: false, ...(options.concurrency ? { concurrency: options.concurrency } : {}) });
   try {
-    const repos = new Map<string, string>();
     const grades = await inPool(instances, session.config.scheduler.concurrency, async (instance) => {
       const started = Date.now();
       let grade: InstanceGrade;
@@ -175,8 +174,7 @@ export async function gradePredictions(options: GradeOptions): Promise<GradeSumm
         const repoPath = repositoryPathOf(instance, reposDir);
         if (!hasCommit(repoPath, instance.base_commit)) throw new Error(`base_commit ${instance.base_commit} is not in ${repoPath}`);
         const name = registeredName(instance.repo);
-        const repo = repos.get(name) ?? (await ensureRepository(session, name, repoPath));
-        repos.set(name, repo);
+        const repo = await ensureRepository(session, name, repoPath, instance.base_commit);
         grade = await gradeInstance(session.sandboxes.provider, instance, predictions.get(instance.instance_id), { repo, runs: options.runs ?? 1 });
       } catch (error) {
         grade = verdictOnly(instance, 'error', error instanceof Error ? error.message : String(error), started);

@@ -273,7 +273,7 @@ async function runAt(options: MakeOptions, sandbox: Sandbox, commit: string, bas
 export async function makeInstances(options: MakeOptions): Promise<MadeInstances> {
   const sha = git(options.repoPath, ['rev-parse', options.sha ?? 'HEAD']).trim();
   const out: MadeInstances = { instances: [], dropped: [] };
-  const repo = await ensureRepository(options.session, registeredName(options.repo), options.repoPath);
+  const repo = await ensureRepository(options.session, registeredName(options.repo), options.repoPath, sha);
   if ((options.planted ?? 0) > 0) {
     const { sandbox } = await options.session.sandboxes.provider.acquire({ repo, baseSha: sha, taskId: `make-${registeredName(options.repo)}` });
     try {

@@ -174,7 +174,6 @@ export async function runEvaluation(options: EvalRunOptions): Promise<EvalRunSum
   const resumedDone = instances.filter((instance) => dir.hasResult(instance.instance_id)).length;
   try {
     const existing = await tasksByInstance(session, runId);
-    const repos = new Map<string, string>();
     const watching = new Map<string, { instance: EvalInstance; taskId: string }>();
     for (const instance of instances) {
       if (dir.hasResult(instance.instance_id)) continue;
@@ -184,8 +183,7 @@ export async function runEvaluation(options: EvalRunOptions): Promise<EvalRunSum
         if (!hasCommit(repoPath, instance.base_commit)) throw new InvalidInstanceError(`${instance.instance_id}: base_commit ${instance.base_commit} is not in ${repoPath}`);
         if (options.mode !== 'model') session.script(instance.instance_id, synthesizeCassettes(options.mode, instance, repoPath));
         const name = registeredName(instance.repo);
-        const repo = repos.get(name) ?? (await ensureRepository(session, name, repoPath));
-        repos.set(name, repo);
+        const repo = await ensureRepository(session, name, repoPath, instance.base_commit);
         const taskId = known?.id ?? (await session.api('POST', '/v1/tasks', CreateTaskResponse, {
           ticket: ticketOf(instance, runId),
           context: { repo, baseSha: instance.base_commit },

@@ -1,17 +1,21 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { z } from 'zod';
-import type { Task } from '@dockhand/protocol';
+import { RepoRegistration, type Task } from '@dockhand/protocol';
 import { loadConfig, type Config } from '../config';
 import { DockhandError } from '../errors';
+import { checkGitSource } from '../git-child';
 import { LocalForge } from '../forge';
 import { createLogger, type Logger } from '../log';
 import { AnthropicModelClient } from '../model/anthropic-client';
 import { startReplayServer, type ReplayServer } from '../model/replay/server';
 import { createFleet, registeredMirror, type Fleet } from '../runner/fleet';
-import { createSandboxProvider, type SandboxSetup } from '../runner/sandboxes';
+import type { AgentPort } from '../runner/ports';
+import type { RepoMirror } from '../sandbox/mirror';
+import { createSandboxProvider, mirrorFirst, type SandboxSetup } from '../runner/sandboxes';
 import { SqliteStore } from '../store/sqlite';
 import type { Cassettes } from './cassettes';
+import { hasCommit } from './git-tree';
 
 /*
  * The fleet an evaluation runs on: the same composition `dockhand serve` uses (SQLite store,
@@ -26,6 +30,8 @@ export interface EvalSession {
   config: Config;
   fleet: Fleet;
   sandboxes: SandboxSetup;
+  /** The mirror of registered repositories the sandboxes are made from. */
+  mirror: RepoMirror;
   replay?: ReplayServer;
   logger: Logger;
   /** A request to the API as the eval user (an admin of the run's own store). */
@@ -45,6 +51,11 @@ export interface EvalSessionOptions {
   logLevel?: string;
   /** Start the scheduler (false for grading and making, which run no tasks). */
   runTasks?: boolean;
+  /**
+   * For unit tests of the harness only: the in-memory sandbox and a scripted agent in place of
+   * gVisor and the loop (the end-to-end test and the bench run the real ones).
+   */
+  parts?: { sandboxes?: SandboxSetup; agent?: AgentPort };
 }
 
 const sessionOf = (instanceId: string) => `eval-${instanceId}`;
@@ -60,7 +71,9 @@ export async function openEvalSession(options: EvalSessionOptions): Promise<Eval
   // repositories first, the sandbox service on that mirror, then the fleet.
   const store = new SqliteStore(join(config.dataDir, 'dockhand.db'));
   const mirror = registeredMirror(config, store);
-  const sandboxes = await createSandboxProvider(config, logger, { mirror }).catch(async (error: unknown) => {
+  // A test's sandboxes are made from the mirror first, as the real service's are.
+  const given = options.parts?.sandboxes;
+  const sandboxes = given ? { ...given, provider: mirrorFirst(given.provider, mirror) } : await createSandboxProvider(config, logger, { mirror }).catch(async (error: unknown) => {
     await store.close();
     throw error;
   });
@@ -79,6 +92,7 @@ export async function openEvalSession(options: EvalSessionOptions): Promise<Eval
     onClose: sandboxes.close,
     logger,
     ...(replay ? { modelFor } : {}),
+    ...(options.parts?.agent ? { agent: options.parts.agent } : {}),
   });
   if (options.runTasks !== false) fleet.scheduler.start();
   const user = 'eval';
@@ -94,7 +108,7 @@ export async function openEvalSession(options: EvalSessionOptions): Promise<Eval
     return { status: response.statusCode, body: response.body };
   };
   return {
-    config, fleet, sandboxes, logger,
+    config, fleet, sandboxes, mirror, logger,
     ...(replay ? { replay } : {}),
     request,
     async api(method, path, schema, body) {
@@ -122,19 +136,52 @@ export function registeredName(repo: string): string {
   return repo.replace(/\//g, '__').replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^[^A-Za-z0-9]+/, '').slice(0, 100) || 'repo';
 }
 
+/** Per session: one registration (or refresh) of a name at a time (grading runs instances in parallel). */
+const registering = new WeakMap<EvalSession, Map<string, Promise<unknown>>>();
+
 /**
- * Registers the instance's repository on the run's fleet (`POST /v1/repos`) and returns what a
- * task names it by. A fleet without the registry route gets the repository on its local forge
- * and tasks name its bare repository.
+ * Registers the instance's repository on the run's fleet (`POST /v1/repos`) and makes sure
+ * `baseSha` is in the registration's mirror; returns what a task or a sandbox names it by.
+ *
+ * With the local forge a registration is a copy of the source's branches taken when it was
+ * registered: a base committed to the source later (a rebuilt corpus repository, a new instance's
+ * `eval/<id>` branch) is not in it, and a grading or making sandbox, which asks the mirror
+ * directly, would not find it (a task's submission does this check itself). The registry's
+ * `ensureCommit` moves the copy forward from the source and fetches the commit into the mirror.
+ *
+ * A fleet without the registry route gets the repository on its local forge and tasks name its
+ * bare repository.
  */
-export async function ensureRepository(session: EvalSession, name: string, source: string): Promise<string> {
-  if ((await session.request('GET', `/v1/repos/${encodeURIComponent(name)}`)).status === 200) return name;
-  const created = await session.request('POST', '/v1/repos', { name, source });
-  if (created.status < 300) return name;
-  if (created.status !== 404 || !/no route/.test(created.body)) {
-    throw new DockhandError('bad_request', `registering ${name} from ${source}: ${created.status} ${created.body}`);
+export async function ensureRepository(session: EvalSession, name: string, source: string, baseSha: string): Promise<string> {
+  const queues = registering.get(session) ?? new Map<string, Promise<unknown>>();
+  registering.set(session, queues);
+  const previous = queues.get(name) ?? Promise.resolve();
+  const work = previous.catch(() => undefined).then(() => registerAndFetch(session, name, source, baseSha));
+  queues.set(name, work);
+  return work;
+}
+
+async function registerAndFetch(session: EvalSession, name: string, source: string, baseSha: string): Promise<string> {
+  let found = await session.request('GET', `/v1/repos/${encodeURIComponent(name)}`);
+  if (found.status !== 200) {
+    const created = await session.request('POST', '/v1/repos', { name, source });
+    if (created.status === 404 && /no route/.test(created.body)) return onLocalForge(session, name, source, baseSha);
+    if (created.status >= 300) throw new DockhandError('bad_request', `registering ${name} from ${source}: ${created.status} ${created.body}`);
+    found = created;
   }
+  const registration = RepoRegistration.parse(JSON.parse(found.body));
+  if (registration.source !== checkGitSource(source, 'source').source) {
+    throw new DockhandError('conflict', `${name} is registered on this fleet from ${registration.source}, not ${source}`, {
+      hint: 'give the run another --data-dir, or put the instances\' repositories back where they were',
+    });
+  }
+  await session.fleet.repos.ensureCommit(registration, baseSha);
+  return name;
+}
+
+async function onLocalForge(session: EvalSession, name: string, source: string, baseSha: string): Promise<string> {
   const forge = new LocalForge({ dataDir: join(session.config.dataDir, 'forge'), store: session.fleet.store.pullRequests });
   const bare = forge.repositoryPath(name);
-  return existsSync(bare) ? bare : forge.createRepository(name, source);
+  // createRepository copies every branch again when the copy lacks the base (it is idempotent).
+  return existsSync(bare) && hasCommit(bare, baseSha) ? bare : forge.createRepository(name, source);
 }
