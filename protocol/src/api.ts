@@ -35,6 +35,12 @@ export type ReviewComment = z.infer<typeof ReviewComment>;
 export const ReviewRequest = z.object({
   action: z.enum(['approve', 'request_changes', 'reject']),
   comments: z.array(ReviewComment).default([]),
+  /**
+   * Files of the diff the reviewer does not accept (paths as `files` of the diff lists them).
+   * With `approve` their changes are left out of the push (reverted, as Cline's per-file reject
+   * does); with `request_changes` the agent is told to revert them. Not with `reject`.
+   */
+  rejectedFiles: z.array(z.string().min(1).max(4096)).max(1000).default([]),
 });
 export type ReviewRequest = z.infer<typeof ReviewRequest>;
 
@@ -50,6 +56,14 @@ export const TaskDiffResponse = z.object({
   /** Unified diff (`git diff` format). */
   diff: z.string(),
   files: z.array(ChangedFile),
+  /** Review rounds so far: 1, plus one per "request changes". */
+  round: z.number().int().min(1).default(1),
+  /**
+   * From round 2 on: this round's changes alone, from the diff reviewed last (the one changes
+   * were requested on) to the current one. Absent in the first round, where it is `diff`.
+   */
+  roundDiff: z.string().optional(),
+  roundFiles: z.array(ChangedFile).optional(),
 });
 export type TaskDiffResponse = z.infer<typeof TaskDiffResponse>;
 
@@ -58,6 +72,8 @@ export const TaskFileResponse = z.object({
   path: z.string(),
   base: z.string().nullable(),
   after: z.string().nullable(),
+  /** From round 2 on: the file as it was when changes were last requested (null: not there then). */
+  reviewed: z.string().nullable().optional(),
 });
 export type TaskFileResponse = z.infer<typeof TaskFileResponse>;
 

@@ -169,7 +169,16 @@ export const EventData = {
     comments: z.array(
       z.object({ path: z.string().optional(), line: z.number().int().optional(), body: z.string() }),
     ),
+    /** Files whose changes the reviewer rejected: the agent is asked to revert them. */
+    rejectedFiles: z.array(z.string()).optional(),
+    /** The whole diff (masked) changes were requested on, so the next round's own changes can be shown. */
+    reviewedDiff: z.string().optional(),
   }),
+  /**
+   * An approval that leaves files out: their changes are not pushed (the PR body lists them).
+   * `accepted` is what the push keeps.
+   */
+  'review.files_rejected': z.object({ by: z.string(), rejected: z.array(z.string()).min(1), accepted: z.array(z.string()) }),
   'task.failed': z.object({ code: z.string(), message: z.string() }),
   /**
    * A developer asked the agent to pause: it stops at its next safe point (after the tool calls of
@@ -217,6 +226,7 @@ export const TaskEvent = z.discriminatedUnion('type', [
   envelope('pr.outcome'),
   envelope('user.message'),
   envelope('review.requested_changes'),
+  envelope('review.files_rejected'),
   envelope('task.failed'),
   envelope('task.pause_requested'),
   envelope('task.resumed'),

@@ -20,6 +20,7 @@ import { DockhandError } from '../errors';
 import { pathEndsWith, testFileOf } from '../feedback/reproducing';
 import { maskSecrets } from '../policy/mask';
 import { applyReview, decideApproval, type DecisionDeps } from '../runner/review';
+import { fileAfter, reviewRounds, roundDiff } from '../runner/review-files';
 import { pendingPause } from '../runner/steering';
 import type { User } from '../store/types';
 import { describeApproval, describeApprovals } from './approvals';
@@ -260,8 +261,20 @@ export async function taskRoutes(app: FastifyInstance, deps: AppDeps): Promise<v
   }, async (request) => {
     const { task } = await loadForOverride(requireUser(request), request.params.id);
     const diff = await currentDiff(task);
-    return { baseSha: task.context.baseSha, diff, files: changedFiles(diff) };
+    const { round, reviewedDiff } = reviewRounds(await deps.store.listEvents(task.id));
+    if (reviewedDiff === undefined) return { baseSha: task.context.baseSha, diff, files: changedFiles(diff), round };
+    const ofRound = await roundDiff(reviewedDiff, diff, (path) => maskedBase(task, path)).catch((error: unknown) => {
+      throw new DockhandError('conflict', `cannot tell this round's changes apart: ${error instanceof Error ? error.message : String(error)}`, { hint: 'the whole diff (diff) is still right' });
+    });
+    return { baseSha: task.context.baseSha, diff, files: changedFiles(diff), round, roundDiff: ofRound.diff, roundFiles: ofRound.files };
   });
+
+  /** A file at the base SHA with secrets masked as in the stored diff (which then applies to it). */
+  async function maskedBase(task: Task, path: string): Promise<string | null> {
+    if (!deps.baseFiles) throw new DockhandError('internal', 'this server cannot read base files');
+    const raw = await deps.baseFiles.read(task.context.repo, task.context.baseSha, path);
+    return raw === null ? null : maskSecrets(raw, { path, known: deps.events.knownSecrets });
+  }
 
   api.get('/tasks/:id/files', {
     schema: {
@@ -276,12 +289,14 @@ export async function taskRoutes(app: FastifyInstance, deps: AppDeps): Promise<v
     if (path.startsWith('/') || path.split('/').includes('..')) {
       throw new DockhandError('bad_request', 'path must be relative to the repository root', { field: 'path' });
     }
-    if (!deps.baseFiles) throw new DockhandError('internal', 'this server cannot read base files');
     // Secrets in the file are masked as in the stored diff, which then applies to the masked base.
-    const raw = await deps.baseFiles.read(task.context.repo, task.context.baseSha, path);
-    const base = raw === null ? null : maskSecrets(raw, { path, known: deps.events.knownSecrets });
+    const base = await maskedBase(task, path);
     const after = contentAfter(await currentDiff(task), path, base);
     if (after === undefined) throw new DockhandError('conflict', `the diff for ${path} does not apply to the base`, { field: 'path' });
-    return { path, base, after };
+    const { reviewedDiff } = reviewRounds(await deps.store.listEvents(task.id));
+    if (reviewedDiff === undefined) return { path, base, after };
+    const reviewed = fileAfter(reviewedDiff, path, base);
+    if (reviewed === undefined) throw new DockhandError('conflict', `the diff reviewed last for ${path} does not apply to the base`, { field: 'path' });
+    return { path, base, after, reviewed };
   });
 }

@@ -30,6 +30,8 @@ export interface PullRequestReport {
   model?: string;
   /** Policy violations a repo owner overrode for this diff: listed so reviewers see the exception. */
   policyOverride?: { by: string; violations: ReadonlyArray<{ rule: string; path: string; line?: number; message: string }> };
+  /** Files the reviewer rejected at approval: their changes are not in this PR. */
+  leftOut?: { by: string[]; files: string[] };
   /** Whether the requester let the agent change existing tests (never the model's decision). */
   allowTestEdits?: boolean;
 }
@@ -90,6 +92,12 @@ export function buildPullRequestBody(report: PullRequestReport, secrets: Readonl
     const { by, violations } = report.policyOverride;
     lines.push('', '## Policy overridden', '', `These violations of the repository policy were overridden by ${by}, a repo owner:`, '');
     for (const v of violations) lines.push(`- \`${v.rule}\`${v.path ? ` \`${v.path}${v.line ? `:${v.line}` : ''}\`` : ''}: ${v.message}`);
+  }
+
+  if (report.leftOut && report.leftOut.files.length > 0) {
+    const { by, files } = report.leftOut;
+    lines.push('', '## Left out in review', '', `${by.join(', ') || 'The reviewer'} did not accept the changes to these files, so they are not in this pull request (the tests ran with them in):`, '');
+    for (const path of files) lines.push(`- \`${path}\``);
   }
 
   const quarantined = report.quarantined ?? [];

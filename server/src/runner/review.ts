@@ -2,6 +2,7 @@ import type { ReviewRequest, Task, TaskEvent } from '@dockhand/protocol';
 import { DockhandError } from '../errors';
 import type { Approval, User } from '../store/types';
 import { decidePolicyOverride, requireNoBlockingOverride, type OverrideDecisionDeps } from './policy-override';
+import { splitDiff } from './review-files';
 
 /*
  * Human decisions on a task, written as events. They never do work themselves: they move the
@@ -75,24 +76,83 @@ async function denyPendingPush(deps: DecisionDeps, task: Task, user: User, comme
   }
 }
 
-export function formatReviewMessage(comments: ReviewRequest['comments']): string {
+export function formatReviewMessage(comments: ReviewRequest['comments'], rejectedFiles: readonly string[] = []): string {
   const lines = ['The reviewer requested changes:'];
   for (const comment of comments) {
     const where = comment.path ? `${comment.path}${comment.line ? `:${comment.line}` : ''}: ` : '';
     lines.push(`- ${where}${comment.body}`);
   }
-  if (comments.length === 0) lines.push('- (no comments given; look at the diff again)');
+  if (comments.length === 0 && rejectedFiles.length === 0) lines.push('- (no comments given; look at the diff again)');
+  if (rejectedFiles.length) {
+    lines.push('', 'The reviewer rejected your changes to these files; revert them to the base version:');
+    for (const path of rejectedFiles) lines.push(`- ${path}`);
+  }
   return lines.join('\n');
 }
 
-export async function applyReview(deps: DecisionDeps, task: Task, user: User, review: ReviewRequest): Promise<Task> {
-  requireState(task, 'awaiting_review', 'review');
+/** A review as callers write it: `rejectedFiles` may be left out. */
+export type ReviewInput = Omit<ReviewRequest, 'rejectedFiles'> & { rejectedFiles?: string[] };
+
+/**
+ * The rejected files, checked against the diff under review: each must be one of its files, and
+ * an approval must keep at least one. Returns them with the diff's files that stay.
+ */
+async function checkRejectedFiles(deps: DecisionDeps, task: Task, review: ReviewInput): Promise<{ rejected: string[]; accepted: string[]; diff: string }> {
+  const rejected = [...new Set(review.rejectedFiles ?? [])];
+  const diff = (await deps.store.getResult(task.id))?.diff ?? '';
+  if (!rejected.length) return { rejected, accepted: [], diff };
+  if (review.action === 'reject') {
+    throw new DockhandError('bad_request', 'rejectedFiles: a rejected task pushes nothing, so no file can be left out of it', {
+      field: 'rejectedFiles',
+      hint: 'send rejectedFiles with approve (to push the other files) or request_changes (to have the agent revert them)',
+    });
+  }
+  const files = splitDiff(diff).map((section) => section.path);
+  rejected.forEach((path, index) => {
+    if (!files.includes(path)) {
+      throw new DockhandError('bad_request', `rejectedFiles.${index}: ${path} is not a file of the diff under review (${files.join(', ') || 'no files'})`, {
+        field: `rejectedFiles.${index}`,
+        hint: 'name files as GET /v1/tasks/:id/diff lists them',
+      });
+    }
+  });
+  const accepted = files.filter((path) => !rejected.includes(path));
+  if (review.action === 'approve' && accepted.length === 0) {
+    throw new DockhandError('bad_request', 'rejectedFiles: every file of the diff is rejected, so nothing would be pushed', {
+      field: 'rejectedFiles',
+      hint: 'reject the task, or request changes',
+    });
+  }
   if (review.action === 'approve') {
+    const events = await deps.store.listEvents(task.id);
+    const policy = [...events].reverse().find((e) => e.type === 'policy.checked' && e.data.stage === 'review');
+    if (policy?.type === 'policy.checked' && policy.data.overridden) {
+      throw new DockhandError('conflict', 'rejectedFiles: a repo owner overrode the policy for this exact diff; a part of it is another diff the override does not cover', {
+        field: 'rejectedFiles',
+        hint: 'approve every file, or request changes with the files rejected',
+      });
+    }
+  }
+  return { rejected, accepted, diff };
+}
+
+export async function applyReview(deps: DecisionDeps, task: Task, user: User, review: ReviewInput): Promise<Task> {
+  requireState(task, 'awaiting_review', 'review');
+  const files = await checkRejectedFiles(deps, task, review);
+  if (review.action === 'approve') {
+    if (files.rejected.length) {
+      // Written before the approval that may move the task to pushing: the push reads it.
+      await requireNoBlockingOverride(deps.store, task);
+      await deps.events.append(task.id, { type: 'review.files_rejected', data: { by: user.name, rejected: files.rejected, accepted: files.accepted } });
+    }
     await approve(deps, task, user, review.comments.map((c) => c.body).join('\n') || undefined);
   } else if (review.action === 'request_changes') {
     await denyPendingPush(deps, task, user, 'changes requested');
-    await deps.events.append(task.id, { type: 'review.requested_changes', data: { by: user.name, comments: review.comments } });
-    await deps.events.append(task.id, { type: 'user.message', data: { from: user.name, text: formatReviewMessage(review.comments) } });
+    await deps.events.append(task.id, {
+      type: 'review.requested_changes',
+      data: { by: user.name, comments: review.comments, ...(files.rejected.length ? { rejectedFiles: files.rejected } : {}), reviewedDiff: files.diff },
+    });
+    await deps.events.append(task.id, { type: 'user.message', data: { from: user.name, text: formatReviewMessage(review.comments, files.rejected) } });
     await deps.events.append(task.id, { type: 'task.state', data: { state: 'running', reason: `changes requested by ${user.name}` } });
     deps.wake();
   } else {

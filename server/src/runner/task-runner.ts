@@ -8,6 +8,7 @@ import type { EventLog } from '../store/hub';
 import type { ApprovalKind } from '../store/types';
 import { StoreApprover } from './approver';
 import { raisePolicyOverride } from './policy-override';
+import { pushedDiff } from './review-files';
 import { hubSteering } from './steering';
 import type { AgentPort, PolicyPort, PublisherPort, SandboxProvider, SnapshotProgress } from './ports';
 
@@ -225,8 +226,10 @@ export class TaskRunner {
     const events = await this.deps.log.store.listEvents(task.id);
     const opened = events.find((e) => e.type === 'pr.opened');
     if (!opened) {
-      const result = await this.deps.log.store.getResult(task.id);
-      if (!result) throw new DockhandError('conflict', `task ${task.id} has no diff to push`);
+      const stored = await this.deps.log.store.getResult(task.id);
+      if (!stored) throw new DockhandError('conflict', `task ${task.id} has no diff to push`);
+      // Files the approval rejected are left out: the push, its policy check and the PR see the rest.
+      const result = { ...stored, diff: pushedDiff(stored.diff, events) };
       // The same evaluation as the forge's push gate: an owner's override in the log lets it through.
       const policy = await this.deps.policy.check({ task, diff: result.diff, summary: result.summary, stage: 'push', events });
       await this.emit(task.id, policyCheckedEvent(policy));

@@ -12,6 +12,7 @@ import type { ModelClient } from '../model/types';
 import { gateOutbound, parseRepoPolicy, POLICY_FILE_PATH, type RepoPolicy } from '../policy';
 import type { BaseFiles, TicketSource } from '../api/deps';
 import type { AgentPort, AgentResult, PolicyPort, PublisherPort } from './ports';
+import { rejectedThisRound } from './review-files';
 
 const execFileAsync = promisify(execFile);
 
@@ -155,6 +156,7 @@ export function publisherPort(options: PublisherOptions): PublisherPort {
       const turn = lastOf(events, 'model.turn');
       const approved = [...events].reverse().find((e) => e.type === 'task.state' && e.data.state === 'pushing');
       const ticketId = task.ticket.kind === 'issue' ? task.ticket.id : task.id.slice(-8);
+      const leftOut = rejectedThisRound(events);
       const body = buildPullRequestBody(
         {
           ticket: { title: task.ticket.title, ...(task.ticket.kind === 'issue' ? { id: task.ticket.id, ...(task.ticket.url ? { url: task.ticket.url } : {}) } : {}) },
@@ -180,6 +182,7 @@ export function publisherPort(options: PublisherOptions): PublisherPort {
           usage: task.usage,
           ...(turn ? { model: turn.data.model } : {}),
           ...(policy?.overridden ? { policyOverride: { by: policy.overriddenBy ?? 'a repo owner', violations: policy.violations } } : {}),
+          ...(leftOut.files.length ? { leftOut } : {}),
         },
         options.secrets ?? [],
       );
