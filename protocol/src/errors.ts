@@ -4,6 +4,8 @@ import { z } from 'zod';
 export const ERROR_CODES = [
   'bad_request',
   'unauthenticated',
+  // A known token past its expiresAt (401): the message names the time, the hint how to make a new one.
+  'token_expired',
   'forbidden',
   'not_found',
   'conflict',

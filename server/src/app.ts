@@ -20,6 +20,7 @@ import { webhookRoutes } from './api/webhooks';
 import { metricsRoutes } from './api/metrics';
 import { repoRoutes } from './api/repos';
 import { taskRoutes } from './api/tasks';
+import { tokenRoutes } from './api/tokens';
 import { DockhandError, asDockhandError } from './errors';
 import { maySubmit } from './runner/registry';
 import type { Logger } from './log';
@@ -95,6 +96,7 @@ export async function app(fastify: FastifyInstance, deps: AppDeps): Promise<void
   fastify.setValidatorCompiler(validatorCompiler);
   fastify.setSerializerCompiler(serializerCompiler);
   fastify.decorateRequest('user', null);
+  fastify.decorateRequest('scopes', null);
   fastify.setErrorHandler((error: FastifyError | DockhandError, request, reply) => {
     const failure = toDockhandError(error);
     if (failure.code === 'internal') request.log.error({ err: error }, 'request failed');
@@ -170,6 +172,7 @@ export async function app(fastify: FastifyInstance, deps: AppDeps): Promise<void
       await v1.register(approvalRoutes, deps);
       await v1.register(repoRoutes, deps);
       await v1.register(flakyRoutes, deps);
+      await v1.register(tokenRoutes, deps);
       await v1.register(eventRoutes, deps);
       v1.withTypeProvider<ZodTypeProvider>().get('/tickets', {
         schema: { tags: ['tickets'], querystring: z.object({ repo: z.string().min(1) }), response: { 200: TicketListResponse } },

@@ -34,6 +34,7 @@ export class DockhandError extends Error {
 export const HTTP_STATUS: Record<ErrorCode, number> = {
   bad_request: 400,
   unauthenticated: 401,
+  token_expired: 401,
   forbidden: 403,
   not_found: 404,
   conflict: 409,

@@ -2,13 +2,57 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Task } from '@dockhand/protocol';
 import { DockhandError } from '../errors';
 import { canOverridePolicy, type RepoPolicy } from '../policy';
-import type { Store, User } from '../store/types';
+import { TOKEN_SCOPES, scopesOfRole, type Store, type TokenInfo, type TokenScope, type User } from '../store/types';
 
 declare module 'fastify' {
   interface FastifyRequest {
+    /**
+     * The signed-in user as its token allows: an admin's token without the `admin` scope acts as a
+     * plain user (its own tasks only), so every `role === 'admin'` check also needs the scope.
+     */
     user: User | null;
+    /** The scopes of the request's token. */
+    scopes: ReadonlySet<TokenScope> | null;
   }
 }
+
+/**
+ * The scope each route needs, by method and route pattern. A GET (and the events WebSocket, an
+ * upgraded GET) needs `read` unless listed here; any other method not listed needs `admin`, so a
+ * route added without a line here is closed, not open (`auth.test.ts` checks that every route of
+ * the app is listed or a GET).
+ */
+export const ROUTE_SCOPES: Readonly<Record<string, TokenScope>> = {
+  'POST /v1/tasks': 'submit',
+  'POST /v1/tasks/:id/messages': 'submit',
+  'POST /v1/tasks/:id/interrupt': 'submit',
+  'POST /v1/tasks/:id/pause': 'submit',
+  'POST /v1/tasks/:id/resume': 'submit',
+  // A readiness check runs the repository's tests in a sandbox, as a task would (admins and owners).
+  'POST /v1/repos/:name/check': 'submit',
+  'POST /v1/tasks/:id/review': 'review',
+  'POST /v1/tasks/:id/approvals/:approvalId': 'review',
+  'POST /v1/repos': 'admin',
+  'DELETE /v1/repos/:name': 'admin',
+  'DELETE /v1/flaky': 'admin',
+  'GET /v1/tokens': 'admin',
+  'POST /v1/tokens': 'admin',
+  'DELETE /v1/tokens/:id': 'admin',
+};
+
+export function scopeOfRoute(method: string, url: string): TokenScope {
+  const listed = ROUTE_SCOPES[`${method} ${url}`];
+  if (listed) return listed;
+  return method === 'GET' || method === 'HEAD' ? 'read' : 'admin';
+}
+
+/** The scopes a token holds: its stored ones, else (a token from before scopes) every scope of the role; never more than the role allows. */
+export function scopesOf(user: User, token: TokenInfo): TokenScope[] {
+  const allowed = scopesOfRole(user.role);
+  return (token.scopes ?? allowed).filter((scope) => allowed.includes(scope));
+}
+
+const CREATE_HINT = (user: string) => `create a new one with \`dockhand token create --user ${user}\` (an admin: also over the API, POST /v1/tokens) and sign in with it`;
 
 /**
  * Authentication: a per-user bearer token (`Authorization: Bearer dh_...`). Browsers cannot set
@@ -60,9 +104,32 @@ export function authHook(store: Store) {
         hint: 'send Authorization: Bearer <token> (create one with `dockhand token create --user NAME`)',
       });
     }
-    const user = await store.authenticate(token);
-    if (!user) throw new DockhandError('unauthenticated', 'unknown or revoked token', { hint: 'create a new token' });
-    request.user = user;
+    const auth = await store.authenticate(token);
+    if (!auth) throw new DockhandError('unauthenticated', 'unknown or revoked token', { hint: 'create a new token' });
+    const { user, token: info } = auth;
+    if (info.expiresAt && Date.parse(info.expiresAt) <= Date.now()) {
+      throw new DockhandError('token_expired', `token ${info.id} expired on ${info.expiresAt}`, { hint: CREATE_HINT(user.name) });
+    }
+    const scopes = new Set(scopesOf(user, info));
+    const url = request.routeOptions.url;
+    if (url !== undefined) {
+      const needed = scopeOfRoute(request.method, url);
+      if (!scopes.has(needed)) {
+        const held = TOKEN_SCOPES.filter((scope) => scopes.has(scope));
+        if (needed === 'admin' && user.role !== 'admin') {
+          throw new DockhandError('forbidden', `scope: ${request.method} ${url} is for admins (the "admin" scope); ${user.name} is not one`, {
+            field: 'scope',
+            hint: 'ask an admin (dockhand token create --user NAME --role admin makes one)',
+          });
+        }
+        throw new DockhandError('forbidden', `scope: ${request.method} ${url} needs the "${needed}" scope; token ${info.id} has ${held.join(', ')}`, {
+          field: 'scope',
+          hint: `use a token with the "${needed}" scope (dockhand token create --user ${user.name} --scope ${needed})`,
+        });
+      }
+    }
+    request.scopes = scopes;
+    request.user = user.role === 'admin' && !scopes.has('admin') ? { ...user, role: 'user' } : user;
   };
 }
 

@@ -69,7 +69,7 @@ export function describeStoreContract(name: string, open: () => Promise<StoreUnd
       const { token, info } = await store.createToken('alice', 'laptop');
       await store.createToken('bob');
       expect(info).toMatchObject({ user: 'alice', label: 'laptop' });
-      expect((await store.authenticate(token))?.name).toBe('alice');
+      expect((await store.authenticate(token))?.user.name).toBe('alice');
       expect(await store.authenticate(`${token}x`)).toBeUndefined();
       expect((await store.listTokens('alice')).map((t) => t.id)).toEqual([info.id]);
       expect(await store.listTokens()).toHaveLength(2);
@@ -78,6 +78,25 @@ export function describeStoreContract(name: string, open: () => Promise<StoreUnd
       expect(await store.authenticate(token)).toBeUndefined();
       expect((await store.listTokens('alice'))[0]?.revokedAt).toBeDefined();
       await expect(store.createToken('nobody')).rejects.toMatchObject({ code: 'not_found' });
+    });
+
+    it('tokens: expiry and scopes are kept and come back on authenticate; none given means no expiry and every scope of the role', async () => {
+      await store.createUser('alice', 'user');
+      const plain = await store.createToken('alice', 'old style');
+      expect(plain.info.expiresAt).toBeUndefined();
+      expect(plain.info.scopes).toBeUndefined();
+      const expiresAt = '2031-05-04T03:02:01.000Z';
+      const scoped = await store.createToken('alice', { label: 'ci', expiresAt, scopes: ['submit', 'read'] });
+      // Kept in the canonical order, whatever order they were given in.
+      expect(scoped.info).toMatchObject({ label: 'ci', expiresAt, scopes: ['read', 'submit'] });
+      const auth = await store.authenticate(scoped.token);
+      expect(auth?.user.name).toBe('alice');
+      expect(auth?.token).toMatchObject({ id: scoped.info.id, expiresAt, scopes: ['read', 'submit'] });
+      expect((await store.authenticate(plain.token))?.token.scopes).toBeUndefined();
+      expect(await store.getToken(scoped.info.id)).toEqual(scoped.info);
+      expect(await store.getToken('tok_nothing')).toBeUndefined();
+      await expect(store.createToken('alice', { expiresAt: 'soon' })).rejects.toMatchObject({ code: 'bad_request', field: 'expiresAt' });
+      await expect(store.createToken('alice', { scopes: [] })).rejects.toMatchObject({ code: 'bad_request', field: 'scopes' });
     });
 
     it('tasks: created queued with task.created + task.state; the log has gap-free seqs and the row follows it', async () => {

@@ -121,6 +121,16 @@ export const MIGRATIONS: ReadonlyArray<{ id: number; name: string; sql: string }
       );
     `,
   },
+  {
+    id: 5,
+    name: 'token expiry and scopes',
+    // NULL in both for the tokens already there: they keep working as before (no expiry, every
+    // scope of their user's role).
+    sql: `
+      ALTER TABLE tokens ADD COLUMN expires_at TEXT;
+      ALTER TABLE tokens ADD COLUMN scopes TEXT;
+    `,
+  },
 ];
 
 export function migrate(db: Database.Database): number[] {

@@ -145,6 +145,15 @@ export const POSTGRES_MIGRATIONS: ReadonlyArray<{ id: number; name: string; sql:
       CREATE INDEX model_spend_at ON model_spend (at);
     `,
   },
+  {
+    id: 5,
+    name: 'token expiry and scopes',
+    // NULL in both for the tokens already there: no expiry, every scope of their user's role.
+    sql: `
+      ALTER TABLE tokens ADD COLUMN expires_at TEXT;
+      ALTER TABLE tokens ADD COLUMN scopes TEXT;
+    `,
+  },
 ];
 
 /**

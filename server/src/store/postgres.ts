@@ -21,8 +21,8 @@ import { PostgresQueue } from './postgres-queue';
 import { PostgresBaselineStore, PostgresFlakyStore, PostgresPullRequestStore, PostgresRepoStore } from './postgres-records';
 import { project } from './projection';
 import type { Claim, ClaimingStore, FencedLease } from './queue';
-import { EventRow, ProjectionRow, toTask, toTokenInfo, toUser } from './rows';
-import { hashToken } from './sqlite';
+import { EventRow, ProjectionRow, TOKEN_JOIN_COLUMNS, toAuthenticated, toTask, toTokenInfo, toUser } from './rows';
+import { hashToken, tokenColumns } from './sqlite';
 import type {
   Approval,
   ApprovalRequestInput,
@@ -36,6 +36,8 @@ import type {
   TaskPage,
   TokenInfo,
   User,
+  Authenticated,
+  NewTokenOptions,
 } from './types';
 
 export interface PostgresStoreOptions {
@@ -173,13 +175,14 @@ export class PostgresStore implements Store, RepoStore, ClaimingStore {
     return (await this.pool.query('SELECT * FROM users ORDER BY name COLLATE "C"')).rows.map(toUser);
   }
 
-  async createToken(user: string, label = ''): Promise<{ token: string; info: TokenInfo }> {
+  async createToken(user: string, options: string | NewTokenOptions = {}): Promise<{ token: string; info: TokenInfo }> {
+    const { label, expiresAt, scopes } = tokenColumns(options);
     if (!(await this.getUser(user))) throw new DockhandError('not_found', `user ${user} not found`, { hint: 'create the user first' });
     const token = `dh_${randomBytes(24).toString('base64url')}`;
     const id = `tok_${randomBytes(6).toString('hex')}`;
     const { rows } = await this.pool.query(
-      'INSERT INTO tokens (id, user_name, hash, label, created_at) VALUES ($1, $2, $3, $4, $5) RETURNING *',
-      [id, user, hashToken(token), label, now()],
+      'INSERT INTO tokens (id, user_name, hash, label, created_at, expires_at, scopes) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *',
+      [id, user, hashToken(token), label, now(), expiresAt, scopes],
     );
     return { token, info: toTokenInfo(rows[0]) };
   }
@@ -189,6 +192,11 @@ export class PostgresStore implements Store, RepoStore, ClaimingStore {
     return result.rowCount === 1;
   }
 
+  async getToken(id: string): Promise<TokenInfo | undefined> {
+    const { rows } = await this.pool.query('SELECT * FROM tokens WHERE id = $1', [id]);
+    return rows[0] === undefined ? undefined : toTokenInfo(rows[0]);
+  }
+
   async listTokens(user?: string): Promise<TokenInfo[]> {
     const { rows } = user === undefined
       ? await this.pool.query('SELECT * FROM tokens ORDER BY created_at COLLATE "C", id COLLATE "C"')
@@ -196,13 +204,13 @@ export class PostgresStore implements Store, RepoStore, ClaimingStore {
     return rows.map(toTokenInfo);
   }
 
-  async authenticate(token: string): Promise<User | undefined> {
+  async authenticate(token: string): Promise<Authenticated | undefined> {
     const { rows } = await this.pool.query(
-      `SELECT users.* FROM tokens JOIN users ON users.name = tokens.user_name
+      `SELECT ${TOKEN_JOIN_COLUMNS} FROM tokens JOIN users ON users.name = tokens.user_name
        WHERE tokens.hash = $1 AND tokens.revoked_at IS NULL`,
       [hashToken(token)],
     );
-    return rows[0] === undefined ? undefined : toUser(rows[0]);
+    return rows[0] === undefined ? undefined : toAuthenticated(rows[0]);
   }
 
   // ---- registered repositories (postgres-records.ts) ----

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { Budgets, CreateTaskRequest, RepoRegistration, TaskState, TaskUsage, type Task } from '@dockhand/protocol';
-import type { Approval, TokenInfo, User } from './types';
+import { TOKEN_SCOPES, type Approval, type TokenInfo, type User } from './types';
 
 /* Rows come back from SQLite as unknown values; they are parsed here, never cast. */
 
@@ -18,12 +18,27 @@ export const TokenRow = z.object({
   label: z.string(),
   created_at: z.string(),
   revoked_at: nullableText,
+  // Both NULL in rows from before expiry and scopes (migration 5): never expires, every scope of the role.
+  expires_at: nullableText.optional(),
+  scopes: nullableText.optional(),
 });
 export function toTokenInfo(row: unknown): TokenInfo {
   const r = TokenRow.parse(row);
   const info: TokenInfo = { id: r.id, user: r.user_name, label: r.label, createdAt: r.created_at };
   if (r.revoked_at) info.revokedAt = r.revoked_at;
+  if (r.expires_at) info.expiresAt = r.expires_at;
+  if (r.scopes) info.scopes = z.array(z.enum(TOKEN_SCOPES)).parse(JSON.parse(r.scopes));
   return info;
+}
+
+/** The token columns of a `users.*, tokens.*` join, prefixed `t_` so they do not clash with the user's. */
+export const TOKEN_JOIN_COLUMNS =
+  'users.*, tokens.id AS t_id, tokens.user_name AS t_user_name, tokens.label AS t_label, tokens.created_at AS t_created_at, tokens.revoked_at AS t_revoked_at, tokens.expires_at AS t_expires_at, tokens.scopes AS t_scopes';
+
+export function toAuthenticated(row: unknown): { user: User; token: TokenInfo } {
+  const record = z.record(z.string(), z.unknown()).parse(row);
+  const token = Object.fromEntries(Object.entries(record).filter(([key]) => key.startsWith('t_')).map(([key, value]) => [key.slice(2), value]));
+  return { user: toUser(record), token: toTokenInfo(token) };
 }
 
 const TaskRow = z.object({

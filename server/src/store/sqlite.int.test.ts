@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CreateTaskRequest } from '@dockhand/protocol';
+import Database from 'better-sqlite3';
 import { SqliteStore, hashToken } from './sqlite';
 import { MIGRATIONS } from './migrations';
 
@@ -37,10 +38,29 @@ describe('SqliteStore on a real file', () => {
     const raw = store.db.prepare('SELECT hash FROM tokens').pluck().all();
     expect(raw).toEqual([hashToken(token)]);
     expect(JSON.stringify(store.db.prepare('SELECT * FROM tokens').all())).not.toContain(token);
-    expect((await store.authenticate(token))?.name).toBe('alice');
+    expect((await store.authenticate(token))?.user.name).toBe('alice');
     expect(await store.authenticate(`${token}x`)).toBeUndefined();
     expect(await store.revokeToken(info.id)).toBe(true);
     expect(await store.authenticate(token)).toBeUndefined();
+  });
+
+  it('a token from a database made before expiry and scopes keeps working: no expiry, every scope of its role', async () => {
+    await store.close();
+    const file = join(dir, 'old.db');
+    // The schema as it was before migration 5, with a token in it.
+    const old = new Database(file);
+    old.exec('CREATE TABLE migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)');
+    for (const migration of MIGRATIONS.filter((m) => m.id < 5)) {
+      old.exec(migration.sql);
+      old.prepare('INSERT INTO migrations (id, name, applied_at) VALUES (?, ?, ?)').run(migration.id, migration.name, '2026-01-01T00:00:00.000Z');
+    }
+    old.prepare("INSERT INTO users (name, role, created_at) VALUES ('root', 'admin', '2026-01-01T00:00:00.000Z')").run();
+    old.prepare("INSERT INTO tokens (id, user_name, hash, label, created_at) VALUES ('tok_old', 'root', ?, '', '2026-01-01T00:00:00.000Z')").run(hashToken('dh_from_before'));
+    old.close();
+    store = new SqliteStore(file);
+    const auth = await store.authenticate('dh_from_before');
+    expect(auth?.user).toMatchObject({ name: 'root', role: 'admin' });
+    expect(auth?.token).toEqual({ id: 'tok_old', user: 'root', label: '', createdAt: '2026-01-01T00:00:00.000Z' });
   });
 
   it('appends events with gap-free seq and projects state and usage', async () => {

@@ -25,7 +25,10 @@ import {
   toTask,
   toTokenInfo,
   toUser,
+  TOKEN_JOIN_COLUMNS,
+  toAuthenticated,
 } from './rows';
+import { TOKEN_SCOPES } from './types';
 import type {
   Approval,
   ApprovalRequestInput,
@@ -40,6 +43,8 @@ import type {
   TaskPage,
   TokenInfo,
   User,
+  Authenticated,
+  NewTokenOptions,
 } from './types';
 import { SqliteBaselineStore } from './baselines';
 import { SqliteFlakyStore } from './flaky';
@@ -47,6 +52,20 @@ import { SqlitePullRequestStore } from './pull-requests';
 
 export function hashToken(token: string): string {
   return createHash('sha256').update(token).digest('hex');
+}
+
+/** A new token's label, expiry and scopes as columns (shared with the Postgres store). */
+export function tokenColumns(options: string | NewTokenOptions): { label: string; expiresAt: string | null; scopes: string | null } {
+  const { label = '', expiresAt, scopes } = typeof options === 'string' ? { label: options } : options;
+  if (expiresAt !== undefined && Number.isNaN(Date.parse(expiresAt))) {
+    throw new DockhandError('bad_request', `expiresAt: "${expiresAt}" is not an ISO time`, { field: 'expiresAt' });
+  }
+  if (scopes !== undefined && scopes.length === 0) throw new DockhandError('bad_request', 'scopes: give at least one scope', { field: 'scopes' });
+  return {
+    label,
+    expiresAt: expiresAt === undefined ? null : new Date(expiresAt).toISOString(),
+    scopes: scopes === undefined ? null : JSON.stringify(TOKEN_SCOPES.filter((scope) => scopes.includes(scope))),
+  };
 }
 
 function now(): string {
@@ -116,13 +135,14 @@ export class SqliteStore implements Store, RepoStore {
     return this.db.prepare('SELECT * FROM users ORDER BY name').all().map(toUser);
   }
 
-  async createToken(user: string, label = ''): Promise<{ token: string; info: TokenInfo }> {
+  async createToken(user: string, options: string | NewTokenOptions = {}): Promise<{ token: string; info: TokenInfo }> {
+    const { label, expiresAt, scopes } = tokenColumns(options);
     if (!(await this.getUser(user))) throw new DockhandError('not_found', `user ${user} not found`, { hint: 'create the user first' });
     const token = `dh_${randomBytes(24).toString('base64url')}`;
     const id = `tok_${randomBytes(6).toString('hex')}`;
     this.db
-      .prepare('INSERT INTO tokens (id, user_name, hash, label, created_at) VALUES (?, ?, ?, ?, ?)')
-      .run(id, user, hashToken(token), label, now());
+      .prepare('INSERT INTO tokens (id, user_name, hash, label, created_at, expires_at, scopes) VALUES (?, ?, ?, ?, ?, ?, ?)')
+      .run(id, user, hashToken(token), label, now(), expiresAt, scopes);
     const info = toTokenInfo(this.db.prepare('SELECT * FROM tokens WHERE id = ?').get(id));
     return { token, info };
   }
@@ -132,21 +152,26 @@ export class SqliteStore implements Store, RepoStore {
     return result.changes === 1;
   }
 
+  async getToken(id: string): Promise<TokenInfo | undefined> {
+    const row = this.db.prepare('SELECT * FROM tokens WHERE id = ?').get(id);
+    return row === undefined ? undefined : toTokenInfo(row);
+  }
+
   async listTokens(user?: string): Promise<TokenInfo[]> {
     const rows = user === undefined
-      ? this.db.prepare('SELECT * FROM tokens ORDER BY created_at').all()
-      : this.db.prepare('SELECT * FROM tokens WHERE user_name = ? ORDER BY created_at').all(user);
+      ? this.db.prepare('SELECT * FROM tokens ORDER BY created_at, id').all()
+      : this.db.prepare('SELECT * FROM tokens WHERE user_name = ? ORDER BY created_at, id').all(user);
     return rows.map(toTokenInfo);
   }
 
-  async authenticate(token: string): Promise<User | undefined> {
+  async authenticate(token: string): Promise<Authenticated | undefined> {
     const row = this.db
       .prepare(
-        `SELECT users.* FROM tokens JOIN users ON users.name = tokens.user_name
+        `SELECT ${TOKEN_JOIN_COLUMNS} FROM tokens JOIN users ON users.name = tokens.user_name
          WHERE tokens.hash = ? AND tokens.revoked_at IS NULL`,
       )
       .get(hashToken(token));
-    return row === undefined ? undefined : toUser(row);
+    return row === undefined ? undefined : toAuthenticated(row);
   }
 
   // ---- registered repositories ----

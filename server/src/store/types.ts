@@ -16,12 +16,43 @@ export interface User {
   createdAt: string;
 }
 
+/**
+ * What a token may do: `read` (GET routes and the events WebSocket), `submit` (create tasks, steer
+ * one's own: messages, interrupt, pause, resume), `review` (approve, request changes, decide approval
+ * requests), `admin` (registered repositories, tokens, other users' tasks; an admin role only).
+ */
+export const TOKEN_SCOPES = ['read', 'submit', 'review', 'admin'] as const;
+export type TokenScope = (typeof TOKEN_SCOPES)[number];
+
+/** The scopes a role may hold; a token without stored scopes (made before scopes existed) has all of these. */
+export function scopesOfRole(role: Role): TokenScope[] {
+  return role === 'admin' ? [...TOKEN_SCOPES] : ['read', 'submit', 'review'];
+}
+
 export interface TokenInfo {
   id: string;
   user: string;
   label: string;
   createdAt: string;
   revokedAt?: string;
+  /** Absent: the token never expires (tokens made before expiry existed). */
+  expiresAt?: string;
+  /** Absent: every scope of the user's role (tokens made before scopes existed). */
+  scopes?: TokenScope[];
+}
+
+export interface NewTokenOptions {
+  label?: string;
+  /** ISO time; omitted: never expires (the CLI and the API default to 90 days). */
+  expiresAt?: string;
+  /** Omitted: every scope of the user's role. */
+  scopes?: TokenScope[];
+}
+
+/** A token that is known and not revoked, with its user; the caller checks `token.expiresAt`. */
+export interface Authenticated {
+  user: User;
+  token: TokenInfo;
 }
 
 export type ApprovalKind = 'command' | 'push' | 'policy_override';
@@ -108,10 +139,13 @@ export interface Store {
   createUser(name: string, role: Role): Promise<User>;
   getUser(name: string): Promise<User | undefined>;
   listUsers(): Promise<User[]>;
-  createToken(user: string, label?: string): Promise<{ token: string; info: TokenInfo }>;
+  /** `options` as a string is the label. */
+  createToken(user: string, options?: string | NewTokenOptions): Promise<{ token: string; info: TokenInfo }>;
   revokeToken(id: string): Promise<boolean>;
+  getToken(id: string): Promise<TokenInfo | undefined>;
   listTokens(user?: string): Promise<TokenInfo[]>;
-  authenticate(token: string): Promise<User | undefined>;
+  /** The user and token of a known, unrevoked token (expired ones too: the caller says it expired). */
+  authenticate(token: string): Promise<Authenticated | undefined>;
 
   // tasks and their event log
   /** Stores the task as `queued` and appends `task.created` + `task.state` in one transaction. */
