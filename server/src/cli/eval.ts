@@ -59,7 +59,8 @@ export function registerEvalCommands(program: Command): void {
     .option('--max-cost <usd>', 'cost budget per instance in USD', positiveNumber('--max-cost'))
     .option('--max-minutes <n>', 'wall-clock budget per instance', positiveNumber('--max-minutes'))
     .option('--only <ids>', 'comma-separated instance ids')
-    .action(async (instances: string, options: { runDir: string; mode: RunMode; reposDir?: string; dataDir?: string; concurrency?: number; maxTurns?: number; maxCost?: number; maxMinutes?: number; only?: string }) => {
+    .option('--attempts <n>', 'best-of-N: tasks per instance, side by side; the first to reach review (green verified tests, approving review) is chosen', positiveInt('--attempts'), 1)
+    .action(async (instances: string, options: { runDir: string; mode: RunMode; reposDir?: string; dataDir?: string; concurrency?: number; maxTurns?: number; maxCost?: number; maxMinutes?: number; only?: string; attempts: number }) => {
       const summary = await runEvaluation({
         instancesFile: mustExist(instances, 'instances'),
         runDir: options.runDir,
@@ -73,6 +74,7 @@ export function registerEvalCommands(program: Command): void {
           ...(options.maxMinutes ? { maxWallClockSeconds: Math.max(10, Math.round(options.maxMinutes * 60)) } : {}),
         },
         ...(options.only ? { only: options.only.split(',').map((id) => id.trim()).filter(Boolean) } : {}),
+        attempts: options.attempts,
         onProgress: out,
       });
       const reached = summary.results.filter((result) => result.reachedReview).length;

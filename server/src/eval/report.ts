@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import type { RunDirectory, InstanceResult, RunManifest } from './run-dir';
+import { attemptFigures, type AttemptFigures } from './attempts';
 import { median, sum, wilson } from './stats';
 
 /*
@@ -29,6 +30,8 @@ export interface GroupFigures {
   costPerResolvedUsd: number | null;
   medianTurns: number;
   medianWallSeconds: number;
+  /** Of the wall time, the median wait for a scheduler slot (many instances, few slots: most of it). */
+  medianQueuedSeconds: number;
   inputTokens: number;
   outputTokens: number;
   cacheReadTokens: number;
@@ -45,6 +48,8 @@ export interface EvalReport {
   overall: GroupFigures;
   repos: GroupFigures[];
   rows: Array<InstanceResult & { resolved: boolean; gradeStatus: string; flaky: string[] }>;
+  /** Best-of-N runs (`--attempts N`, N > 1): pass@1, pass@N and the extra attempts' cost. */
+  attempts?: AttemptFigures;
 }
 
 function figures(name: string, rows: EvalReport['rows']): GroupFigures {
@@ -67,6 +72,7 @@ function figures(name: string, rows: EvalReport['rows']): GroupFigures {
     costPerResolvedUsd: resolved ? costUsd / resolved : null,
     medianTurns: median(ran.map((row) => row.turns)),
     medianWallSeconds: median(ran.map((row) => row.wallSeconds)),
+    medianQueuedSeconds: median(ran.map((row) => row.queuedSeconds ?? 0)),
     inputTokens,
     outputTokens: sum(rows.map((row) => row.outputTokens)),
     cacheReadTokens,
@@ -82,7 +88,7 @@ export function buildReport(dir: RunDirectory, gradeFile?: string): EvalReport {
   const manifest = dir.manifest();
   if (!manifest) throw new Error(`${dir.path} is not a run directory (no run.json)`);
   const grade = gradeFile && existsSync(gradeFile) ? GradeFile.parse(JSON.parse(readFileSync(gradeFile, 'utf8'))) : undefined;
-  const rows = dir.results().filter((result) => result.attempt === 1).map((result) => {
+  const rows = dir.results().map((result) => {
     const graded = grade?.instances[result.instance_id];
     return {
       ...result,
@@ -92,14 +98,17 @@ export function buildReport(dir: RunDirectory, gradeFile?: string): EvalReport {
     };
   });
   const names = [...new Set(rows.map((row) => row.repo))].sort();
-  return { manifest, graded: grade !== undefined, overall: figures('overall', rows), repos: names.map((name) => figures(name, rows.filter((row) => row.repo === name))), rows };
+  return {
+    manifest, graded: grade !== undefined, overall: figures('overall', rows), repos: names.map((name) => figures(name, rows.filter((row) => row.repo === name))), rows,
+    ...(manifest.attempts > 1 ? { attempts: attemptFigures(manifest.attempts, rows) } : {}),
+  };
 }
 
 const percent = (share: number) => `${(share * 100).toFixed(1)}%`;
 const usd = (value: number | null) => (value === null ? '—' : `$${value.toFixed(4)}`);
 
 function tableRow(group: GroupFigures): string {
-  return `| ${group.name} | ${group.instances} | ${group.resolved} (${percent(group.resolvedShare)}, ${percent(group.interval.low)}–${percent(group.interval.high)}) | ${group.reachedReview} | ${usd(group.costPerTaskUsd)} | ${usd(group.costPerResolvedUsd)} | ${group.medianTurns} | ${group.medianWallSeconds.toFixed(1)} s | ${group.inputTokens + group.cacheReadTokens + group.cacheWriteTokens} / ${group.outputTokens} | ${percent(group.cacheReadShare)} | ${group.policyBlocks} | ${group.refusedFinishes} |`;
+  return `| ${group.name} | ${group.instances} | ${group.resolved} (${percent(group.resolvedShare)}, ${percent(group.interval.low)}–${percent(group.interval.high)}) | ${group.reachedReview} | ${usd(group.costPerTaskUsd)} | ${usd(group.costPerResolvedUsd)} | ${group.medianTurns} | ${group.medianWallSeconds.toFixed(1)} s | ${group.medianQueuedSeconds.toFixed(1)} s | ${group.inputTokens + group.cacheReadTokens + group.cacheWriteTokens} / ${group.outputTokens} | ${percent(group.cacheReadShare)} | ${group.policyBlocks} | ${group.refusedFinishes} |`;
 }
 
 export function reportMarkdown(report: EvalReport): string {
@@ -108,11 +117,12 @@ export function reportMarkdown(report: EvalReport): string {
     '',
     `Instances: ${report.manifest.instancesFile} · started ${report.manifest.createdAt} · ${report.graded ? 'graded (FAIL_TO_PASS and PASS_TO_PASS in a fresh sandbox)' : 'not graded: "resolved" is "reached review"'}`,
     '',
-    '| repository | instances | resolved (95% Wilson) | reached review | cost / task | cost / resolved | median turns | median wall | tokens in / out | cache-read share | policy blocks | refused finishes |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|',
+    '| repository | instances | resolved (95% Wilson) | reached review | cost / task | cost / resolved | median turns | median wall | of it queued | tokens in / out | cache-read share | policy blocks | refused finishes |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...report.repos.map(tableRow),
     tableRow(report.overall).replace('| overall |', '| **overall** |'),
     '',
+    ...(report.attempts ? [...attemptLines(report.attempts, report.graded).map((line) => `- ${line}`), ''] : []),
     '## Instances',
     '',
     '| instance | resolved | grade | stopped | turns | cost | wall | policy |',
@@ -121,6 +131,17 @@ export function reportMarkdown(report: EvalReport): string {
     '',
   ];
   return lines.join('\n');
+}
+
+/** Best-of-N in words: pass@1 and pass@N (graded, or "reached review"), and what the extra attempts cost. */
+function attemptLines(figures: AttemptFigures, graded: boolean): string[] {
+  const of = (count: number) => `${count}/${figures.instances} (${percent(figures.instances ? count / figures.instances : 0)})`;
+  const what = graded ? 'resolved' : 'reached review (ungraded)';
+  return [
+    `Best of ${figures.attempts}: pass@1 ${of(figures.passAt1)}, pass@${figures.attempts} ${of(figures.passAtN)} ${what}; the server chose the first attempt with green verified tests, an approving review and the policy gate passed`,
+    `Reached review: attempt 1 ${of(figures.reachedReviewAt1)}, any attempt ${of(figures.reachedReviewAtN)}`,
+    `Cost: attempt 1 alone ${usd(figures.firstAttemptCostUsd)}, all ${figures.attempts} attempts ${usd(figures.allAttemptsCostUsd)} (extra ${usd(figures.allAttemptsCostUsd - figures.firstAttemptCostUsd)}; per instance the extra attempts resolved: ${usd(figures.extraCostPerExtraResolvedUsd)})`,
+  ];
 }
 
 function escapeHtml(text: string): string {
@@ -164,6 +185,7 @@ ${barChart('Cost per resolved task (USD)', groups.map((group) => ({ label: group
 ${barChart('Median wall time per task (s)', groups.map((group) => ({ label: group.name, value: group.medianWallSeconds, text: `${group.medianWallSeconds.toFixed(1)} s` })), Math.max(...groups.map((group) => group.medianWallSeconds), 1))}
 ${barChart('Share of prompt tokens read from the cache', groups.map((group) => ({ label: group.name, value: group.cacheReadShare, text: percent(group.cacheReadShare) })), 1)}
 <h2>By repository</h2>${table(0, summaryRows)}
+${report.attempts ? `<h2>Best of ${report.attempts.attempts}</h2><ul>${attemptLines(report.attempts, report.graded).map((line) => `<li>${escapeHtml(line)}</li>`).join('')}</ul>` : ''}
 <h2>Instances</h2>${table(summaryRows, markdownTable.length)}
 </body></html>
 `;

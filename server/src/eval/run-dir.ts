@@ -11,6 +11,7 @@ import type { EvalInstance } from './formats';
  *   run.json                 mode, model, instances file, budgets, when it started
  *   data/                    the run's fleet: SQLite store (tasks, event logs), mirrors, local forge
  *   results/<instance>.json  one per finished instance, written once (atomically) when it settles
+ *   attempts/<instance>.attempt-<k>.json  best-of-N: each attempt's own, written once when it settles
  *   trajectories/<instance>.jsonl  the task's event log
  *   predictions.jsonl        SWE-bench predictions, rewritten from results/ after each instance
  *
@@ -52,8 +53,24 @@ export const InstanceResult = z.object({
   outputTokens: z.number().int().min(0),
   cacheReadTokens: z.number().int().min(0),
   cacheWriteTokens: z.number().int().min(0),
+  /** From the task's creation to its end (the time it waited for a scheduler slot included). */
   wallSeconds: z.number().min(0),
+  /** Of that, waiting for a scheduler slot: creation to `provisioning`. */
+  queuedSeconds: z.number().min(0).optional(),
+  /** Where its sandbox came from (`sandbox.ready`) and how long it took to start. */
+  sandbox: z.object({ source: z.enum(['warm_pool', 'snapshot', 'cold']), startMs: z.number().min(0) }).optional(),
+  /** The attempt this result is (best-of-N: the chosen one). */
   attempt: z.number().int().min(1).default(1),
+  /** Best-of-N: every attempt, in order (cost, turns and tokens above are their sums). */
+  attempts: z.array(z.object({
+    attempt: z.number().int().min(1),
+    taskId: z.string().optional(),
+    reachedReview: z.boolean(),
+    stopReason: z.string().optional(),
+    turns: z.number().int().min(0),
+    costUsd: z.number().min(0),
+    wallSeconds: z.number().min(0),
+  })).optional(),
   message: z.string().optional(),
 });
 export type InstanceResult = z.infer<typeof InstanceResult>;
@@ -100,16 +117,35 @@ export class RunDirectory {
     return manifest;
   }
 
-  resultPath(instanceId: string, attempt = 1): string {
-    return join(this.path, 'results', `${fileStem(instanceId)}${attempt > 1 ? `.attempt-${attempt}` : ''}.json`);
+  resultPath(instanceId: string): string {
+    return join(this.path, 'results', `${fileStem(instanceId)}.json`);
   }
 
-  hasResult(instanceId: string, attempt = 1): boolean {
-    return existsSync(this.resultPath(instanceId, attempt));
+  hasResult(instanceId: string): boolean {
+    return existsSync(this.resultPath(instanceId));
   }
 
+  /** The instance's result (best-of-N: the chosen attempt's), written once. */
   writeResult(result: InstanceResult): void {
-    atomicWrite(this.resultPath(result.instance_id, result.attempt), `${JSON.stringify(result, null, 2)}\n`);
+    atomicWrite(this.resultPath(result.instance_id), `${JSON.stringify(result, null, 2)}\n`);
+  }
+
+  /** Best-of-N: attempt k's own result, written once when it settles (`attempts/<id>.attempt-k.json`). */
+  attemptPath(instanceId: string, attempt: number): string {
+    return join(this.path, 'attempts', `${fileStem(instanceId)}.attempt-${attempt}.json`);
+  }
+
+  hasAttempt(instanceId: string, attempt: number): boolean {
+    return existsSync(this.attemptPath(instanceId, attempt));
+  }
+
+  writeAttempt(result: InstanceResult): void {
+    mkdirSync(join(this.path, 'attempts'), { recursive: true });
+    atomicWrite(this.attemptPath(result.instance_id, result.attempt), `${JSON.stringify(result, null, 2)}\n`);
+  }
+
+  readAttempt(instanceId: string, attempt: number): InstanceResult {
+    return readResultFile(this.attemptPath(instanceId, attempt));
   }
 
   writeTrajectory(instanceId: string, attempt: number, lines: string): void {
@@ -122,11 +158,7 @@ export class RunDirectory {
     return readdirSync(dir)
       .filter((name) => name.endsWith('.json'))
       .sort()
-      .map((name) => {
-        const parsed = InstanceResult.safeParse(JSON.parse(readFileSync(join(dir, name), 'utf8')));
-        if (!parsed.success) throw new DockhandError('bad_request', `${join(dir, name)}: ${parsed.error.issues[0]?.path.join('.')}: ${parsed.error.issues[0]?.message}`);
-        return parsed.data;
-      });
+      .map((name) => readResultFile(join(dir, name)));
   }
 
   write(name: string, text: string): string {
@@ -134,6 +166,12 @@ export class RunDirectory {
     atomicWrite(file, text);
     return file;
   }
+}
+
+function readResultFile(file: string): InstanceResult {
+  const parsed = InstanceResult.safeParse(JSON.parse(readFileSync(file, 'utf8')));
+  if (!parsed.success) throw new DockhandError('bad_request', `${file}: ${parsed.error.issues[0]?.path.join('.')}: ${parsed.error.issues[0]?.message}`);
+  return parsed.data;
 }
 
 /** Written whole or not at all: a crash leaves the old file or none, never half of one. */

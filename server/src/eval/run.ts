@@ -6,7 +6,8 @@ import { InvalidInstanceError, synthesizeCassettes, type EvalMode } from './cass
 import { describeLineError, readInstances, writePredictions, type EvalInstance, type LineError } from './formats';
 import { hasCommit } from './git-tree';
 import { repositoryPathOf, RunDirectory, type InstanceResult } from './run-dir';
-import { ensureRepository, openEvalSession, registeredName, type EvalSession } from './session';
+import { attemptOfUrl, chooseAttempt, withAttempt } from './attempts';
+import { ensureRepository, openEvalSession, registeredName, type EvalSession, type EvalSessionOptions } from './session';
 
 /*
  * `dockhand eval run`: every instance becomes one task on the run's fleet, on its registered
@@ -40,6 +41,10 @@ export interface EvalRunOptions {
   onProgress?: (line: string) => void;
   /** Stops waiting (the tasks stay in the store and the next run resumes them). */
   signal?: AbortSignal;
+  /** Best-of-N: tasks per instance, run side by side; the first that reaches review is chosen. Default 1. */
+  attempts?: number;
+  /** For unit tests of the harness only (`EvalSessionOptions.parts`). */
+  sessionParts?: EvalSessionOptions['parts'];
 }
 
 export interface EvalRunSummary {
@@ -67,18 +72,32 @@ function runUrl(runId: string, instanceId: string): string {
   return `dockhand-eval://${encodeURIComponent(runId)}/${encodeURIComponent(instanceId)}`;
 }
 
-function ticketOf(instance: EvalInstance, runId: string): { kind: 'issue'; id: string; title: string; body: string; url: string } {
+function ticketOf(instance: EvalInstance, runId: string, attempt: number): { kind: 'issue'; id: string; title: string; body: string; url: string } {
   const firstLine = instance.problem_statement.split('\n').find((line) => line.trim() !== '')?.trim() ?? instance.instance_id;
-  return { kind: 'issue', id: instance.instance_id, title: firstLine.slice(0, 200), body: instance.problem_statement.slice(0, 100_000), url: runUrl(runId, instance.instance_id) };
+  return { kind: 'issue', id: instance.instance_id, title: firstLine.slice(0, 200), body: instance.problem_statement.slice(0, 100_000), url: withAttempt(runUrl(runId, instance.instance_id), attempt) };
 }
 
+const attemptKey = (instanceId: string, attempt: number) => `${attempt}\u0000${instanceId}`;
+
+/** Best-of-N: every attempt of the instance has settled; the chosen one becomes its result. */
+function settleInstance(dir: RunDirectory, instance: EvalInstance, attempts: number, instances: EvalInstance[], model: string, say: (line: string) => void): void {
+  const chosen = chooseAttempt(Array.from({ length: attempts }, (_, index) => dir.readAttempt(instance.instance_id, index + 1)));
+  dir.writeResult(chosen);
+  writeRunPredictions(dir, instances, model);
+  say(`${instance.instance_id}: ${chosen.reachedReview ? `attempt ${chosen.attempt} chosen` : 'no attempt reached review'} (${chosen.attempts?.filter((attempt) => attempt.reachedReview).length ?? 0} of ${attempts} reached review, $${chosen.costUsd.toFixed(4)} in all)`);
+}
+
+/** The run's tasks by instance and attempt (`attemptKey`), found by their tickets' URLs. */
 async function tasksByInstance(session: EvalSession, runId: string): Promise<Map<string, Task>> {
   const found = new Map<string, Task>();
   let cursor: string | undefined;
   do {
     const page = await session.fleet.store.listTasks({ limit: 200, ...(cursor ? { cursor } : {}) });
     for (const task of page.tasks) {
-      if (task.ticket.kind === 'issue' && task.ticket.url === runUrl(runId, task.ticket.id) && !found.has(task.ticket.id)) found.set(task.ticket.id, task);
+      if (task.ticket.kind !== 'issue' || !task.ticket.url) continue;
+      const attempt = attemptOfUrl(task.ticket.url);
+      const key = attemptKey(task.ticket.id, attempt);
+      if (task.ticket.url === withAttempt(runUrl(runId, task.ticket.id), attempt) && !found.has(key)) found.set(key, task);
     }
     cursor = page.nextCursor;
   } while (cursor);
@@ -101,6 +120,9 @@ export function resultOf(instance: EvalInstance, task: Task, events: TaskEvent[]
   const budget = lastOf(events, 'budget.exceeded');
   const refusedFinishes = events.filter((event) => event.type === 'tool.finished' && event.data.name === 'finish' && event.data.isError).length;
   const lastTs = events.at(-1)?.ts ?? task.updatedAt;
+  // Picked by the scheduler: queued → provisioning (a sandbox is acquired next).
+  const started = events.find((event) => event.type === 'task.state' && (event.data.state === 'provisioning' || event.data.state === 'running'));
+  const sandbox = events.find((event): event is Extract<TaskEvent, { type: 'sandbox.ready' }> => event.type === 'sandbox.ready');
   const stopReason = accepted
     ? undefined
     : failed
@@ -134,6 +156,8 @@ export function resultOf(instance: EvalInstance, task: Task, events: TaskEvent[]
     cacheReadTokens: task.usage.cacheReadTokens,
     cacheWriteTokens: task.usage.cacheWriteTokens,
     wallSeconds: Math.max(0, (Date.parse(lastTs) - Date.parse(task.createdAt)) / 1000),
+    ...(started ? { queuedSeconds: Math.max(0, (Date.parse(started.ts) - Date.parse(task.createdAt)) / 1000) } : {}),
+    ...(sandbox ? { sandbox: { source: sandbox.data.source, startMs: sandbox.data.startMs } } : {}),
     attempt,
   };
 }
@@ -165,32 +189,47 @@ export async function runEvaluation(options: EvalRunOptions): Promise<EvalRunSum
   const dir = new RunDirectory(resolve(options.runDir));
   const say = (line: string) => options.onProgress?.(line);
 
-  const session = await openEvalSession({ dataDir: options.dataDir ? resolve(options.dataDir) : dir.dataDir, scripted: options.mode !== 'model', ...(options.concurrency ? { concurrency: options.concurrency } : {}) });
+  const attempts = options.attempts ?? 1;
+  const session = await openEvalSession({
+    dataDir: options.dataDir ? resolve(options.dataDir) : dir.dataDir,
+    scripted: options.mode !== 'model',
+    ...(options.concurrency ? { concurrency: options.concurrency } : {}),
+    ...(options.sessionParts ? { parts: options.sessionParts } : {}),
+  });
   const model = modelName(options.mode, session);
-  const manifest = dir.claim({ mode: options.mode, model, instancesFile, budgets: options.budgets ?? {}, attempts: 1, createdAt: new Date().toISOString() });
-  const runId = `${manifest.createdAt}/${dir.path}`;
   let settled = 0;
   let invalid = 0;
   const resumedDone = instances.filter((instance) => dir.hasResult(instance.instance_id)).length;
   try {
+    const manifest = dir.claim({ mode: options.mode, model, instancesFile, budgets: options.budgets ?? {}, attempts, createdAt: new Date().toISOString() });
+    const runId = `${manifest.createdAt}/${dir.path}`;
     const existing = await tasksByInstance(session, runId);
-    const watching = new Map<string, { instance: EvalInstance; taskId: string }>();
+    // One entry per attempt still running; an instance is finished when its last attempt settles.
+    const watching = new Map<string, { instance: EvalInstance; attempt: number; taskId: string }>();
     for (const instance of instances) {
       if (dir.hasResult(instance.instance_id)) continue;
-      const known = existing.get(instance.instance_id);
       try {
         const repoPath = repositoryPathOf(instance, reposDir);
         if (!hasCommit(repoPath, instance.base_commit)) throw new InvalidInstanceError(`${instance.instance_id}: base_commit ${instance.base_commit} is not in ${repoPath}`);
-        if (options.mode !== 'model') session.script(instance.instance_id, synthesizeCassettes(options.mode, instance, repoPath));
-        const name = registeredName(instance.repo);
-        const repo = await ensureRepository(session, name, repoPath, instance.base_commit);
-        const taskId = known?.id ?? (await session.api('POST', '/v1/tasks', CreateTaskResponse, {
-          ticket: ticketOf(instance, runId),
-          context: { repo, baseSha: instance.base_commit },
-          budgets: options.budgets ?? {},
-        })).id;
-        say(`${instance.instance_id}: task ${taskId}${known ? ' (resumed)' : ''}`);
-        watching.set(instance.instance_id, { instance, taskId });
+        const cassettes = options.mode === 'model' ? undefined : synthesizeCassettes(options.mode, instance, repoPath);
+        const repo = await ensureRepository(session, registeredName(instance.repo), repoPath, instance.base_commit);
+        for (let attempt = 1; attempt <= attempts; attempt++) {
+          if (attempts > 1 && dir.hasAttempt(instance.instance_id, attempt)) continue;
+          if (cassettes) session.script(instance.instance_id, cassettes, attempt);
+          const known = existing.get(attemptKey(instance.instance_id, attempt));
+          const taskId = known?.id ?? (await session.api('POST', '/v1/tasks', CreateTaskResponse, {
+            ticket: ticketOf(instance, runId, attempt),
+            context: { repo, baseSha: instance.base_commit },
+            budgets: options.budgets ?? {},
+          })).id;
+          say(`${instance.instance_id}${attempts > 1 ? ` attempt ${attempt}` : ''}: task ${taskId}${known ? ' (resumed)' : ''}`);
+          watching.set(attemptKey(instance.instance_id, attempt), { instance, attempt, taskId });
+        }
+        // Every attempt settled before an interruption, the choice not yet written.
+        if (attempts > 1 && ![...watching.values()].some((entry) => entry.instance === instance)) {
+          settleInstance(dir, instance, attempts, instances, model, say);
+          settled++;
+        }
       } catch (error) {
         // The instance's own fault (its repository, patch, fields): recorded and skipped; anything else stops the run.
         if (!(error instanceof InvalidInstanceError) && !(error instanceof DockhandError && error.code === 'bad_request')) throw error;
@@ -201,20 +240,26 @@ export async function runEvaluation(options: EvalRunOptions): Promise<EvalRunSum
       }
     }
     while (watching.size > 0 && !options.signal?.aborted) {
-      for (const [instanceId, { instance, taskId }] of watching) {
+      for (const [key, { instance, attempt, taskId }] of watching) {
         const task = await session.fleet.store.getTask(taskId);
         if (!task || !(SETTLED.has(task.state) || isFinalState(task.state))) continue;
         const events = await session.fleet.store.listEvents(taskId, 0, 100_000);
         const diff = (await session.fleet.store.getResult(taskId))?.diff ?? '';
-        const result = resultOf(instance, task, events, diff);
-        dir.writeTrajectory(instanceId, 1, events.map((event) => `${JSON.stringify(event)}\n`).join(''));
-        dir.writeResult(result);
-        writeRunPredictions(dir, instances, model);
+        const result = resultOf(instance, task, events, diff, attempt);
+        dir.writeTrajectory(instance.instance_id, attempt, events.map((event) => `${JSON.stringify(event)}\n`).join(''));
+        if (attempts > 1) dir.writeAttempt(result);
+        else dir.writeResult(result);
         // Nothing is pushed: the evaluation's review rejects the diff once it is recorded.
         if (task.state === 'awaiting_review') await session.request('POST', `/v1/tasks/${taskId}/review`, { action: 'reject', comments: [] });
-        watching.delete(instanceId);
-        settled++;
-        say(`${instanceId}: ${result.reachedReview ? 'reached review' : `stopped: ${result.stopReason}`} (${result.turns} turns, $${result.costUsd.toFixed(4)}, ${result.wallSeconds.toFixed(1)} s)`);
+        watching.delete(key);
+        say(`${instance.instance_id}${attempts > 1 ? ` attempt ${attempt}` : ''}: ${result.reachedReview ? 'reached review' : `stopped: ${result.stopReason}`} (${result.turns} turns, $${result.costUsd.toFixed(4)}, ${result.wallSeconds.toFixed(1)} s, ${result.queuedSeconds?.toFixed(1) ?? '?'} s queued)`);
+        if (attempts === 1) {
+          writeRunPredictions(dir, instances, model);
+          settled++;
+        } else if (![...watching.values()].some((entry) => entry.instance === instance)) {
+          settleInstance(dir, instance, attempts, instances, model, say);
+          settled++;
+        }
       }
       if (watching.size > 0) await new Promise((done) => setTimeout(done, 500));
     }

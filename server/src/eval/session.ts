@@ -10,10 +10,11 @@ import { createLogger, type Logger } from '../log';
 import { AnthropicModelClient } from '../model/anthropic-client';
 import { startReplayServer, type ReplayServer } from '../model/replay/server';
 import { createFleet, registeredMirror, type Fleet } from '../runner/fleet';
-import type { AgentPort } from '../runner/ports';
+import type { AgentPort, SandboxProvider } from '../runner/ports';
 import type { RepoMirror } from '../sandbox/mirror';
 import { createSandboxProvider, mirrorFirst, type SandboxSetup } from '../runner/sandboxes';
 import { SqliteStore } from '../store/sqlite';
+import { attemptOfUrl } from './attempts';
 import type { Cassettes } from './cassettes';
 import { hasCommit } from './git-tree';
 
@@ -38,8 +39,8 @@ export interface EvalSession {
   request(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<{ status: number; body: string }>;
   /** `request`, with an error for a 4xx/5xx and the answer parsed by `schema`. */
   api<T>(method: 'GET' | 'POST' | 'DELETE', path: string, schema: z.ZodType<T>, body?: unknown): Promise<T>;
-  /** Makes the instance's cassettes the ones its task plays (scripted modes). */
-  script(instanceId: string, cassettes: Cassettes): void;
+  /** Makes the instance's cassettes the ones the task of its attempt plays (scripted modes). */
+  script(instanceId: string, cassettes: Cassettes, attempt?: number): void;
   close(): Promise<void>;
 }
 
@@ -58,7 +59,18 @@ export interface EvalSessionOptions {
   parts?: { sandboxes?: SandboxSetup; agent?: AgentPort };
 }
 
-const sessionOf = (instanceId: string) => `eval-${instanceId}`;
+/** A provider's methods as own properties (`mirrorFirst` spreads it; a class keeps them on its prototype). */
+function methodsOf(provider: SandboxProvider): SandboxProvider {
+  return {
+    acquire: (input) => provider.acquire(input),
+    release: (sandbox) => provider.release(sandbox),
+    ...(provider.reattach ? { reattach: provider.reattach.bind(provider) } : {}),
+  };
+}
+
+/** The replay session an attempt of an instance plays (each attempt its own: they run side by side). */
+const sessionOf = (instanceId: string, attempt: number) => (attempt === 1 ? `eval-${instanceId}` : `eval-${instanceId}-a${attempt}`);
+const scriptedKey = (instanceId: string, attempt: number) => `${attempt}\u0000${instanceId}`;
 
 export async function openEvalSession(options: EvalSessionOptions): Promise<EvalSession> {
   const overrides: Record<string, unknown> = { dataDir: options.dataDir };
@@ -73,15 +85,16 @@ export async function openEvalSession(options: EvalSessionOptions): Promise<Eval
   const mirror = registeredMirror(config, store);
   // A test's sandboxes are made from the mirror first, as the real service's are.
   const given = options.parts?.sandboxes;
-  const sandboxes = given ? { ...given, provider: mirrorFirst(given.provider, mirror) } : await createSandboxProvider(config, logger, { mirror }).catch(async (error: unknown) => {
+  const sandboxes = given ? { ...given, provider: mirrorFirst(methodsOf(given.provider), mirror) } : await createSandboxProvider(config, logger, { mirror }).catch(async (error: unknown) => {
     await store.close();
     throw error;
   });
   const modelFor = (task: Task, purpose: 'agent' | 'review') => {
     if (!replay) return undefined;
     const instanceId = task.ticket.kind === 'issue' ? task.ticket.id : undefined;
-    if (!instanceId || !scripted.has(instanceId)) throw new DockhandError('internal', `task ${task.id} has no scripted model (not an instance of this run)`);
-    const session = purpose === 'review' ? `${sessionOf(instanceId)}-review` : sessionOf(instanceId);
+    const attempt = attemptOfUrl(task.ticket.kind === 'issue' ? task.ticket.url : undefined);
+    if (!instanceId || !scripted.has(scriptedKey(instanceId, attempt))) throw new DockhandError('internal', `task ${task.id} has no scripted model (not an instance of this run)`);
+    const session = purpose === 'review' ? `${sessionOf(instanceId, attempt)}-review` : sessionOf(instanceId, attempt);
     return new AnthropicModelClient({ apiKey: `replay:${session}`, baseURL: replay.url, model: config.model.name, retry: { baseDelayMs: 50, maxDelayMs: 500, jitter: 0 } });
   };
   const fleet = await createFleet(config, {
@@ -118,11 +131,11 @@ export async function openEvalSession(options: EvalSessionOptions): Promise<Eval
       }
       return schema.parse(JSON.parse(response.body));
     },
-    script(instanceId, cassettes) {
+    script(instanceId, cassettes, attempt = 1) {
       if (!replay) return;
-      replay.addCassette(sessionOf(instanceId), cassettes.agent);
-      replay.addCassette(`${sessionOf(instanceId)}-review`, cassettes.review);
-      scripted.add(instanceId);
+      replay.addCassette(sessionOf(instanceId, attempt), cassettes.agent);
+      replay.addCassette(`${sessionOf(instanceId, attempt)}-review`, cassettes.review);
+      scripted.add(scriptedKey(instanceId, attempt));
     },
     async close() {
       await fleet.close();
