@@ -322,6 +322,24 @@ describe('runAgent', () => {
     expect(events.ofType('model.fell_back')[0]?.data.to).toBe('claude-haiku-4-5');
     expect(model.onFallback).toBeUndefined();
   });
+
+  it('shows model retries and a hand-back to the queue as the task state, with the reason and when it is tried again', async () => {
+    const model = new ScriptedModel([
+      () => {
+        model.onRetry?.({ attempt: 1, of: 6, model: 'claude-sonnet-4-5', reason: 'connection error: Connection refused', delayMs: 500 });
+        model.onRetry?.({ attempt: 6, of: 6, model: 'claude-sonnet-4-5', reason: '529 overloaded_error', delayMs: 30_000, handBack: true });
+        return { tools: [FIX] };
+      },
+      { tools: [{ name: 'finish', input: { summary: 'Fixed.' } }] },
+    ]);
+    await runAgent(options(model));
+    const states = events.ofType('task.state').map((event) => [event.data.state, event.data.reason]);
+    expect(states).toEqual([
+      ['running', 'model claude-sonnet-4-5 unreachable (connection error: Connection refused); retrying in 1 s (attempt 2 of 6)'],
+      ['queued', 'model claude-sonnet-4-5 unreachable after 6 attempts (529 overloaded_error); back in the queue, retried in 30 s'],
+    ]);
+    expect(model.onRetry).toBeUndefined();
+  });
 });
 
 describe('rebuildConversation', () => {

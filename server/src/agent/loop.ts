@@ -174,6 +174,18 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
     previousOnFallback?.(notice);
     pendingWrites.push(events.append({ type: 'model.fell_back', data: notice }).catch(() => undefined));
   };
+  // A model (or rate budget) that cannot be reached is retried, then the task goes back to the
+  // queue: the user sees each step as the task's state with the reason and when it is tried again.
+  const previousOnRetry = model.onRetry;
+  model.onRetry = (notice) => {
+    previousOnRetry?.(notice);
+    const seconds = Math.max(1, Math.round(notice.delayMs / 1000));
+    const what = notice.model === 'rate budget' ? 'the fleet rate budget' : `model ${notice.model}`;
+    const reason = notice.handBack
+      ? `${what} unreachable after ${notice.attempt} attempts (${notice.reason}); back in the queue, retried in ${seconds} s`
+      : `${what} unreachable (${notice.reason}); retrying in ${seconds} s (attempt ${notice.attempt + 1}${notice.of ? ` of ${notice.of}` : ''})`;
+    pendingWrites.push(events.append({ type: 'task.state', data: { state: notice.handBack ? 'queued' : 'running', reason } }).catch(() => undefined));
+  };
 
   const outcome = async (status: AgentStatus, summary: string, extra: Partial<AgentOutcome> = {}): Promise<AgentOutcome> => {
     const diff = extra.diff ?? (await sandbox.diff().catch(() => ''));
@@ -362,6 +374,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
   } finally {
     clearTimeout(timer);
     model.onFallback = previousOnFallback;
+    model.onRetry = previousOnRetry;
     await Promise.all(pendingWrites);
   }
 }

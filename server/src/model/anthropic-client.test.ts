@@ -2,6 +2,7 @@ import type Anthropic from '@anthropic-ai/sdk';
 import { describe, expect, it } from 'vitest';
 import { DockhandError } from '../errors';
 import { AnthropicModelClient, type AnthropicModelOptions } from './anthropic-client';
+import { withHandBack, type HandBackRequest } from '../scheduler/hand-back';
 import { costOf, pricesFor } from './pricing';
 import type { CassetteInput } from './replay/cassette';
 import { useReplayServer } from './replay/testing';
@@ -170,6 +171,38 @@ describe('AnthropicModelClient', () => {
     expect(sleeps).toEqual([100, 200, 400]);
     expect(replay.server.requests(session).every((record) => record.model === PRIMARY)).toBe(true);
     expect(replay.server.requests(session)).toHaveLength(4);
+  });
+
+  it('a model that refuses connections through every attempt hands the task back under a scheduler, saying when it is retried', async () => {
+    // Nothing listens on port 1: each attempt is an ECONNREFUSED.
+    const { client, retries, sleeps } = harness(oneTurn([]), {
+      baseURL: 'http://127.0.0.1:1',
+      retry: { maxAttempts: 3, baseDelayMs: 100, jitter: 0, handBackDelayMs: 20_000 },
+    });
+    const handedBack: HandBackRequest[] = [];
+    const error = await withHandBack((request) => handedBack.push(request), () => client.turn(request())).catch((caught: unknown) => caught);
+    expect(error instanceof DockhandError ? error.code : undefined).toBe('model_unavailable');
+    expect(sleeps).toEqual([100, 200]);
+    expect(retries.map((notice) => [notice.attempt, notice.of, notice.delayMs, notice.handBack ?? false])).toEqual([
+      [1, 3, 100, false],
+      [2, 3, 200, false],
+      [3, 3, 20_000, true],
+    ]);
+    expect(retries.every((notice) => notice.reason.startsWith('connection error'))).toBe(true);
+    expect(handedBack).toEqual([{ reason: expect.stringMatching(/unreachable after 3 attempts: connection error/), delayMs: 20_000 }]);
+  });
+
+  it('a 529 storm through every attempt hands back too; without a scheduler the turn fails as before', async () => {
+    const storm = () => harness(oneTurn([{ kind: 'overloaded', times: 100 }]), { retry: { maxAttempts: 2, baseDelayMs: 1, jitter: 0 } });
+    const handedBack: HandBackRequest[] = [];
+    const under = storm();
+    await withHandBack((request) => handedBack.push(request), () => under.client.turn(request())).catch(() => undefined);
+    expect(handedBack).toHaveLength(1);
+    expect(handedBack[0]?.reason).toContain('529 overloaded_error');
+    const alone = storm();
+    const error = await alone.client.turn(request()).catch((caught: unknown) => caught);
+    expect(String(error)).toContain('after 2 attempts: 529 overloaded_error');
+    expect(alone.retries.some((notice) => notice.handBack)).toBe(false);
   });
 
   it('does not retry a request the API rejects, and names the unmet expectation', async () => {

@@ -1,7 +1,8 @@
 import Anthropic, { APIError } from '@anthropic-ai/sdk';
 import { DockhandError } from '../errors';
 import { DEFAULT_PRICES, costOf, mergePrices, pricesFor, type PriceTable } from './pricing';
-import { RetryPolicy, classifyFailure, retryDelayMs, type Failure, type RetryPolicyInput } from './retry';
+import { canHandBack, requestHandBack } from '../scheduler/hand-back';
+import { RetryPolicy, classifyFailure, handBackDelayMs, retryDelayMs, type Failure, type RetryPolicyInput } from './retry';
 import type { FallbackNotice, ModelClient, ModelTurnRequest, ModelTurnResult, RetryNotice } from './types';
 
 export interface AnthropicModelOptions {
@@ -104,8 +105,15 @@ export class AnthropicModelClient implements ModelClient {
         continue; // another model draws on other capacity: no reason to wait first
       }
       const delayMs = retryDelayMs(failuresOnModel, this.policy, failure, this.options.random ?? Math.random);
-      this.onRetry?.({ attempt, model, reason: failure.reason, delayMs });
+      this.onRetry?.({ attempt, of: this.policy.maxAttempts, model, reason: failure.reason, delayMs });
       await (this.options.sleep ?? sleep)(delayMs, request.signal);
+    }
+    // Every attempt met a failure that may pass: under a scheduler the task goes back to the queue
+    // (this aborts the turn's signal; the loop stops and writes nothing more) instead of failing.
+    if (lastFailure && canHandBack()) {
+      const delayMs = handBackDelayMs(this.policy, this.options.random ?? Math.random);
+      this.onRetry?.({ attempt: this.policy.maxAttempts, of: this.policy.maxAttempts, model: this.activeModel, reason: lastFailure.reason, delayMs, handBack: true });
+      requestHandBack({ reason: `model ${this.activeModel} unreachable after ${this.policy.maxAttempts} attempts: ${lastFailure.reason}`, delayMs });
     }
     throw new DockhandError(
       'model_unavailable',

@@ -1,3 +1,6 @@
+import { DockhandError } from '../errors';
+import { canHandBack, requestHandBack } from '../scheduler/hand-back';
+import { RetryPolicy, handBackDelayMs, retryDelayMs, type RetryPolicyInput } from './retry';
 import type { ModelClient, ModelTurnRequest, ModelTurnResult } from './types';
 
 /** The fleet-wide budget a turn reserves from before it calls the model (`store/postgres-budget.ts`). */
@@ -16,17 +19,27 @@ export interface BudgetWait {
  * so an estimate a little short does not overdraw the shared window), reserved, and settled to the
  * provider's own count (input, cache reads and writes) when the turn is done. A turn that does
  * not fit waits for the window to move instead of calling and meeting a 429; `onWait` hears it.
+ *
+ * A budget that cannot be asked (its store unreachable, its pool out of connections) is retried
+ * like an unreachable model — backoff with jitter, each retry told to `onRetry` — and after the
+ * policy's attempts the task is handed back to the queue (`hand-back.ts`), or, with no scheduler
+ * to take it, the turn fails with `model_unavailable`.
  */
 export class BudgetedModelClient implements ModelClient {
   /** Turns that waited for the budget, and for how long in all (metrics, benchmarks). */
   waits = 0;
   waitedMs = 0;
 
+  private readonly policy: RetryPolicy;
+
   constructor(
     private readonly inner: ModelClient,
     private readonly budget: RateBudget,
     private readonly onWait?: (wait: BudgetWait) => void,
-  ) {}
+    private readonly options: { retry?: RetryPolicyInput; sleep?: (ms: number) => Promise<void>; random?: () => number } = {},
+  ) {
+    this.policy = RetryPolicy.parse(options.retry ?? {});
+  }
 
   get onFallback() {
     return this.inner.onFallback;
@@ -50,7 +63,7 @@ export class BudgetedModelClient implements ModelClient {
     let waited = false;
     for (;;) {
       request.signal?.throwIfAborted();
-      const answer = await this.budget.tryReserve(tokens);
+      const answer = await this.reserve(tokens, request.signal);
       if ('reservation' in answer) {
         if (waited) {
           const waitedMs = Date.now() - started;
@@ -71,6 +84,37 @@ export class BudgetedModelClient implements ModelClient {
       if (!waited) this.waits += 1;
       waited = true;
       await new Promise((resolve) => setTimeout(resolve, Math.min(answer.waitMs, 2_000)));
+    }
+  }
+
+  /** One ask of the budget, retried while the budget's store cannot be reached. */
+  private async reserve(tokens: number, signal: AbortSignal | undefined): ReturnType<RateBudget['tryReserve']> {
+    const random = this.options.random ?? Math.random;
+    const pause = this.options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.budget.tryReserve(tokens);
+      } catch (error) {
+        signal?.throwIfAborted();
+        if (error instanceof DockhandError && error.code === 'bad_request') throw error;
+        const reason = `rate budget unreachable: ${error instanceof Error ? error.message : String(error)}`;
+        const failure = { retryable: true, aborted: false, reason, retryAfterMs: undefined };
+        if (attempt >= this.policy.maxAttempts) {
+          if (canHandBack()) {
+            const delayMs = handBackDelayMs(this.policy, random);
+            this.onRetry?.({ attempt, of: this.policy.maxAttempts, model: 'rate budget', reason, delayMs, handBack: true });
+            requestHandBack({ reason: `${reason} (after ${attempt} attempts)`, delayMs });
+          }
+          throw new DockhandError('model_unavailable', `${reason} (after ${attempt} attempts)`, {
+            cause: error,
+            hint: 'the fleet rate budget lives in the Postgres store: check that the store is up and the pool (DOCKHAND_DATABASE_URL) is not exhausted',
+          });
+        }
+        const delayMs = retryDelayMs(attempt, this.policy, failure, random);
+        this.onRetry?.({ attempt, of: this.policy.maxAttempts, model: 'rate budget', reason, delayMs });
+        await pause(delayMs);
+        signal?.throwIfAborted();
+      }
     }
   }
 }

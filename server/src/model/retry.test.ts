@@ -67,6 +67,7 @@ describe('retryDelayMs', () => {
       maxRetryAfterMs: 60_000,
       fallbackAfter: 3,
       whenUnavailable: 'fallback',
+      handBackDelayMs: 30_000,
     });
   });
 });

@@ -20,6 +20,12 @@ export const RetryPolicy = z.object({
   fallbackAfter: z.number().int().min(1).default(3),
   /** With a fallback model configured: switch to it, or keep waiting for the primary. */
   whenUnavailable: z.enum(['fallback', 'wait']).default('fallback'),
+  /**
+   * When every attempt failed for a reason that may pass (connection refused or timed out, 5xx,
+   * 529 overloaded, 429) and a scheduler runs the task: the task goes back to the queue for about
+   * this long (jittered like a backoff) instead of failing, and any worker takes it up after.
+   */
+  handBackDelayMs: z.number().min(0).default(30_000),
 });
 export type RetryPolicy = z.infer<typeof RetryPolicy>;
 export type RetryPolicyInput = z.input<typeof RetryPolicy>;
@@ -78,6 +84,10 @@ export function retryAfterMs(headers: Headers | undefined, now: number = Date.no
  * when it is given and not absurd; otherwise exponential backoff, capped, with jitter so that
  * many tasks hit by the same overload do not retry in lockstep.
  */
+export function handBackDelayMs(policy: RetryPolicy, random: () => number): number {
+  return Math.round(policy.handBackDelayMs * (1 - policy.jitter * random()));
+}
+
 export function retryDelayMs(attempt: number, policy: RetryPolicy, failure: Failure, random: () => number): number {
   if (failure.retryAfterMs !== undefined && failure.retryAfterMs <= policy.maxRetryAfterMs) return failure.retryAfterMs;
   const exponential = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (attempt - 1));

@@ -33,12 +33,18 @@ export interface FallbackNotice {
   reason: string;
 }
 
-/** One failed attempt that will be retried (after `delayMs`, on `model`). */
+/**
+ * One failed attempt that will be retried (after `delayMs`, on `model`) — or, with `handBack`,
+ * the last one: the task goes back to the queue and is taken up again after `delayMs`.
+ */
 export interface RetryNotice {
   attempt: number;
+  /** Attempts in the turn's budget. */
+  of?: number;
   model: string;
   reason: string;
   delayMs: number;
+  handBack?: boolean;
 }
 
 /**

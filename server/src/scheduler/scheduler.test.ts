@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CreateTaskRequest } from '@dockhand/protocol';
 import { SqliteStore } from '../store/sqlite';
+import { requestHandBack } from './hand-back';
 import { Scheduler } from './scheduler';
 
 const request = (priority: 'normal' | 'routine') =>
@@ -107,5 +108,38 @@ describe('Scheduler', () => {
     expect(await store.getLease(slow)).toBeUndefined();
     expect(started).not.toContain(waiting);
     expect(await store.acquireLease(slow, 'w2', 300)).toBe(true);
+  });
+  it('a run that hands its task back is aborted, keeps no worker, and the task is claimed again only after the delay', async () => {
+    const { task } = await store.createTask('a', request('normal'));
+    const runs: number[] = [];
+    const reasons: string[] = [];
+    const started = Date.now();
+    const scheduler = make(async (taskId, signal) => {
+      runs.push(Date.now() - started);
+      if (runs.length === 1) {
+        await store.appendEvent(taskId, { type: 'task.state', data: { state: 'running' } });
+        // Deep inside the run (the model client): the model stayed unreachable.
+        await Promise.resolve().then(() => expect(requestHandBack({ reason: 'connection refused', delayMs: 400 })).toBe(true));
+        expect(signal.aborted).toBe(true);
+        reasons.push(String((signal.reason as Error).message));
+        return;
+      }
+      await store.appendEvent(taskId, { type: 'task.state', data: { state: 'awaiting_review' } });
+    }, { leaseMs: 5_000, workerId: 'w1' });
+    scheduler.start();
+    await until(() => runs.length === 1 && scheduler.active.length === 0);
+    expect(reasons[0]).toMatch(/handed back to the queue for 400 ms: connection refused/);
+    // Not released: the lease now ends when the task may be taken up again, not at the run's 5 s.
+    const lease = await store.getLease(task.id);
+    expect(lease?.expiresAt).toBeGreaterThan(Date.now());
+    expect(lease?.expiresAt).toBeLessThan(Date.now() + 1_000);
+    expect(await store.acquireLease(task.id, 'w2', 300)).toBe(false);
+    await until(() => runs.length === 2);
+    expect(runs[1]! - runs[0]!).toBeGreaterThanOrEqual(350);
+    expect((await store.getTask(task.id))?.state).toBe('awaiting_review');
+  });
+
+  it('outside a scheduler nobody can take a task back: the caller is told so', () => {
+    expect(requestHandBack({ reason: 'x', delayMs: 1 })).toBe(false);
   });
 });

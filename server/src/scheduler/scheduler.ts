@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { isFinalState } from '@dockhand/protocol';
 import type { Logger } from '../log';
 import { withLeaseFence, type LeaseFence } from '../store/lease-fence';
+import { withHandBack, type HandBackRequest } from './hand-back';
 import { canClaim } from '../store/queue';
 import type { Store } from '../store/types';
 
@@ -28,6 +29,11 @@ export interface SchedulerOptions {
  * writes once the lease is someone else's. There a heartbeat that cannot reach the store aborts
  * the run when 60% of the lease has passed since the last renewal that did, so a worker cut off
  * from the store stops acting before another worker may take the task over.
+ *
+ * A run may hand its task back (`hand-back.ts`: the model stayed unreachable through its retry
+ * budget): the run is aborted and, instead of releasing the lease, the scheduler keeps it until
+ * the requested delay has passed, so the task waits in the queue — on no worker — and is claimed
+ * again after it, by whichever worker has room.
  */
 export class Scheduler {
   readonly workerId: string;
@@ -151,18 +157,31 @@ export class Scheduler {
       })().catch((error: unknown) => logger?.warn({ err: error, taskId }, 'lease heartbeat failed'));
     }, Math.max(Math.floor(leaseMs / (fence ? 4 : 3)), 50)));
     heartbeat.unref();
-    const done = fenced(() => (async () => {
+    let handedBack: HandBackRequest | undefined;
+    const handBack = (request: HandBackRequest): void => {
+      if (handedBack || controller.signal.aborted) return;
+      handedBack = request;
+      controller.abort(new Error(`handed back to the queue for ${request.delayMs} ms: ${request.reason}`));
+    };
+    const done = fenced(() => withHandBack(handBack, async () => {
       try {
         await this.options.run(taskId, controller.signal);
       } catch (error) {
         logger?.error({ err: error, taskId }, 'task run failed');
       } finally {
         clearInterval(heartbeat);
-        await store.releaseLease(taskId, this.workerId).catch(() => undefined);
+        if (handedBack) {
+          // The lease now ends when the task may be taken up again (renewal sets expiry = now + ttl).
+          logger?.warn({ taskId, delayMs: handedBack.delayMs, reason: handedBack.reason }, 'task handed back to the queue');
+          const kept = await store.renewLease(taskId, this.workerId, Math.max(1, handedBack.delayMs)).catch(() => false);
+          if (!kept) await store.releaseLease(taskId, this.workerId).catch(() => undefined);
+        } else {
+          await store.releaseLease(taskId, this.workerId).catch(() => undefined);
+        }
         this.running.delete(taskId);
         this.wake();
       }
-    })());
+    }));
     this.running.set(taskId, { controller, done });
   }
 }

@@ -48,6 +48,7 @@ export class ScriptedModel implements ModelClient {
   readonly requests: ModelTurnRequest[] = [];
   private index = 0;
   onFallback?: ModelClient['onFallback'];
+  onRetry?: ModelClient['onRetry'];
 
   constructor(
     private readonly steps: ScriptStep[],
