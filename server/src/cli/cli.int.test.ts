@@ -52,7 +52,7 @@ describe('dockhand CLI against a running server', () => {
       if (previous === undefined) delete process.env.DOCKHAND_DATA_DIR;
       else process.env.DOCKHAND_DATA_DIR = previous;
     }
-    expect(output.join('')).toMatch(/token tok_\w+ for carol \(shown once\):\ndh_\S+/);
+    expect(output.join('')).toMatch(/token tok_\w+ for carol \(shown once; [^)]*\):\ndh_\S+/);
     output.length = 0;
     await buildCli().parseAsync(['node', 'dockhand', 'repo', 'list', '--server', url, '--token', token]);
     expect(output.join('')).toMatch(/^app\s+main\s+\S+\s+-\s+everyone$/m);

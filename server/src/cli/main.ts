@@ -12,6 +12,7 @@ import { ApiClient } from './client';
 import { registerEvalCommands } from './eval';
 import { describeEvent, taskLine } from './format';
 import { addRepoCommands } from './repo-commands';
+import { addTokenCommands } from './token-commands';
 import { OPTION_OF_FIELD, resolveSubmitTarget } from './submit-repo';
 
 /*
@@ -21,7 +22,7 @@ import { OPTION_OF_FIELD, resolveSubmitTarget } from './submit-repo';
  *   repo add|list|remove|check     registered repositories and their readiness (API)
  *   tasks                          list tasks
  *   approve|reject <task> [appr]   decide a review (or one approval request)
- *   token create|revoke|list       manage API tokens (direct on the data dir)
+ *   token create|list|revoke       API tokens: over the API with --server + an admin --token, else on the data dir
  *   pr merge|close <repo> <n>      local forge only (direct on the data dir)
  * Client commands read DOCKHAND_URL and DOCKHAND_TOKEN (or --server/--token).
  */
@@ -136,29 +137,7 @@ export function buildCli(): Command {
       });
   }
 
-  const token = program.command('token').description('API tokens (run on the server machine; uses DOCKHAND_DATA_DIR)');
-  token.command('create [user]')
-    .description('print a new token for a user (created if missing); the user as an argument or --user')
-    .option('--user <name>', 'user name (created if missing)')
-    .addOption(new Option('--role <role>', 'role for a new user').choices(['user', 'admin']).default('user'))
-    .option('--label <label>', 'what the token is for', '')
-    .action((positional: string | undefined, options: { user?: string; role: 'user' | 'admin'; label: string }) => withStore(async (store) => {
-      const user = options.user ?? positional;
-      if (!user) throw new DockhandError('bad_request', '--user: name the user (dockhand token create alice, or --user alice)', { field: '--user' });
-      if (options.user && positional && options.user !== positional) throw new DockhandError('bad_request', `--user: ${options.user} and the argument ${positional} disagree; give one`, { field: '--user' });
-      const existing = await store.getUser(user);
-      if (!existing || existing.role !== options.role) await store.createUser(user, options.role);
-      const { token: secret, info } = await store.createToken(user, options.label);
-      out(`token ${info.id} for ${user} (shown once):`);
-      out(secret);
-    }));
-  token.command('revoke <id>').action((id: string) => withStore(async (store) => {
-    if (!(await store.revokeToken(id))) throw new DockhandError('not_found', `token ${id} not found or already revoked`);
-    out(`token ${id} revoked`);
-  }));
-  token.command('list').action(() => withStore(async (store) => {
-    for (const info of await store.listTokens()) out(`${info.id}  ${info.user.padEnd(16)} ${info.label}${info.revokedAt ? '  (revoked)' : ''}`);
-  }));
+  addTokenCommands(program, { client, withStore, out, clientOptions });
 
   const pr = program.command('pr').description('pull requests of the local forge (uses DOCKHAND_DATA_DIR)');
   for (const action of ['merge', 'close'] as const) {

@@ -1,0 +1,91 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { harness, type Harness } from '../api/test-support';
+import { SqliteStore } from '../store/sqlite';
+import { buildCli } from './main';
+
+let h: Harness;
+let url: string;
+let output: string[];
+
+beforeEach(async () => {
+  h = await harness();
+  url = await h.app.listen({ host: '127.0.0.1', port: 0 });
+  output = [];
+  vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+    output.push(chunk.toString());
+    return true;
+  });
+});
+afterEach(async () => {
+  vi.restoreAllMocks();
+  await h.close();
+});
+
+const cli = (...args: string[]) => buildCli().parseAsync(['node', 'dockhand', 'token', ...args]);
+const secretIn = (text: string) => /^(dh_\S+)$/m.exec(text)?.[1];
+
+describe('dockhand token over the API (--server and an admin --token)', () => {
+  it('create (scopes, lifetime), list (no secrets), revoke: the created token works, then is refused', async () => {
+    const admin = ['--server', url, '--token', h.tokens.admin];
+    await cli('create', 'carol', '--scope', 'read', '--expires-in', '12h', '--label', 'laptop', ...admin);
+    const text = output.join('');
+    expect(text).toMatch(/^token tok_\w+ for carol \(shown once; scopes read; expires 20\d\d-/m);
+    const secret = secretIn(text);
+    if (!secret) throw new Error(`no token in ${text}`);
+    const id = /token (tok_\w+)/.exec(text)?.[1] ?? '';
+    const me = await fetch(`${url}/v1/me`, { headers: { authorization: `Bearer ${secret}` } });
+    expect(await me.json()).toMatchObject({ name: 'carol', role: 'user' });
+    const submit = await fetch(`${url}/v1/tasks`, { method: 'POST', headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' }, body: JSON.stringify(h.submitBody()) });
+    expect(submit.status).toBe(403);
+
+    output.length = 0;
+    await cli('list', '--user', 'carol', ...admin);
+    expect(output.join('')).toMatch(new RegExp(`^${id}\\s+carol\\s+read\\s+expires 20\\S+\\s+laptop$`, 'm'));
+    expect(output.join('')).not.toContain(secret);
+
+    output.length = 0;
+    await cli('revoke', id, ...admin);
+    expect(output.join('')).toBe(`token ${id} revoked\n`);
+    expect((await fetch(`${url}/v1/me`, { headers: { authorization: `Bearer ${secret}` } })).status).toBe(401);
+  });
+
+  it("a non-admin's token is refused naming the admin scope; a bad lifetime is refused naming --expires-in", async () => {
+    await expect(cli('create', 'dave', '--server', url, '--token', h.tokens.alice)).rejects.toMatchObject({ code: 'forbidden', message: expect.stringContaining('"admin" scope') });
+    await expect(cli('create', 'dave', '--expires-in', '1y', '--server', url, '--token', h.tokens.admin))
+      .rejects.toMatchObject({ field: '--expires-in', message: expect.stringMatching(/^--expires-in: "1y" is not a lifetime/) });
+    expect(await h.store.getUser('dave')).toBeUndefined();
+  });
+});
+
+describe('dockhand token on the data dir (bootstrap, no server)', () => {
+  it('makes the first admin token with a 90-day default and every admin scope; list shows it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'dockhand-token-cli-'));
+    const saved = { data: process.env.DOCKHAND_DATA_DIR, url: process.env.DOCKHAND_URL, token: process.env.DOCKHAND_TOKEN, db: process.env.DOCKHAND_DATABASE_URL };
+    process.env.DOCKHAND_DATA_DIR = dir;
+    for (const name of ['DOCKHAND_URL', 'DOCKHAND_TOKEN', 'DOCKHAND_DATABASE_URL']) delete process.env[name];
+    try {
+      await cli('create', 'root', '--role', 'admin');
+      const text = output.join('');
+      expect(text).toMatch(/^token tok_\w+ for root \(shown once; scopes read, submit, review, admin; expires 20\S+\):$/m);
+      const store = new SqliteStore(join(dir, 'dockhand.db'));
+      const auth = await store.authenticate(secretIn(text) ?? '');
+      await store.close();
+      expect(auth?.user.role).toBe('admin');
+      const days = (Date.parse(auth?.token.expiresAt ?? '') - Date.now()) / 86_400_000;
+      expect(days).toBeGreaterThan(89.9);
+      expect(days).toBeLessThanOrEqual(90);
+      output.length = 0;
+      await cli('list');
+      expect(output.join('')).toMatch(/^tok_\w+\s+root\s+read,submit,review,admin\s+expires/m);
+    } finally {
+      for (const [name, value] of [['DOCKHAND_DATA_DIR', saved.data], ['DOCKHAND_URL', saved.url], ['DOCKHAND_TOKEN', saved.token], ['DOCKHAND_DATABASE_URL', saved.db]] as const) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
