@@ -13,6 +13,7 @@ export class DockhandError extends Error {
 
   /** One line for a notification: the message, the field to blame and what to do. */
   describe(): string {
+    if (this.code === 'token_expired') return tokenExpiredText(this.message);
     const field = this.details.field ? ` (${this.details.field})` : '';
     const hint = this.details.hint ? ` ${this.details.hint}` : '';
     return `${this.message}${field}.${hint}`.replace(/\.\./g, '.');
@@ -40,6 +41,7 @@ export function errorActions(error: unknown): ErrorAction[] {
         { title: 'Retry', command: 'dockhand.checkConnection' },
       ];
     case 'unauthenticated':
+    case 'token_expired':
     case 'not_signed_in':
       return [{ title: 'Sign in', command: 'dockhand.signIn' }];
     default:
@@ -49,5 +51,15 @@ export function errorActions(error: unknown): ErrorAction[] {
 
 /** Whether the server refused the token (the window is then signed out, not "reconnecting"). */
 export function isSignedOutError(error: unknown): boolean {
-  return error instanceof DockhandError && (error.code === 'unauthenticated' || error.code === 'not_signed_in');
+  return error instanceof DockhandError && (error.code === 'unauthenticated' || error.code === 'token_expired' || error.code === 'not_signed_in');
+}
+
+/**
+ * The server's `token_expired` answer ("token tok_… expired on 2026-03-01T09:30:00.000Z") in words:
+ * when, and how to get a new one.
+ */
+export function tokenExpiredText(serverMessage: string): string {
+  const iso = /expired on (\S+)/.exec(serverMessage)?.[1];
+  const at = iso && !Number.isNaN(Date.parse(iso)) ? `${new Date(iso).toISOString().slice(0, 16).replace('T', ' ')} UTC` : undefined;
+  return `Your Dockhand token expired${at ? ` on ${at}` : ''}: create a new one with "dockhand token create --user <you>" on the server and run "Dockhand: Sign in" with it.`;
 }

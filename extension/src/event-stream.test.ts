@@ -138,6 +138,16 @@ describe('TaskEventStream', () => {
     expect(t.received).toEqual([]);
   });
 
+  it('an expired token stops the stream signed out, saying when it expired and how to get a new one', async () => {
+    const t = setup();
+    t.stream.start();
+    await flush();
+    t.sockets[0]!.open();
+    t.sockets[0]!.frame({ kind: 'error', error: { code: 'token_expired', message: 'token tok_1 expired on 2026-03-01T09:30:00.000Z' } });
+    expect(t.statuses.at(-1)).toEqual({ status: 'signed_out', detail: expect.stringContaining('expired on 2026-03-01 09:30 UTC') });
+    expect(t.timers.filter((timer) => timer.ms < 25_000 && !timer.cancelled)).toHaveLength(0);
+  });
+
   it('is signed out, not reconnecting, when the upgrade itself is refused with 401; a sign-in restarts it', async () => {
     const t = setup();
     t.stream.start();

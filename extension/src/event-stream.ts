@@ -1,4 +1,5 @@
 import { ServerFrame, type TaskEvent } from '@dockhand/protocol';
+import { tokenExpiredText } from './errors';
 
 /*
  * Follows one task's event log over the WebSocket. The server replays everything after the seq we
@@ -44,7 +45,7 @@ export interface EventStreamOptions {
 }
 
 /** Server error codes after which retrying cannot help. */
-const FATAL_CODES = new Set(['unauthenticated', 'forbidden', 'not_found']);
+const FATAL_CODES = new Set(['unauthenticated', 'token_expired', 'forbidden', 'not_found']);
 
 export class TaskEventStream {
   private lastSeq: number;
@@ -166,7 +167,8 @@ export class TaskEventStream {
         if (FATAL_CODES.has(code)) {
           this.socket = undefined;
           socket.close();
-          this.stop(code === 'unauthenticated' ? 'signed_out' : 'offline', code === 'unauthenticated' ? SIGNED_OUT_DETAIL : message);
+          const signedOut = code === 'unauthenticated' || code === 'token_expired';
+          this.stop(signedOut ? 'signed_out' : 'offline', code === 'token_expired' ? tokenExpiredText(message) : signedOut ? SIGNED_OUT_DETAIL : message);
           return;
         }
         this.drop(socket, message);

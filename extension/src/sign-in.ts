@@ -2,7 +2,7 @@ import * as vscode from 'vscode';
 import type { ApiClient } from './api-client';
 import type { TokenStore } from './auth';
 import type { Connection } from './connection';
-import { DockhandError, describeError } from './errors';
+import { DockhandError, describeError, tokenExpiredText } from './errors';
 
 /*
  * "Dockhand: Sign in": the token is checked against the server (`GET /v1/me`) before it is stored
@@ -55,6 +55,11 @@ export function signIn(deps: SignInDeps): Promise<boolean> {
       } catch (error) {
         box.busy = false;
         box.enabled = true;
+        if (error instanceof DockhandError && error.code === 'token_expired') {
+          deps.log.warn(`Sign-in refused by ${url}: ${error.message}`);
+          box.validationMessage = tokenExpiredText(error.message);
+          return;
+        }
         if (error instanceof DockhandError && error.code === 'unauthenticated') {
           deps.log.warn(`Sign-in refused by ${url}: ${describeError(error)}`);
           box.validationMessage = `The server at ${url} does not know this token (unknown or revoked). Create one with "dockhand token create --user <you>" and paste it here.`;
