@@ -38,14 +38,17 @@ export class TaskActions {
     return this.run(`Approval ${decision}`, () => this.api().decideApproval(taskId, approvalId, decision, comment));
   }
 
-  review(taskId: string, action: 'approve' | 'request_changes' | 'reject', comments: ReviewComment[] = []): Promise<boolean> {
+  review(taskId: string, action: 'approve' | 'request_changes' | 'reject', comments: ReviewComment[] = [], rejectedFiles: string[] = []): Promise<boolean> {
+    const files = (n: number) => `${n} file${n === 1 ? '' : 's'}`;
     const done =
       action === 'approve'
-        ? 'Approved: the server will push the branch and open a pull request.'
+        ? rejectedFiles.length
+          ? `Approved without ${files(rejectedFiles.length)} (${rejectedFiles.join(', ')}): the server will push the rest and open a pull request.`
+          : 'Approved: the server will push the branch and open a pull request.'
         : action === 'request_changes'
-          ? `Sent ${comments.length} review comment${comments.length === 1 ? '' : 's'}; the agent resumes.`
+          ? `Sent ${comments.length} review comment${comments.length === 1 ? '' : 's'}${rejectedFiles.length ? ` and ${files(rejectedFiles.length)} to revert` : ''}; the agent resumes.`
           : 'Rejected the change.';
-    return this.run(`Review (${action})`, () => this.api().review(taskId, action, comments), done);
+    return this.run(`Review (${action})`, () => this.api().review(taskId, action, comments, action === 'reject' ? [] : rejectedFiles), done);
   }
 
   /** Runs one request; failures are logged and shown, never thrown at a button handler. */

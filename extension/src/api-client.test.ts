@@ -94,7 +94,7 @@ describe('ApiClient', () => {
 
   it('builds the review, approval, message and file requests from the protocol', async () => {
     const { api, calls } = client((url) => ({ status: 200, body: url.includes('/files') ? { path: 'a.js', base: null, after: 'x' } : {} }));
-    await api.review('t 1', 'request_changes', [{ path: 'a.js', line: 3, body: 'rename' }]);
+    await api.review('t 1', 'request_changes', [{ path: 'a.js', line: 3, body: 'rename' }], ['b.js']);
     await api.decideApproval('t1', 'ap/1', 'denied');
     await api.sendMessage('t1', 'also page 0');
     expect(await api.getFile('t1', 'src/a b.js')).toEqual({ path: 'a.js', base: null, after: 'x' });
@@ -104,7 +104,7 @@ describe('ApiClient', () => {
       'POST /v1/tasks/t1/messages',
       'GET /v1/tasks/t1/files?path=src%2Fa%20b.js',
     ]);
-    expect(calls[0]!.body).toEqual({ action: 'request_changes', comments: [{ path: 'a.js', line: 3, body: 'rename' }] });
+    expect(calls[0]!.body).toEqual({ action: 'request_changes', comments: [{ path: 'a.js', line: 3, body: 'rename' }], rejectedFiles: ['b.js'] });
     expect(calls[1]!.body).toEqual({ decision: 'denied' });
     expect(api.eventsUrl('t1', 41)).toBe('ws://dockhand.test:8080/v1/tasks/t1/events?after=41');
     expect(new ApiClient({ baseUrl: 'https://d.example', token: async () => 't' }).eventsUrl('t', 0)).toBe('wss://d.example/v1/tasks/t/events?after=0');

@@ -123,8 +123,9 @@ export class ApiClient {
     return { approvals, more: true };
   }
 
-  async review(taskId: string, action: ReviewRequest['action'], comments: ReviewComment[] = []): Promise<void> {
-    await this.request('POST', `/v1/tasks/${encodeURIComponent(taskId)}/review`, z.unknown(), ReviewRequest.parse({ action, comments }));
+  /** `rejectedFiles`: files left out of the push (approve) or for the agent to revert (request changes). */
+  async review(taskId: string, action: ReviewRequest['action'], comments: ReviewComment[] = [], rejectedFiles: string[] = []): Promise<void> {
+    await this.request('POST', `/v1/tasks/${encodeURIComponent(taskId)}/review`, z.unknown(), ReviewRequest.parse({ action, comments, rejectedFiles }));
   }
 
   getDiff(taskId: string): Promise<TaskDiffResponse> {

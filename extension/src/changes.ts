@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
 import type { ApiClient } from './api-client';
 import type { DockhandState } from './dockhand-state';
+import type { FileDecisions } from './file-decisions';
 
 /*
  * Inline diff review: a "Changes" tree of the files the agent changed in the selected task, and a
@@ -8,17 +9,22 @@ import type { DockhandState } from './dockhand-state';
  * (the agent's version) so VS Code's own diff editor and Comments API work on them.
  * URIs look like `dockhand-agent:/<path in repo>?task=<taskId>`: the path is the repository's, so
  * the Comments panel and editor tabs show `src/calc.js`, not an internal task folder.
+ * From the second review round, `dockhand-reviewed:` is the file as it was when changes were
+ * last requested, so one round's own changes open in the diff editor too.
+ * In review each file has a checkbox: unchecked files are left out of the push (FileDecisions).
  */
 
 export const BASE_SCHEME = 'dockhand-base';
 export const AGENT_SCHEME = 'dockhand-agent';
+export const REVIEWED_SCHEME = 'dockhand-reviewed';
+type ChangeScheme = typeof BASE_SCHEME | typeof AGENT_SCHEME | typeof REVIEWED_SCHEME;
 
-export function changeUri(scheme: typeof BASE_SCHEME | typeof AGENT_SCHEME, taskId: string, path: string): vscode.Uri {
+export function changeUri(scheme: ChangeScheme, taskId: string, path: string): vscode.Uri {
   return vscode.Uri.from({ scheme, path: `/${path.replace(/^\/+/, '')}`, query: `task=${encodeURIComponent(taskId)}` });
 }
 
 export function parseChangeUri(uri: vscode.Uri): { taskId: string; path: string } | undefined {
-  if (uri.scheme !== BASE_SCHEME && uri.scheme !== AGENT_SCHEME) return undefined;
+  if (uri.scheme !== BASE_SCHEME && uri.scheme !== AGENT_SCHEME && uri.scheme !== REVIEWED_SCHEME) return undefined;
   const task = /(?:^|&)task=([^&]+)/.exec(uri.query);
   if (task) return uri.path.length > 1 ? { taskId: decodeURIComponent(task[1]!), path: uri.path.replace(/^\/+/, '') } : undefined;
   // The older form, /<taskId>/<path>, from editors restored after an update.
@@ -29,7 +35,7 @@ export function parseChangeUri(uri: vscode.Uri): { taskId: string; path: string 
 export class ChangeContentProvider implements vscode.TextDocumentContentProvider, vscode.Disposable {
   private readonly changed = new vscode.EventEmitter<vscode.Uri>();
   readonly onDidChange = this.changed.event;
-  private readonly cache = new Map<string, Promise<{ base: string | null; after: string | null }>>();
+  private readonly cache = new Map<string, Promise<{ base: string | null; after: string | null; reviewed?: string | null | undefined }>>();
 
   constructor(private readonly api: () => ApiClient) {}
 
@@ -44,7 +50,19 @@ export class ChangeContentProvider implements vscode.TextDocumentContentProvider
       pending.catch(() => this.cache.delete(key));
     }
     const file = await pending;
+    if (uri.scheme === REVIEWED_SCHEME) return file.reviewed ?? file.base ?? '';
     return (uri.scheme === BASE_SCHEME ? file.base : file.after) ?? '';
+  }
+
+  /** A new review round: every file's "as reviewed" version moved on. */
+  invalidateTask(taskId: string): void {
+    for (const key of [...this.cache.keys()]) {
+      if (!key.startsWith(`${taskId}\n`)) continue;
+      this.cache.delete(key);
+      const path = key.slice(taskId.length + 1);
+      this.changed.fire(changeUri(AGENT_SCHEME, taskId, path));
+      this.changed.fire(changeUri(REVIEWED_SCHEME, taskId, path));
+    }
   }
 
   /** The agent changed the file again: drop the cached copy and refresh open editors. */
@@ -63,9 +81,18 @@ export class ChangeItem extends vscode.TreeItem {
     readonly taskId: string,
     readonly path: string,
     readonly change: 'added' | 'modified' | 'deleted',
+    /** In review: whether the file's changes go out with the approval (a checkbox); else no checkbox. */
+    accepted?: boolean,
   ) {
     super(path, vscode.TreeItemCollapsibleState.None);
-    this.description = change;
+    this.description = accepted === false ? `${change} · left out` : change;
+    if (accepted !== undefined) {
+      this.checkboxState = {
+        state: accepted ? vscode.TreeItemCheckboxState.Checked : vscode.TreeItemCheckboxState.Unchecked,
+        tooltip: accepted ? 'Pushed with the approval; uncheck to leave this file out' : 'Left out of the push; check to include it',
+        accessibilityInformation: { label: `Push the changes to ${path}`, role: 'checkbox' },
+      };
+    }
     this.resourceUri = changeUri(AGENT_SCHEME, taskId, path);
     this.contextValue = `dockhand.change.${change}`;
     this.tooltip = `${path} (${change}): click to compare with the base`;
@@ -81,12 +108,19 @@ export class ChangesTreeProvider implements vscode.TreeDataProvider<ChangeItem>,
   constructor(
     private readonly state: DockhandState,
     content: ChangeContentProvider,
+    private readonly decisions: FileDecisions,
   ) {
     this.disposables.push(
       state.onDidChangeSelection(() => this.changed.fire(undefined)),
+      decisions.onDidChange((taskId) => {
+        if (taskId === state.selectedTaskId) this.changed.fire(undefined);
+      }),
       state.onDidReceiveEvents(({ taskId, events }) => {
         let touched = false;
         for (const event of events) {
+          // The review state (checkboxes) and, after a request for changes, the reviewed versions.
+          if (event.type === 'task.state') touched = true;
+          if (event.type === 'review.requested_changes') content.invalidateTask(taskId);
           if (event.type !== 'file.changed') continue;
           content.invalidate(taskId, event.data.path);
           touched = true;
@@ -103,8 +137,16 @@ export class ChangesTreeProvider implements vscode.TreeDataProvider<ChangeItem>,
   getChildren(item?: ChangeItem): ChangeItem[] {
     const taskId = this.state.selectedTaskId;
     if (item || !taskId) return [];
-    const files = this.state.trajectory(taskId).summary.changedFiles;
-    return [...files].sort(([a], [b]) => a.localeCompare(b)).map(([path, change]) => new ChangeItem(taskId, path, change));
+    const { changedFiles, state } = this.state.trajectory(taskId).summary;
+    const reviewing = state === 'awaiting_review';
+    return [...changedFiles]
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([path, change]) => new ChangeItem(taskId, path, change, reviewing ? this.decisions.isAccepted(taskId, path) : undefined));
+  }
+
+  /** The view's checkboxes write the decisions (several at once when many rows are toggled). */
+  onCheckboxes(event: vscode.TreeCheckboxChangeEvent<ChangeItem>): void {
+    for (const [item, checked] of event.items) this.decisions.set(item.taskId, item.path, checked === vscode.TreeItemCheckboxState.Checked);
   }
 
   dispose(): void {
@@ -123,4 +165,29 @@ export async function openChangeDiff(taskId: string, path: string, line?: number
     `${name} (base ↔ Dockhand)`,
     { preview: true, ...(at ? { selection: at } : {}) },
   );
+}
+
+/**
+ * The native multi-file diff editor on a task's changes: `all` is base ↔ the agent's version of
+ * every changed file; `round` (from the second review round) is the version changes were last
+ * requested on ↔ the agent's, for the files this round changed.
+ */
+export async function openTaskChanges(api: ApiClient, taskId: string, scope: 'round' | 'all', title: string): Promise<number> {
+  const diff = await api.getDiff(taskId);
+  if (scope === 'round' && diff.roundFiles === undefined) {
+    throw new Error("this task is in its first review round: its changes are all changes (no earlier review to compare with)");
+  }
+  const files = scope === 'round' ? (diff.roundFiles ?? []) : diff.files;
+  if (!files.length) {
+    void vscode.window.showInformationMessage(scope === 'round' ? 'Dockhand: the agent changed nothing in this round.' : 'Dockhand: the task has no changes.');
+    return 0;
+  }
+  const left = scope === 'round' ? REVIEWED_SCHEME : BASE_SCHEME;
+  const label = scope === 'round' ? `${title}: round ${diff.round} changes (reviewed ↔ Dockhand)` : `${title}: all changes (base ↔ Dockhand)`;
+  await vscode.commands.executeCommand(
+    'vscode.changes',
+    label,
+    files.map((file) => [changeUri(AGENT_SCHEME, taskId, file.path), changeUri(left, taskId, file.path), changeUri(AGENT_SCHEME, taskId, file.path)]),
+  );
+  return files.length;
 }

@@ -35,6 +35,8 @@ export interface CommandDeps {
   revealPanel(): void;
   refresh(quiet: boolean): Promise<void>;
   openDiff(taskId: string, path: string, line?: number): void;
+  /** The multi-file diff editor on this round's changes or all of them. */
+  openChanges(taskId: string, scope: 'round' | 'all'): void;
   review(taskId: string, action: 'approve' | 'request_changes' | 'reject', comment?: string): Promise<boolean>;
   /** Reconnects the event streams (after signing in again). */
   reconnect(): void;
@@ -165,6 +167,14 @@ export function registerCommands(deps: CommandDeps): void {
     void vscode.window.showInformationMessage(`Dockhand: the agent's changes are on the new branch ${branch} (staged, not committed).`);
   });
   command('dockhand.checkReadiness', () => checkReadiness({ api: deps.api, documents: deps.readiness, log, suggestedRepo: suggestRepo(state) }));
+  command('dockhand.openRoundChanges', async (arg) => {
+    const taskId = await targetTask(arg);
+    if (taskId) deps.openChanges(taskId, 'round');
+  });
+  command('dockhand.openAllChanges', async (arg) => {
+    const taskId = await targetTask(arg);
+    if (taskId) deps.openChanges(taskId, 'all');
+  });
   command('dockhand.openChange', (taskId, path) => {
     if (typeof taskId === 'string' && typeof path === 'string') deps.openDiff(taskId, path);
   });

@@ -3,11 +3,12 @@ import { TaskActions } from './actions';
 import { ApiClient } from './api-client';
 import { Attention } from './attention';
 import { TokenStore } from './auth';
-import { AGENT_SCHEME, BASE_SCHEME, ChangeContentProvider, ChangesTreeProvider, openChangeDiff } from './changes';
+import { AGENT_SCHEME, BASE_SCHEME, ChangeContentProvider, ChangesTreeProvider, REVIEWED_SCHEME, openChangeDiff, openTaskChanges } from './changes';
 import { cancelTask, registerCommands } from './commands';
 import { Connection } from './connection';
 import { DockhandState } from './dockhand-state';
 import { describeError, isSignedOutError } from './errors';
+import { FileDecisions } from './file-decisions';
 import { showError } from './notify';
 import { PULL_REQUEST_SCHEME, PullRequestDocuments } from './pull-request-view';
 import { READINESS_SCHEME, ReadinessDocuments } from './readiness';
@@ -48,27 +49,39 @@ export function activate(context: vscode.ExtensionContext): void {
   const state = register(new DockhandState(api, sessions, context.workspaceState));
   const actions = new TaskActions(api, log);
   const comments = register(new ReviewComments());
+  const decisions = register(new FileDecisions());
   const content = register(new ChangeContentProvider(api));
   register(vscode.workspace.registerTextDocumentContentProvider(BASE_SCHEME, content));
   register(vscode.workspace.registerTextDocumentContentProvider(AGENT_SCHEME, content));
+  register(vscode.workspace.registerTextDocumentContentProvider(REVIEWED_SCHEME, content));
   const readiness = register(new ReadinessDocuments());
   const pullRequests = register(new PullRequestDocuments());
   register(vscode.workspace.registerTextDocumentContentProvider(PULL_REQUEST_SCHEME, pullRequests));
   register(vscode.workspace.registerTextDocumentContentProvider(READINESS_SCHEME, readiness));
-  const changes = register(new ChangesTreeProvider(state, content));
+  const changes = register(new ChangesTreeProvider(state, content, decisions));
   const changesView = register(vscode.window.createTreeView('dockhand.changes', { treeDataProvider: changes, showCollapseAll: false }));
+  register(changesView.onDidChangeCheckboxState((event) => changes.onCheckboxes(event)));
   register(new TaskStatusBar(state, connection));
   const welcome = register(new WelcomeView(connection, state, () => api().baseUrl));
 
   const openDiff = (taskId: string, path: string, line?: number): void => {
     openChangeDiff(taskId, path, line).then(undefined, (error: unknown) => showError(log, `cannot open the diff of ${path}`, error));
   };
-  /** Every review decision goes through here: pending line comments go out with "Request changes". */
+  /**
+   * Every review decision goes through here: pending line comments go out with "Request changes";
+   * the files left out (unchecked) go with "Approve" and "Request changes".
+   */
   const reviewTask = async (taskId: string, action: 'approve' | 'request_changes' | 'reject', comment?: string): Promise<boolean> => {
     const all = action === 'request_changes' ? [...comments.pending(taskId), ...(comment ? [{ body: comment }] : [])] : comment ? [{ body: comment }] : [];
-    const ok = await actions.review(taskId, action, all);
+    const rejected = decisions.rejected(taskId, state.trajectory(taskId).summary.changedFiles.keys());
+    const ok = await actions.review(taskId, action, all, rejected);
     if (ok && action === 'request_changes') comments.clear(taskId);
+    if (ok) decisions.clear(taskId);
     return ok;
+  };
+  const openChanges = (taskId: string, scope: 'round' | 'all'): void => {
+    const title = state.task(taskId)?.ticket.title ?? state.trajectory(taskId).summary.title ?? taskId;
+    openTaskChanges(api(), taskId, scope, title).then(undefined, (error: unknown) => showError(log, scope === 'round' ? "cannot open this round's changes" : 'cannot open the changes', error));
   };
   const panel = register(
     new TrajectoryViewProvider(
@@ -83,6 +96,10 @@ export function activate(context: vscode.ExtensionContext): void {
         cancel: (taskId) => cancelTask({ state, actions }, taskId),
         pendingComments: (taskId) => comments.pending(taskId).flatMap((c) => (c.path && c.line ? [{ path: c.path, line: c.line, body: c.body }] : [])),
         onDidChangeComments: comments.onDidChange,
+        rejectedFiles: (taskId) => decisions.rejected(taskId),
+        setFileAccepted: (taskId, path, accepted) => decisions.set(taskId, path, accepted),
+        onDidChangeFileDecisions: decisions.onDidChange,
+        openChanges,
         run: (command) => void vscode.commands.executeCommand(command === 'signIn' ? 'dockhand.signIn' : 'dockhand.showOutput'),
       },
       log,
@@ -153,6 +170,7 @@ export function activate(context: vscode.ExtensionContext): void {
     revealPanel,
     refresh,
     openDiff,
+    openChanges,
     review: reviewTask,
     reconnect: () => sessions.reconnectAll(),
   });

@@ -8,6 +8,7 @@ import { TASK_ID, longRun, runUntilApproval, sampleTask, stamp } from '../../web
 import type { TaskActions } from './actions';
 import type { ApiClient } from './api-client';
 import { DockhandState } from './dockhand-state';
+import { FileDecisions } from './file-decisions';
 import type { SessionListener, TaskSessions } from './task-sessions';
 import type { Connection, ConnectionPhase } from './connection';
 import { TaskStatusBar } from './status-bar';
@@ -76,6 +77,7 @@ function setup() {
   };
   const commentsChanged = new EventEmitter<string>();
   const pending = new Map<string, Array<{ path: string; line: number; body: string }>>();
+  const decisions = new FileDecisions();
   const commands = {
     sendTicket: vi.fn(),
     openDiff: vi.fn(),
@@ -84,6 +86,10 @@ function setup() {
     cancel: vi.fn(async () => true),
     pendingComments: (taskId: string) => pending.get(taskId) ?? [],
     onDidChangeComments: commentsChanged.event,
+    rejectedFiles: (taskId: string) => decisions.rejected(taskId),
+    setFileAccepted: (taskId: string, path: string, accepted: boolean) => decisions.set(taskId, path, accepted),
+    onDidChangeFileDecisions: decisions.onDidChange,
+    openChanges: vi.fn(),
     run: vi.fn(),
   };
   const provider = new TrajectoryViewProvider(Uri.file('/ext'), state, actions as unknown as TaskActions, commands, logChannel());
@@ -91,7 +97,7 @@ function setup() {
     pending.set(taskId, comments);
     commentsChanged.fire(taskId);
   };
-  return { state, provider, push, followed, actions, commands, api, setPending };
+  return { state, provider, push, followed, actions, commands, api, setPending, decisions };
 }
 
 beforeEach(() => ui.reset());
@@ -107,7 +113,7 @@ describe('Trajectory view provider', () => {
     t.push(TASK_ID, stamp(TASK_ID, runUntilApproval()).slice(5, 7));
     expect(posted).toEqual([]);
     send({ type: 'ready' });
-    expect(posted.map((m) => m.type)).toEqual(['tasks', 'events', 'pendingComments', 'connection']);
+    expect(posted.map((m) => m.type)).toEqual(['tasks', 'events', 'pendingComments', 'fileDecisions', 'connection']);
     const replay = posted[1] as Extract<ToWebview, { type: 'events' }>;
     expect(replay.reset).toBe(true);
     expect(replay.events.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6, 7]);
@@ -130,6 +136,22 @@ describe('Trajectory view provider', () => {
     expect(posted.at(-1)).toEqual({ type: 'pendingComments', taskId: TASK_ID, comments: [{ path: 'src/a.js', line: 3, body: 'why?' }] });
     t.setPending('another-task', [{ path: 'src/b.js', line: 1, body: 'no' }]);
     expect(posted.at(-1)).toMatchObject({ taskId: TASK_ID });
+  });
+
+  it('keeps the per-file decisions the panel makes and sends them back; opens a round\'s changes', async () => {
+    const t = setup();
+    t.state.select(TASK_ID);
+    const { view, posted, send } = fakeView();
+    t.provider.resolveWebviewView(view);
+    send({ type: 'ready' });
+    expect(posted.find((m) => m.type === 'fileDecisions')).toEqual({ type: 'fileDecisions', taskId: TASK_ID, rejected: [] });
+    send({ type: 'setFileAccepted', taskId: TASK_ID, path: 'src/b.js', accepted: false });
+    expect(t.decisions.rejected(TASK_ID)).toEqual(['src/b.js']);
+    expect(posted.at(-1)).toEqual({ type: 'fileDecisions', taskId: TASK_ID, rejected: ['src/b.js'] });
+    send({ type: 'setFileAccepted', taskId: TASK_ID, path: 'src/b.js', accepted: true });
+    expect(posted.at(-1)).toEqual({ type: 'fileDecisions', taskId: TASK_ID, rejected: [] });
+    send({ type: 'openChanges', taskId: TASK_ID, scope: 'round' });
+    expect(t.commands.openChanges).toHaveBeenCalledWith(TASK_ID, 'round');
   });
 
   it('clips long outputs and serves the rest on request', async () => {
@@ -186,8 +208,9 @@ describe('Trajectory view provider', () => {
     t.push('task-b', stamp('task-b', runUntilApproval()).slice(0, 3));
     send({ type: 'selectTask', taskId: 'task-b' });
     expect(t.followed).toContain('task-b');
-    expect(posted.at(-3)).toMatchObject({ type: 'events', taskId: 'task-b', reset: true });
-    expect(posted.at(-2)).toMatchObject({ type: 'pendingComments', taskId: 'task-b' });
+    expect(posted.at(-4)).toMatchObject({ type: 'events', taskId: 'task-b', reset: true });
+    expect(posted.at(-3)).toMatchObject({ type: 'pendingComments', taskId: 'task-b' });
+    expect(posted.at(-2)).toMatchObject({ type: 'fileDecisions', taskId: 'task-b' });
   });
 
   it('tells the panel who may decide each pending approval, asking the server when one is requested', async () => {

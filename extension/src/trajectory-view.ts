@@ -35,6 +35,12 @@ export class TrajectoryViewProvider implements vscode.WebviewViewProvider, vscod
       /** Line comments written in the diff editor and not yet sent. */
       pendingComments(taskId: string): PendingComment[];
       onDidChangeComments: vscode.Event<string>;
+      /** Accept per file: the files left out of the push, and changing one. */
+      rejectedFiles(taskId: string): string[];
+      setFileAccepted(taskId: string, path: string, accepted: boolean): void;
+      onDidChangeFileDecisions: vscode.Event<string>;
+      /** The native multi-file diff editor: this round's changes or all of them. */
+      openChanges(taskId: string, scope: 'round' | 'all'): void;
       /** A fix the panel offers: sign in, show the output channel. */
       run(command: 'signIn' | 'showOutput'): void;
     },
@@ -56,6 +62,9 @@ export class TrajectoryViewProvider implements vscode.WebviewViewProvider, vscod
       }),
       commands.onDidChangeComments((taskId) => {
         if (taskId === state.selectedTaskId) this.postComments(taskId);
+      }),
+      commands.onDidChangeFileDecisions((taskId) => {
+        if (taskId === state.selectedTaskId) this.postFileDecisions(taskId);
       }),
     );
   }
@@ -103,6 +112,7 @@ export class TrajectoryViewProvider implements vscode.WebviewViewProvider, vscod
     if (!taskId) return;
     this.postEvents(taskId, this.state.sessions.events(taskId), true);
     this.postComments(taskId);
+    this.postFileDecisions(taskId);
     void this.postApprovals(taskId);
     const status = this.state.sessions.status(taskId);
     if (status) this.post({ type: 'connection', taskId, status: status.status, detail: status.detail });
@@ -110,6 +120,10 @@ export class TrajectoryViewProvider implements vscode.WebviewViewProvider, vscod
 
   private postComments(taskId: string): void {
     this.post({ type: 'pendingComments', taskId, comments: this.commands.pendingComments(taskId) });
+  }
+
+  private postFileDecisions(taskId: string): void {
+    this.post({ type: 'fileDecisions', taskId, rejected: this.commands.rejectedFiles(taskId) });
   }
 
   private postEvents(taskId: string, events: readonly TaskEvent[], reset: boolean): void {
@@ -178,6 +192,12 @@ export class TrajectoryViewProvider implements vscode.WebviewViewProvider, vscod
       case 'openDiff':
         if (message.line) this.commands.openDiff(message.taskId, message.path, message.line);
         else this.commands.openDiff(message.taskId, message.path);
+        return;
+      case 'setFileAccepted':
+        this.commands.setFileAccepted(message.taskId, message.path, message.accepted);
+        return;
+      case 'openChanges':
+        this.commands.openChanges(message.taskId, message.scope);
         return;
       case 'openExternal':
         // A local-forge PR (dockhand-local://) has no web page: the PR view shows it in VS Code.

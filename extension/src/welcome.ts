@@ -58,6 +58,7 @@ export class WelcomeView implements vscode.TreeDataProvider<never>, vscode.Dispo
     void setContext('dockhand.taskActive', Boolean(state && !isFinalState(state) && state !== 'awaiting_review' && state !== 'pr_open' && state !== 'pushing'));
     void setContext('dockhand.hasPullRequest', Boolean(summary?.prUrl ?? (taskId && this.state.task(taskId)?.prUrl)));
     void setContext('dockhand.hasChanges', Boolean(summary && summary.changedFiles.size > 0));
+    void setContext('dockhand.reviewRound', summary?.round ?? 0);
   }
 
   dispose(): void {

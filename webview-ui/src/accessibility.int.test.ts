@@ -1,8 +1,8 @@
 import type { TaskEvent } from '@dockhand/protocol';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildWebview, launchBrowser, openPanel, type PanelPage, type ThemeName } from './test/browser-harness';
-import { TASK_ID, approvalResolved, runUntilApproval, runUntilReview, sampleTask, stamp } from './test/recorded-stream';
+import { buildWebview, launchBrowser, openTaskPanel, showTask, type PanelPage, type ThemeName } from './test/browser-harness';
+import { TASK_ID, approvalResolved, runUntilApproval, runUntilReview, stamp } from './test/recorded-stream';
 
 /*
  * The side panel's accessibility in Chromium with axe-core, under the colour themes recorded from
@@ -38,19 +38,14 @@ const HEIGHT = 560;
 const WIDTHS = { default: 300, narrow: 230 };
 const THEMES: ThemeName[] = ['dark', 'light', 'high-contrast', 'high-contrast-light'];
 
-async function show(panel: PanelPage, events: TaskEvent[]): Promise<void> {
-  await panel.send({ type: 'tasks', tasks: [sampleTask()], selectedTaskId: TASK_ID });
-  await panel.send({ type: 'connection', taskId: TASK_ID, status: 'live' });
-  await panel.send({ type: 'events', taskId: TASK_ID, reset: true, events, clipped: [] });
-}
+const show = (panel: PanelPage, events: TaskEvent[]): Promise<void> => showTask(panel, { events, live: true });
 
 describe('side panel accessibility (axe-core, Chromium)', () => {
   for (const theme of THEMES) {
     for (const [widthName, width] of Object.entries(WIDTHS)) {
       it(`has no serious or critical violations: ${theme} theme, ${widthName} width (${width} px)`, async () => {
-        const panel = await openPanel(browser, { width, height: HEIGHT }, theme);
+        const panel = await openTaskPanel(browser, { size: { width, height: HEIGHT }, theme });
         const page = panel.page;
-        await panel.waitForPosted((m) => m.type === 'ready');
         const found: string[] = [];
 
         // Working, with a command waiting for approval.
@@ -95,10 +90,8 @@ describe('side panel accessibility (axe-core, Chromium)', () => {
   }
 
   it('reviews with the keyboard alone: request changes with text and line comments, then approve', async () => {
-    const panel = await openPanel(browser, { width: WIDTHS.narrow, height: HEIGHT }, 'light');
+    const panel = await openTaskPanel(browser, { size: { width: WIDTHS.narrow, height: HEIGHT }, theme: 'light', events: all, live: true });
     const page = panel.page;
-    await panel.waitForPosted((m) => m.type === 'ready');
-    await show(panel, all);
     await panel.send({ type: 'pendingComments', taskId: TASK_ID, comments });
     await page.waitForSelector('button.review-changes:has-text("Request changes (2)")');
 

@@ -19,6 +19,8 @@ export interface ActionAreaInput {
   mayReview: boolean;
   requester?: string;
   pending: PendingComment[];
+  /** Files the developer leaves out of the push (unchecked in review). */
+  rejected: string[];
 }
 
 export interface ActionCallbacks {
@@ -107,7 +109,7 @@ export class ActionArea {
       return;
     }
     const mode = modeOf(input);
-    this.renderVerdicts(input.summary);
+    this.renderVerdicts(input, mode);
     this.renderComments(input, mode);
     this.renderExtra(input);
     this.composer.hidden = mode === 'none';
@@ -118,7 +120,8 @@ export class ActionArea {
     this.element.hidden = mode === 'none' && !this.verdicts.childElementCount && !this.extra.childElementCount;
   }
 
-  private renderVerdicts(summary: TrajectorySummary): void {
+  private renderVerdicts(input: ActionAreaInput, mode: Mode): void {
+    const summary = input.summary;
     const parts: HTMLElement[] = [];
     const detail: HTMLElement[] = [];
     if (summary.policy) {
@@ -148,17 +151,21 @@ export class ActionArea {
     }
     if (summary.changedFiles.size) {
       const files = [...summary.changedFiles].sort(([a], [b]) => a.localeCompare(b));
+      const reviewing = mode === 'review';
+      const left = reviewing ? files.filter(([path]) => input.rejected.includes(path)).length : 0;
       detail.push(
         h(
           'ul',
-          { className: 'changed-files', attrs: { 'aria-label': 'Changed files' } },
+          { className: 'changed-files', attrs: { 'aria-label': reviewing ? 'Changed files: unchecked ones are left out of the push' : 'Changed files' } },
           ...files.map(([path, change]) => {
             const link = button(path, 'link', () => this.post({ type: 'openDiff', taskId: this.taskId(), path }), `Open the diff of ${path}`);
-            return h('li', {}, h('span', { className: `badge change-${change}` }, change), ' ', link);
+            const accepted = !input.rejected.includes(path);
+            const toggle = reviewing ? this.acceptToggle(path, accepted) : null;
+            return h('li', { className: accepted ? '' : 'left-out' }, toggle, h('span', { className: `badge change-${change}` }, change), ' ', link, accepted ? '' : h('span', { className: 'left-out-note' }, ' (left out)'));
           }),
         ),
       );
-      parts.push(h('span', { className: 'verdict' }, `${files.length} file${files.length === 1 ? '' : 's'} changed`));
+      parts.push(h('span', { className: 'verdict' }, `${files.length} file${files.length === 1 ? '' : 's'} changed${left ? ` · ${left} left out` : ''}`));
     }
     if (!parts.length) {
       this.verdicts.replaceChildren();
@@ -168,6 +175,16 @@ export class ActionArea {
     const details = h('details', { className: 'verdict-details' }, h('summary', { attrs: { 'aria-label': `Review summary: ${parts.map((p) => p.textContent).join(', ')}` } }, ...joinWith(parts, ' · ')), ...detail);
     details.open = open;
     this.verdicts.replaceChildren(details);
+  }
+
+  /** A checkbox: checked pushes the file's changes, unchecked leaves them out (Space toggles it). */
+  private acceptToggle(path: string, accepted: boolean): HTMLInputElement {
+    const box = h('input', { className: 'accept-file', attrs: { type: 'checkbox', 'aria-label': `Push the changes to ${path}` } });
+    box.checked = accepted;
+    box.disabled = this.busy;
+    box.title = accepted ? 'Pushed with the approval; uncheck to leave this file out' : 'Left out of the push; check to include it';
+    box.addEventListener('change', () => this.post({ type: 'setFileAccepted', taskId: this.taskId(), path, accepted: box.checked }));
+    return box;
   }
 
   private renderComments(input: ActionAreaInput, mode: Mode): void {
@@ -210,6 +227,19 @@ export class ActionArea {
     } else if (input.summary.pauseRequestedBy && input.state !== 'awaiting_review') {
       parts.push(h('div', { className: 'pause-status', attrs: { role: 'status' } }, 'Pausing after the current step…'));
     }
+    if (input.summary.round > 1 && input.summary.changedFiles.size) {
+      const round = input.summary.round;
+      parts.push(
+        h(
+          'div',
+          { className: 'round-diffs' },
+          `Round ${round}: `,
+          button("This round's changes", 'link open-round-changes', () => this.post({ type: 'openChanges', taskId: input.taskId, scope: 'round' }), `Open what changed since changes were requested (round ${round - 1} → ${round}) in the diff editor`),
+          ' · ',
+          button('All changes', 'link open-all-changes', () => this.post({ type: 'openChanges', taskId: input.taskId, scope: 'all' }), 'Open the whole diff against the base in the diff editor'),
+        ),
+      );
+    }
     if (input.summary.prUrl) {
       const url = input.summary.prUrl;
       parts.push(h('div', { className: 'pr-link' }, 'Pull request: ', button(url, 'link open-pr', () => this.post({ type: 'openExternal', url }))));
@@ -244,7 +274,10 @@ export class ActionArea {
       buttons.push(cancel());
     } else if (mode === 'review') {
       const count = input.pending.length;
-      buttons.push(make('Approve and push', 'primary review-approve', 'approve', () => this.review('approve'), 'Let the server push the branch and open a pull request'));
+      const files = input.summary.changedFiles.size;
+      const left = [...input.summary.changedFiles.keys()].filter((path) => input.rejected.includes(path)).length;
+      const approve = left ? `Approve and push ${files - left} of ${files} files` : 'Approve and push';
+      buttons.push(make(approve, 'primary review-approve', 'approve', () => this.review('approve'), left ? `Push the checked files only; ${left} left out` : 'Let the server push the branch and open a pull request'));
       buttons.push(make(count ? `Request changes (${count})` : 'Request changes', 'secondary review-changes', 'request_changes', () => this.review('request_changes'), 'Send the text and the pending line comments; the agent goes on'));
       buttons.push(make('Reject', 'secondary review-reject', 'reject', () => this.review('reject'), 'End the task; nothing is pushed'));
     }
@@ -333,6 +366,8 @@ function renderKey(input: ActionAreaInput): string {
     input.mayReview,
     input.requester,
     input.pending,
+    input.rejected,
+    s.round,
     s.policy ?? null,
     s.review ?? null,
     [...s.changedFiles],

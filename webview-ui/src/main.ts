@@ -54,6 +54,8 @@ let connection: { status: ConnectionStatus; detail?: string } = { status: 'conne
 /** Who may decide the selected task's pending approvals, as the extension last heard from the server. */
 let access: { taskId: string; byId: Map<string, ApprovalAccess>; canReview: boolean } = { taskId: '', byId: new Map(), canReview: true };
 let pending: { taskId: string; comments: PendingComment[] } = { taskId: '', comments: [] };
+/** Files of the selected task the developer leaves out of the push, as the extension holds them. */
+let rejected: { taskId: string; paths: string[] } = { taskId: '', paths: [] };
 /** A refusal or other notice from the extension; cleared when the next state arrives. */
 let notice: { level: 'info' | 'error'; text: string } | null = null;
 
@@ -233,6 +235,7 @@ function renderActions(): void {
     mayReview: viewerMayReview(),
     requester: tasks.find((t) => t.id === selectedTaskId)?.owner,
     pending: pending.taskId === selectedTaskId ? pending.comments : [],
+    rejected: rejected.taskId === selectedTaskId ? rejected.paths : [],
   });
 }
 
@@ -303,6 +306,10 @@ window.addEventListener('message', (event: MessageEvent<unknown>) => {
       break;
     case 'pendingComments':
       pending = { taskId: message.taskId, comments: message.comments };
+      if (message.taskId === selectedTaskId) renderActions();
+      break;
+    case 'fileDecisions':
+      rejected = { taskId: message.taskId, paths: message.rejected };
       if (message.taskId === selectedTaskId) renderActions();
       break;
     case 'notice':

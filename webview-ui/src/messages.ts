@@ -59,6 +59,8 @@ export const ToWebview = z.discriminatedUnion('type', [
   }),
   /** The line comments waiting to go out with "Request changes"; replaces what was sent before. */
   z.object({ type: z.literal('pendingComments'), taskId: z.string(), comments: z.array(PendingComment) }),
+  /** Files of the diff the developer does not accept (left out of the push); replaces what was sent before. */
+  z.object({ type: z.literal('fileDecisions'), taskId: z.string(), rejected: z.array(z.string()) }),
 ]);
 export type ToWebview = z.infer<typeof ToWebview>;
 
@@ -87,6 +89,10 @@ export const FromWebview = z.discriminatedUnion('type', [
     comment: z.string().optional(),
   }),
   z.object({ type: z.literal('openDiff'), taskId: z.string(), path: z.string(), line: z.number().int().min(1).optional() }),
+  /** Accept (push) or reject (leave out) one file's changes; the extension holds the decisions. */
+  z.object({ type: z.literal('setFileAccepted'), taskId: z.string(), path: z.string().min(1), accepted: z.boolean() }),
+  /** The native multi-file diff editor: this round's changes (from the diff reviewed last) or the whole diff. */
+  z.object({ type: z.literal('openChanges'), taskId: z.string(), scope: z.enum(['round', 'all']) }),
   z.object({ type: z.literal('openExternal'), url: z.string().url() }),
   z.object({ type: z.literal('loadOutput'), taskId: z.string(), seq: z.number().int().min(1) }),
   z.object({ type: z.literal('sendTicket') }),

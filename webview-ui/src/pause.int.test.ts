@@ -1,7 +1,7 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildWebview, launchBrowser, openPanel, type PanelPage } from './test/browser-harness';
-import { TASK_ID, runUntilApproval, sampleTask, stamp } from './test/recorded-stream';
+import { buildWebview, launchBrowser, openTaskPanel, type PanelPage } from './test/browser-harness';
+import { TASK_ID, runUntilApproval, stamp } from './test/recorded-stream';
 
 /* Pause and resume in the side panel, in Chromium, fed events the way the extension feeds them. */
 
@@ -22,13 +22,7 @@ const next = (...events: Parameters<typeof stamp>[1]) => {
   return stamped;
 };
 
-async function ready(): Promise<PanelPage> {
-  const panel = await openPanel(browser);
-  await panel.waitForPosted((m) => m.type === 'ready');
-  await panel.send({ type: 'tasks', tasks: [sampleTask()], selectedTaskId: TASK_ID });
-  await panel.send({ type: 'events', taskId: TASK_ID, reset: true, events: working, clipped: [] });
-  return panel;
-}
+const ready = (): Promise<PanelPage> => openTaskPanel(browser, { events: working });
 
 const buttons = (panel: PanelPage) => panel.page.$$eval('.actions .buttons button', (all) => all.map((b) => b.textContent));
 

@@ -79,6 +79,8 @@ export interface TrajectorySummary {
   lastEventAt?: string;
   pendingApprovals: string[];
   changedFiles: Map<string, 'added' | 'modified' | 'deleted'>;
+  /** Review rounds: 1, plus one per "request changes". */
+  round: number;
   policy?: PolicyResult;
   review?: ReviewResult;
   prUrl?: string;
@@ -115,6 +117,7 @@ export function createTrajectory(taskId: string): Trajectory {
       costUsd: 0,
       pendingApprovals: [],
       changedFiles: new Map(),
+      round: 1,
       workedMs: 0,
     },
     rows: [],
@@ -313,12 +316,20 @@ function applyEvent(trajectory: Trajectory, event: TaskEvent, touched: Set<numbe
       return note(trajectory, seq, 'info', `Pull request ${event.data.outcome}`);
     case 'user.message':
       return push(trajectory, { kind: 'user', seq, version: 0, from: event.data.from, text: event.data.text });
-    case 'review.requested_changes':
+    case 'review.requested_changes': {
+      const comments = event.data.comments.map((c) => (c.path ? `${c.path}${c.line ? `:${c.line}` : ''} ` : '') + c.body);
+      const rejected = event.data.rejectedFiles ?? [];
+      if (rejected.length) comments.push(`revert ${rejected.join(', ')}`);
+      summary.round += 1;
+      // The next round goes on in the same list, under a heading that says which round it is.
+      return note(trajectory, seq, 'warn', `Round ${summary.round}: ${event.data.by} requested changes: ${comments.join('; ')}`);
+    }
+    case 'review.files_rejected':
       return note(
         trajectory,
         seq,
-        'warn',
-        `${event.data.by} requested changes: ${event.data.comments.map((c) => (c.path ? `${c.path}${c.line ? `:${c.line}` : ''} ` : '') + c.body).join('; ')}`,
+        'info',
+        `${event.data.by} left ${event.data.rejected.length === 1 ? '1 file' : `${event.data.rejected.length} files`} out of the push: ${event.data.rejected.join(', ')}`,
       );
     case 'task.pause_requested':
       summary.pauseRequestedBy = event.data.by;

@@ -1,8 +1,8 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clipEventOutput, type ClippedOutput } from './messages';
-import { buildWebview, launchBrowser, openPanel, type PanelPage } from './test/browser-harness';
-import { OVERRIDE_APPROVAL_ID, PUSH_APPROVAL_ID, TASK_ID, approvalResolved, blockedForOverride, longRun, overriddenAndPushed, pushed, runUntilApproval, runUntilReview, sampleTask, stamp } from './test/recorded-stream';
+import { buildWebview, launchBrowser, openPanel, openTaskPanel, showTask, type PanelPage } from './test/browser-harness';
+import { OVERRIDE_APPROVAL_ID, PUSH_APPROVAL_ID, TASK_ID, approvalResolved, blockedForOverride, longRun, overriddenAndPushed, pushed, runUntilApproval, runUntilReview, stamp } from './test/recorded-stream';
 import type { TaskEvent } from '@dockhand/protocol';
 
 /*
@@ -26,12 +26,7 @@ const afterApproval = stamp(TASK_ID, approvalResolved('approved'), approvalEvent
 const reviewEvents = stamp(TASK_ID, runUntilReview(), approvalEvents.length + afterApproval.length + 1);
 const pushEvents = stamp(TASK_ID, pushed(), approvalEvents.length + afterApproval.length + reviewEvents.length + 1);
 
-async function ready(): Promise<PanelPage> {
-  const panel = await openPanel(browser);
-  await panel.waitForPosted((m) => m.type === 'ready');
-  await panel.send({ type: 'tasks', tasks: [sampleTask()], selectedTaskId: TASK_ID });
-  return panel;
-}
+const ready = (): Promise<PanelPage> => openTaskPanel(browser);
 
 function clipped(events: TaskEvent[]): { events: TaskEvent[]; clipped: ClippedOutput[] } {
   const out: TaskEvent[] = [];
@@ -53,8 +48,7 @@ describe('side panel in Chromium', () => {
     const panel = await openPanel(browser);
     const first = await panel.waitForPosted(() => true);
     expect(first).toEqual({ type: 'ready' });
-    await panel.send({ type: 'tasks', tasks: [sampleTask()], selectedTaskId: TASK_ID });
-    await panel.send({ type: 'connection', taskId: TASK_ID, status: 'live' });
+    await showTask(panel, { live: true });
     // Live: events arrive a few at a time.
     for (let i = 0; i < approvalEvents.length; i += 3) {
       await panel.send({ type: 'events', taskId: TASK_ID, reset: i === 0, events: approvalEvents.slice(i, i + 3), clipped: [] });
@@ -417,6 +411,66 @@ describe('side panel in Chromium', () => {
     expect(await panel.waitForPosted((m) => m.type === 'command')).toEqual({ type: 'command', command: 'signIn' });
   });
 
+  it('accepts or rejects each file in review, by mouse or keyboard, and counts what is pushed', async () => {
+    const readme = stamp(TASK_ID, [{ type: 'file.changed', data: { path: 'README.md', change: 'modified', patch: '--- a/README.md\n+++ b/README.md\n@@ -1 +1 @@\n-old\n+new\n' } }], approvalEvents.length + afterApproval.length + reviewEvents.length + 1);
+    const panel = await openTaskPanel(browser, { events: [...approvalEvents, ...afterApproval, ...reviewEvents, ...readme] });
+    const page = panel.page;
+    await page.waitForSelector('button.review-approve');
+    expect(await page.textContent('button.review-approve')).toBe('Approve and push');
+    await page.click('.verdict-details summary');
+    const boxes = page.locator('.changed-files input.accept-file');
+    expect(await boxes.count()).toBe(2);
+    expect(await page.$$eval('.changed-files input.accept-file', (all) => all.map((b) => [(b as HTMLInputElement).checked, b.getAttribute('aria-label')]))).toEqual([
+      [true, 'Push the changes to README.md'],
+      [true, 'Push the changes to src/paginate.js'],
+    ]);
+    // Unchecking asks the extension, which holds the decision and sends it back.
+    await page.getByRole('checkbox', { name: 'Push the changes to README.md' }).uncheck();
+    expect(await panel.waitForPosted((m) => m.type === 'setFileAccepted')).toEqual({ type: 'setFileAccepted', taskId: TASK_ID, path: 'README.md', accepted: false });
+    await panel.send({ type: 'fileDecisions', taskId: TASK_ID, rejected: ['README.md'] });
+    await page.waitForSelector('button.review-approve:has-text("Approve and push 1 of 2 files")');
+    expect(await page.textContent('.verdict-details summary')).toContain('2 files changed · 1 left out');
+    expect(await page.textContent('.changed-files li.left-out')).toContain('README.md (left out)');
+    await panel.screenshot('webview-accept-per-file');
+    // The keyboard: Space on the focused checkbox takes it back.
+    await panel.clearPosted();
+    await page.focus('.changed-files li.left-out input.accept-file');
+    await page.keyboard.press('Space');
+    expect(await panel.waitForPosted((m) => m.type === 'setFileAccepted')).toEqual({ type: 'setFileAccepted', taskId: TASK_ID, path: 'README.md', accepted: true });
+    // Not in review: no checkboxes.
+    await panel.send({ type: 'events', taskId: TASK_ID, reset: false, clipped: [], events: stamp(TASK_ID, [{ type: 'task.state', data: { state: 'pushing' } }], readme[0]!.seq + 1) });
+    await page.waitForSelector('button.review-approve', { state: 'detached' });
+    expect(await page.locator('input.accept-file').count()).toBe(0);
+  });
+
+  it('after a round of changes: the round in the trajectory, and this round\'s changes or all of them in the diff editor', async () => {
+    const first = [...approvalEvents, ...afterApproval, ...reviewEvents];
+    const round = stamp(TASK_ID, [
+      { type: 'approval.resolved', data: { approvalId: PUSH_APPROVAL_ID, decision: 'denied', by: 'dev@example.com', comment: 'changes requested' } },
+      { type: 'review.requested_changes', data: { by: 'dev@example.com', comments: [{ path: 'src/paginate.js', line: 2, body: 'Name the offset.' }], rejectedFiles: ['README.md'] } },
+      { type: 'user.message', data: { from: 'dev@example.com', text: 'The reviewer requested changes:\n- src/paginate.js:2: Name the offset.' } },
+      { type: 'task.state', data: { state: 'running', reason: 'changes requested by dev@example.com' } },
+      { type: 'assistant.text', data: { turn: 6, text: 'Naming the offset as asked.' } },
+      { type: 'task.state', data: { state: 'awaiting_review' } },
+    ], first.length + 1);
+    const panel = await openTaskPanel(browser, { events: first });
+    const page = panel.page;
+    await page.waitForSelector('button.review-approve');
+    expect(await page.locator('.round-diffs').count()).toBe(0);
+    await panel.send({ type: 'events', taskId: TASK_ID, reset: false, events: round, clipped: [] });
+    await page.getByText('Round 2: dev@example.com requested changes: src/paginate.js:2 Name the offset.; revert README.md').waitFor();
+    // The new round's steps follow in the same list, after the request.
+    expect(await page.textContent('.trajectory')).toMatch(/Round 2: dev@example\.com requested changes[\s\S]*Naming the offset as asked\./);
+    await page.waitForSelector('.round-diffs');
+    expect(await page.textContent('.round-diffs')).toBe("Round 2: This round's changes · All changes");
+    await panel.screenshot('webview-round-2');
+    await page.click('button.open-round-changes');
+    expect(await panel.waitForPosted((m) => m.type === 'openChanges')).toEqual({ type: 'openChanges', taskId: TASK_ID, scope: 'round' });
+    await panel.clearPosted();
+    await page.click('button.open-all-changes');
+    expect(await panel.waitForPosted((m) => m.type === 'openChanges')).toEqual({ type: 'openChanges', taskId: TASK_ID, scope: 'all' });
+  });
+
   it('keeps the selected task and an unsent message across a reload, then takes the replay', async () => {
     const panel = await ready();
     await panel.send({ type: 'events', taskId: TASK_ID, reset: true, events: approvalEvents, clipped: [] });
@@ -425,8 +479,7 @@ describe('side panel in Chromium', () => {
     await panel.waitForPosted((m) => m.type === 'ready');
     // Before the extension answers, the panel already remembers what was selected.
     expect(await panel.page.evaluate(() => JSON.parse(sessionStorage.getItem('vscode-state')!))).toMatchObject({ selectedTaskId: TASK_ID });
-    await panel.send({ type: 'tasks', tasks: [sampleTask()], selectedTaskId: TASK_ID });
-    await panel.send({ type: 'events', taskId: TASK_ID, reset: true, events: approvalEvents, clipped: [] });
+    await showTask(panel, { events: approvalEvents });
     await panel.page.waitForSelector('.approval-card');
     expect(await panel.page.inputValue('.action-input')).toBe('draft not yet sent');
     // Garbage from a confused host is ignored, not rendered.

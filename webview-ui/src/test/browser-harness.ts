@@ -4,7 +4,9 @@ import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import type { TaskEvent } from '@dockhand/protocol';
 import type { FromWebview, ToWebview } from '../messages';
+import { TASK_ID, sampleTask } from './recorded-stream';
 
 /*
  * Runs the built side panel in headless Chromium the way VS Code hosts it: the same CSP (nonce'd
@@ -126,4 +128,31 @@ export async function openPanel(browser: Browser, size = { width: 420, height: 8
     },
   };
   return panel;
+}
+
+export interface TaskPanelOptions {
+  size?: { width: number; height: number };
+  theme?: ThemeName;
+  /** The selected task's log, sent as the extension sends it after `ready` (omitted: none yet). */
+  events?: TaskEvent[];
+  /** Send a `live` connection status first, as the extension does for a followed task. */
+  live?: boolean;
+}
+
+/**
+ * The panel as the extension sets it up for the sample task: open, wait for `ready` (anything
+ * posted earlier would be lost), send the task list with the task selected, then its status and log.
+ */
+export async function openTaskPanel(browser: Browser, options: TaskPanelOptions = {}): Promise<PanelPage> {
+  const panel = await openPanel(browser, options.size, options.theme);
+  await panel.waitForPosted((m) => m.type === 'ready');
+  await showTask(panel, options);
+  return panel;
+}
+
+/** Sends the sample task as selected, its status and its whole log (a reset), like a fresh `ready`. */
+export async function showTask(panel: PanelPage, options: Pick<TaskPanelOptions, 'events' | 'live'> = {}): Promise<void> {
+  await panel.send({ type: 'tasks', tasks: [sampleTask()], selectedTaskId: TASK_ID });
+  if (options.live) await panel.send({ type: 'connection', taskId: TASK_ID, status: 'live' });
+  if (options.events) await panel.send({ type: 'events', taskId: TASK_ID, reset: true, events: options.events, clipped: [] });
 }
