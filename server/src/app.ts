@@ -15,6 +15,7 @@ import { authHook, requireUser, WS_PROTOCOL } from './api/auth';
 import type { AppDeps } from './api/deps';
 import { approvalRoutes } from './api/approvals';
 import { eventRoutes } from './api/events';
+import { evalRoutes } from './api/evals';
 import { flakyRoutes } from './api/flaky';
 import { webhookRoutes } from './api/webhooks';
 import { metricsRoutes } from './api/metrics';
@@ -174,6 +175,7 @@ export async function app(fastify: FastifyInstance, deps: AppDeps): Promise<void
       await v1.register(flakyRoutes, deps);
       await v1.register(tokenRoutes, deps);
       await v1.register(eventRoutes, deps);
+      await v1.register(evalRoutes, deps);
       v1.withTypeProvider<ZodTypeProvider>().get('/tickets', {
         schema: { tags: ['tickets'], querystring: z.object({ repo: z.string().min(1) }), response: { 200: TicketListResponse } },
       }, async (request) => {

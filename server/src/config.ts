@@ -15,6 +15,8 @@ const intFromString = z.coerce.number().int();
 
 export const Config = z.object({
   dataDir: z.string().min(1).default('./.dockhand-data'),
+  /** Evaluation runs the API shows (`GET /v1/evals`, `/metrics`); default `<dataDir>/evals`. */
+  evalRunsDir: z.string().min(1).optional(),
   /**
    * A Postgres database shared by a fleet of servers (`postgres://user:password@host:port/db`);
    * absent: the embedded SQLite file under `dataDir`. Redacted from logs.
@@ -86,6 +88,7 @@ export type Config = z.infer<typeof Config>;
 /** Env var → dotted key in `Config`. */
 export const ENV_KEYS: Record<string, string> = {
   DOCKHAND_DATA_DIR: 'dataDir',
+  DOCKHAND_EVAL_RUNS_DIR: 'evalRunsDir',
   DOCKHAND_DATABASE_URL: 'databaseUrl',
   DOCKHAND_ROLE: 'role',
   DOCKHAND_HOST: 'host',

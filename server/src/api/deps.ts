@@ -51,6 +51,8 @@ export interface AppDeps {
   /** Forge webhooks (GitHub), when a secret is configured. */
   webhooks?: WebhookDeps;
   logger?: Logger;
+  /** Where evaluation runs are (`GET /v1/evals`, eval figures on `/metrics`): one directory per run. */
+  evalRunsDir?: string;
   limits?: {
     /** Requests per minute per user. */
     ratePerMinute?: number;

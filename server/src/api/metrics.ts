@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Task, TaskEvent } from '@dockhand/protocol';
 import type { RepoStore, Store, User } from '../store/types';
 import { requireUser } from './auth';
+import { evalMetricsText } from './evals';
 import type { AppDeps } from './deps';
 
 /*
@@ -172,7 +173,8 @@ export async function metricsRoutes(app: FastifyInstance, deps: AppDeps): Promis
     return { groups: await loadMetrics(deps.store, requireUser(request)) };
   });
   app.get('/metrics', { schema: { tags: ['metrics'], hide: true } }, async (request, reply) => {
-    const groups = await loadMetrics(deps.store, requireUser(request));
-    return reply.type('text/plain; version=0.0.4').send(prometheusText(groups));
+    const user = requireUser(request);
+    const groups = await loadMetrics(deps.store, user);
+    return reply.type('text/plain; version=0.0.4').send(prometheusText(groups) + (await evalMetricsText(deps, user)));
   });
 }

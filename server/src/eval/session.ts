@@ -144,10 +144,7 @@ export async function openEvalSession(options: EvalSessionOptions): Promise<Eval
   };
 }
 
-/** SWE-bench's `owner/name` as one name segment (`owner__name`, SWE-bench's own instance prefix). */
-export function registeredName(repo: string): string {
-  return repo.replace(/\//g, '__').replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^[^A-Za-z0-9]+/, '').slice(0, 100) || 'repo';
-}
+export { registeredName } from './names';
 
 /** Per session: one registration (or refresh) of a name at a time (grading runs instances in parallel). */
 const registering = new WeakMap<EvalSession, Map<string, Promise<unknown>>>();

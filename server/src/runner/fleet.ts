@@ -173,6 +173,7 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
       return Math.max(config.forge.requiredApprovals, policy?.requiredApprovals ?? 1);
     },
     limits: { ratePerMinute: config.rateLimit.perMinute },
+    evalRunsDir: config.evalRunsDir ?? join(config.dataDir, 'evals'),
     ...(config.forge.webhookSecret
       ? { webhooks: { githubSecret: config.forge.webhookSecret, onPullRequest: async () => void (await outcomes.pollOnce()) } }
       : {}),
