@@ -80,6 +80,12 @@ log(JSON.stringify({
   grade_repeat_agreement: Number((again.grades.length ? agreeing / again.grades.length : 0).toFixed(3)),
   flaky_tests: again.grades.reduce((total, grade) => total + grade.flaky.length, 0),
   median_instance_s: Number(median(goldRows.map((row) => row.wallSeconds)).toFixed(1)),
+  // Of an instance's wall time, the wait for one of the fleet's `concurrency` slots, and the rest (sandbox start included).
+  median_instance_queued_s: Number(median(goldRows.map((row) => row.queuedSeconds ?? 0)).toFixed(1)),
+  median_instance_run_s: Number(median(goldRows.map((row) => row.wallSeconds - (row.queuedSeconds ?? 0))).toFixed(1)),
+  gold_sandbox_sources: Object.fromEntries(['cold', 'snapshot', 'warm_pool'].map((source) => [source, goldRows.filter((row) => row.sandbox?.source === source).length])),
+  median_gold_sandbox_start_s: Number((median(goldRows.flatMap((row) => (row.sandbox ? [row.sandbox.startMs / 1000] : []))) || 0).toFixed(1)),
+  concurrency,
   cost_per_resolved_usd: goldReport.overall.costPerResolvedUsd === null ? null : Number(goldReport.overall.costPerResolvedUsd.toFixed(4)),
   cheat_policy_or_stop_blocks: grades.cheat?.grades.filter((grade) => !grade.resolved).length ?? 0,
   work,
