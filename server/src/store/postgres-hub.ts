@@ -1,20 +1,28 @@
 import pg from 'pg';
 import { z } from 'zod';
-import type { TaskEvent } from '@dockhand/protocol';
+import { TaskEvent } from '@dockhand/protocol';
 import type { Logger } from '../log';
 import { EventHub, type EventListener } from './hub';
 import type { PostgresStore } from './postgres';
 
 /** What every append announces on the store's channel (the event itself is read from the store). */
-export const EventNotice = z.object({ taskId: z.string(), seq: z.number().int().min(1), type: z.string(), state: z.string().optional() });
+export const EventNotice = z.object({
+  taskId: z.string(),
+  seq: z.number().int().min(1),
+  type: z.string(),
+  state: z.string().optional(),
+  /** The event itself when it fitted the payload; checked only where it is published. */
+  event: z.unknown().optional(),
+});
 export type EventNotice = z.infer<typeof EventNotice>;
 
 const PAGE = 500;
 
 /**
  * Live events across processes: the hub of an API replica or worker on the Postgres store. Every
- * append NOTIFYs `{taskId, seq}` when it commits; this hub LISTENs on its own connection and, for
- * tasks that have subscribers here, reads the new events from the store and publishes them.
+ * append NOTIFYs `{taskId, seq, event}` when it commits; this hub LISTENs on its own connection
+ * and, for tasks that have subscribers here, publishes the event from the notice when it is the
+ * next one — or reads the new events from the store (an event too big for the payload, a gap).
  *
  * Per task it publishes in seq order with no gap and no repeat, whatever the source: an event this
  * process appended itself (published at once, as with SQLite), a notice from another process, or a
@@ -154,9 +162,19 @@ export class PostgresEventHub extends EventHub {
     if (!notice.success) return;
     for (const listener of this.noticeListeners) listener(notice.data);
     if (!this.wanted(notice.data.taskId)) return;
-    const last = this.published.get(notice.data.taskId);
-    if (last !== undefined && notice.data.seq <= last) return;
-    this.catchUp(notice.data.taskId, notice.data.seq);
+    const { taskId, seq } = notice.data;
+    const last = this.published.get(taskId);
+    if (last !== undefined && seq <= last) return;
+    // The next event (or the first one since the task was subscribed here), carried by the notice:
+    // published as it is; the same rule as a catch-up read from seq - 1, without the read.
+    if (notice.data.event !== undefined && !this.reading.has(taskId) && (last === undefined || seq === last + 1)) {
+      const event = TaskEvent.safeParse(notice.data.event);
+      if (event.success && event.data.taskId === taskId && event.data.seq === seq) {
+        this.deliver(event.data);
+        return;
+      }
+    }
+    this.catchUp(taskId, seq);
   }
 
   private async connect(): Promise<void> {

@@ -186,6 +186,31 @@ describe('Postgres store shared by several processes', () => {
     for (const seen of [onA, onB]) expect(seen).toEqual(Array.from({ length: seen.length }, (_, i) => (seen[0] ?? 0) + i));
   });
 
+  it('live events: the notice carries the event, so a replica publishes it without reading the store; a big one is read', async () => {
+    const worker = await open();
+    const replica = await open();
+    const hub = await hubOf(replica);
+    const { task } = await worker.createTask('alice', contractRequest);
+    const live: TaskEvent[] = [];
+    hub.subscribe(task.id, (event) => live.push(event));
+    const reads: number[] = [];
+    const listEvents = replica.listEvents.bind(replica);
+    replica.listEvents = (taskId, after, limit) => {
+      reads.push(after ?? 0);
+      return listEvents(taskId, after, limit);
+    };
+    for (let i = 0; i < 20; i++) await worker.appendEvent(task.id, text(i));
+    await until(() => live.at(-1)?.seq === 22, 'seq 22 live');
+    expect(reads).toEqual([]);
+    expect(live.at(-1)).toEqual((await worker.listEvents(task.id)).at(-1));
+    // 20 000 characters do not fit NOTIFY's 8000 bytes: the notice names it, the hub reads it.
+    await worker.appendEvent(task.id, { type: 'user.message', data: { from: 'alice', text: 'x'.repeat(20_000) } });
+    await until(() => live.at(-1)?.seq === 23, 'the big event live');
+    expect(reads).toEqual([22]);
+    expect(live.at(-1)?.type === 'user.message' && live.at(-1)?.data).toMatchObject({ text: 'x'.repeat(20_000) });
+    expect(live.map((e) => e.seq)).toEqual(Array.from({ length: live.length }, (_, i) => (live[0]?.seq ?? 0) + i));
+  });
+
   it('live events: after the LISTEN connection is cut, what was written meanwhile still arrives, in order', async () => {
     const worker = await open();
     const replica = await open();

@@ -52,6 +52,8 @@ export interface PostgresStoreOptions {
 
 const EMPTY_USAGE = { turns: 0, inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+/** Under Postgres's 8000-byte NOTIFY payload limit, with room to spare. */
+const NOTICE_MAX_BYTES = 7_900;
 
 function now(): string {
   return new Date().toISOString();
@@ -310,9 +312,12 @@ export class PostgresStore implements Store, RepoStore, ClaimingStore {
          pr_url = COALESCE($6, pr_url), error = COALESCE($7, error) WHERE id = $1`,
       [taskId, stored.seq, ts, next.state, next.usage, next.prUrl, next.error],
     );
-    const notice: { taskId: string; seq: number; type: string; state?: string } = { taskId, seq: stored.seq, type: stored.type };
+    const notice: { taskId: string; seq: number; type: string; state?: string; event?: TaskEvent } = { taskId, seq: stored.seq, type: stored.type };
     if (stored.type === 'task.state') notice.state = stored.data.state;
-    await client.query('SELECT pg_notify($1, $2)', [this.channel, JSON.stringify(notice)]);
+    // The event rides along when it fits NOTIFY's payload (8000 bytes): replicas publish it without
+    // reading it back — one query per event per replica saved. A bigger one is read (`PostgresEventHub`).
+    const withEvent = JSON.stringify({ ...notice, event: stored });
+    await client.query('SELECT pg_notify($1, $2)', [this.channel, Buffer.byteLength(withEvent) <= NOTICE_MAX_BYTES ? withEvent : JSON.stringify(notice)]);
     return stored;
   }
 
