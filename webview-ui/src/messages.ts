@@ -109,6 +109,11 @@ export const OUTPUT_HEAD_CHARS = 2_000;
  * or in the postMessage queue. Returns the event to send and, when cut, the original length.
  */
 export function clipEventOutput(event: TaskEvent, headChars = OUTPUT_HEAD_CHARS): { event: TaskEvent; clipped?: ClippedOutput } {
+  if (event.type === 'review.requested_changes' && event.data.reviewedDiff !== undefined) {
+    // The whole diff a request for changes was made on is for the server's round diffs; the panel never shows it.
+    const { reviewedDiff: _reviewedDiff, ...data } = event.data;
+    return { event: { ...event, data } };
+  }
   if (event.type !== 'tool.finished' && event.type !== 'tests.finished') return { event };
   const output = event.data.output;
   if (output.length <= headChars) return { event };

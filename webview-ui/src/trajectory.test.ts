@@ -150,4 +150,18 @@ describe('trajectory fold', () => {
     expect(clipped.event.type === 'tool.finished' && clipped.event.data.output).toBe('y'.repeat(100));
     expect(clipEventOutput(first[0]!, 100)).toEqual({ event: first[0] });
   });
+
+  it('keeps the reviewed diff of a request for changes out of the panel, and counts the rounds', () => {
+    const events = stamp(TASK_ID, [
+      { type: 'review.requested_changes', data: { by: 'dev', comments: [{ body: 'again' }], reviewedDiff: 'diff --git a/x b/x\n'.repeat(1000) } },
+      { type: 'review.files_rejected', data: { by: 'dev', rejected: ['README.md'], accepted: ['src/a.js'] } },
+    ]);
+    const sent = clipEventOutput(events[0]!);
+    expect(sent.event).toEqual({ ...events[0], data: { by: 'dev', comments: [{ body: 'again' }] } });
+    const t = createTrajectory(TASK_ID);
+    expect(t.summary.round).toBe(1);
+    applyEvents(t, [sent.event, events[1]!]);
+    expect(t.summary.round).toBe(2);
+    expect(t.rows.map((row) => (row.kind === 'note' ? row.text : row.kind))).toEqual(['Round 2: dev requested changes: again', 'dev left 1 file out of the push: README.md']);
+  });
 });
