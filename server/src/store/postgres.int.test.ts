@@ -232,6 +232,8 @@ describe('Postgres store shared by several processes', () => {
     } finally {
       await admin.end();
     }
+    // Written once the hub has seen its connection go (an append is quicker than that news).
+    await until(() => !hub.listening, 'the hub to notice the cut');
     for (let i = 0; i < 10; i++) await worker.appendEvent(task.id, text(i));
     expect(hub.listening).toBe(false);
     await until(() => live.at(-1) === 13, 'the events written while the connection was down', 15_000);
