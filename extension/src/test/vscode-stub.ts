@@ -110,7 +110,13 @@ export class ThemeColor {
   constructor(readonly id: string) {}
 }
 
+export enum TreeItemCheckboxState {
+  Unchecked = 0,
+  Checked = 1,
+}
+
 export class TreeItem {
+  checkboxState?: { state: TreeItemCheckboxState; tooltip?: string; accessibilityInformation?: { label: string; role?: string } };
   description?: string;
   resourceUri?: Uri;
   contextValue?: string;

@@ -1,0 +1,95 @@
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+
+vi.mock('vscode', () => import('./test/vscode-stub'));
+
+import type { TaskDiffResponse, TaskState } from '@dockhand/protocol';
+import type * as vscode from 'vscode';
+import type { ApiClient } from './api-client';
+import { AGENT_SCHEME, BASE_SCHEME, ChangeContentProvider, ChangesTreeProvider, REVIEWED_SCHEME, changeUri, openTaskChanges } from './changes';
+import type { DockhandState } from './dockhand-state';
+import { FileDecisions } from './file-decisions';
+import { EventEmitter, TreeItemCheckboxState, commands } from './test/vscode-stub';
+
+/** The checkbox as the Changes view sets it (always the object form). */
+const box = (item: vscode.TreeItem) => (typeof item.checkboxState === 'object' ? item.checkboxState : undefined);
+
+/** The state the Changes view reads: one selected task, its state and changed files. */
+function fakeState(state: TaskState) {
+  const summary = { state, changedFiles: new Map<string, 'added' | 'modified' | 'deleted'>([['src/calc.js', 'modified'], ['CHANGELOG.md', 'added']]) };
+  return {
+    summary,
+    state: {
+      selectedTaskId: 't1',
+      trajectory: () => ({ summary }),
+      onDidChangeSelection: new EventEmitter<void>().event,
+      onDidReceiveEvents: new EventEmitter<{ taskId: string; events: unknown[] }>().event,
+    } as unknown as DockhandState,
+  };
+}
+
+const api = (diff: Partial<TaskDiffResponse>, file = { path: 'src/calc.js', base: 'a', after: 'c', reviewed: 'b' }) =>
+  ({
+    getDiff: vi.fn(async () => ({ baseSha: 'f'.repeat(40), diff: '', files: [], round: 1, ...diff })),
+    getFile: vi.fn(async () => file),
+  }) as unknown as ApiClient;
+
+beforeEach(() => {
+  commands.executed.length = 0;
+});
+
+describe('Changes view: accept per file', () => {
+  it('gives each file a checkbox in review (checked: pushed), follows the decisions and writes them back', () => {
+    const { state } = fakeState('awaiting_review');
+    const decisions = new FileDecisions();
+    const content = new ChangeContentProvider(() => api({}));
+    const tree = new ChangesTreeProvider(state, content, decisions);
+    let refreshed = 0;
+    tree.onDidChangeTreeData(() => (refreshed += 1));
+    const items = () => tree.getChildren().map((item) => [item.path, box(item)?.state, item.description]);
+    expect(items()).toEqual([
+      ['CHANGELOG.md', TreeItemCheckboxState.Checked, 'added'],
+      ['src/calc.js', TreeItemCheckboxState.Checked, 'modified'],
+    ]);
+    const [notes] = tree.getChildren();
+    tree.onCheckboxes({ items: [[notes!, TreeItemCheckboxState.Unchecked]] } as unknown as vscode.TreeCheckboxChangeEvent<typeof notes & object>);
+    expect(decisions.rejected('t1')).toEqual(['CHANGELOG.md']);
+    expect(refreshed).toBe(1);
+    expect(items()[0]).toEqual(['CHANGELOG.md', TreeItemCheckboxState.Unchecked, 'added · left out']);
+    expect(box(tree.getChildren()[0]!)?.accessibilityInformation?.label).toBe('Push the changes to CHANGELOG.md');
+  });
+
+  it('has no checkboxes outside review', () => {
+    const { state } = fakeState('running');
+    const tree = new ChangesTreeProvider(state, new ChangeContentProvider(() => api({})), new FileDecisions());
+    expect(tree.getChildren().map((item) => item.checkboxState)).toEqual([undefined, undefined]);
+  });
+});
+
+describe('a round of changes in the diff editor', () => {
+  it("opens this round's files as reviewed ↔ agent, and all files as base ↔ agent, in the multi-file diff editor", async () => {
+    const client = api({ round: 2, files: [{ path: 'CHANGELOG.md', change: 'added' }, { path: 'src/calc.js', change: 'modified' }], roundFiles: [{ path: 'src/calc.js', change: 'modified' }] });
+    expect(await openTaskChanges(client, 't1', 'round', 'Fix average')).toBe(1);
+    const [round] = commands.executed;
+    expect(round?.command).toBe('vscode.changes');
+    expect(round?.args[0]).toBe('Fix average: round 2 changes (reviewed ↔ Dockhand)');
+    expect((round?.args[1] as vscode.Uri[][]).map((triple) => triple.map((uri) => uri.toString()))).toEqual([
+      [changeUri(AGENT_SCHEME, 't1', 'src/calc.js'), changeUri(REVIEWED_SCHEME, 't1', 'src/calc.js'), changeUri(AGENT_SCHEME, 't1', 'src/calc.js')].map(String),
+    ]);
+    expect(await openTaskChanges(client, 't1', 'all', 'Fix average')).toBe(2);
+    const all = commands.executed[1]!;
+    expect(all.args[0]).toBe('Fix average: all changes (base ↔ Dockhand)');
+    expect((all.args[1] as vscode.Uri[][]).map((triple) => triple[1]!.scheme)).toEqual([BASE_SCHEME, BASE_SCHEME]);
+  });
+
+  it('says why when the task is in its first round', async () => {
+    await expect(openTaskChanges(api({ files: [{ path: 'a', change: 'added' }] }), 't1', 'round', 'x')).rejects.toThrow('first review round');
+    expect(commands.executed).toEqual([]);
+  });
+
+  it('serves the file as reviewed last under dockhand-reviewed:', async () => {
+    const content = new ChangeContentProvider(() => api({}));
+    expect(await content.provideTextDocumentContent(changeUri(REVIEWED_SCHEME, 't1', 'src/calc.js') as unknown as vscode.Uri)).toBe('b');
+    expect(await content.provideTextDocumentContent(changeUri(BASE_SCHEME, 't1', 'src/calc.js') as unknown as vscode.Uri)).toBe('a');
+    expect(await content.provideTextDocumentContent(changeUri(AGENT_SCHEME, 't1', 'src/calc.js') as unknown as vscode.Uri)).toBe('c');
+  });
+});
