@@ -102,6 +102,8 @@ export interface GitRunOptions {
   /** What the command was for, in the error message ("fetching shop from https://…"). */
   what?: string;
   maxBuffer?: number;
+  /** Written to the child's stdin (then closed); without it stdin is /dev/null. */
+  stdin?: Buffer | string;
 }
 
 export interface GitRunResult {
@@ -129,10 +131,15 @@ export class GitChildren {
       const child = spawn('git', ['-c', 'credential.helper=', '-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmonitor=false', ...args], {
         cwd: options.cwd,
         env: gitChildEnvironment(),
-        stdio: ['ignore', 'pipe', 'pipe'],
+        stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
         detached: true,
       });
       this.live.add(child);
+      if (options.stdin !== undefined) {
+        // A child that exits before reading all of it (EPIPE) is reported by its exit code.
+        child.stdin?.on('error', () => undefined);
+        child.stdin?.end(options.stdin);
+      }
       const out: Buffer[] = [];
       let outBytes = 0;
       let err = '';

@@ -101,6 +101,39 @@ export class RepoMirror {
     }
   }
 
+  /**
+   * The bytes of several files at `sha` from one `git cat-file --batch` (one process, not one per
+   * file); a path that does not exist there, or is not a file, maps to undefined.
+   */
+  async showMany(mirror: string, sha: string, paths: readonly string[]): Promise<Map<string, Buffer | undefined>> {
+    const found = new Map<string, Buffer | undefined>();
+    const asked = [...new Set(paths)].filter((path) => !/[\n\r]/.test(path));
+    if (asked.length === 0) return found;
+    const out = await this.children.run(['cat-file', '--batch'], {
+      cwd: mirror,
+      timeoutMs: LOCAL_TIMEOUT_MS,
+      what: 'git cat-file --batch',
+      stdin: asked.map((path) => `${sha}:${path}\n`).join(''),
+    });
+    let offset = 0;
+    for (const path of asked) {
+      const end = out.stdout.indexOf(0x0a, offset);
+      if (end < 0) break;
+      const header = out.stdout.subarray(offset, end).toString();
+      offset = end + 1;
+      // "<oid> <type> <size>" then the content and a newline; anything else ("<name> missing") has no body.
+      const match = /^[0-9a-f]{40,64} (\w+) (\d+)$/.exec(header);
+      if (!match) {
+        found.set(path, undefined);
+        continue;
+      }
+      const size = Number(match[2]);
+      found.set(path, match[1] === 'blob' ? Buffer.from(out.stdout.subarray(offset, offset + size)) : undefined);
+      offset += size + 1;
+    }
+    return found;
+  }
+
   /** Top-level file names at `sha` (for lockfile discovery). */
   async rootFiles(mirror: string, sha: string): Promise<string[]> {
     const out = await this.local(mirror, ['ls-tree', '--name-only', sha]);

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
@@ -81,6 +81,35 @@ describe('snapshots and provisioning', () => {
     expect(diff).toContain('+++ b/README.md');
     expect(diff).not.toContain('node_modules');
     await service.release(second.sandbox);
+  });
+
+  it('answers a repeated lookup from its cache (in memory and on disk), and looks up afresh when the entry does not hold', async () => {
+    const mirror = new RepoMirror(dataDir);
+    const mirrorPath = await mirror.ensure(fixture.path, fixture.sha);
+    const baseId = (await docker.getImage(snapshots.baseImage).inspect()).Id;
+    const request = { repo: fixture.path, mirrorPath, sha: fixture.sha };
+    const first = await snapshots.lookup(request, baseId);
+    // The cold acquire above looked this commit up already.
+    expect(first.cached).toBe(true);
+    const fresh = new SnapshotManager({ docker, mirror, dataDir, ownerId, repository, toolchains: snapshots.toolchains });
+    const again = await fresh.lookup(request, baseId);
+    expect(again).toEqual(first);
+    // Another base image is another lookup with another key.
+    const other = await fresh.lookup(request, `${baseId}-other`);
+    expect(other.cached).toBe(false);
+    expect(other.key).not.toBe(first.key);
+    // A tampered entry (its recipe hash no longer matches its recipe) is not trusted.
+    const index = join(dataDir, 'snapshot-index');
+    for (const name of readdirSync(index)) {
+      const entry = JSON.parse(readFileSync(join(index, name), 'utf8'));
+      entry.identity.environment.test.command = 'true';
+      writeFileSync(join(index, name), JSON.stringify(entry));
+    }
+    const third = new SnapshotManager({ docker, mirror, dataDir, ownerId, repository, toolchains: snapshots.toolchains });
+    const redone = await third.lookup(request, baseId);
+    expect(redone.cached).toBe(false);
+    expect(redone.key).toBe(first.key);
+    expect(redone.identity.environment.test.command).toBe(first.identity.environment.test.command);
   });
 
   it('hands out ready sandboxes from the warm pool', async () => {

@@ -1,19 +1,19 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type Docker from 'dockerode';
 import type { Logger } from 'pino';
-import type { EnvironmentRecipe } from '@dockhand/protocol';
+import { EnvironmentRecipe } from '@dockhand/protocol';
 import { z } from 'zod';
 import { DockhandError } from '../errors';
 import { LABELS } from './docker-driver';
 import { isNotFound } from './docker-sandbox';
 import { DEFAULT_REGISTRY_HOSTS, startEgressProxy, type EgressProxy } from './egress-proxy';
 import type { RepoMirror } from './mirror';
-import { canonicalJson, detectRecipe, DEFAULT_NPM_RANGE, RECIPE_FILES, recipeToolchains, REQUIREMENTS_PATTERN, SETUP_SCRIPT_PATH, TOOLCHAIN_PACKAGES } from './recipe';
+import { canonicalJson, detectRecipe, DEFAULT_NPM_RANGE, RECIPE_FILES, recipeToolchains, REQUIREMENTS_PATTERN, SETUP_SCRIPT_PATH, TOOLCHAIN_PACKAGES, type ToolchainName } from './recipe';
 import { buildSnapshotImage, SnapshotBuildFailed, type ProgressListener } from './snapshot-build';
 import { checkSnapshotLabels, readSnapshotLabels, SNAPSHOT_KEY_VERSION, SNAPSHOT_LABELS, type SnapshotIdentity } from './snapshot-labels';
 import { ToolchainStore } from './toolchains';
@@ -121,6 +121,30 @@ export function recipeHash(recipe: EnvironmentRecipe): string {
   return createHash('sha256').update(canonicalJson(recipe)).digest('hex').slice(0, 16);
 }
 
+/** A commit's top-level names and the files that decide its recipe and key (one ls-tree, one cat-file --batch). */
+export interface RecipeInputs {
+  rootFiles: string[];
+  files: Map<string, Buffer | undefined>;
+}
+
+/** The lockfiles at the root, and the manifests too when there is no lockfile (or only requirements files). */
+function keyFiles(rootFiles: string[]): string[] {
+  const lockfiles = rootFiles.filter((name) => LOCKFILE_PATTERNS.some((pattern) => pattern.test(name))).sort();
+  const manifests = lockfiles.some((name) => !REQUIREMENTS_PATTERN.test(name)) ? [] : MANIFESTS;
+  return [...lockfiles, ...manifests, SETUP_SCRIPT_PATH].filter((name) => inRoot(rootFiles, name));
+}
+
+/** Names the recipe is detected from (those whose top-level entry exists). */
+function recipeFiles(rootFiles: string[]): string[] {
+  return [...RECIPE_FILES, ...rootFiles.filter((name) => REQUIREMENTS_PATTERN.test(name))].filter((name) => inRoot(rootFiles, name));
+}
+
+export async function readRecipeInputs(mirror: RepoMirror, mirrorPath: string, sha: string): Promise<RecipeInputs> {
+  const rootFiles = await mirror.rootFiles(mirrorPath, sha);
+  const files = await mirror.showMany(mirrorPath, sha, [...recipeFiles(rootFiles), ...keyFiles(rootFiles)]);
+  return { rootFiles, files };
+}
+
 /**
  * The snapshot key: sha256 over the key version, the repository identity (its name and its root
  * commits, so two servers' repositories of one name never share), the recipe, the toolchain
@@ -132,27 +156,54 @@ export async function computeSnapshotKey(input: {
   sha: string;
   identity: SnapshotIdentity;
   baseImageId: string;
+  /** Already read (readRecipeInputs); read here when absent. */
+  inputs?: RecipeInputs;
 }): Promise<string> {
   const { mirror, mirrorPath, sha, identity } = input;
+  const [roots, inputs] = await Promise.all([rootCommits(mirrorPath, sha), input.inputs ?? readRecipeInputs(mirror, mirrorPath, sha)]);
   const hash = createHash('sha256')
     .update(`key ${SNAPSHOT_KEY_VERSION}\n`)
     .update(`repo ${JSON.stringify(identity.repo)}\n`)
-    .update(`roots ${(await rootCommits(mirrorPath, sha)).join(' ')}\n`)
+    .update(`roots ${roots.join(' ')}\n`)
     .update(`recipe ${canonicalJson(identity.environment)}\n`)
     .update(`toolchains ${identity.toolchains.map((tool) => `${tool.name}@${tool.version}`).join(' ')}\n`)
     .update(`base ${input.baseImageId}\n`);
-  const rootFiles = await mirror.rootFiles(mirrorPath, sha);
-  const lockfiles = rootFiles.filter((name) => LOCKFILE_PATTERNS.some((pattern) => pattern.test(name))).sort();
-  const manifests = lockfiles.some((name) => !REQUIREMENTS_PATTERN.test(name)) ? [] : MANIFESTS;
-  const names = [...lockfiles, ...manifests, SETUP_SCRIPT_PATH].filter((name) => inRoot(rootFiles, name));
-  const contents = await Promise.all(names.map((name) => mirror.show(mirrorPath, sha, name)));
-  for (const [index, name] of names.entries()) {
-    const content = contents[index];
+  for (const name of keyFiles(inputs.rootFiles)) {
+    const content = inputs.files.get(name);
     if (content === undefined) continue;
     hash.update(`file ${name} ${content.length}\n`).update(content);
   }
   return hash.digest('hex').slice(0, 32);
 }
+
+/**
+ * What the lookup of one (repository, commit, base image) found. A commit's files never change,
+ * so the answer holds until the registry's version lists are refreshed (a newer Node may then
+ * satisfy the recipe) or a toolchain it names is gone; kept in memory and under
+ * `<dataDir>/snapshot-index/`, so a start from an existing snapshot runs no git and reads no
+ * version list (each git spawn is 5-300 ms depending on load; F10 in test/corpus/FINDINGS.md).
+ */
+interface Lookup {
+  key: string;
+  identity: SnapshotIdentity;
+  at: number;
+}
+
+/** Bumped whenever detection or the key's inputs change: older entries are then looked up afresh. */
+const LOOKUP_FORMAT = `lookup-1 key-${SNAPSHOT_KEY_VERSION}`;
+const LOOKUP_TTL_MS = 12 * 3600_000;
+const TOOLCHAIN_MARKER = '.dockhand-toolchain.json';
+
+const StoredLookup = z.object({
+  key: z.string().regex(/^[0-9a-f]{32}$/),
+  at: z.number(),
+  identity: z.object({
+    repo: z.string(),
+    recipeHash: z.string(),
+    environment: EnvironmentRecipe,
+    toolchains: z.array(z.object({ name: z.enum(Object.keys(TOOLCHAIN_PACKAGES) as [ToolchainName, ...ToolchainName[]]), version: z.string(), hostPath: z.string(), target: z.string(), binDir: z.string() })),
+  }),
+});
 
 /**
  * Per-repository snapshot images `dockhand/snapshot:<key>`: the base image plus the repo at a
@@ -165,6 +216,7 @@ export class SnapshotManager {
   private readonly docker: Docker;
   private readonly options: SnapshotManagerOptions;
   private readonly inflight = new Map<string, Promise<Snapshot>>();
+  private readonly lookups = new Map<string, Lookup>();
   readonly toolchains: ToolchainStore;
   private readonly logDir: string;
   /** Number of images this manager built (tests and the benchmark count rebuilds with it). */
@@ -193,14 +245,11 @@ export class SnapshotManager {
   }
 
   /** The recipe for the repository at `sha` (detection + .dockhand/environment.yml), with its toolchains fetched. */
-  async environment(repo: string, mirrorPath: string, sha: string, onProgress?: ProgressListener): Promise<SnapshotIdentity> {
-    const mirror = this.options.mirror;
-    const rootFiles = await mirror.rootFiles(mirrorPath, sha);
-    const names = [...RECIPE_FILES, ...rootFiles.filter((name) => REQUIREMENTS_PATTERN.test(name))].filter((name) => inRoot(rootFiles, name));
+  async environment(repo: string, mirrorPath: string, sha: string, onProgress?: ProgressListener, inputs?: RecipeInputs): Promise<SnapshotIdentity> {
+    const { rootFiles, files: contents } = inputs ?? (await readRecipeInputs(this.options.mirror, mirrorPath, sha));
     const files: Record<string, string> = {};
-    const contents = await Promise.all(names.map((name) => mirror.show(mirrorPath, sha, name)));
-    for (const [index, name] of names.entries()) {
-      const content = contents[index];
+    for (const name of recipeFiles(rootFiles)) {
+      const content = contents.get(name);
       if (content !== undefined) files[name] = content.toString('utf8');
     }
     const versions = (name: string): Promise<string[]> => this.toolchains.versions(name);
@@ -208,11 +257,64 @@ export class SnapshotManager {
     const npmVersion = environment.node ? newestSatisfying(await versions(TOOLCHAIN_PACKAGES.npm), DEFAULT_NPM_RANGE) : undefined;
     const wanted = recipeToolchains(environment, npmVersion);
     const started = Date.now();
-    const missing = wanted.filter((tool) => !existsSync(join(this.toolchains.mountOf(tool.name, tool.version).hostPath, '.dockhand-toolchain.json')));
+    const missing = wanted.filter((tool) => !existsSync(join(this.toolchains.mountOf(tool.name, tool.version).hostPath, TOOLCHAIN_MARKER)));
     if (missing.length > 0) onProgress?.({ stage: 'toolchain', elapsedMs: 0, line: `fetching ${missing.map((tool) => `${TOOLCHAIN_PACKAGES[tool.name]}@${tool.version}`).join(', ')}` });
     const toolchains = await Promise.all(wanted.map((tool) => this.toolchains.ensure(tool.name, tool.version)));
     if (missing.length > 0) onProgress?.({ stage: 'toolchain', elapsedMs: Date.now() - started, line: 'toolchains ready' });
     return { repo, recipeHash: recipeHash(environment), environment, toolchains };
+  }
+
+  /** The snapshot key and identity of `repo` at `sha` on this base image: from the lookup cache, else read from the mirror. */
+  async lookup(request: ResolveRequest, baseImageId: string): Promise<{ key: string; identity: SnapshotIdentity; cached: boolean }> {
+    const id = createHash('sha256').update(`${LOOKUP_FORMAT}\0${request.repo}\0${request.sha}\0${baseImageId}`).digest('hex').slice(0, 32);
+    const known = this.lookups.get(id) ?? (await this.readLookup(id));
+    if (known && this.stillHolds(known, request.repo)) {
+      this.lookups.set(id, known);
+      return { key: known.key, identity: known.identity, cached: true };
+    }
+    const inputs = await readRecipeInputs(this.options.mirror, request.mirrorPath, request.sha);
+    const identity = await this.environment(request.repo, request.mirrorPath, request.sha, request.onProgress, inputs);
+    const key = await computeSnapshotKey({ mirror: this.options.mirror, mirrorPath: request.mirrorPath, sha: request.sha, identity, baseImageId, inputs });
+    const entry: Lookup = { key, identity, at: Date.now() };
+    this.lookups.set(id, entry);
+    await this.writeLookup(id, entry);
+    return { key, identity, cached: false };
+  }
+
+  private stillHolds(entry: Lookup, repo: string): boolean {
+    return (
+      entry.identity.repo === repo &&
+      Date.now() - entry.at < LOOKUP_TTL_MS &&
+      recipeHash(entry.identity.environment) === entry.identity.recipeHash &&
+      entry.identity.toolchains.every((tool) => existsSync(join(tool.hostPath, TOOLCHAIN_MARKER)))
+    );
+  }
+
+  private lookupPath(id: string): string {
+    return join(this.options.dataDir, 'snapshot-index', `${id}.json`);
+  }
+
+  private async readLookup(id: string): Promise<Lookup | undefined> {
+    try {
+      const parsed = StoredLookup.safeParse(JSON.parse(await readFile(this.lookupPath(id), 'utf8')));
+      return parsed.success ? parsed.data : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Best effort: a lookup that cannot be kept is done again next time. */
+  private async writeLookup(id: string, entry: Lookup): Promise<void> {
+    const path = this.lookupPath(id);
+    const partial = `${path}.${process.pid}.${Date.now()}.tmp`;
+    try {
+      await mkdir(join(this.options.dataDir, 'snapshot-index'), { recursive: true });
+      await writeFile(partial, JSON.stringify(entry));
+      await rename(partial, path);
+    } catch (error) {
+      this.options.logger?.warn({ error: String(error) }, 'snapshot lookup not cached');
+      await rm(partial, { force: true }).catch(() => undefined);
+    }
   }
 
   /** Finds or builds the snapshot of `repo` at `sha`. */
@@ -223,8 +325,7 @@ export class SnapshotManager {
         hint: 'build it with sandbox-images/base/build.sh',
       });
     });
-    const identity = await this.environment(request.repo, request.mirrorPath, request.sha, request.onProgress);
-    const key = await computeSnapshotKey({ mirror: this.options.mirror, mirrorPath: request.mirrorPath, sha: request.sha, identity, baseImageId: base.Id });
+    const { key, identity } = await this.lookup(request, base.Id);
     const image = `${this.repository}:${key}`;
     const snapshot = (sha: string, built: boolean): Snapshot => ({ image, key, sha, built, identity, environment: identity.environment });
     if (!request.rebuild) {

@@ -1,0 +1,48 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RepoMirror } from './mirror';
+
+let root: string;
+let source: string;
+let sha: string;
+
+beforeAll(() => {
+  root = mkdtempSync(join(tmpdir(), 'dockhand-mirror-test-'));
+  source = join(root, 'source');
+  mkdirSync(join(source, '.dockhand'), { recursive: true });
+  writeFileSync(join(source, 'package.json'), '{"name":"x"}\n');
+  writeFileSync(join(source, '.dockhand', 'setup.sh'), 'echo hi\n');
+  // Binary content with newlines and NULs must come back byte for byte.
+  writeFileSync(join(source, 'blob.bin'), Buffer.from([0, 10, 255, 10, 10, 0, 1]));
+  writeFileSync(join(source, 'empty'), '');
+  const git = (...args: string[]) => execFileSync('git', args, { cwd: source, encoding: 'utf8' }).trim();
+  git('init', '-q', '-b', 'main');
+  git('add', '-A');
+  git('-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-q', '-m', 'one');
+  sha = git('rev-parse', 'HEAD');
+});
+
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+describe('RepoMirror.showMany', () => {
+  it('reads several files of a commit in one git process: present, missing, binary, empty, a directory', async () => {
+    const mirror = new RepoMirror(join(root, 'data'));
+    const path = await mirror.ensure(source, sha);
+    const files = await mirror.showMany(path, sha, ['package.json', 'missing.txt', 'blob.bin', '.dockhand', '.dockhand/setup.sh', 'empty', 'package.json']);
+    expect(files.get('package.json')?.toString()).toBe('{"name":"x"}\n');
+    expect(files.has('missing.txt')).toBe(true);
+    expect(files.get('missing.txt')).toBeUndefined();
+    expect([...(files.get('blob.bin') ?? [])]).toEqual([0, 10, 255, 10, 10, 0, 1]);
+    expect(files.get('.dockhand')).toBeUndefined();
+    expect(files.get('.dockhand/setup.sh')?.toString()).toBe('echo hi\n');
+    expect(files.get('empty')?.length).toBe(0);
+    // Same answers as one `git show` per file.
+    for (const name of ['package.json', 'blob.bin', '.dockhand/setup.sh', 'missing.txt']) {
+      expect(files.get(name)).toEqual(await mirror.show(path, sha, name));
+    }
+    expect(await mirror.showMany(path, sha, [])).toEqual(new Map());
+  });
+});
