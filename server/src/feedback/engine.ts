@@ -10,9 +10,10 @@ import { detectJsRunner, type TestTarget } from './runners';
 import { selectTests, type Selection } from './selection';
 import { matchesTest, reproducingOutcomes, selectReproducingTests } from './reproducing';
 import { readBaseSnapshot, readWorkspaceChanges, workspaceDiffHash, type WorkspaceChanges } from './snapshot';
-import { customPlan, detectedPlan, selectableFiles, selectedPlan, wholeCommandPlan, type SuitePlan } from './suite-plan';
+import { customPlan, detectedPlan, selectableFiles, selectedPlan, selectedWorkspacePlans, wholeCommandPlan, wholeWorkspacePlans, type SuitePlan } from './suite-plan';
 import { runSuite, type SuiteContext, type SuiteRun } from './suite-run';
-import { planTestCommand } from './test-command';
+import { planTestCommand, type TestPlan, type WorkspaceMember } from './test-command';
+import { workspaceDirs, workspaceGlobs } from './workspaces';
 import type {
   BaselineKey,
   BaselineResult,
@@ -57,7 +58,7 @@ interface PlannedRuns {
   /** The plans are the whole test command (not a selection of files). */
   whole: boolean;
   /** What runs when the selection's runner finds no tests in the selected files. */
-  fallback?: SuitePlan;
+  fallback?: SuitePlan[];
 }
 
 /**
@@ -119,7 +120,8 @@ export class SmartFeedbackEngine implements FeedbackEngine {
     if (planned.whole === false && planned.fallback && runs.length > 0 && runs.every((run) => !run.infrastructure && run.cases.length === 0)) {
       planned.reason += '; the runner found no tests in the selected files: ran the whole command';
       planned.whole = true;
-      runs = [await runSuite(sandbox, planned.fallback, context)];
+      runs = [];
+      for (const plan of planned.fallback) runs.push(await runSuite(sandbox, plan, context));
     }
 
     const baseline = await this.baselines.get(this.baselineKey(sandbox));
@@ -180,9 +182,10 @@ export class SmartFeedbackEngine implements FeedbackEngine {
     if (prePr) {
       return { reason: `scope full: the pre-PR command (from ${prePr.source})`, plans: [wholeCommandPlan(planTestCommand(prePr.command, packageJson), python)], whole: true };
     }
-    const plan = planTestCommand(environment.test.command, packageJson);
-    const whole = wholeCommandPlan(plan, python);
+    const plan = planTestCommand(environment.test.command, packageJson, await workspaceMembers(sandbox, packageJson, analysis.graph.files));
     const source = `\`${environment.test.command}\` from ${environment.test.source}`;
+    if (plan.workspaces) return this.workspacePlan(plan, analysis, opts, source);
+    const whole = wholeCommandPlan(plan, python);
     if (opts.scope === 'full') return { reason: `scope full: the repository's test command (${source})`, plans: [whole], whole: true };
     if (selection.mode === 'none') return { reason: selection.reason, plans: [], whole: false };
     if (selection.mode === 'full') return { reason: `${selection.reason}: the whole test command (${source})`, plans: [whole], whole: true };
@@ -191,7 +194,24 @@ export class SmartFeedbackEngine implements FeedbackEngine {
     const left = selection.tests.length - selectable.files.length;
     const note = left > 0 ? ` (${left} selected file(s) are not run by it)` : '';
     const chosen = selectedPlan(plan, selectable.files.map((file) => ({ file })), python);
-    return { reason: `${selection.reason}; passed to ${plan.runner} of ${source}${note}`, plans: [chosen], whole: false, fallback: whole };
+    return { reason: `${selection.reason}; passed to ${plan.runner} of ${source}${note}`, plans: [chosen], whole: false, fallback: [whole] };
+  }
+
+  /** A workspace command: each member's script in its directory; a selection goes to the members holding its files. */
+  private workspacePlan(plan: TestPlan, analysis: Analysis, opts: RunTestsOptions, source: string): PlannedRuns {
+    const { selection } = analysis;
+    const python = this.checks.python;
+    const members = plan.workspaces?.members ?? [];
+    const whole = wholeWorkspacePlans(plan, python);
+    const each = `${members.length} workspace package(s): ${members.map((member) => `${member.dir} (${member.plan.runner})`).join(', ')}`;
+    if (opts.scope === 'full') return { reason: `scope full: the repository's test command (${source}) in ${each}`, plans: whole, whole: true };
+    if (selection.mode === 'none') return { reason: selection.reason, plans: [], whole: false };
+    if (selection.mode === 'full') return { reason: `${selection.reason}: the whole test command (${source}) in ${each}`, plans: whole, whole: true };
+    const selected = selectedWorkspacePlans(plan, selection.tests, python);
+    if ('reason' in selected) return { reason: `${selection.reason}; ${selected.reason}: ran the whole command instead`, plans: whole, whole: true };
+    const note = selected.left > 0 ? ` (${selected.left} selected file(s) are not run by it)` : '';
+    const where = selected.plans.map((chosen) => chosen.cwd).join(', ');
+    return { reason: `${selection.reason}; passed to the runners of ${where} (${source})${note}`, plans: selected.plans, whole: false, fallback: whole };
   }
 
   private async detectedPlans(sandbox: Sandbox, analysis: Analysis, opts: RunTestsOptions): Promise<PlannedRuns> {
@@ -365,6 +385,13 @@ function rerunTargets(runner: TestRunner, failing: TestCaseResult[]): TestTarget
     byFile.set(file, [...(byFile.get(file) ?? []), name]);
   }
   return [...byFile].map(([file, names]) => ({ file, names }));
+}
+
+/** The workspace packages the root names (package.json `workspaces`, pnpm-workspace.yaml), with their package.json. */
+async function workspaceMembers(sandbox: Sandbox, packageJson: string | undefined, files: Set<string>): Promise<WorkspaceMember[]> {
+  const pnpmWorkspace = files.has('pnpm-workspace.yaml') ? await readText(sandbox, 'pnpm-workspace.yaml') : undefined;
+  const dirs = workspaceDirs(workspaceGlobs(packageJson, pnpmWorkspace), files);
+  return Promise.all(dirs.map(async (dir) => ({ dir, packageJson: await readText(sandbox, `${dir}/package.json`) })));
 }
 
 async function readText(sandbox: Sandbox, path: string): Promise<string | undefined> {

@@ -67,20 +67,21 @@ export interface ParsedRun {
   reported?: boolean;
 }
 
-export function parseTestOutput(runner: TestRunner, stdout: string, files: Set<string>): ParsedRun {
+/** `cwd`: the directory (repo-relative) the runner ran in, for paths it prints relative to it. */
+export function parseTestOutput(runner: TestRunner, stdout: string, files: Set<string>, cwd?: string): ParsedRun {
   switch (runner) {
     case 'node-test':
-      return parseTap(stdout, files);
+      return parseTap(stdout, files, cwd);
     case 'pytest':
       return parsePytest(stdout);
     case 'vitest':
     case 'jest':
-      return parseJestJson(afterMarker(stdout), files);
+      return parseJestJson(afterMarker(stdout), files, cwd);
     case 'mocha':
-      return parseMochaJson(afterMarker(stdout), files);
+      return parseMochaJson(afterMarker(stdout), files, cwd);
     case 'tape':
     case 'ava':
-      return parseFlatTap(stdout, (printed) => toRepoPath(printed, files));
+      return parseFlatTap(stdout, (printed) => toRepoPath(printed, files, cwd));
   }
 }
 
@@ -90,11 +91,13 @@ function afterMarker(stdout: string): string {
 }
 
 /** Maps an absolute or file:// path printed by a runner back to the repo-relative path. */
-export function toRepoPath(printed: string, files: Set<string>): string {
+export function toRepoPath(printed: string, files: Set<string>, cwd?: string): string {
   const path = printed.replace(/^file:\/\//, '').replace(/:\d+(:\d+)?$/, '');
   const parts = path.split('/');
   for (let start = 0; start < parts.length; start++) {
     const candidate = parts.slice(start).join('/');
+    // A runner in a workspace package prints paths relative to that package.
+    if (cwd && files.has(`${cwd}/${candidate}`)) return `${cwd}/${candidate}`;
     if (files.has(candidate)) return candidate;
   }
   return posix.basename(path);
@@ -113,7 +116,7 @@ interface TapEntry {
 }
 
 /** Node's TAP: nested subtests indented by four spaces, a YAML block after each result line. */
-export function parseTap(stdout: string, files: Set<string>): ParsedRun {
+export function parseTap(stdout: string, files: Set<string>, cwd?: string): ParsedRun {
   const lines = stdout.split('\n');
   const entries: TapEntry[] = [];
   const stack: string[] = [];
@@ -175,9 +178,10 @@ export function parseTap(stdout: string, files: Set<string>): ParsedRun {
       const candidate = entries[next];
       if (candidate && candidate.depth < entry.depth) location = locationOf(candidate);
     }
-    const file = entry.file ?? (location ? toRepoPath(location, files) : undefined);
+    const announced = entry.file !== undefined && cwd && files.has(`${cwd}/${entry.file}`) ? `${cwd}/${entry.file}` : entry.file;
+    const file = announced ?? (location ? toRepoPath(location, files, cwd) : undefined);
     const outcome = entry.directive ? 'skipped' : entry.ok ? 'passed' : 'failed';
-    const id = [file, ...entry.path.filter((part) => part !== file && !files.has(toRepoPath(part, files)))].filter(Boolean).join(' > ');
+    const id = [file, ...entry.path.filter((part) => part !== file && !files.has(toRepoPath(part, files, cwd)))].filter(Boolean).join(' > ');
     const testCase: TestCaseResult = { id, outcome };
     if (file) testCase.file = file;
     if (outcome === 'failed') {
@@ -236,13 +240,13 @@ const JestReport = z.object({
   ),
 });
 
-export function parseJestJson(text: string, files: Set<string>): ParsedRun {
+export function parseJestJson(text: string, files: Set<string>, cwd?: string): ParsedRun {
   const parsed = JestReport.safeParse(safeJson(text));
   if (!parsed.success) return { cases: [], failures: [], reported: false };
   const cases: TestCaseResult[] = [];
   const failures: string[] = [];
   for (const suite of parsed.data.testResults) {
-    const file = toRepoPath(suite.name, files);
+    const file = toRepoPath(suite.name, files, cwd);
     if (suite.assertionResults.length === 0 && suite.status === 'failed') {
       cases.push({ id: file, file, outcome: 'failed', message: firstLine(suite.message ?? 'suite failed') });
       failures.push(`✗ ${file}\n${suite.message ?? ''}`);
@@ -269,13 +273,13 @@ const MochaTest = z.object({
 });
 const MochaReport = z.object({ passes: z.array(MochaTest), failures: z.array(MochaTest), pending: z.array(MochaTest) });
 
-export function parseMochaJson(text: string, files: Set<string>): ParsedRun {
+export function parseMochaJson(text: string, files: Set<string>, cwd?: string): ParsedRun {
   const parsed = MochaReport.safeParse(safeJson(text));
   if (!parsed.success) return { cases: [], failures: [], reported: false };
   const cases: TestCaseResult[] = [];
   const failures: string[] = [];
   const add = (test: z.infer<typeof MochaTest>, outcome: TestCaseResult['outcome']): void => {
-    const file = test.file ? toRepoPath(test.file, files) : undefined;
+    const file = test.file ? toRepoPath(test.file, files, cwd) : undefined;
     const testCase: TestCaseResult = { id: file ? `${file} > ${test.fullTitle}` : test.fullTitle, outcome };
     if (file) testCase.file = file;
     if (outcome === 'failed') {

@@ -21,6 +21,8 @@ export interface SuitePlan {
   after: string[];
   /** The same runner on some tests (reruns); undefined when it cannot be narrowed. */
   narrow?: (targets: TestTarget[]) => SuitePlan;
+  /** A workspace member's plan runs in this directory (repo-relative); printed paths are relative to it. */
+  cwd?: string;
 }
 
 /** node_modules/.bin first, as npm does for scripts, so the script's words resolve as written. */
@@ -149,6 +151,65 @@ export function detectedPlan(runner: TestRunner, targets: TestTarget[] | undefin
     after: [],
     narrow: (next) => detectedPlan(runner, next, python),
   };
+}
+
+/** Targets of the repository (`packages/a/test/x.js`) as a member sees them (`test/x.js`). */
+function inside(dir: string, targets: TestTarget[]): TestTarget[] {
+  return targets.filter((target) => target.file.startsWith(`${dir}/`)).map((target) => ({ ...target, file: target.file.slice(dir.length + 1) }));
+}
+
+/**
+ * A member's plan run in its directory, as the package manager runs a workspace script: the
+ * member's and the root's node_modules/.bin on PATH (npm and yarn hoist binaries to the root).
+ */
+function inMember(dir: string, plan: SuitePlan): SuitePlan {
+  const cd = `export PATH="$PWD/node_modules/.bin:$PATH"; cd ${shellQuote(dir)} || exit 127; `;
+  const step = (text: string) => `${cd}${PATH_PREFIX}${text}`;
+  const narrow = plan.narrow;
+  return {
+    runner: plan.runner,
+    command: `${dir}: ${plan.command}`,
+    script: `${cd}${plan.script}`,
+    before: plan.before.map(step),
+    after: plan.after.map(step),
+    cwd: dir,
+    ...(narrow ? { narrow: (targets: TestTarget[]) => inMember(dir, narrow(inside(dir, targets))) } : {}),
+  };
+}
+
+/** The whole command of a workspace plan: every member's script in its directory, the root's own steps around them. */
+export function wholeWorkspacePlans(plan: TestPlan, python?: string): SuitePlan[] {
+  const members = plan.workspaces?.members ?? [];
+  const plans = members.map((member) => inMember(member.dir, wholeCommandPlan(member.plan, python)));
+  const first = plans[0];
+  const last = plans[plans.length - 1];
+  if (first) first.before = [...plan.before, ...first.before];
+  if (last) last.after = [...last.after, ...plan.after];
+  return plans;
+}
+
+/**
+ * A selection over a workspace plan: each member that holds selected test files runs its runner
+ * on them (its whole script when its runner cannot take files). A reason when no member does.
+ */
+export function selectedWorkspacePlans(plan: TestPlan, tests: string[], python?: string): { plans: SuitePlan[]; left: number } | { reason: string } {
+  const plans: SuitePlan[] = [];
+  let taken = 0;
+  for (const member of plan.workspaces?.members ?? []) {
+    const own = inside(member.dir, tests.map((file) => ({ file }))).map((target) => target.file);
+    if (own.length === 0) continue;
+    const selectable = selectableFiles(member.plan, own);
+    if ('reason' in selectable) {
+      if (member.plan.invocation) continue;
+      plans.push(inMember(member.dir, wholeCommandPlan(member.plan, python)));
+      taken += own.length;
+      continue;
+    }
+    plans.push(inMember(member.dir, selectedPlan(member.plan, selectable.files.map((file) => ({ file })), python)));
+    taken += selectable.files.length;
+  }
+  if (plans.length === 0) return { reason: `none of the selected test files is in a workspace package that \`${plan.command}\` runs` };
+  return { plans, left: tests.length - taken };
 }
 
 /** A configured command run as written (checks.preMerge): its exit status decides. */

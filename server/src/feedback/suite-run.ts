@@ -43,8 +43,8 @@ async function execute(sandbox: Sandbox, script: string, context: SuiteContext):
 function parse(plan: SuitePlan, stdout: string, files: Set<string>): ParsedRun {
   if (plan.runner === 'custom') return { cases: [], failures: [], reported: false };
   // A command Dockhand does not know may still print TAP; otherwise its exit status decides.
-  if (plan.runner === 'unknown') return parseFlatTap(stdout, (printed) => toRepoPath(printed, files));
-  return parseTestOutput(plan.runner, stdout, files);
+  if (plan.runner === 'unknown') return parseFlatTap(stdout, (printed) => toRepoPath(printed, files, plan.cwd));
+  return parseTestOutput(plan.runner, stdout, files, plan.cwd);
 }
 
 /** A step of the repository's chain around the runner (build, lint) run as written. */

@@ -154,6 +154,36 @@ describe('the repository test command inside gVisor', { timeout: 300_000 }, () =
     expect(selected).toMatchObject({ passed: 6, failed: 0, ok: true });
   });
 
+  it('an npm workspaces repo: each package runs its own tape script in its directory, tests counted per assertion, a selection goes to its package', async () => {
+    const member = (name: string, fn: string) => ({
+      [`packages/${name}/package.json`]: JSON.stringify({ name, private: true, scripts: { test: 'tape test/*.js' } }),
+      [`packages/${name}/src/${fn}.js`]: fn === 'double' ? FILES['src/double.js'] ?? '' : FILES['src/triple.js'] ?? '',
+      [`packages/${name}/test/${fn}.test.js`]: (fn === 'double' ? FILES['test/double.test.js'] : FILES['test/triple.test.js'])?.replace(`'../src/${fn}'`, `'../src/${fn}'`) ?? '',
+    });
+    const sandbox = await sandboxFor('workspaces', {
+      'package.json': JSON.stringify({ name: 'mono', private: true, workspaces: ['packages/*'], scripts: { test: 'npm test --workspaces' } }, null, 2),
+      ...member('doubler', 'double'),
+      ...member('tripler', 'triple'),
+      'packages/docs/package.json': JSON.stringify({ name: 'docs', private: true, scripts: { build: 'true' } }),
+    });
+    const store = new InMemoryBaselineStore();
+    const baseline = await runBaseline(sandbox, { baselineStore: store });
+    // 9 double assertions (one fails) and 6 triple ones; the root's own test/ is not run by the workspace command.
+    expect(baseline).toMatchObject({ runner: 'tape', passed: 14, failed: 1, flaky: [] });
+    expect(baseline.preExistingFailures).toEqual(['double small numbers > double doubles 3']);
+    expect(baseline.command).toContain('packages/doubler: npm run test → tape test/*.js');
+    expect(baseline.command).toContain('packages/tripler: npm run test → tape test/*.js');
+    // tape names a file only where an assertion fails: the path it prints is the package's, mapped back to the repository's.
+    expect(baseline.failureFiles).toEqual({ 'double small numbers > double doubles 3': 'packages/doubler/test/double.test.js' });
+
+    const engine = new SmartFeedbackEngine({ repo: 'fixture/tape-workspaces', baselineStore: store });
+    await sandbox.writeFile('packages/tripler/src/triple.js', "'use strict';\nmodule.exports = function triple(value) {\n  return value + value + value;\n};\n");
+    const selected = await engine.runTests(sandbox, { scope: 'selected' });
+    expect(selected.command).toBe('packages/tripler: tape test/triple.test.js');
+    expect(selected.selectionReason).toContain('passed to the runners of packages/tripler');
+    expect(selected).toMatchObject({ passed: 6, failed: 0, ok: true, wholeCommand: false });
+  });
+
   it('a crashing runner is an infrastructure result: its event, no red test, the task fails with test_infrastructure', async () => {
     const sandbox = await sandboxFor('crash', {
       'package.json': JSON.stringify({ name: 'tape-repo', scripts: { test: 'tape -r ./test/setup.js test/*.js | tap-spec' } }),

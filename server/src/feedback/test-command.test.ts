@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { selectableFiles, selectedPlan, wholeCommandPlan } from './suite-plan';
-import { planTestCommand, splitChain } from './test-command';
+import { toRepoPath } from './runners';
+import { selectableFiles, selectedPlan, selectedWorkspacePlans, wholeCommandPlan, wholeWorkspacePlans } from './suite-plan';
+import { planTestCommand, splitChain, workspaceCall } from './test-command';
+import { workspaceDirs, workspaceGlobs } from './workspaces';
 
 const pkg = (scripts: Record<string, string>) => JSON.stringify({ name: 'x', scripts });
 
@@ -88,5 +90,74 @@ describe('the repository test command: which runner its script uses', () => {
     expect(splitChain('jest $(cat files)')).toBeUndefined();
     expect(splitChain('jest > out.txt')).toBeUndefined();
     expect(splitChain('a && b; c | d')?.length).toBe(3);
+  });
+});
+
+describe('workspace commands: each package its own runner', () => {
+  const members = [
+    { dir: 'packages/a', packageJson: pkg({ test: 'mocha --check-leaks test/' }) },
+    { dir: 'packages/b', packageJson: pkg({ test: 'jest' }) },
+    { dir: 'packages/docs', packageJson: pkg({ build: 'tsc' }) },
+  ];
+
+  it('recognises the package managers’ workspace runs, and leaves what it does not model alone', () => {
+    const words = (line: string) => splitChain(line)?.[0]?.segments[0] ?? [];
+    expect(workspaceCall(words('npm test --workspaces'))).toEqual({ manager: 'npm', script: 'test' });
+    expect(workspaceCall(words('npm run test:unit -ws --if-present'))).toEqual({ manager: 'npm', script: 'test:unit' });
+    expect(workspaceCall(words('pnpm -r test'))).toEqual({ manager: 'pnpm', script: 'test' });
+    expect(workspaceCall(words('pnpm --recursive run check'))).toEqual({ manager: 'pnpm', script: 'check' });
+    expect(workspaceCall(words('yarn workspaces run test'))).toEqual({ manager: 'yarn', script: 'test' });
+    expect(workspaceCall(words('yarn workspaces foreach -A --parallel run test'))).toEqual({ manager: 'yarn', script: 'test' });
+    expect(workspaceCall(words('npm test'))).toBeUndefined();
+    expect(workspaceCall(words('pnpm -r --filter ./packages/a test'))).toBeUndefined();
+    expect(workspaceCall(words('npm test --workspace=packages/a'))).toBeUndefined();
+    expect(workspaceCall(words('yarn workspaces foreach --since run test'))).toBeUndefined();
+  });
+
+  it('plans each member that has the script with its own runner, in its own directory, the root steps around them', () => {
+    const plan = planTestCommand('npm test', pkg({ test: 'npm run lint && npm test --workspaces', lint: 'eslint .' }), members);
+    expect(plan.workspaces?.members.map((member) => [member.dir, member.plan.runner])).toEqual([['packages/a', 'mocha'], ['packages/b', 'jest']]);
+    expect(plan.runner).toBe('unknown');
+    const whole = wholeWorkspacePlans(plan);
+    expect(whole.map((suite) => [suite.cwd, suite.runner])).toEqual([['packages/a', 'mocha'], ['packages/b', 'jest']]);
+    expect(whole[0]?.before).toEqual(['eslint .']);
+    expect(whole[0]?.script).toContain('cd packages/a || exit 127;');
+    expect(whole[0]?.script).toContain('mocha --check-leaks --reporter json');
+    // The root's node_modules/.bin is on PATH too (binaries are hoisted).
+    expect(whole[0]?.script.indexOf('export PATH="$PWD/node_modules/.bin:$PATH"; cd')).toBe(0);
+    expect(whole[1]?.command).toMatch(/^packages\/b: npm run test → jest --json/);
+    // Without members the step stays a command only its exit status judges.
+    expect(planTestCommand('npm test --workspaces', pkg({})).runner).toBe('unknown');
+    expect(planTestCommand('npm test --workspaces', pkg({})).workspaces).toBeUndefined();
+  });
+
+  it('sends a selection to the members that hold its files, as paths relative to each member', () => {
+    const plan = planTestCommand('npm test --workspaces', pkg({}), members);
+    const selected = selectedWorkspacePlans(plan, ['packages/a/test/one.js', 'packages/b/src/x.test.js', 'test/root.js']);
+    if ('reason' in selected) throw new Error(selected.reason);
+    expect(selected.left).toBe(1);
+    expect(selected.plans.map((suite) => suite.cwd)).toEqual(['packages/a', 'packages/b']);
+    expect(selected.plans[0]?.script).toContain(' test/one.js');
+    expect(selected.plans[0]?.script).not.toContain('packages/a/test/one.js');
+    // A rerun of one failing test narrows within its member.
+    const rerun = selected.plans[1]?.narrow?.([{ file: 'packages/b/src/x.test.js', names: ['adds'] }]);
+    expect(rerun?.cwd).toBe('packages/b');
+    expect(rerun?.script).toContain(' src/x.test.js');
+    expect(selectedWorkspacePlans(plan, ['test/root.js'])).toHaveProperty('reason');
+  });
+
+  it('maps the paths a member runner prints back to repository paths', () => {
+    const files = new Set(['packages/a/test/one.js', 'test/one.js']);
+    expect(toRepoPath('test/one.js', files, 'packages/a')).toBe('packages/a/test/one.js');
+    expect(toRepoPath('/workspace/packages/a/test/one.js', files, 'packages/a')).toBe('packages/a/test/one.js');
+    expect(toRepoPath('test/one.js', files)).toBe('test/one.js');
+  });
+
+  it('finds the members from package.json workspaces or pnpm-workspace.yaml, with exclusions', () => {
+    const files = ['package.json', 'packages/a/package.json', 'packages/b/package.json', 'packages/b/node_modules/x/package.json', 'packages/old/package.json', 'tools/c/package.json', 'packages/a/index.js'];
+    expect(workspaceDirs(workspaceGlobs(JSON.stringify({ workspaces: ['packages/*', '!packages/old'] }), undefined), files)).toEqual(['packages/a', 'packages/b']);
+    expect(workspaceDirs(workspaceGlobs(JSON.stringify({ workspaces: { packages: ['tools/*'] } }), undefined), files)).toEqual(['tools/c']);
+    expect(workspaceDirs(workspaceGlobs(undefined, "packages:\n  - 'packages/**'\n  - '!**/old'\n"), files)).toEqual(['packages/a', 'packages/b']);
+    expect(workspaceGlobs('not json', ': not yaml: [')).toEqual([]);
   });
 });

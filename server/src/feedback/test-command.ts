@@ -11,6 +11,12 @@ import type { TestRunner } from './types';
  * It does not interpret the shell: a subshell, `$(…)`, `||`, a redirect or a script file
  * (`./test.sh`, `make test`) leaves the runner 'unknown', and then the whole command runs as
  * written and only its exit status decides.
+ *
+ * A step that runs one script in every workspace package (`npm test --workspaces`, `pnpm -r
+ * test`, `yarn workspaces run test`, `yarn workspaces foreach -A run test`) is followed into each
+ * member package given (`planTestCommand`'s `members`): each member's script is planned in its
+ * own directory, so its runner's report counts its tests and a selection goes to the members
+ * that hold the selected files.
  */
 
 export interface ShellWord {
@@ -294,6 +300,56 @@ export function parseInvocation(step: ChainStep): RunnerInvocation | undefined {
   return invocation;
 }
 
+/** A workspace package: its directory (repo-relative, no trailing slash) and its package.json. */
+export interface WorkspaceMember {
+  dir: string;
+  packageJson: string | undefined;
+}
+
+/** The workspace step of a plan: which script ran in every member, and each member's own plan. */
+export interface WorkspacePlan {
+  manager: 'npm' | 'pnpm' | 'yarn';
+  script: string;
+  members: Array<{ dir: string; plan: TestPlan }>;
+}
+
+const NPM_WORKSPACE_FLAGS = new Set(['--workspaces', '--workspaces=true', '-ws']);
+const QUIET_FLAGS = new Set(['--if-present', '--silent', '-s']);
+const YARN_FOREACH_FLAGS = new Set(['-A', '--all', '-p', '--parallel', '-t', '--topological', '--topological-dev', '-v', '--verbose', '-i', '--interlaced', '-W', '--worktree']);
+
+/**
+ * The script a workspace step runs in every member, or undefined when the step is not one (or
+ * narrows the members with options this does not model: `--filter`, `--workspace=x`, `--since`).
+ */
+export function workspaceCall(words: ShellWord[]): { manager: WorkspacePlan['manager']; script: string } | undefined {
+  const values = words.map((word) => word.value);
+  const [manager, ...rest] = values;
+  const scriptOf = (left: string[]): string | undefined => {
+    if (left.length === 1 && (left[0] === 'test' || left[0] === 't' || left[0] === 'tst')) return 'test';
+    if (left.length === 2 && (left[0] === 'run' || left[0] === 'run-script')) return left[1];
+    return undefined;
+  };
+  if (manager === 'npm') {
+    if (!rest.some((value) => NPM_WORKSPACE_FLAGS.has(value))) return undefined;
+    const script = scriptOf(rest.filter((value) => !NPM_WORKSPACE_FLAGS.has(value) && !QUIET_FLAGS.has(value)));
+    return script ? { manager, script } : undefined;
+  }
+  if (manager === 'pnpm') {
+    if (!rest.includes('-r') && !rest.includes('--recursive')) return undefined;
+    const left = rest.filter((value) => value !== '-r' && value !== '--recursive' && !QUIET_FLAGS.has(value));
+    const script = scriptOf(left) ?? (left.length === 1 && left[0] && !left[0].startsWith('-') ? left[0] : undefined);
+    return script ? { manager, script } : undefined;
+  }
+  if (manager === 'yarn' && rest[0] === 'workspaces') {
+    // yarn classic: `yarn workspaces run <script>`; berry: `yarn workspaces foreach [flags] run <script>`.
+    if (rest[1] === 'run' && rest.length === 3 && rest[2]) return { manager, script: rest[2] };
+    if (rest[1] !== 'foreach') return undefined;
+    const left = rest.slice(2).filter((value) => !YARN_FOREACH_FLAGS.has(value));
+    return left.length === 2 && left[0] === 'run' && left[1] ? { manager, script: left[1] } : undefined;
+  }
+  return undefined;
+}
+
 /** The repository's test command as the engine understands it. */
 export interface TestPlan {
   /** The command as the repository gives it (`npm test`). */
@@ -305,12 +361,37 @@ export interface TestPlan {
   invocation?: RunnerInvocation;
   /** The scripts followed, for the user: `test: tape test/*.js | tap-spec`. */
   expanded: string[];
+  /** The chain's step runs a script in every workspace package: each member's plan (no `invocation` then). */
+  workspaces?: WorkspacePlan;
 }
 
-export function planTestCommand(command: string, packageJson: string | undefined): TestPlan {
+/**
+ * `members`: the workspace packages (from the root package.json's `workspaces` or
+ * pnpm-workspace.yaml); a workspace step is followed into those that have its script.
+ */
+export function planTestCommand(command: string, packageJson: string | undefined, members: readonly WorkspaceMember[] = []): TestPlan {
   const chain = resolveChain(command, packageScripts(packageJson));
   const unknown: TestPlan = { command, runner: 'unknown', before: [], after: [], expanded: chain?.expanded ?? [] };
   if (!chain) return unknown;
+  const workspaceIndex = members.length > 0 ? chain.steps.findIndex((step) => step.segments.length === 1 && workspaceCall(step.segments[0] ?? []) !== undefined) : -1;
+  const workspaceStep = chain.steps[workspaceIndex];
+  const call = workspaceStep ? workspaceCall(workspaceStep.segments[0] ?? []) : undefined;
+  if (call && workspaceStep) {
+    const planned = members
+      .filter((member) => call.script in packageScripts(member.packageJson))
+      .map((member) => ({ dir: member.dir, plan: planTestCommand(`${call.manager} run ${call.script}`, member.packageJson) }));
+    if (planned.length > 0) {
+      const runners = [...new Set(planned.map((member) => member.plan.runner))];
+      return {
+        command,
+        runner: runners.length === 1 ? (runners[0] ?? 'unknown') : 'unknown',
+        before: chain.steps.slice(0, workspaceIndex).map(stepText),
+        after: chain.steps.slice(workspaceIndex + 1).map(stepText),
+        expanded: [...chain.expanded, ...planned.flatMap((member) => member.plan.expanded.map((line) => `${member.dir}: ${line}`))],
+        workspaces: { manager: call.manager, script: call.script, members: planned },
+      };
+    }
+  }
   const index = chain.steps.findIndex((step) => parseInvocation(step) !== undefined);
   const step = chain.steps[index];
   const invocation = step ? parseInvocation(step) : undefined;
