@@ -83,6 +83,8 @@ export const TicketSummary = z.object({
   title: z.string(),
   body: z.string().default(''),
   url: z.string().optional(),
+  /** The issue's labels (`dockhand:allow-test-edits` lets the agent change existing tests). */
+  labels: z.array(z.string()).default([]),
 });
 export type TicketSummary = z.infer<typeof TicketSummary>;
 

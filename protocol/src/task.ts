@@ -66,6 +66,11 @@ export const CreateTaskRequest = z.object({
   /** Ticket explicitly allows the agent to change tests. */
   allowTestEdits: z.boolean().default(false),
   /**
+   * Set by the server, never by a client (a value sent is replaced): the label on the forge issue
+   * that allowed test edits (`dockhand:allow-test-edits`), when the issue's requester decided so.
+   */
+  allowTestEditsLabel: z.string().max(100).optional(),
+  /**
    * Tests that reproduce the ticket's bug (a test id, a test name, or a test file path): they must
    * pass before the task may finish, also when they already fail at the base commit.
    */
@@ -92,6 +97,8 @@ export const Task = z.object({
   budgets: Budgets,
   priority: TaskPriority,
   allowTestEdits: z.boolean(),
+  /** The issue label that set `allowTestEdits` (the requester's decision on the forge). */
+  allowTestEditsLabel: z.string().optional(),
   /** The submission's `reproducingTests` (the ticket may name more; see the baseline note). */
   reproducingTests: z.array(z.string()).optional(),
   usage: TaskUsage,

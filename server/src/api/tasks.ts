@@ -19,6 +19,7 @@ import {
 import { DockhandError } from '../errors';
 import { pathEndsWith, testFileOf } from '../feedback/reproducing';
 import { maskSecrets } from '../policy/mask';
+import { issueTestEditsLabel } from '../policy/test-edits';
 import { applyReview, decideApproval, type DecisionDeps } from '../runner/review';
 import { fileAfter, reviewRounds, roundDiff } from '../runner/review-files';
 import { pendingPause } from '../runner/steering';
@@ -81,7 +82,14 @@ export async function taskRoutes(app: FastifyInstance, deps: AppDeps): Promise<v
     // Before anything is stored: a registered repository the caller may use, and its base commit.
     const registration = await deps.repos.admit(user, request.body.context);
     await checkReproducingTests(deps, registration.name, request.body);
-    const body = maskedSubmission({ ...request.body, context: { ...request.body.context, repo: registration.name } }, deps.events.knownSecrets);
+    // Test edits by the issue's label: read from the forge, never taken from the client.
+    const { allowTestEditsLabel: _sent, ...submitted } = request.body;
+    const label = await issueTestEditsLabel(deps.tickets, registration.name, submitted.ticket).catch((error: unknown) => {
+      request.log.warn({ err: error, repo: registration.name }, 'could not read the issue labels from the forge: submitted without the test-edits label');
+      return undefined;
+    });
+    const labelled = label ? { allowTestEdits: true, allowTestEditsLabel: label } : {};
+    const body = maskedSubmission({ ...submitted, ...labelled, context: { ...submitted.context, repo: registration.name } }, deps.events.knownSecrets);
     const { task, events } = await deps.store.createTask(user.name, body);
     deps.events.published(events);
     deps.control.wake();

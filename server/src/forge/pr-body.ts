@@ -34,6 +34,8 @@ export interface PullRequestReport {
   leftOut?: { by: string[]; files: string[] };
   /** Whether the requester let the agent change existing tests (never the model's decision). */
   allowTestEdits?: boolean;
+  /** The issue label by which the requester allowed it, when it was a label. */
+  allowTestEditsLabel?: string;
 }
 
 export const TEST_LOG_BUDGET = 40_000;
@@ -62,7 +64,8 @@ export function buildPullRequestBody(report: PullRequestReport, secrets: Readonl
   lines.push(`**Ticket:** ${ticket}${report.ticket.id ? ` (#${report.ticket.id})` : ''}`);
   if (report.requester) lines.push(`**Requested by:** ${report.requester}`);
   if (report.allowTestEdits !== undefined) {
-    lines.push(`**Test edits:** ${report.allowTestEdits ? `allowed by the requester${report.requester ? ` (${report.requester})` : ''}` : 'not allowed (existing tests were not changed)'}`);
+    const by = `the requester${report.requester ? ` (${report.requester})` : ''}${report.allowTestEditsLabel ? ` with the issue label \`${report.allowTestEditsLabel}\`` : ''}`;
+    lines.push(`**Test edits:** ${report.allowTestEdits ? `allowed by ${by}` : 'not allowed (existing tests were not changed)'}`);
   }
   lines.push('', '## Summary', '', report.summary.trim() || '_No summary._');
 

@@ -164,6 +164,7 @@ export function publisherPort(options: PublisherOptions): PublisherPort {
           taskId: task.id,
           requester: task.owner,
           allowTestEdits: task.allowTestEdits,
+          ...(task.allowTestEditsLabel ? { allowTestEditsLabel: task.allowTestEditsLabel } : {}),
           ...(tests
             ? {
                 tests: {
@@ -221,7 +222,7 @@ export function forgeTickets(forge: Forge, forgeRepo: (repo: string) => string =
   return {
     async listOpenIssues(repo) {
       const issues = await forge.listOpenIssues(forgeRepo(repo));
-      return issues.map((issue) => ({ id: String(issue.number), title: issue.title, body: issue.body, url: issue.url }));
+      return issues.map((issue) => ({ id: String(issue.number), title: issue.title, body: issue.body, url: issue.url, labels: issue.labels }));
     },
   };
 }

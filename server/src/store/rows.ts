@@ -71,6 +71,7 @@ export function toTask(row: unknown): Task {
     updatedAt: r.updated_at,
   };
   if (request.reproducingTests && request.reproducingTests.length > 0) task.reproducingTests = request.reproducingTests;
+  if (request.allowTestEditsLabel) task.allowTestEditsLabel = request.allowTestEditsLabel;
   if (r.pr_url) task.prUrl = r.pr_url;
   if (r.error) task.error = r.error;
   return task;
