@@ -89,7 +89,7 @@ describe('side panel accessibility (axe-core, Chromium)', () => {
     }
   }
 
-  it('reviews with the keyboard alone: request changes with text and line comments, then approve', async () => {
+  it('reviews with the keyboard alone: request changes with text and line comments, the round\'s changes, a file\'s checkbox, then approve', async () => {
     const panel = await openTaskPanel(browser, { size: { width: WIDTHS.narrow, height: HEIGHT }, theme: 'light', events: all, live: true });
     const page = panel.page;
     await panel.send({ type: 'pendingComments', taskId: TASK_ID, comments });
@@ -139,6 +139,17 @@ describe('side panel accessibility (axe-core, Chromium)', () => {
     });
     await page.waitForSelector('button.review-approve:not(:disabled)');
     expect(await page.textContent('button.review-changes')).toBe('Request changes');
+    // Round 2 by keyboard: this round's changes open in the diff editor; a file's checkbox toggles with Space.
+    await page.waitForSelector('.round-diffs');
+    expect(await panel.axe()).toEqual([]);
+    await panel.clearPosted();
+    await tabTo('button.open-round-changes');
+    await page.keyboard.press('Enter');
+    expect(await panel.waitForPosted((m) => m.type === 'openChanges')).toEqual({ type: 'openChanges', taskId: TASK_ID, scope: 'round' });
+    await page.keyboard.press('Shift+Tab');
+    await tabTo('.changed-files input.accept-file');
+    await page.keyboard.press('Space');
+    expect(await panel.waitForPosted((m) => m.type === 'setFileAccepted')).toEqual({ type: 'setFileAccepted', taskId: TASK_ID, path: 'src/paginate.js', accepted: false });
     await panel.clearPosted();
     await page.keyboard.press('Shift+Tab');
     await tabTo('button.review-approve');
