@@ -29,6 +29,7 @@ import { createFixtureRepo } from '../test/support/fixture-repo';
 import { freePort, startDockhandServe, type DockhandServe } from '../test/support/local-server';
 import { startPrivatePostgres } from '../test/support/private-postgres';
 import { registerRepo } from '../test/support/register-repo';
+import { SCALE_CASSETTE, unresumablePoints } from './scale/cassette';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const TASKS = Number(process.env.TASKS ?? 300);
@@ -63,14 +64,11 @@ async function main() {
   const replay = await startReplayServer({ limits: { inputTokensPerMinute: REPLAY_TPM } });
   const children: ChildProcess[] = [];
   try {
-    replay.addCassette(SESSION, {
-      turns: [
-        { name: 'fix', content: [{ type: 'tool_use', name: 'edit_file', input: { path: 'src/calc.js', command: 'replace', old_text: 'let index = 1;', new_text: 'let index = 0;' } }] },
-        { name: 'run the tests', content: [{ type: 'tool_use', name: 'run_command', input: { command: 'npm test' } }] },
-        { name: 'finish', content: [{ type: 'tool_use', name: 'finish', input: { summary: 'average() now starts summing at index 0.' } }] },
-      ],
-    });
+    replay.addCassette(SESSION, SCALE_CASSETTE);
     const fixture = createFixtureRepo('buggy-calc');
+    // The script must carry a task killed at any point to its end (else a kill shows up as model_refused).
+    const unresumable = await unresumablePoints(fixture.path);
+    if (unresumable.length > 0) throw new Error(`the bench's cassette cannot resume a task killed at every point:\n${unresumable.join('\n')}`);
     const bare = await new LocalForge({ dataDir: join(root, 'forge'), store: new InMemoryPullRequestStore() }).createRepository('calc', fixture.path);
     const setup = await PostgresStore.open({ url: postgres.url('127.0.0.1'), poolSize: 2 });
     await setup.createUser('alice', 'user');
@@ -219,7 +217,7 @@ async function main() {
     for (const task of inState(['failed', 'cancelled', 'budget_exhausted'])) {
       const log = await probe.listEvents(task.id);
       const failure = log.find((e) => e.type === 'task.failed');
-      const cause = failure?.type === 'task.failed' ? `${failure.data.code}: ${failure.data.message.slice(0, 120)}` : 'ended without task.failed';
+      const cause = failure?.type === 'task.failed' ? `${failure.data.code}: ${failure.data.message.slice(0, 600)}` : 'ended without task.failed';
       causes.set(cause, (causes.get(cause) ?? 0) + 1);
     }
     for (const [cause, count] of [...causes].sort((a, b) => b[1] - a[1])) out(`  ${count} × ${cause}`);

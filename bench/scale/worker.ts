@@ -10,7 +10,6 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Task } from '@dockhand/protocol';
 import { loadConfig } from '../../server/src/config';
-import type { FeedbackEngine, TestReport } from '../../server/src/feedback/types';
 import { BudgetedModelClient } from '../../server/src/model/budgeted-client';
 import { modelFromConfig } from '../../server/src/runner/fleet';
 import type { SandboxProvider } from '../../server/src/runner/ports';
@@ -18,6 +17,7 @@ import { MemorySandbox } from '../../server/src/runner/testing/fakes';
 import type { ExecOptions, ExecResult, Sandbox } from '../../server/src/sandbox/types';
 import { startServer } from '../../server/src/server';
 import { PostgresStore } from '../../server/src/store/postgres';
+import { greenTests } from './cassette';
 
 const TOOL_MS = Number(process.env.BENCH_TOOL_MS ?? 200);
 const TEST_MS = Number(process.env.BENCH_TEST_MS ?? 400);
@@ -45,37 +45,25 @@ const standInSandboxes: SandboxProvider = {
   },
 };
 
-const greenTests: FeedbackEngine = {
-  async runTests(): Promise<TestReport> {
-    await sleep(TEST_MS);
-    return {
-      command: 'npm test', scope: 'full', selectionReason: 'bench stand-in', passed: 3, failed: 0, skipped: 0, ok: true, quarantined: [],
-      output: '3 passed', durationMs: TEST_MS, cases: [], runner: 'unknown', wholeCommand: true,
-    };
-  },
-  async diagnostics() {
-    return [];
-  },
-};
-
 async function main() {
   const config = loadConfig(process.env, { role: 'worker' });
   if (!config.databaseUrl) throw new Error('DOCKHAND_DATABASE_URL is required');
   const budgetStore = await PostgresStore.open({ url: config.databaseUrl, poolSize: 3 });
   const tpm = Number(process.env.BENCH_BUDGET_TPM ?? 0);
-  const inner = modelFromConfig(config);
-  const model = tpm > 0 ? new BudgetedModelClient(inner, budgetStore.modelBudget({ inputTokensPerMinute: tpm })) : undefined;
+  const budget = tpm > 0 ? budgetStore.modelBudget({ inputTokensPerMinute: tpm }) : undefined;
+  const waits = { turns: 0, ms: 0 };
+  // One client per run, as in production (`modelFromConfig` per task): the loop sets its retry and
+  // fallback listeners on the client, so runs must not share one.
+  const modelFor = (_task: Task, purpose: 'agent' | 'review') => {
+    if (purpose !== 'agent') return undefined;
+    const inner = modelFromConfig(config);
+    return budget ? new BudgetedModelClient(inner, budget, (wait) => { waits.turns += 1; waits.ms += wait.waitedMs; }) : inner;
+  };
   const running = await startServer(config, {
-    parts: {
-      sandboxes: standInSandboxes,
-      feedback: greenTests,
-      ...(model ? { model } : {}),
-      modelFor: (_task: Task, purpose: 'agent' | 'review') => (purpose === 'agent' ? model ?? inner : undefined),
-      agentConfig: { review: false },
-    },
+    parts: { sandboxes: standInSandboxes, feedback: greenTests(TEST_MS), modelFor, agentConfig: { review: false } },
   });
   const report = setInterval(() => {
-    process.stdout.write(`${JSON.stringify({ budgetWaits: model?.waits ?? 0, budgetWaitedMs: model?.waitedMs ?? 0 })}\n`);
+    process.stdout.write(`${JSON.stringify({ budgetWaits: waits.turns, budgetWaitedMs: waits.ms })}\n`);
   }, 1000);
   report.unref();
   process.once('beforeExit', () => void running.close().then(() => budgetStore.close()));
