@@ -277,7 +277,11 @@ export class ActionArea {
       const files = input.summary.changedFiles.size;
       const left = [...input.summary.changedFiles.keys()].filter((path) => input.rejected.includes(path)).length;
       const approve = left ? `Approve and push ${files - left} of ${files} files` : 'Approve and push';
-      buttons.push(make(approve, 'primary review-approve', 'approve', () => this.review('approve'), left ? `Push the checked files only; ${left} left out` : 'Let the server push the branch and open a pull request'));
+      const nothing = files > 0 && left === files;
+      const approveButton = make(approve, 'primary review-approve', 'approve', () => this.review('approve'), nothing ? 'Every file is left out, so nothing would be pushed: check a file, or Reject' : left ? `Push the checked files only; ${left} left out` : 'Let the server push the branch and open a pull request');
+      // The server refuses an approval that leaves every file out; say so here instead of after a round trip.
+      if (nothing) approveButton.disabled = true;
+      buttons.push(approveButton);
       buttons.push(make(count ? `Request changes (${count})` : 'Request changes', 'secondary review-changes', 'request_changes', () => this.review('request_changes'), 'Send the text and the pending line comments; the agent goes on'));
       buttons.push(make('Reject', 'secondary review-reject', 'reject', () => this.review('reject'), 'End the task; nothing is pushed'));
     }

@@ -432,6 +432,12 @@ describe('side panel in Chromium', () => {
     expect(await page.textContent('.verdict-details summary')).toContain('2 files changed · 1 left out');
     expect(await page.textContent('.changed-files li.left-out')).toContain('README.md (left out)');
     await panel.screenshot('webview-accept-per-file');
+    // Every file left out: nothing to push, so no approval (Reject is what that means).
+    await panel.send({ type: 'fileDecisions', taskId: TASK_ID, rejected: ['README.md', 'src/paginate.js'] });
+    await page.waitForSelector('button.review-approve:disabled:has-text("Approve and push 0 of 2 files")');
+    expect(await page.getAttribute('button.review-approve', 'title')).toBe('Every file is left out, so nothing would be pushed: check a file, or Reject');
+    await panel.send({ type: 'fileDecisions', taskId: TASK_ID, rejected: ['README.md'] });
+    await page.waitForSelector('button.review-approve:not(:disabled)');
     // The keyboard: Space on the focused checkbox takes it back.
     await panel.clearPosted();
     await page.focus('.changed-files li.left-out input.accept-file');
