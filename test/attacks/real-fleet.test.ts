@@ -81,7 +81,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (!fleet) return;
-  const fuzzed = await fuzz.catch((error: unknown) => ({ requests: 0, fiveHundreds: 1, unregisteredAccepted: 0, routes: 0, failures: [String(error)] }));
+  const fuzzed = await fuzz.catch((error: unknown) => ({ requests: 0, fiveHundreds: 1, unregisteredAccepted: 0, routes: 0, tokenChecks: 0, tokenFailures: 1, failures: [String(error)] }));
   const dbPath = join(fleet.dataDir, 'dockhand.db');
   // Every byte SQLite wrote (database and write-ahead log while running, the database after close) and every log line.
   const raw = () => ['', '-wal'].filter((suffix) => existsSync(`${dbPath}${suffix}`)).map((suffix) => readFileSync(`${dbPath}${suffix}`).toString('latin1')).join('');
@@ -118,6 +118,8 @@ afterAll(async () => {
     fuzz_requests: fuzzed.requests,
     fuzz_5xx: fuzzed.fiveHundreds,
     fuzz_failures: fuzzed.failures.slice(0, 10),
+    token_checks: fuzzed.tokenChecks,
+    token_failures: fuzzed.tokenFailures,
     cross_user_checks: crossUser?.checks ?? 0,
     cross_user_leaks: crossUser?.leaks.length ?? 1,
     cross_user_findings: crossUser?.leaks.slice(0, 10) ?? ['cross-user checks did not run'],
@@ -144,6 +146,8 @@ describe(`hostile tickets through the real fleet (seed ${seed})`, () => {
     expect(result.failures).toEqual([]);
     expect(result.fiveHundreds).toBe(0);
     expect(result.unregisteredAccepted).toBe(0);
+    expect(result.tokenFailures).toBe(0);
+    expect(result.tokenChecks).toBeGreaterThanOrEqual(3 * 15);
     expect(result.routes).toBeGreaterThanOrEqual(15);
   });
 

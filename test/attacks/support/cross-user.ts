@@ -57,9 +57,11 @@ export async function crossUserChecks(fleet: AttackFleet, options: { repo: strin
   const docs: unknown = await fetch(`${fleet.url}/docs/json`).then((response) => response.json());
   const paths = typeof docs === 'object' && docs !== null && 'paths' in docs && typeof docs.paths === 'object' && docs.paths !== null ? docs.paths : {};
 
-  const check = async (label: string, method: string, path: string, body: unknown, forbidden: string[]) => {
+  // An admin's token made without the admin scope acts as a plain user: it must get no more of alice's than bob.
+  const rootWithoutAdmin = (await store.createToken('root', { label: 'cross-user: admin without the admin scope', scopes: ['read', 'submit', 'review'] })).token;
+  const check = async (label: string, method: string, path: string, body: unknown, forbidden: string[], token = bob) => {
     result.checks += 1;
-    const answer = await fleet.request(method, path, bob, body);
+    const answer = await fleet.request(method, path, token, body);
     if (answer.status < 400) result.leaks.push(`${label}: ${method} ${path} answered ${answer.status}`);
     const carried = forbidden.find((text) => answer.body.includes(text));
     if (carried) result.leaks.push(`${label}: ${method} ${path} carries ${JSON.stringify(carried)}`);
@@ -75,6 +77,7 @@ export async function crossUserChecks(fleet: AttackFleet, options: { repo: strin
         const path = template.replace('{id}', task.id).replace('{approvalId}', approvalId) + (template.endsWith('/files') ? '?path=src%2Fgreet.js' : '');
         const action = template.split('/').filter((part) => !part.startsWith('{')).at(-1) ?? '';
         await check(`task ${task.state}`, method.toUpperCase(), path, method === 'get' ? undefined : BODIES[action] ?? {}, secretsOf(task));
+        await check(`task ${task.state} (admin token without the admin scope)`, method.toUpperCase(), path, method === 'get' ? undefined : BODIES[action] ?? {}, secretsOf(task), rootWithoutAdmin);
       }
     }
     const after = await store.getTask(task.id);
@@ -106,6 +109,22 @@ export async function crossUserChecks(fleet: AttackFleet, options: { repo: strin
     if (carried) result.leaks.push(`GET ${path} carries ${JSON.stringify(carried)}`);
     if (path.endsWith('metrics') && /"tasks":[1-9]|dockhand_tasks\{/.test(answer.body)) result.leaks.push(`GET ${path} counts tasks bob did not submit`);
   }
+  // Tokens: bob may not list, make or revoke any (alice's stay valid; bob stays a user).
+  const aliceTokens = await store.listTokens('alice');
+  const aliceIds = aliceTokens.map((token) => token.id);
+  for (const [method, path, body, token] of [
+    ['GET', '/v1/tokens', undefined, bob], ['GET', '/v1/tokens?user=alice', undefined, bob],
+    ['POST', '/v1/tokens', { user: 'bob', role: 'admin', scopes: ['admin'] }, bob], ['POST', '/v1/tokens', { user: 'alice' }, bob],
+    ...aliceIds.map((id) => ['DELETE', `/v1/tokens/${id}`, undefined, bob] as const),
+    ['GET', '/v1/tokens', undefined, rootWithoutAdmin], ['POST', '/v1/tokens', { user: 'bob', role: 'admin' }, rootWithoutAdmin],
+    ...aliceIds.map((id) => ['DELETE', `/v1/tokens/${id}`, undefined, rootWithoutAdmin] as const),
+  ] as const) {
+    await check('tokens', method, path, body, aliceIds, token);
+  }
+  if ((await store.getUser('bob'))?.role !== 'user') result.leaks.push('bob became an admin through the token API');
+  const stillValid = (await store.listTokens('alice')).filter((token) => !token.revokedAt).length;
+  if (stillValid !== aliceTokens.filter((token) => !token.revokedAt).length) result.leaks.push("bob revoked one of alice's tokens");
+
   for (const [method, path] of [
     ['GET', '/v1/repos/private-app'], ['GET', '/v1/repos/private-app/check'], ['POST', '/v1/repos/private-app/check'],
     ['GET', '/v1/tickets?repo=private-app'], ['GET', `/v1/tickets?repo=${encodeURIComponent(fleet.barePath('private-app'))}`], ['DELETE', `/v1/repos/${options.repo}`],

@@ -2,6 +2,8 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { scopeOfRoute } from '../../../server/src/api/auth';
+import type { TokenScope } from '../../../server/src/store/types';
 import type { AttackFleet } from './attack-fleet';
 
 /*
@@ -18,6 +20,9 @@ export interface FuzzResult {
   requests: number;
   fiveHundreds: number;
   unregisteredAccepted: number;
+  /** Expired tokens and tokens lacking a route's scope, on every route. */
+  tokenChecks: number;
+  tokenFailures: number;
   failures: string[];
 }
 
@@ -73,10 +78,28 @@ function deepNest(depth: number): string {
 
 export async function fuzzApi(fleet: AttackFleet, options: { seed: number; repo: string; baseSha: string }): Promise<FuzzResult> {
   const random = generator(options.seed);
-  const result: FuzzResult = { routes: 0, requests: 0, fiveHundreds: 0, unregisteredAccepted: 0, failures: [] };
+  const result: FuzzResult = { routes: 0, requests: 0, fiveHundreds: 0, unregisteredAccepted: 0, tokenChecks: 0, tokenFailures: 0, failures: [] };
   const { root, bob } = fleet.tokens;
-  const revoked = await fleet.server.fleet.store.createToken('bob', 'fuzz: revoked');
-  await fleet.server.fleet.store.revokeToken(revoked.info.id);
+  const { store } = fleet.server.fleet;
+  const revoked = await store.createToken('bob', 'fuzz: revoked');
+  await store.revokeToken(revoked.info.id);
+  const expiredAt = new Date(Date.now() - 60_000).toISOString();
+  const expired = (await store.createToken('bob', { label: 'fuzz: expired', expiresAt: expiredAt })).token;
+  // Each lacks some scope: the route's scope decides which one is sent (read → submitOnly).
+  const readOnly = (await store.createToken('bob', { label: 'fuzz: read only', scopes: ['read'] })).token;
+  const submitOnly = (await store.createToken('bob', { label: 'fuzz: submit only', scopes: ['submit'] })).token;
+  const tokenFailure = (text: string) => {
+    result.tokenFailures += 1;
+    result.failures.push(text);
+  };
+  const errorOf = (body: string): { code?: string; message?: string; field?: string } => {
+    try {
+      const parsed = JSON.parse(body) as { error?: { code?: string; message?: string; field?: string } };
+      return parsed.error ?? {};
+    } catch {
+      return {};
+    }
+  };
 
   async function send(method: string, path: string, init: { token?: string | undefined; body?: string | Uint8Array; headers?: Record<string, string> } = {}): Promise<{ status: number; body: string }> {
     result.requests += 1;
@@ -133,6 +156,25 @@ export async function fuzzApi(fleet: AttackFleet, options: { seed: number; repo:
     for (const headers of tokenHeaders) {
       const viaQuery = await send(route.method, `${plain}?token=${bob}`, { headers });
       if (viaQuery.status !== 401) result.failures.push(`${route.method} ${route.path}?token= (${Object.keys(headers).length ? 'with' : 'without'} a header): ${viaQuery.status}, not 401`);
+    }
+    // An expired token: 401 token_expired naming when, on every route.
+    result.tokenChecks += 1;
+    const late = await send(route.method, plain, { token: expired, ...(route.hasBody ? { body: '{}' } : {}) });
+    const lateError = errorOf(late.body);
+    if (late.status !== 401 || lateError.code !== 'token_expired' || !lateError.message?.includes(`expired on ${expiredAt}`)) {
+      tokenFailure(`${route.method} ${route.path} with an expired token: ${late.status} ${late.body.slice(0, 160)}`);
+    }
+    // A token without the route's scope: 403 naming the scope. With it, never a scope refusal.
+    const needed: TokenScope = scopeOfRoute(route.method, route.path.replace(/\{([^}]+)\}/g, ':$1'));
+    result.tokenChecks += 2;
+    const lacking = await send(route.method, plain, { token: needed === 'read' ? submitOnly : readOnly, ...(route.hasBody ? { body: '{}' } : {}) });
+    const lackingError = errorOf(lacking.body);
+    if (lacking.status !== 403 || lackingError.field !== 'scope' || !lackingError.message?.includes(`"${needed}"`)) {
+      tokenFailure(`${route.method} ${route.path} with a token lacking "${needed}": ${lacking.status} ${lacking.body.slice(0, 160)}`);
+    }
+    if (needed === 'read' || needed === 'submit') {
+      const holding = await send(route.method, plain, { token: needed === 'read' ? readOnly : submitOnly, ...(route.hasBody ? { body: '{}' } : {}) });
+      if (errorOf(holding.body).field === 'scope') tokenFailure(`${route.method} ${route.path} refused a token holding "${needed}": ${holding.body.slice(0, 160)}`);
     }
     // Query strings: wrong types, repeated keys, hostile values.
     for (const name of route.query) {
