@@ -26,6 +26,8 @@ const summary = {
   fuzz_routes: real.fuzz_routes ?? 0,
   fuzz_requests: real.fuzz_requests ?? 0,
   fuzz_5xx: real.fuzz_5xx ?? (missing.includes('real-fleet') ? 1 : 0),
+  token_checks: real.token_checks ?? 0,
+  token_failures: real.token_failures ?? (missing.includes('real-fleet') ? 1 : 0),
   cross_user_checks: real.cross_user_checks ?? 0,
   cross_user_leaks: real.cross_user_leaks ?? (missing.includes('real-fleet') ? 1 : 0),
   unregistered_repo_accepted: real.unregistered_repo_accepted ?? 0,
@@ -34,7 +36,7 @@ const summary = {
   ...(missing.length ? { missing_parts: missing } : {}),
 };
 console.log(JSON.stringify(summary));
-const failures = ['hostile_failed', 'scripted_failed', 'secrets_missed', 'secrets_stored_plaintext', 'fuzz_5xx', 'cross_user_leaks', 'unregistered_repo_accepted'];
+const failures = ['hostile_failed', 'scripted_failed', 'secrets_missed', 'secrets_stored_plaintext', 'fuzz_5xx', 'token_failures', 'cross_user_leaks', 'unregistered_repo_accepted'];
 process.exit(failures.some((key) => summary[key] !== 0) || missing.length ? 1 : 0);
 JS
 rm -f "$report"
