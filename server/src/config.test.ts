@@ -1,5 +1,6 @@
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
+import { buildCli, serveOverrides } from './cli/main';
 import { loadConfig } from './config';
 import { DockhandError } from './errors';
 import { createLogger } from './log';
@@ -45,6 +46,18 @@ describe('loadConfig', () => {
     expect(loadConfig({ DOCKHAND_DATABASE_URL: 'postgres://db/dockhand' }, { role: 'api' }).role).toBe('api');
     expect(() => loadConfig({ DOCKHAND_ROLE: 'api' })).toThrow(/role api needs DOCKHAND_DATABASE_URL/);
     expect(() => loadConfig({ DOCKHAND_ROLE: 'scheduler' })).toThrow(/DOCKHAND_ROLE/);
+  });
+
+  it('the fleet rate budget: DOCKHAND_MODEL_BUDGET_TPM/RPM or serve flags, Postgres only, positive whole numbers', async () => {
+    const db = { DOCKHAND_DATABASE_URL: 'postgres://db/dockhand' };
+    expect(loadConfig(db).modelBudget).toEqual({});
+    expect(loadConfig({ ...db, DOCKHAND_MODEL_BUDGET_TPM: '2000000', DOCKHAND_MODEL_BUDGET_RPM: '900' }).modelBudget).toEqual({ inputTokensPerMinute: 2_000_000, requestsPerMinute: 900 });
+    expect(loadConfig({ ...db, DOCKHAND_MODEL_BUDGET_TPM: '5' }, serveOverrides({ modelTpm: 7 })).modelBudget).toEqual({ inputTokensPerMinute: 7 });
+    expect(() => loadConfig({ ...db, DOCKHAND_MODEL_BUDGET_RPM: '0' })).toThrow(/configuration DOCKHAND_MODEL_BUDGET_RPM/);
+    expect(() => loadConfig({ DOCKHAND_MODEL_BUDGET_TPM: '1000' })).toThrow(/DOCKHAND_MODEL_BUDGET_TPM: the fleet rate budget is kept in the shared Postgres store, and DOCKHAND_DATABASE_URL is not set/);
+    const cli = buildCli().exitOverride();
+    cli.commands.find((command) => command.name() === 'serve')?.exitOverride().configureOutput({ writeErr: () => undefined });
+    await expect(cli.parseAsync(['node', 'dockhand', 'serve', '--model-tpm', '1.5'])).rejects.toThrow(/--model-tpm: must be a whole number of at least 1, got "1.5"/);
   });
 });
 

@@ -67,6 +67,18 @@ export const Config = z.object({
       drainSeconds: intFromString.min(0).max(3600).default(30),
     })
     .default({ concurrency: 2, leaseSeconds: 30, pollMs: 500, outcomePollSeconds: 60, drainSeconds: 30 }),
+  /**
+   * The fleet's model rate budget (`dockhand serve --model-tpm/--model-rpm`): input tokens and
+   * requests per sliding minute for the whole fleet, shared through the Postgres store. Set it a
+   * little under the provider's limits; a turn that does not fit waits instead of meeting a 429.
+   * Unset: no budget.
+   */
+  modelBudget: z
+    .object({
+      inputTokensPerMinute: intFromString.min(1).optional(),
+      requestsPerMinute: intFromString.min(1).optional(),
+    })
+    .default({}),
   rateLimit: z
     .object({
       perMinute: intFromString.min(1).default(120),
@@ -110,6 +122,8 @@ export const ENV_KEYS: Record<string, string> = {
   DOCKHAND_OUTCOME_POLL_SECONDS: 'scheduler.outcomePollSeconds',
   DOCKHAND_DRAIN_SECONDS: 'scheduler.drainSeconds',
   DOCKHAND_RATE_LIMIT_PER_MINUTE: 'rateLimit.perMinute',
+  DOCKHAND_MODEL_BUDGET_TPM: 'modelBudget.inputTokensPerMinute',
+  DOCKHAND_MODEL_BUDGET_RPM: 'modelBudget.requestsPerMinute',
   DOCKHAND_FORGE: 'forge.kind',
   DOCKHAND_PUSH_TOKEN: 'forge.pushToken',
   DOCKHAND_GITHUB_WEBHOOK_SECRET: 'forge.webhookSecret',
@@ -193,6 +207,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Plai
     throw new DockhandError('bad_request', `configuration DOCKHAND_ROLE: role ${result.data.role} needs DOCKHAND_DATABASE_URL (a Postgres store shared with the other roles); with SQLite one process (role all) is the whole fleet`, {
       field: sourceOf.get('role') ?? 'role',
       hint: 'set DOCKHAND_DATABASE_URL, or run with role all',
+    });
+  }
+  const budgetKey = (['inputTokensPerMinute', 'requestsPerMinute'] as const).find((key) => result.data.modelBudget[key] !== undefined);
+  if (budgetKey && result.data.databaseUrl === undefined) {
+    const source = sourceOf.get(`modelBudget.${budgetKey}`) ?? `modelBudget.${budgetKey}`;
+    throw new DockhandError('bad_request', `configuration ${source}: the fleet rate budget is kept in the shared Postgres store, and DOCKHAND_DATABASE_URL is not set`, {
+      field: source,
+      hint: 'set DOCKHAND_DATABASE_URL, or leave the budget unset (one process: the provider\'s own 429s are retried with backoff)',
     });
   }
   return { ...result.data, dataDir: resolve(result.data.dataDir) };

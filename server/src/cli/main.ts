@@ -43,6 +43,23 @@ async function withStore<T>(fn: (store: SqliteStore | PostgresStore, dataDir: st
 const clientOptions = (command: Command) =>
   command.option('--server <url>', 'server URL (DOCKHAND_URL)').option('--token <token>', 'API token (DOCKHAND_TOKEN)');
 
+function positiveInt(name: string) {
+  return (value: string): number => {
+    const number = Number(value);
+    if (!Number.isInteger(number) || number < 1) throw new DockhandError('bad_request', `${name}: must be a whole number of at least 1, got ${JSON.stringify(value)}`, { field: name });
+    return number;
+  };
+}
+
+/** `dockhand serve` flags as configuration overrides (dotted keys; they win over the environment). */
+export function serveOverrides(options: { role?: string; modelTpm?: number; modelRpm?: number }): Record<string, unknown> {
+  return {
+    ...(options.role ? { role: options.role } : {}),
+    ...(options.modelTpm !== undefined ? { 'modelBudget.inputTokensPerMinute': options.modelTpm } : {}),
+    ...(options.modelRpm !== undefined ? { 'modelBudget.requestsPerMinute': options.modelRpm } : {}),
+  };
+}
+
 export function buildCli(): Command {
   const program = new Command('dockhand').description('Ticket-to-pull-request coding agent').showHelpAfterError();
 
@@ -50,8 +67,10 @@ export function buildCli(): Command {
     .command('serve')
     .description('run the fleet server')
     .addOption(new Option('--role <role>', 'all: one process is the fleet; api: REST + WebSocket only; worker: tasks and sandboxes only (api and worker share a Postgres store, DOCKHAND_DATABASE_URL)').choices(['all', 'api', 'worker']))
-    .action(async (options: { role?: string }) => {
-      await startServer(loadConfig(process.env, options.role ? { role: options.role } : {}));
+    .option('--model-tpm <n>', 'fleet rate budget: model input tokens per minute for the whole fleet, shared through Postgres (default DOCKHAND_MODEL_BUDGET_TPM; unset: none)', positiveInt('--model-tpm'))
+    .option('--model-rpm <n>', 'fleet rate budget: model requests per minute for the whole fleet (default DOCKHAND_MODEL_BUDGET_RPM)', positiveInt('--model-rpm'))
+    .action(async (options: { role?: string; modelTpm?: number; modelRpm?: number }) => {
+      await startServer(loadConfig(process.env, serveOverrides(options)));
     });
 
   clientOptions(program.command('submit'))

@@ -10,6 +10,7 @@ import type { FeedbackEngine } from '../feedback/types';
 import { LocalForge, type Forge } from '../forge';
 import type { Logger } from '../log';
 import { AnthropicModelClient } from '../model/anthropic-client';
+import { BudgetedModelClient } from '../model/budgeted-client';
 import type { ModelClient } from '../model/types';
 import { OutcomePoller } from '../scheduler/outcomes';
 import { Scheduler } from '../scheduler/scheduler';
@@ -107,9 +108,17 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
   const baseFiles = gitBaseFiles(repoPath);
   const model = parts.model;
   const graphsDir = join(config.dataDir, 'graphs');
+  // The fleet's rate budget (`modelBudget`, Postgres only): every configured model client asks it before a turn.
+  const { inputTokensPerMinute, requestsPerMinute } = config.modelBudget;
+  const limits = { ...(inputTokensPerMinute ? { inputTokensPerMinute } : {}), ...(requestsPerMinute ? { requestsPerMinute } : {}) };
+  const rateBudget = Object.keys(limits).length > 0 && 'modelBudget' in store ? store.modelBudget(limits) : undefined;
+  const configured = (purpose: 'agent' | 'review'): ModelClient => {
+    const client = modelFromConfig(config, purpose);
+    return rateBudget ? new BudgetedModelClient(client, rateBudget) : client;
+  };
   const agent = parts.agent ?? agentPort({
-    model: (task) => parts.modelFor?.(task, 'agent') ?? model ?? modelFromConfig(config),
-    ...(model && !parts.modelFor ? {} : { reviewModel: (task: Task) => parts.modelFor?.(task, 'review') ?? model ?? modelFromConfig(config, 'review') }),
+    model: (task) => parts.modelFor?.(task, 'agent') ?? model ?? configured('agent'),
+    ...(model && !parts.modelFor ? {} : { reviewModel: (task: Task) => parts.modelFor?.(task, 'review') ?? model ?? configured('review') }),
     // Parsed graphs on disk, shared by tasks on the same base SHA (memory stays per task); baselines
     // and the quarantine in the store.
     feedback: (task) =>
