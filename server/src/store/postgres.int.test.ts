@@ -5,6 +5,7 @@ import { contractRequest, describeStoreContract } from './contract.test-support'
 import { EventLog } from './hub';
 import { withLeaseFence } from './lease-fence';
 import { PostgresStore } from './postgres';
+import { hashToken } from './sqlite';
 import { POSTGRES_MIGRATIONS } from './postgres-migrations';
 import { PostgresEventHub, type EventNotice } from './postgres-hub';
 import { dropSchema, openTestStore, testDatabaseUrl, testSchema } from './postgres.test-support';
@@ -56,6 +57,28 @@ describe('Postgres store shared by several processes', () => {
     for (const hub of hubs) await hub.close();
     for (const store of stores) await store.close();
     await dropSchema(url, schema);
+  });
+
+  it('a token from a database made before expiry and scopes keeps working: no expiry, every scope of its role', async () => {
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      await client.query(`CREATE SCHEMA ${schema}`);
+      await client.query(`SET search_path TO ${schema}`);
+      await client.query('CREATE TABLE migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)');
+      for (const migration of POSTGRES_MIGRATIONS.filter((m) => m.id < 5)) {
+        await client.query(migration.sql);
+        await client.query('INSERT INTO migrations (id, name, applied_at) VALUES ($1, $2, $3)', [migration.id, migration.name, '2026-01-01T00:00:00.000Z']);
+      }
+      await client.query("INSERT INTO users (name, role, created_at) VALUES ('root', 'admin', '2026-01-01T00:00:00.000Z')");
+      await client.query("INSERT INTO tokens (id, user_name, hash, label, created_at) VALUES ('tok_old', 'root', $1, '', '2026-01-01T00:00:00.000Z')", [hashToken('dh_from_before')]);
+    } finally {
+      await client.end();
+    }
+    const store = await open();
+    const auth = await store.authenticate('dh_from_before');
+    expect(auth?.user).toMatchObject({ name: 'root', role: 'admin' });
+    expect(auth?.token).toEqual({ id: 'tok_old', user: 'root', label: '', createdAt: '2026-01-01T00:00:00.000Z' });
   });
 
   it('migrates once when several processes start at the same moment', async () => {
