@@ -86,8 +86,12 @@ export class DockerSandboxDriver implements SandboxDriver {
   }
 
   async create(opts: DriverCreateOptions): Promise<DockerSandbox> {
-    const sandbox = await this.start(opts);
+    const { sandbox, snapshotSha } = await this.startContainer(opts);
     try {
+      // A snapshot's build checked its workspace clean at the commit its label names just before
+      // `docker commit`, and an image does not change: a container of it at that commit needs no
+      // check (one gVisor exec less per start, 0.3-1 s under load).
+      if (snapshotSha !== undefined && snapshotSha === opts.baseSha) return sandbox;
       const state = await sandbox.workspaceState();
       if (state.head !== opts.baseSha) {
         if (!opts.bundle) {
@@ -106,6 +110,11 @@ export class DockerSandboxDriver implements SandboxDriver {
 
   /** Creates and starts the container without checking the workspace (the pool checks later). */
   async start(opts: DriverStartOptions): Promise<DockerSandbox> {
+    return (await this.startContainer(opts)).sandbox;
+  }
+
+  /** `start`, and the commit a snapshot image's label says its workspace is at (its labels checked). */
+  private async startContainer(opts: DriverStartOptions): Promise<{ sandbox: DockerSandbox; snapshotSha?: string }> {
     const limits = { ...this.limits, ...opts.limits };
     const name = `dockhand-${randomBytes(6).toString('hex')}`;
     const deadline = Date.now() + limits.wallClockSeconds * 1000;
@@ -115,9 +124,10 @@ export class DockerSandboxDriver implements SandboxDriver {
     }
     const memory = limits.memoryMiB * 1024 * 1024;
     const snapshot = opts.snapshot;
+    let snapshotSha: string | undefined;
     if (snapshot) {
       const info = await this.docker.getImage(opts.image).inspect();
-      checkSnapshotLabels(opts.image, info.Config?.Labels, snapshot);
+      snapshotSha = checkSnapshotLabels(opts.image, info.Config?.Labels, snapshot).sha;
     }
     const env = { ...opts.env, ...(snapshot && snapshot.toolchains.length > 0 ? { PATH: toolchainPath(snapshot.toolchains, SANDBOX_PATH) } : {}) };
     const toolchainMounts = (snapshot?.toolchains ?? []).map((tool) => ({ Type: 'bind' as const, Source: tool.hostPath, Target: tool.target, ReadOnly: true }));
@@ -175,7 +185,7 @@ export class DockerSandboxDriver implements SandboxDriver {
       throw new DockhandError('sandbox_unavailable', `sandbox container failed to start from ${opts.image}`, { cause: error });
     }
     if (!opts.deferWallClock) this.armWallClock(sandbox, limits.wallClockSeconds);
-    return sandbox;
+    return snapshotSha === undefined ? { sandbox } : { sandbox, snapshotSha };
   }
 
   /** Starts the wall-clock limit: the sandbox is destroyed when it runs out, whatever it is doing. */
