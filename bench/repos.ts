@@ -9,7 +9,9 @@
  *  3. the oracle task (cassette `<id>-oracle`: explores, fixes through edit_file, finishes) → a PR,
  *     approved at review; its branch is then checked out afresh in a new sandbox of the snapshot
  *     (the snapshot start time) and the repository's own full test command must pass there;
- *  4. the null task (cassette `<id>-null`: claims done with no change) → must end without a PR.
+ *  4. the null task (cassette `<id>-null`: claims done with no change) → must end without a PR;
+ *  5. `--starts N` (default 2) more starts of a new sandbox from the snapshot: the snapshot start
+ *     time is the median of those and the PR branch check's.
  * Prints a table, then one JSON line: repos, ready, oracle_prs, null_prs, infra_failures,
  * median_cold_build_s, median_snapshot_start_s, cold_over_snapshot, median_task_s, ...
  * Targets: ready = oracle_prs = repos, null_prs = 0, infra_failures = 0, cold_over_snapshot >= 50.
@@ -26,7 +28,7 @@ import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { buildCorpus, corpusDir, type CorpusEntry } from '../scripts/corpus/build';
 import { CORPUS } from '../test/corpus/repos';
-import { checkBranch, runTask, startCorpusServer, type BranchCheck, type CorpusServer, type TaskOutcome } from '../test/corpus/harness';
+import { checkBranch, measureSnapshotStarts, runTask, startCorpusServer, type BranchCheck, type CorpusServer, type TaskOutcome } from '../test/corpus/harness';
 import { readinessOf, registerRepo } from '../test/corpus/registration';
 
 const { values } = parseArgs({
@@ -36,6 +38,8 @@ const { values } = parseArgs({
     'data-dir': { type: 'string' },
     keep: { type: 'boolean', default: false },
     'with-earlier': { type: 'boolean', default: false },
+    /** Extra starts from the snapshot per repository (after its tasks); the snapshot start is the median of all. */
+    starts: { type: 'string', default: '2' },
   },
   strict: true,
 });
@@ -50,6 +54,8 @@ interface Row {
   readiness: string;
   coldBuildS?: number;
   snapshotStartS?: number;
+  /** Every start from the snapshot measured (seconds): the PR branch check's and the extra ones. */
+  snapshotStarts?: number[];
   oracle?: TaskOutcome;
   branch?: BranchCheck;
   nullTask?: TaskOutcome;
@@ -98,6 +104,17 @@ async function benchRepo(server: CorpusServer, entry: CorpusEntry): Promise<Row>
   const fromSnapshot = row.nullTask.sandbox.find((start) => start.source === 'snapshot');
   if (row.snapshotStartS === undefined && fromSnapshot) row.snapshotStartS = fromSnapshot.startMs / 1000;
   say(`  ${entry.id}: null ${row.nullTask.state}${row.nullTask.pr ? ` PR #${row.nullTask.pr.number} (should be none)` : ', no PR'} in ${row.nullTask.seconds.toFixed(0)} s`);
+  const extra = Math.max(0, Number(values.starts));
+  if (extra > 0 && row.ready) {
+    try {
+      const starts = (await measureSnapshotStarts(server.dataDir, entry, extra)).filter((start) => start.source === 'snapshot').map((start) => start.startMs / 1000);
+      row.snapshotStarts = [...(row.snapshotStartS !== undefined ? [row.snapshotStartS] : []), ...starts];
+      if (row.snapshotStarts.length > 0) row.snapshotStartS = median(row.snapshotStarts);
+      say(`  ${entry.id}: starts from the snapshot ${row.snapshotStarts.map((start) => start.toFixed(2)).join(', ')} s (median ${row.snapshotStartS?.toFixed(2)})`);
+    } catch (error) {
+      row.notes.push(`snapshot starts not measured: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
   return row;
 }
 

@@ -236,6 +236,26 @@ export interface BranchCheck {
 }
 
 /**
+ * Starts of a new sandbox of the repository's snapshot at its base (each released at once), as a
+ * task's start would be with no warm pool: the figures bench:repos takes the median of.
+ */
+export async function measureSnapshotStarts(dataDir: string, entry: CorpusEntry, count: number): Promise<Array<{ source: string; startMs: number; steps: BranchCheck['steps'] }>> {
+  const { createSandboxService } = await import('../../server/src/sandbox/create');
+  const service = await createSandboxService({ dataDir, ownerId: `corpus-starts-${process.pid}` });
+  const starts: Array<{ source: string; startMs: number; steps: BranchCheck['steps'] }> = [];
+  try {
+    for (let index = 0; index < count; index++) {
+      const acquired = await service.acquire({ repo: entry.id, baseSha: entry.baseSha, taskId: `corpus-start-${entry.id}-${Date.now()}` });
+      starts.push({ source: acquired.source, startMs: acquired.startMs, steps: acquired.steps });
+      await service.release(acquired.sandbox);
+    }
+  } finally {
+    await service.shutdown();
+  }
+  return starts;
+}
+
+/**
  * The PR's branch checked out afresh: a new sandbox of the repository's snapshot at the base,
  * the branch's changes applied from the local forge, then the repository's own full test command.
  */
