@@ -11,7 +11,7 @@
  * takes TOOL_MS (default 200 ms, a real run_command takes seconds) and the verified stop's test run
  * TEST_MS (400 ms), so a task's turns come about as fast as the fleet of the design (310 sandboxes,
  * ~15 model calls/s) makes them; the token limit is scaled to the cassette's request sizes.
- * The real-gVisor concurrency probe is not part of this run yet (see the README).
+ * Then the real-gVisor concurrency probe (`bench/scale/gvisor.ts`; GVISOR_PROBE=0 skips it).
  * The LAST line is one JSON object.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -30,6 +30,7 @@ import { freePort, startDockhandServe, type DockhandServe } from '../test/suppor
 import { startPrivatePostgres } from '../test/support/private-postgres';
 import { registerRepo } from '../test/support/register-repo';
 import { SCALE_CASSETTE, unresumablePoints } from './scale/cassette';
+import { runGvisorProbe } from './scale/gvisor';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const TASKS = Number(process.env.TASKS ?? 300);
@@ -231,6 +232,9 @@ async function main() {
     out(`claim p50 ${percentile(claims, 50)} ms p99 ${percentile(claims, 99)} ms; fan-out p50 ${percentile(fanout, 50)} ms p99 ${percentile(fanout, 99)} ms; ${waits} turns waited for the rate budget; ${replay.rateLimited()} 429s`);
     for (const socket of sockets) socket.close();
     await setup.close();
+    // The second phase, on a quiet machine: real gVisor sandboxes running a real test suite.
+    for (const child of children) child.kill('SIGKILL');
+    const gvisor = process.env.GVISOR_PROBE === '0' ? undefined : await runGvisorProbe(out);
     out(JSON.stringify({
       bench: 'scale',
       tasks: TASKS,
@@ -251,7 +255,9 @@ async function main() {
       lost_tasks: TASKS - finals - failed,
       failed_tasks: failed,
       client_logs_unlike_store: gaps,
-      max_concurrent_gvisor_tasks: null,
+      max_concurrent_gvisor_tasks: gvisor?.max_concurrent_gvisor_tasks ?? null,
+      gvisor_mib_per_sandbox: gvisor?.gvisor_mib_per_sandbox ?? null,
+      gvisor_levels: gvisor?.gvisor_levels.map((level) => `${level.n}:${level.ok ? 'ok' : level.why}`) ?? null,
     }));
   } finally {
     for (const child of children) child.kill('SIGKILL');
