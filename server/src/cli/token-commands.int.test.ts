@@ -57,15 +57,25 @@ describe('dockhand token over the API (--server and an admin --token)', () => {
     await expect(cli('create', 'dave', '--expires-in', '1y', '--server', url, '--token', h.tokens.admin))
       .rejects.toMatchObject({ field: '--expires-in', message: expect.stringMatching(/^--expires-in: "1y" is not a lifetime/) });
     expect(await h.store.getUser('dave')).toBeUndefined();
+    const saved = process.env.DOCKHAND_TOKEN;
+    delete process.env.DOCKHAND_TOKEN;
+    try {
+      await expect(cli('list', '--server', url)).rejects.toMatchObject({ field: '--token', message: expect.stringContaining('needs an admin token') });
+    } finally {
+      if (saved !== undefined) process.env.DOCKHAND_TOKEN = saved;
+    }
   });
 });
 
 describe('dockhand token on the data dir (bootstrap, no server)', () => {
-  it('makes the first admin token with a 90-day default and every admin scope; list shows it', async () => {
+  it('makes the first admin token with a 90-day default and every admin scope, even with DOCKHAND_URL and DOCKHAND_TOKEN set; list shows it', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'dockhand-token-cli-'));
     const saved = { data: process.env.DOCKHAND_DATA_DIR, url: process.env.DOCKHAND_URL, token: process.env.DOCKHAND_TOKEN, db: process.env.DOCKHAND_DATABASE_URL };
     process.env.DOCKHAND_DATA_DIR = dir;
-    for (const name of ['DOCKHAND_URL', 'DOCKHAND_TOKEN', 'DOCKHAND_DATABASE_URL']) delete process.env[name];
+    delete process.env.DOCKHAND_DATABASE_URL;
+    // A caller's environment pointing at some server does not turn the bootstrap into an API call.
+    process.env.DOCKHAND_URL = url;
+    process.env.DOCKHAND_TOKEN = h.tokens.alice;
     try {
       await cli('create', 'root', '--role', 'admin');
       const text = output.join('');

@@ -15,8 +15,8 @@ import { TOKEN_SCOPES } from '../store/types';
 import type { ApiClient } from './client';
 
 /*
- * `dockhand token create|list|revoke`. With a server URL and a token (--server/--token or
- * DOCKHAND_URL/DOCKHAND_TOKEN) they call the admin API (`/v1/tokens`, the token needs the admin
+ * `dockhand token create|list|revoke`. With --server URL and an admin token (--token or
+ * DOCKHAND_TOKEN) they call the admin API (`/v1/tokens`, the token needs the admin
  * scope); without one they work on the data dir's store directly — how the first admin token is
  * made on the server machine.
  */
@@ -33,9 +33,20 @@ interface Remote {
   token?: string;
 }
 
-/** Over the API only when both a server and a token are named; else the data dir. */
+/**
+ * Over the API only when `--server` is given on the command line (DOCKHAND_URL alone does not
+ * switch it: bootstrap scripts that make the first token on a fresh data dir inherit the caller's
+ * environment); the admin token from --token or DOCKHAND_TOKEN. Else the data dir.
+ */
 function overApi(options: Remote): boolean {
-  return Boolean((options.server ?? process.env.DOCKHAND_URL) && (options.token ?? process.env.DOCKHAND_TOKEN));
+  if (!options.server) return false;
+  if (!(options.token ?? process.env.DOCKHAND_TOKEN)) {
+    throw new DockhandError('unauthenticated', '--token: managing tokens over the API needs an admin token', {
+      field: '--token',
+      hint: 'pass --token <admin token> (or set DOCKHAND_TOKEN); without --server the command works on this machine\'s DOCKHAND_DATA_DIR',
+    });
+  }
+  return true;
 }
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
@@ -47,7 +58,7 @@ function describeToken(info: TokenView): string {
 
 export function addTokenCommands(program: Command, deps: Deps): void {
   const { out } = deps;
-  const token = program.command('token').description('API tokens: over the API with --server and an admin --token (or DOCKHAND_URL/DOCKHAND_TOKEN); without them, on this machine\'s DOCKHAND_DATA_DIR');
+  const token = program.command('token').description('API tokens: over the API with --server URL and an admin --token (or DOCKHAND_TOKEN); without --server, on this machine\'s DOCKHAND_DATA_DIR');
 
   deps.clientOptions(token.command('create [user]'))
     .description('print a new token for a user (created if missing); the user as an argument or --user; shown once')
