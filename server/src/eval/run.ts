@@ -234,6 +234,8 @@ export async function runEvaluation(options: EvalRunOptions): Promise<EvalRunSum
         // The instance's own fault (its repository, patch, fields): recorded and skipped; anything else stops the run.
         if (!(error instanceof InvalidInstanceError) && !(error instanceof DockhandError && error.code === 'bad_request')) throw error;
         const message = error instanceof Error ? error.message : String(error);
+        // Attempts already submitted are not waited for: the instance's result is this one.
+        for (const [key, entry] of watching) if (entry.instance === instance) watching.delete(key);
         dir.writeResult(invalidResult(instance, message));
         invalid++;
         say(`${instance.instance_id}: invalid: ${message}`);
