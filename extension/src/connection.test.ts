@@ -28,6 +28,8 @@ describe('connection', () => {
     expect((await connection({}, undefined).check()).phase).toBe('signed_out');
     const refused = await connection({ me: async () => Promise.reject(new DockhandError('unauthenticated', 'unknown or revoked token')) }, 'dh_old').check();
     expect(refused).toMatchObject({ phase: 'signed_out', detail: 'The server at http://127.0.0.1:8737 did not accept the stored token (unknown or revoked).' });
+    const expired = await connection({ me: async () => Promise.reject(new DockhandError('token_expired', 'token tok_1 expired on 2026-03-01T09:30:00.000Z')) }, 'dh_old').check();
+    expect(expired).toMatchObject({ phase: 'signed_out', detail: expect.stringMatching(/^Your Dockhand token expired on 2026-03-01 09:30 UTC: create a new one with "dockhand token create/) });
     const ok = connection({}, 'dh_good');
     expect(await ok.check()).toEqual({ phase: 'signed_in', user: 'dev', disconnected: false });
     expect(contextOf('dockhand.signedIn')).toBe(true);

@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import type { ApiClient } from './api-client';
 import type { TokenStore } from './auth';
-import { describeError, isSignedOutError } from './errors';
+import { DockhandError, describeError, isSignedOutError } from './errors';
 
 /*
  * Where this window stands with the Dockhand server, checked rather than assumed: is a server
@@ -54,7 +54,10 @@ export class Connection implements vscode.Disposable {
         next = { phase: 'signed_in', user: me.name, disconnected: false };
       }
     } catch (error) {
-      if (isSignedOutError(error)) next = { phase: 'signed_out', detail: `The server at ${url} did not accept the stored token (unknown or revoked).`, disconnected: false };
+      if (isSignedOutError(error)) {
+        const expired = error instanceof DockhandError && error.code === 'token_expired';
+        next = { phase: 'signed_out', detail: expired ? describeError(error) : `The server at ${url} did not accept the stored token (unknown or revoked).`, disconnected: false };
+      }
       else next = { phase: 'no_server', detail: describeError(error), disconnected: false };
     }
     if (generation !== this.generation) return this.current;
