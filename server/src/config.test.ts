@@ -2,6 +2,7 @@ import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { buildCli, serveOverrides } from './cli/main';
 import { loadConfig } from './config';
+import { memoryCapacity } from './runner/fleet';
 import { DockhandError } from './errors';
 import { createLogger } from './log';
 
@@ -58,6 +59,16 @@ describe('loadConfig', () => {
     const cli = buildCli().exitOverride();
     cli.commands.find((command) => command.name() === 'serve')?.exitOverride().configureOutput({ writeErr: () => undefined });
     await expect(cli.parseAsync(['node', 'dockhand', 'serve', '--model-tpm', '1.5'])).rejects.toThrow(/--model-tpm: must be a whole number of at least 1, got "1.5"/);
+  });
+
+  it('capacity-based claims: DOCKHAND_TASK_MEMORY_MIB makes room = available memory less 1 GiB, over a task\'s share', () => {
+    expect(loadConfig({}).scheduler.taskMemoryMiB).toBeUndefined();
+    expect(loadConfig({ DOCKHAND_TASK_MEMORY_MIB: '300' }).scheduler.taskMemoryMiB).toBe(300);
+    expect(() => loadConfig({ DOCKHAND_TASK_MEMORY_MIB: '2' })).toThrow(/configuration DOCKHAND_TASK_MEMORY_MIB/);
+    const MiB = 1_048_576;
+    expect(memoryCapacity(300, () => 4024 * MiB)()).toBe(10);
+    expect(memoryCapacity(300, () => 1300 * MiB)()).toBe(0);
+    expect(memoryCapacity(300, () => 500 * MiB)()).toBe(0);
   });
 });
 

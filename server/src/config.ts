@@ -65,6 +65,11 @@ export const Config = z.object({
       outcomePollSeconds: intFromString.min(1).max(86_400).default(60),
       /** SIGTERM: how long running tasks may go on to a waiting point before they are handed back. */
       drainSeconds: intFromString.min(0).max(3600).default(30),
+      /**
+       * Memory a task's sandbox takes (MiB): set, a worker claims only while the host's available
+       * memory, less 1 GiB, still fits one more (and never past `concurrency`). Unset: no memory limit.
+       */
+      taskMemoryMiB: intFromString.min(16).max(1_048_576).optional(),
     })
     .default({ concurrency: 2, leaseSeconds: 30, pollMs: 500, outcomePollSeconds: 60, drainSeconds: 30 }),
   /**
@@ -121,6 +126,7 @@ export const ENV_KEYS: Record<string, string> = {
   DOCKHAND_POLL_MS: 'scheduler.pollMs',
   DOCKHAND_OUTCOME_POLL_SECONDS: 'scheduler.outcomePollSeconds',
   DOCKHAND_DRAIN_SECONDS: 'scheduler.drainSeconds',
+  DOCKHAND_TASK_MEMORY_MIB: 'scheduler.taskMemoryMiB',
   DOCKHAND_RATE_LIMIT_PER_MINUTE: 'rateLimit.perMinute',
   DOCKHAND_MODEL_BUDGET_TPM: 'modelBudget.inputTokensPerMinute',
   DOCKHAND_MODEL_BUDGET_RPM: 'modelBudget.requestsPerMinute',

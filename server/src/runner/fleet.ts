@@ -1,3 +1,4 @@
+import { freemem } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Task } from '@dockhand/protocol';
@@ -62,6 +63,15 @@ export interface FleetParts {
   repoTimeoutMs?: number;
   /** Extra clean-up on close (e.g. draining a warm pool). */
   onClose?: () => Promise<void>;
+}
+
+/**
+ * A worker's room for more tasks by memory: how many more sandboxes of `taskMemoryMiB` fit in the
+ * host's available memory (`os.freemem`: MemAvailable on Linux) with 1 GiB kept back. Running
+ * tasks' sandboxes already hold theirs, so this is room besides them.
+ */
+export function memoryCapacity(taskMemoryMiB: number, available: () => number = freemem): () => number {
+  return () => Math.max(0, Math.floor((available() / 1_048_576 - 1024) / taskMemoryMiB));
 }
 
 /**
@@ -145,6 +155,7 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
     store,
     run: (taskId, signal) => runner.run(taskId, signal),
     concurrency: config.scheduler.concurrency,
+    ...(config.scheduler.taskMemoryMiB ? { capacity: memoryCapacity(config.scheduler.taskMemoryMiB) } : {}),
     leaseMs: config.scheduler.leaseSeconds * 1000,
     pollMs: config.scheduler.pollMs,
     ...(parts.logger ? { logger: parts.logger } : {}),

@@ -21,8 +21,11 @@ async function until(check: () => boolean | Promise<boolean>, ms = 5000) {
   expect(await check()).toBe(true);
 }
 
-function make(run: (taskId: string, signal: AbortSignal) => Promise<void>, options: Partial<{ concurrency: number; leaseMs: number; workerId: string }> = {}) {
-  const scheduler = new Scheduler({ store, run, concurrency: options.concurrency ?? 1, leaseMs: options.leaseMs ?? 300, pollMs: 20, ...(options.workerId ? { workerId: options.workerId } : {}) });
+function make(run: (taskId: string, signal: AbortSignal) => Promise<void>, options: Partial<{ concurrency: number; leaseMs: number; workerId: string; capacity: () => number }> = {}) {
+  const scheduler = new Scheduler({
+    store, run, concurrency: options.concurrency ?? 1, leaseMs: options.leaseMs ?? 300, pollMs: 20,
+    ...(options.workerId ? { workerId: options.workerId } : {}), ...(options.capacity ? { capacity: options.capacity } : {}),
+  });
   schedulers.push(scheduler);
   return scheduler;
 }
@@ -141,5 +144,31 @@ describe('Scheduler', () => {
 
   it('outside a scheduler nobody can take a task back: the caller is told so', () => {
     expect(requestHandBack({ reason: 'x', delayMs: 1 })).toBe(false);
+  });
+  it('claims up to its capacity (free memory, sandboxes), never past the concurrency limit', async () => {
+    for (let i = 0; i < 6; i++) await store.createTask('a', request('normal'));
+    let room = 2;
+    const running = new Set<string>();
+    const release: Array<() => void> = [];
+    const scheduler = make((taskId, signal) => new Promise<void>((resolve) => {
+      running.add(taskId);
+      signal.addEventListener('abort', () => resolve(), { once: true });
+      release.push(() => {
+        running.delete(taskId);
+        void store.appendEvent(taskId, { type: 'task.state', data: { state: 'awaiting_review' } }).then(() => resolve());
+      });
+    }), { concurrency: 4, leaseMs: 5_000, capacity: () => room - running.size });
+    scheduler.start();
+    await until(() => running.size === 2);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(running.size).toBe(2); // capacity 2 (the other 4 tasks wait)
+    room = 10;
+    await until(() => running.size === 4);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(running.size).toBe(4); // the concurrency limit still holds
+    room = 0;
+    release.shift()?.();
+    await new Promise((r) => setTimeout(r, 100));
+    expect(running.size).toBe(3); // no room: the freed slot is not refilled
   });
 });

@@ -11,6 +11,12 @@ export interface SchedulerOptions {
   /** Does the task's next piece of work; resolves when it waits for a human or ends. */
   run: (taskId: string, signal: AbortSignal) => Promise<void>;
   concurrency: number;
+  /**
+   * Tasks this worker has room for besides those it runs (free memory over a task's share, free
+   * sandboxes): asked before each claim, so a worker claims up to its capacity, never past
+   * `concurrency`. Absent: only `concurrency` limits it.
+   */
+  capacity?: () => number;
   leaseMs: number;
   pollMs: number;
   workerId?: string;
@@ -112,7 +118,8 @@ export class Scheduler {
   }
 
   private async tick(): Promise<void> {
-    const free = this.options.concurrency - this.running.size;
+    const room = this.options.capacity ? Math.max(0, Math.floor(this.options.capacity())) : Number.POSITIVE_INFINITY;
+    const free = Math.min(this.options.concurrency - this.running.size, room);
     if (free <= 0) return;
     const { store } = this.options;
     if (canClaim(store)) {
@@ -127,8 +134,9 @@ export class Scheduler {
       return;
     }
     const candidates = await this.options.store.listRunnable(free + this.running.size);
+    const limit = this.running.size + free;
     for (const task of candidates) {
-      if (this.running.size >= this.options.concurrency || this.stopped) break;
+      if (this.running.size >= limit || this.stopped) break;
       if (this.running.has(task.id)) continue;
       if (!(await this.options.store.acquireLease(task.id, this.workerId, this.options.leaseMs))) continue;
       this.launch(task.id);
