@@ -16,13 +16,15 @@ const box = (item: vscode.TreeItem) => (typeof item.checkboxState === 'object' ?
 /** The state the Changes view reads: one selected task, its state and changed files. */
 function fakeState(state: TaskState) {
   const summary = { state, changedFiles: new Map<string, 'added' | 'modified' | 'deleted'>([['src/calc.js', 'modified'], ['CHANGELOG.md', 'added']]) };
+  const received = new EventEmitter<{ taskId: string; events: unknown[] }>();
   return {
     summary,
+    received,
     state: {
       selectedTaskId: 't1',
       trajectory: () => ({ summary }),
       onDidChangeSelection: new EventEmitter<void>().event,
-      onDidReceiveEvents: new EventEmitter<{ taskId: string; events: unknown[] }>().event,
+      onDidReceiveEvents: received.event,
     } as unknown as DockhandState,
   };
 }
@@ -84,6 +86,20 @@ describe('a round of changes in the diff editor', () => {
   it('says why when the task is in its first round', async () => {
     await expect(openTaskChanges(api({ files: [{ path: 'a', change: 'added' }] }), 't1', 'round', 'x')).rejects.toThrow('first review round');
     expect(commands.executed).toEqual([]);
+  });
+
+  it('fetches a file again once the task is back in review (a copy read while the agent worked may be stale)', async () => {
+    const { state, received } = fakeState('awaiting_review');
+    const client = api({});
+    const content = new ChangeContentProvider(() => client);
+    new ChangesTreeProvider(state, content, new FileDecisions());
+    const uri = changeUri(AGENT_SCHEME, 't1', 'src/calc.js') as unknown as vscode.Uri;
+    await content.provideTextDocumentContent(uri);
+    await content.provideTextDocumentContent(uri);
+    expect(client.getFile).toHaveBeenCalledTimes(1);
+    received.fire({ taskId: 't1', events: [{ type: 'task.state', data: { state: 'awaiting_review' } }] });
+    await content.provideTextDocumentContent(uri);
+    expect(client.getFile).toHaveBeenCalledTimes(2);
   });
 
   it('serves the file as reviewed last under dockhand-reviewed:', async () => {

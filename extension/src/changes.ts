@@ -120,6 +120,8 @@ export class ChangesTreeProvider implements vscode.TreeDataProvider<ChangeItem>,
         for (const event of events) {
           // The review state (checkboxes) and, after a request for changes, the reviewed versions.
           if (event.type === 'task.state') touched = true;
+          // A copy fetched while the agent worked may predate its last edits; the review sees the stored diff.
+          if (event.type === 'task.state' && event.data.state === 'awaiting_review') content.invalidateTask(taskId);
           if (event.type === 'review.requested_changes') content.invalidateTask(taskId);
           if (event.type !== 'file.changed') continue;
           content.invalidate(taskId, event.data.path);

@@ -127,6 +127,11 @@ describe('review rounds', () => {
     expect(first.roundDiff).toBeUndefined();
 
     expect((await review(task.id, { action: 'request_changes', comments: [{ body: 'three too' }] })).statusCode).toBe(200);
+    // While round 2 runs, the files route shows the sandbox as it is, not round 1's stored result.
+    h.control.liveDiff = async () => '--- a/src/a.ts\n+++ b/src/a.ts\n@@ -1,3 +1,3 @@\n one\n-two\n+2\n three\n';
+    const live = TaskFileResponse.parse((await h.app.inject({ url: `/v1/tasks/${task.id}/files?path=src/a.ts`, headers: h.auth('alice') })).json());
+    expect(live.after).toBe('one\n2\nthree\n');
+    delete h.control.liveDiff;
     await run(runner, task.id);
     expect((await h.store.getTask(task.id))?.state).toBe('awaiting_review');
 

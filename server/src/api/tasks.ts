@@ -257,8 +257,15 @@ export async function taskRoutes(app: FastifyInstance, deps: AppDeps): Promise<v
     return applyReview(decisions, task, user, request.body);
   });
 
-  /** The diff as the store holds it (masked); a live diff from the sandbox is masked the same way. */
+  /**
+   * The diff as the store holds it (masked); a live diff from the sandbox is masked the same way.
+   * While the agent works, its sandbox's diff comes first when this process holds it: a stored
+   * result is then the previous review round's.
+   */
   async function currentDiff(task: Task): Promise<string> {
+    const working = !isFinalState(task.state) && !['awaiting_review', 'pushing', 'pr_open'].includes(task.state);
+    const live = working ? await deps.control.liveDiff?.(task.id) : undefined;
+    if (live !== undefined) return deps.events.maskResult({ diff: live, summary: '' }).diff;
     const result = await deps.store.getResult(task.id);
     if (result) return result.diff;
     return deps.events.maskResult({ diff: (await deps.control.liveDiff?.(task.id)) ?? '', summary: '' }).diff;
