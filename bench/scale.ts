@@ -2,7 +2,7 @@
  * `npm run bench:scale` — the design's peak in miniature, on a real Postgres: TASKS concurrent tasks
  * (default 300) across WORKERS worker processes (default 10, `bench/scale/worker.ts`: the real
  * runner, agent loop, policy and local forge; a sandbox stand-in) and 2 API replicas
- * (`dockhand serve --role api`), the replay model with an input-tokens-per-minute limit, and the
+ * (`dockhand serve --role api`), the replay model (its own process) with an input-tokens-per-minute limit, and the
  * fleet's rate budget in Postgres a little under it. Every task is watched over a WebSocket on one
  * of the two replicas, approved when it reaches review, and pushed. Halfway (half the tasks in
  * review) 2 workers are killed with SIGKILL; their tasks are resumed elsewhere after the lease.
@@ -23,13 +23,12 @@ import { z } from 'zod';
 import { apiJson } from '../test/support/api-json';
 import { ServerFrame, Task, type TaskEvent } from '@dockhand/protocol';
 import { InMemoryPullRequestStore, LocalForge } from '../server/src/forge';
-import { startReplayServer } from '../server/src/model/replay/server';
 import { PostgresStore } from '../server/src/store/postgres';
 import { createFixtureRepo } from '../test/support/fixture-repo';
 import { freePort, startDockhandServe, type DockhandServe } from '../test/support/local-server';
 import { startPrivatePostgres } from '../test/support/private-postgres';
 import { registerRepo } from '../test/support/register-repo';
-import { SCALE_CASSETTE, unresumablePoints } from './scale/cassette';
+import { unresumablePoints } from './scale/cassette';
 import { runGvisorProbe } from './scale/gvisor';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -59,13 +58,39 @@ interface Tracked {
   approved: boolean;
 }
 
+/** The replay server in its own process (`bench/scale/replay.ts`): its URL, and its 429 count on request. */
+async function startReplayProcess(children: ChildProcess[]): Promise<{ url: string; rateLimited(): Promise<number> }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/scale/replay.ts'], { cwd: ROOT, env: { ...process.env, REPLAY_TPM: String(REPLAY_TPM) }, stdio: ['pipe', 'pipe', 'inherit'] });
+  children.push(child);
+  const waiting: Array<(line: unknown) => void> = [];
+  let buffered = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    buffered += chunk.toString();
+    const lines = buffered.split('\n');
+    buffered = lines.pop() ?? '';
+    for (const line of lines) waiting.shift()?.(JSON.parse(line));
+  });
+  const next = () => new Promise<unknown>((resolve, reject) => {
+    waiting.push(resolve);
+    child.once('exit', (code) => reject(new Error(`the replay server exited (${code})`)));
+  });
+  const { url } = z.object({ url: z.string() }).parse(await next());
+  return {
+    url,
+    async rateLimited() {
+      const answer = next();
+      child.stdin?.write('stats\n');
+      return z.object({ rateLimited: z.number() }).parse(await answer).rateLimited;
+    },
+  };
+}
+
 async function main() {
   const root = mkdtempSync(join(tmpdir(), 'dockhand-bench-scale-'));
   const postgres = await startPrivatePostgres({ listen: [], trustNetwork: '127.0.0.1/32' });
-  const replay = await startReplayServer({ limits: { inputTokensPerMinute: REPLAY_TPM } });
   const children: ChildProcess[] = [];
+  const replay = await startReplayProcess(children);
   try {
-    replay.addCassette(SESSION, SCALE_CASSETTE);
     const fixture = createFixtureRepo('buggy-calc');
     // The script must carry a task killed at any point to its end (else a kill shows up as model_refused).
     const unresumable = await unresumablePoints(fixture.path);
@@ -229,10 +254,11 @@ async function main() {
     const fanout = [...tracked.values()].flatMap((t) => t.fanout);
     const waits = [...budget.values()].reduce((sum, b) => sum + b.budgetWaits, 0);
     out(`${finals}/${TASKS} PRs open, ${failed} failed, ${events} events in ${elapsedS.toFixed(1)} s; ${resumed} tasks resumed on another worker; clients with a log unlike the store's: ${gaps}`);
-    out(`claim p50 ${percentile(claims, 50)} ms p99 ${percentile(claims, 99)} ms; fan-out p50 ${percentile(fanout, 50)} ms p99 ${percentile(fanout, 99)} ms; ${waits} turns waited for the rate budget; ${replay.rateLimited()} 429s`);
+    out(`claim p50 ${percentile(claims, 50)} ms p99 ${percentile(claims, 99)} ms; fan-out p50 ${percentile(fanout, 50)} ms p99 ${percentile(fanout, 99)} ms; ${waits} turns waited for the rate budget; ${await replay.rateLimited()} 429s`);
     for (const socket of sockets) socket.close();
     await setup.close();
     // The second phase, on a quiet machine: real gVisor sandboxes running a real test suite.
+    const rateLimited429s = await replay.rateLimited();
     for (const child of children) child.kill('SIGKILL');
     const gvisor = process.env.GVISOR_PROBE === '0' ? undefined : await runGvisorProbe(out);
     out(JSON.stringify({
@@ -249,7 +275,7 @@ async function main() {
       claim_p99_ms: percentile(claims, 99),
       fanout_p99_ms: percentile(fanout, 99),
       budget_waits: waits,
-      rate_limited_429s: replay.rateLimited(),
+      rate_limited_429s: rateLimited429s,
       resumed,
       max_pushes_per_task: Math.max(0, ...pushes),
       lost_tasks: TASKS - finals - failed,
@@ -261,7 +287,6 @@ async function main() {
     }));
   } finally {
     for (const child of children) child.kill('SIGKILL');
-    await replay.close();
     postgres.stop();
     rmSync(root, { recursive: true, force: true });
   }
