@@ -76,7 +76,10 @@ async function benchRepo(server: CorpusServer, entry: CorpusEntry): Promise<Row>
   const registration = await registerRepo(server, entry);
   row.registered = registration.how;
   if (!registration.ok) {
-    row.notes.push(`registration failed: ${registration.output.trim().split('\n').slice(-3).join(' | ')}`);
+    const lines = registration.output.trim().split('\n');
+    // A crash prints its stack last: keep the error's own line too.
+    const error = lines.find((line) => /\b\w*Error\b|error:/.test(line));
+    row.notes.push(`registration failed: ${[...(error ? [error] : []), ...lines.slice(-3)].join(' | ')}`);
     return row;
   }
   const readiness = await readinessOf(server, entry.id);
@@ -146,7 +149,20 @@ async function main(): Promise<void> {
   }
   const order = (id: string) => CORPUS.findIndex((repo) => repo.id === id);
   const table: SummaryRow[] = [...rows];
-  if (values['with-earlier'] && values['data-dir']) table.push(...earlierRows(dataDir, new Set(rows.map((row) => row.id))));
+  if (values['with-earlier'] && values['data-dir']) {
+    const ranNow = new Set(rows.map((row) => row.id));
+    const earlier = earlierRows(dataDir, new Set());
+    table.push(...earlier.filter((row) => !ranNow.has(row.id)));
+    // A repository run again on an engine that has its snapshot builds nothing: its cold build is the earlier run's.
+    for (const row of table) {
+      if (row.earlier || row.coldBuildS !== undefined) continue;
+      const before = earlier.find((other) => other.id === row.id && other.coldBuildS !== undefined);
+      if (before?.coldBuildS !== undefined) {
+        row.coldBuildS = before.coldBuildS;
+        row.notes.push(`cold build ${before.coldBuildS.toFixed(1)} s measured by the run of ${before.at ?? 'an earlier run'} (the snapshot existed this time)`);
+      }
+    }
+  }
   table.sort((a, b) => order(a.id) - order(b.id));
   report(table, rows.length);
 }
@@ -170,7 +186,7 @@ const StoredRow = z.object({
 /** What the table and the JSON line read: a row of this run, or one kept from an earlier run. */
 type SummaryRow = z.infer<typeof StoredRow>;
 
-/** The latest stored row of every corpus repository not in `skip`, at its current base commit. */
+/** The latest stored row (with a cold build time when any row has one) of every corpus repository not in `skip`, at its current base commit. */
 function earlierRows(dataDir: string, skip: Set<string>): SummaryRow[] {
   const file = join(dataDir, 'bench-rows.jsonl');
   if (!existsSync(file)) return [];
@@ -182,7 +198,8 @@ function earlierRows(dataDir: string, skip: Set<string>): SummaryRow[] {
     const baseSha = existsSync(build) ? z.object({ baseSha: z.string() }).safeParse(JSON.parse(readFileSync(build, 'utf8'))) : undefined;
     // A row made before the repository was rebuilt (another base commit) is not its result now.
     if (parsed.data.baseSha && baseSha?.success && baseSha.data.baseSha !== parsed.data.baseSha) continue;
-    latest.set(parsed.data.id, { ...parsed.data, earlier: true });
+    const cold = parsed.data.coldBuildS ?? latest.get(parsed.data.id)?.coldBuildS;
+    latest.set(parsed.data.id, { ...parsed.data, ...(cold !== undefined ? { coldBuildS: cold } : {}), earlier: true });
   }
   return [...latest.values()];
 }
