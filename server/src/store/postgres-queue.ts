@@ -26,9 +26,10 @@ const LeaseRow = z.object({ task_id: z.string(), worker_id: z.string(), expires_
 export class PostgresQueue {
   constructor(private readonly pool: pg.Pool) {}
 
-  async claim(workerId: string, limit: number, ttlMs: number, options: { exclude?: string[]; now?: number } = {}): Promise<Claim[]> {
+  /** `client`: inside the caller's transaction (the claimed rows stay locked until it commits). */
+  async claim(workerId: string, limit: number, ttlMs: number, options: { exclude?: string[]; now?: number; client?: pg.PoolClient } = {}): Promise<Claim[]> {
     if (limit <= 0) return [];
-    const { rows } = await this.pool.query(
+    const { rows } = await (options.client ?? this.pool).query(
       `WITH clock AS (SELECT ${clock('$5')} AS now),
        candidates AS (
          SELECT tasks.id FROM tasks

@@ -87,7 +87,7 @@ describe('Postgres store shared by several processes', () => {
     expect(rows.map((row: { id: number }) => row.id)).toEqual(POSTGRES_MIGRATIONS.map((m) => m.id));
   });
 
-  it('claims: one statement per worker, normal before routine and oldest first, no task claimed twice', async () => {
+  it('claims: one transaction per worker, normal before routine and oldest first, no task claimed twice', async () => {
     const api = await open();
     const ids: { routine: string[]; normal: string[] } = { routine: [], normal: [] };
     for (let i = 0; i < 4; i++) ids.routine.push((await api.createTask('alice', { ...contractRequest, priority: 'routine' })).task.id);
@@ -126,6 +126,13 @@ describe('Postgres store shared by several processes', () => {
     const [taken] = await w2.claimRunnable('w2', 1, 30_000);
     expect(taken?.task.id).toBe(task.id);
     expect(taken!.epoch).toBeGreaterThan(held!.epoch);
+    // The first claim moved the queued task to provisioning in its own transaction; a takeover of
+    // an active task adds no state of its own.
+    expect(held?.task.state).toBe('provisioning');
+    expect(taken?.task.state).toBe('provisioning');
+    const states = (await api.listEvents(task.id)).filter((e) => e.type === 'task.state').map((e) => e.type === 'task.state' && e.data.state);
+    expect(states).toEqual(['queued', 'provisioning']);
+    expect((await api.getTask(task.id))?.lastSeq).toBe(held?.task.lastSeq);
     expect(await w1.renewLease(task.id, 'w1', 30_000)).toBe(false);
     expect(await api.getLease(task.id)).toMatchObject({ workerId: 'w2', epoch: taken!.epoch });
   });

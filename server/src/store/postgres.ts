@@ -452,8 +452,28 @@ export class PostgresStore implements Store, RepoStore, ClaimingStore {
     return this.queue.listRunnable(limit, at);
   }
 
-  claimRunnable(workerId: string, limit: number, ttlMs: number, options: { exclude?: string[]; now?: number } = {}): Promise<Claim[]> {
-    return this.queue.claim(workerId, limit, ttlMs, options);
+  /**
+   * One transaction: the claim statement, then each claimed task that was still `queued` becomes
+   * `provisioning` (its event appended under the row lock the claim holds, NOTIFY at commit) —
+   * so "a worker has it" is in the log the moment it is claimed, not after the run's first reads
+   * queue up behind the worker's other tasks for a connection. The returned task has that state.
+   */
+  async claimRunnable(workerId: string, limit: number, ttlMs: number, options: { exclude?: string[]; now?: number } = {}): Promise<Claim[]> {
+    if (limit <= 0) return [];
+    const { claims, appended } = await this.transaction(async (client) => {
+      const claimed = await this.queue.claim(workerId, limit, ttlMs, { ...options, client });
+      const events: TaskEvent[] = [];
+      for (const claim of claimed) {
+        if (claim.task.state !== 'queued') continue;
+        events.push(await this.appendIn(client, claim.task.id, { type: 'task.state', data: { state: 'provisioning' } }));
+      }
+      return { claims: claimed, appended: events };
+    });
+    const provisioned = new Map(appended.map((event) => [event.taskId, event]));
+    return claims.map((claim) => {
+      const event = provisioned.get(claim.task.id);
+      return event ? { ...claim, task: { ...claim.task, state: 'provisioning', lastSeq: event.seq, updatedAt: event.ts } } : claim;
+    });
   }
 
   /** This process's hub of live events from every process (LISTEN/NOTIFY), started on first use. */
