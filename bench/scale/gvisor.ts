@@ -6,8 +6,9 @@
  *
  * A task's sandbox is mostly idle: it waits for the model, then runs a tool call. So each level N
  * starts N sandboxes at once (timed), then each runs the suite ROUNDS times with a pause of
- * THINK_MS (jittered ±50%) between runs — the model's turn — while the others do the same; memory
- * per sandbox is sampled meanwhile (`docker stats`: usage minus page cache). Levels ramp by STEP.
+ * THINK_MS (default 20 s, jittered ±50%: the design's ~15 model calls/s over ~310 sandboxes is a
+ * turn per sandbox every ~21 s) between runs, while the others do the same; memory per sandbox is
+ * sampled meanwhile (`docker stats`: usage minus page cache). Levels: GVISOR_LEVELS (5,10,20,…,60).
  *
  * A level is sustained when every start and test run succeeded, start p95 ≤ max(START_FACTOR ×
  * the lone sandbox's start, 10 s), test p95 ≤ TEST_FACTOR × the lone sandbox's test time, and the
@@ -28,10 +29,10 @@ import type { Sandbox } from '../../server/src/sandbox/types';
 import { createFixtureRepo } from '../../test/support/fixture-repo';
 
 const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
-const STEP = env('GVISOR_STEP', 5);
-const MAX_LEVEL = env('GVISOR_MAX', 60);
+const LEVELS = (process.env.GVISOR_LEVELS ?? '5,10,20,30,40,50,60').split(',').map(Number);
 const ROUNDS = env('GVISOR_ROUNDS', 2);
-const THINK_MS = env('GVISOR_THINK_MS', 4000);
+/** The design's pace: ~15 model calls/s across ~310 sandboxes is one turn per sandbox every ~21 s. */
+const THINK_MS = env('GVISOR_THINK_MS', 20_000);
 const START_FACTOR = env('GVISOR_START_FACTOR', 4);
 const TEST_FACTOR = env('GVISOR_TEST_FACTOR', 4);
 const MIN_FREE_MIB = env('GVISOR_MIN_FREE_MIB', 2048);
@@ -132,7 +133,7 @@ export async function runGvisorProbe(out: (line: string) => void = (line) => pro
     const levels: GvisorProbe['gvisor_levels'] = [];
     let sustained = 1;
     let mibAtSustained = percentile(lone.memory, 50);
-    for (let n = STEP; n <= MAX_LEVEL; n += STEP) {
+    for (const n of LEVELS) {
       const result = await level(n);
       const row = {
         n,
