@@ -180,7 +180,11 @@ export async function app(fastify: FastifyInstance, deps: AppDeps): Promise<void
         schema: { tags: ['tickets'], querystring: z.object({ repo: z.string().min(1) }), response: { 200: TicketListResponse } },
       }, async (request) => {
         const user = requireUser(request);
-        if (!deps.tickets) throw new DockhandError('internal', 'no forge configured for tickets');
+        if (!deps.tickets) {
+          throw new DockhandError('repository_unavailable', 'this server has no forge to list issues from', {
+            hint: 'start the server with a forge (the local forge is the default of `dockhand serve`; DOCKHAND_GITHUB_* for GitHub), or send the ticket as text',
+          });
+        }
         // Only a registered repository the caller may submit to: never a raw path or another team's issues.
         const registration = await deps.store.getRepo(request.query.repo);
         if (!registration || !maySubmit(registration, user)) {

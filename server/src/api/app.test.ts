@@ -230,6 +230,13 @@ describe('tasks API', () => {
     expect(asked).toEqual(['private']);
   });
 
+  it('answers a ticket listing on a server without a forge with 503 and what to do, not an internal error', async () => {
+    const answer = await h.app.inject({ url: '/v1/tickets?repo=app', headers: h.auth('alice') });
+    expect(answer.statusCode).toBe(503);
+    expect(JSON.parse(answer.body).error).toMatchObject({ code: 'repository_unavailable', message: 'this server has no forge to list issues from' });
+    expect(JSON.parse(answer.body).error.hint).toContain('send the ticket as text');
+  });
+
   it('answers the router errors (bad percent-encoding, a long id) with the API error body', async () => {
     const bad = await h.app.inject({ url: '/v1/tasks/%FF%FE', headers: h.auth('alice') });
     expect(bad.statusCode).toBe(400);
