@@ -1,10 +1,11 @@
+import { execFileSync } from 'node:child_process';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFixtureRepo, type FixtureRepo } from '../support/fixture-repo';
 import { freePort } from '../support/local-server';
 import { launchChromium, packageExtension, startCodeServer, Workbench, type CodeServer } from '../vscode/code-server';
 import { FIXED_FILE } from '../vscode/fixture';
-import { startRealServer, type RealServer } from '../vscode/real-server';
+import { NOTES_FILE, ROUND_2_LINE, startRealServer, type RealServer } from '../vscode/real-server';
 import { expectInSideBar } from '../vscode/side-bar';
 
 /*
@@ -12,8 +13,10 @@ import { expectInSideBar } from '../vscode/side-bar';
  * with the default layout, against the real fleet server: the extension starts pointed at a URL
  * where nothing answers, is pointed at the server from the welcome view, refuses a wrong token
  * in the sign-in box, signs in; sends a ticket, is told when the task waits for review (a
- * notification and a badge), reviews with two line comments plus text sent in one request, and
- * approves. Screenshots of every step in test-artifacts/first-run-*.png.
+ * notification and a badge), reviews with two line comments plus text sent in one request; the
+ * second round's own changes and all of them open in the multi-file diff editor; one of the two
+ * files is left out in the Changes view, and the approval pushes the other only. Screenshots of
+ * every step in test-artifacts/first-run-*.png.
  */
 
 let server: RealServer;
@@ -55,8 +58,15 @@ async function addLineComment(workbench: Workbench, lineText: string, body: stri
   await page.locator('.review-widget .review-comment-contents', { hasText: body }).waitFor({ timeout: 45_000 });
 }
 
+/** The multi-file diff editor's entries: each file's name as its header shows it (the folder is shown apart). */
+async function multiDiffFiles(page: Page): Promise<string[]> {
+  const entries = page.locator('.multiDiffEditor .multiDiffEntry .header .file-path .title:not(.original) .label-name');
+  await entries.first().waitFor({ timeout: 45_000 });
+  return (await entries.allTextContents()).map((text) => text.trim());
+}
+
 describe('first run to an approved pull request in VS Code (1440×900)', () => {
-  it('connects, signs in past a wrong token, sends, is told of the review, reviews with line comments and text, approves', async () => {
+  it('connects, signs in past a wrong token, sends, is told of the review, reviews with line comments and text, sees the round\'s changes, leaves a file out, approves', async () => {
     const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
     const workbench = new Workbench(page);
     const shot = (step: string) => workbench.screenshot(`first-run-${step}`);
@@ -130,6 +140,7 @@ describe('first run to an approved pull request in VS Code (1440×900)', () => {
           { path: FIXED_FILE, line: 14, body: 'Keep the empty-list guard above this.' },
           { body: 'Also add a test for a single value.' },
         ],
+        reviewedDiff: expect.stringContaining(NOTES_FILE),
       });
       await panel.locator('.pending-comments').waitFor({ state: 'hidden', timeout: 20_000 });
       await shot('08-changes-requested');
@@ -142,21 +153,56 @@ describe('first run to an approved pull request in VS Code (1440×900)', () => {
       }
       await panel.locator('button.review-approve:not([disabled])').waitFor({ timeout: 30_000 });
       await expectInSideBar(page, panel, 'button.review-approve');
+      // The second round follows in the same trajectory, under its heading.
+      await panel.locator('.trajectory', { hasText: 'Round 2: dev requested changes' }).waitFor({ timeout: 30_000 });
+      expect(await panel.locator('.trajectory').textContent()).toMatch(/Round 2: dev requested changes[\s\S]*Saying why the loop starts at 0/);
+
+      // 9. This round's changes alone in the multi-file diff editor: the one line round 2 changed.
+      await panel.locator('button.open-round-changes').click();
+      await page.locator('.tabs-container .tab', { hasText: 'round 2 changes' }).first().waitFor({ timeout: 45_000 });
+      expect(await multiDiffFiles(page)).toEqual(['calc.js']);
+      await page.locator('.multiDiffEditor .modified .view-lines', { hasText: 'the first value counts too' }).first().waitFor({ timeout: 45_000 });
+      // The left side is the file as changes were requested on it (round 1's fix, without round 2's comment).
+      await page.locator('.multiDiffEditor .original .view-lines', { hasText: 'let index = 0;' }).first().waitFor({ timeout: 45_000 });
+      expect(await page.locator('.multiDiffEditor .original .view-lines', { hasText: 'the first value counts too' }).count()).toBe(0);
+      await shot('09-round-changes');
+      // And all of them against the base: both files.
+      await panel.locator('button.open-all-changes').click();
+      await page.locator('.tabs-container .tab', { hasText: 'all changes' }).first().waitFor({ timeout: 45_000 });
+      await page.locator('.multiDiffEditor .multiDiffEntry', { hasText: NOTES_FILE }).first().waitFor({ timeout: 45_000 });
+      expect((await multiDiffFiles(page)).sort()).toEqual([NOTES_FILE, 'calc.js'].sort());
+      await shot('10-all-changes');
+
+      // 10. Accept per file: the note is left out in the Changes view; the panel counts what goes out.
+      const notesRow = page.locator('.pane-body .monaco-list-row', { hasText: NOTES_FILE }).first();
+      await notesRow.locator('.custom-view-tree-node-item-checkbox').click();
+      await panel.locator('button.review-approve', { hasText: 'Approve and push 1 of 2 files' }).waitFor({ timeout: 20_000 });
+      await notesRow.filter({ hasText: 'left out' }).waitFor({ timeout: 20_000 });
+      await expectInSideBar(page, panel, 'button.review-approve');
+      await shot('11-file-left-out');
+
       await panel.locator('button.review-approve').click();
       const opened = await workbench.notification('opened a pull request', 120_000);
-      const pr = (await server.events(task!.id)).find((event) => event.type === 'pr.opened');
+      const events = await server.events(task!.id);
+      const pr = events.find((event) => event.type === 'pr.opened');
       expect(pr?.type === 'pr.opened' && opened.includes(pr.data.url)).toBe(true);
+      expect(events.find((event) => event.type === 'review.files_rejected')?.data).toEqual({ by: 'dev', rejected: [NOTES_FILE], accepted: [FIXED_FILE] });
+      // The pushed branch has the accepted file only, with both rounds' changes in it.
+      const branch = pr?.type === 'pr.opened' ? pr.data.branch : '';
+      expect(execFileSync('git', ['diff', '--name-only', `${repo.sha}..${branch}`], { cwd: server.forgeRepo, encoding: 'utf8' }).trim()).toBe(FIXED_FILE);
+      expect(execFileSync('git', ['show', `${branch}:${FIXED_FILE}`], { cwd: server.forgeRepo, encoding: 'utf8' })).toContain(ROUND_2_LINE);
       await panel.locator('button.open-pr').waitFor({ timeout: 30_000 });
       await badge.waitFor({ state: 'hidden', timeout: 20_000 });
-      await shot('09-pr-open');
+      await shot('12-pr-open');
 
-      // 9. The local forge's PR has no web page: it opens as a PR view in the editor.
+      // 11. The local forge's PR has no web page: it opens as a PR view in the editor; its description says what was left out.
       await panel.locator('button.open-pr').click();
       await page.locator('.tabs-container .tab', { hasText: 'pull request' }).first().waitFor({ timeout: 45_000 });
       const preview = page.frameLocator('iframe.webview.ready >> nth=-1').frameLocator('#active-frame');
       await preview.locator('h1', { hasText: 'average() ignores the first value' }).waitFor({ timeout: 45_000 });
       expect(await preview.locator('body').textContent()).toContain('Changed files (1)');
-      await shot('10-pr-view');
+      expect(await preview.locator('body').textContent()).toContain('Left out in review');
+      await shot('13-pr-view');
     } catch (error) {
       await shot('failure').catch(() => undefined);
       throw new Error(`${error instanceof Error ? error.stack ?? error.message : String(error)}\n--- Dockhand output channel ---\n${codeServer.extensionLog().slice(-4000)}\n--- code-server log ---\n${codeServer.log().slice(-1500)}`);

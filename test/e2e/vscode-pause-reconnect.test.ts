@@ -47,15 +47,7 @@ describe('pause, resume and a lost server in VS Code (1440×900, dockhand serve)
     try {
       await workbench.open(codeServer.url, repo.path);
       await workbench.showDockhand();
-      await workbench.runCommand('Dockhand: Sign in');
-      await workbench.answer(server.token);
-      await workbench.notification('signed in to');
-
-      await workbench.runCommand('Dockhand: Send ticket to agent');
-      await workbench.pick('Describe the task');
-      await workbench.answer('Make average() count every value', 'describe the task (1/2)');
-      await workbench.answer('', 'describe the task (2/2)');
-      await workbench.pick('Send with budgets');
+      await workbench.signInAndSend(server.token, 'Make average() count every value');
       const panel = workbench.webview();
 
       // 1. The agent's first step is a slow command; Pause while it runs.

@@ -167,6 +167,23 @@ export class Workbench {
     await this.page.keyboard.press('Enter');
   }
 
+  /**
+   * Signs in with `token` from the palette, then sends a ticket described in words (no issue) with
+   * the default budgets: the start of every flow that is not about sign-in or the ticket picker.
+   * Returns once the side panel shows the task.
+   */
+  async signInAndSend(token: string, title: string): Promise<void> {
+    await this.runCommand('Dockhand: Sign in');
+    await this.answer(token);
+    await this.notification('signed in to');
+    await this.runCommand('Dockhand: Send ticket to agent');
+    await this.pick('Describe the task');
+    await this.answer(title, 'describe the task (1/2)');
+    await this.answer('', 'describe the task (2/2)');
+    await this.pick('Send with budgets');
+    await this.webview().locator('.task-title', { hasText: title }).waitFor({ timeout: 60_000 });
+  }
+
   /** Picks the quick pick row that contains `text`. */
   async pick(text: string): Promise<void> {
     const row = this.page.locator('.quick-input-widget .quick-input-list .monaco-list-row', { hasText: text }).first();

@@ -22,6 +22,11 @@ import type { ServerUnderTest } from './flows';
 
 const BUG = 'let index = 1;';
 const FIX = 'let index = 0;';
+/** The second file of round 1, for accept per file: a note the developer may leave out. */
+export const NOTES_FILE = 'CHANGELOG.md';
+const NOTES = '## Unreleased\n\n- average() counts the first value.\n';
+/** What round 2 (after a request for changes) changes, and only that. */
+export const ROUND_2_LINE = 'let index = 0 /* the first value counts too */;';
 
 export interface RealServer extends ServerUnderTest {
   fleet: Fleet;
@@ -44,6 +49,7 @@ function fixAverage(stepDelayMs: number) {
 }
 
 async function runFix(input: AgentInput): Promise<AgentResult> {
+  if (input.priorEvents.some((event) => event.type === 'review.requested_changes')) return runSecondRound(input);
   const turn = (number: number) =>
     input.events.append({
       type: 'model.turn',
@@ -69,11 +75,33 @@ async function runFix(input: AgentInput): Promise<AgentResult> {
   await input.events.append({ type: 'tool.finished', data: { toolUseId: 'tu_edit', name: 'edit_file', isError: false, output: 'Replaced 1 occurrence.', truncated: false, durationMs: 4 } });
   const patch = createTwoFilesPatch(`a/${FIXED_FILE}`, `b/${FIXED_FILE}`, before, after, undefined, undefined, { context: 3 });
   await input.events.append({ type: 'file.changed', data: { path: FIXED_FILE, change: 'modified', patch } });
+  await input.sandbox.writeFile(NOTES_FILE, NOTES);
+  await input.events.append({ type: 'file.changed', data: { path: NOTES_FILE, change: 'added', patch: createTwoFilesPatch('/dev/null', `b/${NOTES_FILE}`, '', NOTES) } });
   await input.events.append({
     type: 'tests.finished',
     data: { command: 'node --test test', scope: 'selected', passed: 9, failed: 0, skipped: 0, ok: true, quarantined: [], output: '# pass 9\n# fail 0', durationMs: 640 },
   });
   return { outcome: 'finished', summary: 'Fix average() so it sums from the first value.', diff: await input.sandbox.diff() };
+}
+
+/** After "request changes": one more edit of the fixed line, so the round's own diff is that line alone. */
+async function runSecondRound(input: AgentInput): Promise<AgentResult> {
+  await input.events.append({
+    type: 'model.turn',
+    data: { turn: 3, model: 'claude-sonnet-4-5', usage: { inputTokens: 3400, outputTokens: 120, cacheReadTokens: 3000, cacheWriteTokens: 0 }, costUsd: 0.01, stopReason: 'tool_use', contextTokens: 6400, content: [] },
+  });
+  await input.events.append({ type: 'assistant.text', data: { turn: 3, text: 'Saying why the loop starts at 0, as the review asks.' } });
+  const before = (await input.sandbox.readFile(FIXED_FILE)).toString();
+  const after = before.replace(FIX, ROUND_2_LINE);
+  await input.events.append({ type: 'tool.called', data: { turn: 3, toolUseId: 'tu_edit_2', name: 'edit_file', input: { path: FIXED_FILE, old_text: FIX, new_text: ROUND_2_LINE } } });
+  await input.sandbox.writeFile(FIXED_FILE, after);
+  await input.events.append({ type: 'tool.finished', data: { toolUseId: 'tu_edit_2', name: 'edit_file', isError: false, output: 'Replaced 1 occurrence.', truncated: false, durationMs: 4 } });
+  await input.events.append({ type: 'file.changed', data: { path: FIXED_FILE, change: 'modified', patch: createTwoFilesPatch(`a/${FIXED_FILE}`, `b/${FIXED_FILE}`, before, after, undefined, undefined, { context: 3 }) } });
+  await input.events.append({
+    type: 'tests.finished',
+    data: { command: 'node --test test', scope: 'selected', passed: 9, failed: 0, skipped: 0, ok: true, quarantined: [], output: '# pass 9\n# fail 0', durationMs: 610 },
+  });
+  return { outcome: 'finished', summary: 'Fix average() so it sums from the first value; say why.', diff: await input.sandbox.diff() };
 }
 
 export async function startRealServer(repo: FixtureRepo, options: { stepDelayMs?: number } = {}): Promise<RealServer> {
