@@ -68,11 +68,14 @@ export async function createSandboxProvider(config: Config, logger: Logger, opti
  * service's own `ensure` then finds the commit without git work.
  */
 export function mirrorFirst(provider: SandboxProvider, mirror: RepoMirror): SandboxProvider {
+  // Each method called on `provider` itself: a class instance's methods are on its prototype, which a spread would drop.
+  const reattach = provider.reattach;
   return {
-    ...provider,
     acquire: async (request) => {
       await mirror.ensure(request.repo, request.baseSha, request.signal ? { signal: request.signal } : {});
       return provider.acquire(request);
     },
+    release: (sandbox) => provider.release(sandbox),
+    ...(reattach ? { reattach: (input: Parameters<typeof reattach>[0]) => reattach.call(provider, input) } : {}),
   };
 }
