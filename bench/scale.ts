@@ -37,7 +37,8 @@ const WORKERS = Number(process.env.WORKERS ?? 10);
 const KILLS = Number(process.env.KILLS ?? 2);
 const TOOL_MS = Number(process.env.TOOL_MS ?? 200);
 const TEST_MS = Number(process.env.TEST_MS ?? 400);
-const LEASE_SECONDS = Number(process.env.LEASE_SECONDS ?? 10);
+// The product's default lease (config scheduler.leaseSeconds): on 2 shared cores a 10 s lease was lost to starved heartbeats.
+const LEASE_SECONDS = Number(process.env.LEASE_SECONDS ?? 30);
 const REPLAY_TPM = Number(process.env.REPLAY_TPM ?? 3_000_000);
 const BUDGET_TPM = Math.floor(REPLAY_TPM * 0.9);
 const SESSION = 'scale';
@@ -226,6 +227,8 @@ async function main() {
     let events = 0;
     const pushes: number[] = [];
     let resumed = 0;
+    let handedBack = 0;
+    let modelRetried = 0;
     let modelCalls = 0;
     for (const task of tracked.values()) {
       task.createdAt = Date.parse((await probe.getTask(task.id))?.createdAt ?? '');
@@ -234,6 +237,8 @@ async function main() {
       if (log.map((e) => e.seq).join() !== task.events.map((e) => e.seq).join()) gaps += 1;
       pushes.push(log.filter((e) => e.type === 'pr.opened').length);
       if (log.filter((e) => e.type === 'sandbox.ready').length > 1) resumed += 1;
+      if (log.some((e) => e.type === 'task.state' && e.data.state === 'queued' && (e.data.reason ?? '').includes('back in the queue'))) handedBack += 1;
+      if (log.some((e) => e.type === 'task.state' && (e.data.reason ?? '').includes('unreachable'))) modelRetried += 1;
       modelCalls += log.filter((e) => e.type === 'model.turn').length;
     }
     const finals = inState(['pr_open']).length;
@@ -277,6 +282,8 @@ async function main() {
       budget_waits: waits,
       rate_limited_429s: rateLimited429s,
       resumed,
+      tasks_with_model_retries: modelRetried,
+      handed_back: handedBack,
       max_pushes_per_task: Math.max(0, ...pushes),
       lost_tasks: TASKS - finals - failed,
       failed_tasks: failed,

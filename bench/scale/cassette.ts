@@ -4,8 +4,9 @@
  * check the current state before repeating it"); a real model then redoes it. The first script
  * had only the straight path (fix, run the tests, finish), so a task whose edit or finish was cut
  * off by the kill asked for a turn the script did not have and failed as model_refused — 5 of the
- * 6 resumed tasks in the first 300-task run, all 9 in a 60-task one. Now: an interrupted fix is
- * done again, and a finish cut off during its verification is called again.
+ * 6 resumed tasks in the first 300-task run, all 9 in a 60-task one. Now: after an interrupted
+ * call the fix is done again (it fails harmlessly when it had happened), then finish, for any
+ * number of kills of the same task.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -39,24 +40,23 @@ export function greenTests(ms: number): FeedbackEngine {
   };
 }
 
+const FIX_AGAIN = { name: 'fix again (a call was interrupted by a kill: check by redoing the edit)', when: { toolResultContains: 'Interrupted' }, content: [FIX] };
+
 export const SCALE_CASSETTE: CassetteInput = {
   turns: [
     { name: 'fix', content: [FIX] },
-    {
-      oneOf: [
-        { name: 'fix again (the edit was interrupted by a kill)', when: { toolResultContains: 'Interrupted' }, content: [FIX] },
-        { name: 'run the tests', content: [{ type: 'tool_use', name: 'run_command', input: { command: 'npm test' } }] },
-      ],
-    },
-    { name: 'finish', content: [FINISH] },
-    { name: 'finish again (its verification was interrupted by a kill)', content: [FINISH] },
+    { oneOf: [FIX_AGAIN, { name: 'run the tests', content: [{ type: 'tool_use', name: 'run_command', input: { command: 'npm test' } }] }] },
+    // From here on, any number of kills: an interrupted call is checked by redoing the fix (an edit
+    // already made fails harmlessly), then finish — a finish cut off in its verification included.
+    ...Array.from({ length: 6 }, () => ({ oneOf: [FIX_AGAIN, { name: 'finish', content: [FINISH] }] })),
   ],
 };
 
 /**
  * Plays one task to its end, then resumes it from every prefix of its log (a SIGKILL after each
- * event: a fresh sandbox with the logged file changes replayed, as the runner does) and returns
- * the prefixes that did not end in a verified finish. In-process, about a second.
+ * event: a fresh sandbox with the logged file changes replayed, as the runner does), and each of
+ * those again from every prefix of the resumed log (a second kill), and returns the points that
+ * did not end in a verified finish. In-process, a few seconds.
  */
 export async function unresumablePoints(fixturePath: string): Promise<string[]> {
   const files = { 'src/calc.js': readFileSync(join(fixturePath, 'src/calc.js'), 'utf8') };
@@ -79,8 +79,13 @@ export async function unresumablePoints(fixturePath: string): Promise<string[]> 
     if (full.outcome.status !== 'finished_verified') return [`the straight run: ${full.outcome.status} ${full.outcome.summary}`];
     const bad: string[] = [];
     for (let k = 1; k < full.events.length; k++) {
-      const { outcome } = await run(full.events.slice(0, k));
-      if (outcome.status !== 'finished_verified') bad.push(`killed after event ${k} (${full.events[k - 1]?.type}): ${outcome.status} ${outcome.summary.slice(0, 200)}`);
+      const once = await run(full.events.slice(0, k));
+      if (once.outcome.status !== 'finished_verified') bad.push(`killed after event ${k} (${full.events[k - 1]?.type}): ${once.outcome.status} ${once.outcome.summary.slice(0, 200)}`);
+      // Killed again, on the worker that resumed it.
+      for (let j = k + 1; j < once.events.length; j++) {
+        const { outcome } = await run(once.events.slice(0, j));
+        if (outcome.status !== 'finished_verified') bad.push(`killed after events ${k} and ${j}: ${outcome.status} ${outcome.summary.slice(0, 200)}`);
+      }
     }
     return bad;
   } finally {
