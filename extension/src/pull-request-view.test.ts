@@ -19,4 +19,17 @@ describe('pull request view', () => {
     expect(markdown).toContain('- `src/paginate.js` (modified)');
     expect(renderPullRequest('x', stamp(TASK_ID, runUntilApproval()))).toBeUndefined();
   });
+
+  it('lists the files the approval left out apart, not among the changed files', () => {
+    const review = [...runUntilApproval(), ...approvalResolved('approved'), ...runUntilReview()];
+    const notes = { type: 'file.changed' as const, data: { path: 'CHANGELOG.md', change: 'added' as const, patch: '' } };
+    const rejected = { type: 'review.files_rejected' as const, data: { by: 'dev', rejected: ['CHANGELOG.md'], accepted: ['src/paginate.js'] } };
+    const markdown = renderPullRequest('t', stamp(TASK_ID, [notes, ...review, rejected, ...pushed()]))!;
+    expect(markdown).toContain('## Changed files (1)\n\n- `src/paginate.js` (modified)');
+    expect(markdown).toContain('## Left out in review\n\nNot in this pull request; the tests ran with them in:\n\n- `CHANGELOG.md`');
+    // A rejection of an earlier round (before the task was last in review) does not count.
+    const earlier = renderPullRequest('t', stamp(TASK_ID, [notes, rejected, ...review, ...pushed()]))!;
+    expect(earlier).toContain('## Changed files (2)');
+    expect(earlier).not.toContain('Left out in review');
+  });
 });

@@ -30,9 +30,24 @@ export function renderPullRequest(title: string, events: readonly TaskEvent[]): 
   if (review?.type === 'review.finished') lines.push(`- ${review.data.approved ? '✓ Self-review approved' : '⚠ Self-review found problems'}`);
   const files = new Map<string, string>();
   for (const event of events) if (event.type === 'file.changed') files.set(event.data.path, event.data.change);
+  // Files the approval left out are not in the PR (the server pushed the rest).
+  const leftOut = leftOutOfPush(events, opened.seq);
+  for (const path of leftOut) files.delete(path);
   lines.push('', `## Changed files (${files.size})`, '', ...[...files].sort(([a], [b]) => a.localeCompare(b)).map(([path, change]) => `- \`${path}\` (${change})`), '');
+  if (leftOut.length) lines.push('## Left out in review', '', 'Not in this pull request; the tests ran with them in:', '', ...leftOut.map((path) => `- \`${path}\``), '');
   lines.push('Open a file\'s diff from the Dockhand **Changes** view.', '');
   return lines.join('\n');
+}
+
+/** Files the approvals of the round that led to the push left out (after its last move to review). */
+function leftOutOfPush(events: readonly TaskEvent[], before: number): string[] {
+  let start = 0;
+  for (const event of events) if (event.seq < before && event.type === 'task.state' && event.data.state === 'awaiting_review') start = event.seq;
+  const files = new Set<string>();
+  for (const event of events) {
+    if (event.seq > start && event.seq < before && event.type === 'review.files_rejected') for (const path of event.data.rejected) files.add(path);
+  }
+  return [...files].sort();
 }
 
 export class PullRequestDocuments implements vscode.TextDocumentContentProvider, vscode.Disposable {
