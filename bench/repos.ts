@@ -159,7 +159,7 @@ async function main(): Promise<void> {
       const before = earlier.find((other) => other.id === row.id && other.coldBuildS !== undefined);
       if (before?.coldBuildS !== undefined) {
         row.coldBuildS = before.coldBuildS;
-        row.notes.push(`cold build ${before.coldBuildS.toFixed(1)} s measured by the run of ${before.at ?? 'an earlier run'} (the snapshot existed this time)`);
+        row.notes.push(`cold build ${before.coldBuildS.toFixed(1)} s measured by the run of ${before.coldAt ?? 'an earlier run'} (the snapshot existed this time)`);
       }
     }
   }
@@ -182,6 +182,8 @@ const StoredRow = z.object({
   nullTask: StoredTask.optional(),
   notes: z.array(z.string()),
   earlier: z.boolean().optional(),
+  /** When the cold build time was measured (a later row at the same base found the snapshot built). */
+  coldAt: z.string().optional(),
 });
 /** What the table and the JSON line read: a row of this run, or one kept from an earlier run. */
 type SummaryRow = z.infer<typeof StoredRow>;
@@ -198,8 +200,9 @@ function earlierRows(dataDir: string, skip: Set<string>): SummaryRow[] {
     const baseSha = existsSync(build) ? z.object({ baseSha: z.string() }).safeParse(JSON.parse(readFileSync(build, 'utf8'))) : undefined;
     // A row made before the repository was rebuilt (another base commit) is not its result now.
     if (parsed.data.baseSha && baseSha?.success && baseSha.data.baseSha !== parsed.data.baseSha) continue;
-    const cold = parsed.data.coldBuildS ?? latest.get(parsed.data.id)?.coldBuildS;
-    latest.set(parsed.data.id, { ...parsed.data, ...(cold !== undefined ? { coldBuildS: cold } : {}), earlier: true });
+    const previous = latest.get(parsed.data.id);
+    const cold = parsed.data.coldBuildS !== undefined ? { coldBuildS: parsed.data.coldBuildS, coldAt: parsed.data.at } : previous?.coldBuildS !== undefined ? { coldBuildS: previous.coldBuildS, coldAt: previous.coldAt } : {};
+    latest.set(parsed.data.id, { ...parsed.data, ...cold, earlier: true });
   }
   return [...latest.values()];
 }
