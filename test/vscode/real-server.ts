@@ -22,9 +22,12 @@ import type { ServerUnderTest } from './flows';
 
 const BUG = 'let index = 1;';
 const FIX = 'let index = 0;';
-/** The second file of round 1, for accept per file: a note the developer may leave out. */
-export const NOTES_FILE = 'CHANGELOG.md';
-const NOTES = '## Unreleased\n\n- average() counts the first value.\n';
+/**
+ * The second file of round 1, for accept per file: a note the developer may leave out. A change
+ * to a file of the fixture (the stand-in sandbox's diff has no `new file mode` lines for git apply).
+ */
+export const NOTES_FILE = 'README.md';
+const NOTE = '\n`average()` counts every value, the first one too.\n';
 /** What round 2 (after a request for changes) changes, and only that. */
 export const ROUND_2_LINE = 'let index = 0 /* the first value counts too */;';
 
@@ -75,8 +78,10 @@ async function runFix(input: AgentInput): Promise<AgentResult> {
   await input.events.append({ type: 'tool.finished', data: { toolUseId: 'tu_edit', name: 'edit_file', isError: false, output: 'Replaced 1 occurrence.', truncated: false, durationMs: 4 } });
   const patch = createTwoFilesPatch(`a/${FIXED_FILE}`, `b/${FIXED_FILE}`, before, after, undefined, undefined, { context: 3 });
   await input.events.append({ type: 'file.changed', data: { path: FIXED_FILE, change: 'modified', patch } });
-  await input.sandbox.writeFile(NOTES_FILE, NOTES);
-  await input.events.append({ type: 'file.changed', data: { path: NOTES_FILE, change: 'added', patch: createTwoFilesPatch('/dev/null', `b/${NOTES_FILE}`, '', NOTES) } });
+  const readme = (await input.sandbox.readFile(NOTES_FILE)).toString();
+  await input.sandbox.writeFile(NOTES_FILE, readme + NOTE);
+  const notesPatch = createTwoFilesPatch(`a/${NOTES_FILE}`, `b/${NOTES_FILE}`, readme, readme + NOTE, undefined, undefined, { context: 3 }).replace(/^=+\n/m, '');
+  await input.events.append({ type: 'file.changed', data: { path: NOTES_FILE, change: 'modified', patch: notesPatch } });
   await input.events.append({
     type: 'tests.finished',
     data: { command: 'node --test test', scope: 'selected', passed: 9, failed: 0, skipped: 0, ok: true, quarantined: [], output: '# pass 9\n# fail 0', durationMs: 640 },
@@ -107,7 +112,7 @@ async function runSecondRound(input: AgentInput): Promise<AgentResult> {
 export async function startRealServer(repo: FixtureRepo, options: { stepDelayMs?: number } = {}): Promise<RealServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'dockhand-server-'));
   const config = loadConfig({}, { dataDir, logLevel: 'silent', 'scheduler.pollMs': 50 });
-  const base = { [FIXED_FILE]: readFileSync(join(repo.path, FIXED_FILE), 'utf8') };
+  const base = { [FIXED_FILE]: readFileSync(join(repo.path, FIXED_FILE), 'utf8'), [NOTES_FILE]: readFileSync(join(repo.path, NOTES_FILE), 'utf8') };
   const fleet = await createFleet(config, { sandboxes: new FakeSandboxProvider(base), agent: new ScriptedAgent(fixAverage(options.stepDelayMs ?? 0)) });
   await fleet.store.createUser('dev', 'user');
   const { token } = await fleet.store.createToken('dev');
