@@ -9,6 +9,8 @@ import { apiJson } from '../support/api-json';
 import { ServerFrame, Task, TaskEvent } from '@dockhand/protocol';
 import { InMemoryPullRequestStore, LocalForge } from '../../server/src/forge';
 import { startReplayServer, type ReplayServer } from '../../server/src/model/replay/server';
+import { createSandboxService } from '../../server/src/sandbox/create';
+import { RepoMirror } from '../../server/src/sandbox/mirror';
 import { PostgresStore } from '../../server/src/store/postgres';
 import { createFixtureRepo, type FixtureRepo } from '../support/fixture-repo';
 import { freePort, startDockhandServe, type DockhandServe } from '../support/local-server';
@@ -217,6 +219,12 @@ beforeAll(async () => {
     'package-lock.json': `${JSON.stringify({ name: 'buggy-calc', version: '1.0.0', lockfileVersion: 3, requires: true, packages: { '': { name: 'buggy-calc', version: '1.0.0' } } }, null, 2)}\n`,
   }, 'lockfile');
   bare = await new LocalForge({ dataDir: join(root, 'forge'), store: new InMemoryPullRequestStore() }).createRepository('calc', fixture.path);
+  // The snapshot is built here, in the host's network namespace: a build's egress proxy listens on
+  // the Docker network's gateway, which a worker inside its own namespace cannot bind (EADDRNOTAVAIL)
+  // although it shares the host's engine. In a real deployment worker and engine share a host
+  // network; the workers then find this snapshot by its key (repository name, root commits, recipe).
+  await prebuildSnapshot('calc', fixture.path, fixture.sha);
+  step('snapshot built');
   probe = await PostgresStore.open({ url: postgres.url('127.0.0.1'), poolSize: 2 });
   await probe.createUser('alice', 'user');
   token = (await probe.createToken('alice')).token;
@@ -229,6 +237,17 @@ beforeAll(async () => {
   await Promise.all([startWorker('worker-a', namespaces[0]!), startWorker('worker-b', namespaces[1]!)]);
   step('workers up');
 }, 600_000);
+
+async function prebuildSnapshot(repo: string, source: string, sha: string): Promise<void> {
+  const dataDir = join(root, 'prebuild');
+  const service = await createSandboxService({ dataDir, ownerId: `scale-out-prebuild-${process.pid}`, mirror: new RepoMirror(dataDir, { sources: () => source }) });
+  try {
+    const acquired = await service.acquire({ repo, baseSha: sha, taskId: 'scale-out-prebuild' });
+    await service.release(acquired.sandbox);
+  } finally {
+    await service.shutdown();
+  }
+}
 
 afterAll(async () => {
   for (const worker of workers.values()) {
