@@ -16,7 +16,7 @@ import { loadCassette } from '../../server/src/model/replay/cassette';
 import { startReplayServer } from '../../server/src/model/replay/server';
 import type { CorpusEntry } from '../../scripts/corpus/build';
 import { corpusRepo, ticketOf } from './repos';
-import { freePort, type DockhandServe } from '../support/local-server';
+import { freePort, serverBundle, startDockhandServe, type DockhandServe } from '../support/local-server';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const CASSETTES = join(ROOT, 'test/corpus/cassettes');
@@ -62,7 +62,8 @@ function startRouter(target: string): Promise<{ url: string; server: Server }> {
 function runCli(args: string[], env: Record<string, string>, timeoutMs: number): Promise<{ code: number; output: string; seconds: number }> {
   const started = Date.now();
   return new Promise((done) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'server/src/cli/bin.ts', ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    // The CLI as it ships (the esbuild bundle): under tsx at load 20 one `repo add` died in tsx's own pipe (F14).
+    const child = spawn(process.execPath, [serverBundle(), ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -72,30 +73,6 @@ function runCli(args: string[], env: Record<string, string>, timeoutMs: number):
       done({ code: code ?? 1, output, seconds: (Date.now() - started) / 1000 });
     });
   });
-}
-
-/**
- * `dockhand serve` as it ships (the CLI under tsx), like test/support/local-server.ts but waiting
- * up to 5 minutes for /healthz: on a loaded 2-core machine the server takes 100 s and more to
- * listen (tsx compiling it, the sandbox host check and reconcile).
- */
-async function startServe(port: number, env: Record<string, string>): Promise<DockhandServe> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'server/src/cli/bin.ts', 'serve'], {
-    cwd: ROOT,
-    env: { ...process.env, DOCKHAND_PORT: String(port), ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const url = `http://127.0.0.1:${port}`;
-  for (let attempt = 0; attempt < 1500; attempt += 1) {
-    if (child.exitCode !== null) throw new Error(`dockhand serve exited early:\n${output}`);
-    if (await fetch(`${url}/healthz`).then((response) => response.ok, () => false)) return { child, url, output: () => output };
-    await new Promise((done) => setTimeout(done, 200));
-  }
-  child.kill('SIGKILL');
-  throw new Error(`dockhand serve did not answer /healthz within 5 minutes:\n${output}`);
 }
 
 /** A server with every cassette of `ids` loaded. */
@@ -122,7 +99,7 @@ export async function startCorpusServer(options: { dataDir: string; ids: string[
     DOCKHAND_POLL_MS: '100',
     DOCKHAND_CONCURRENCY: String(options.concurrency ?? 2),
   };
-  const serve = await startServe(await freePort(), serveEnv);
+  const serve = await startDockhandServe(await freePort(), serveEnv);
   // The server's log beside its data, for a look after the fact (the bench's output names it).
   const log = join(options.dataDir, 'server.log');
   appendFileSync(log, serve.output());

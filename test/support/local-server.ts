@@ -33,7 +33,7 @@ let bundle: string | undefined;
  * one. Under tsx the same start took twice as long (quiet: 5–9 s against 2.7 s; load ≈ 30:
  * 39–112 s against 17–60 s), all of it transpiling and loading modules.
  */
-function serverBundle(): string {
+export function serverBundle(): string {
   if (bundle) return bundle;
   const outfile = `server/dist/cli-test-${process.pid}.js`;
   execFileSync(process.execPath, ['scripts/build-server.mjs', '--outfile', outfile], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
