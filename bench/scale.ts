@@ -177,12 +177,16 @@ async function main() {
       const socket = new WebSocket(`${apis[task.replica]!.url.replace('http', 'ws')}/v1/tasks/${task.id}/events?after=${after}&token=${token}`);
       sockets.push(socket);
       socket.on('error', () => undefined);
+      // Fan-out is measured on live events only: the replay before the `live` frame delivers events
+      // written before this socket connected, whose age is not a delivery delay.
+      let replayed = false;
       socket.on('message', (data: Buffer) => {
         const frame = ServerFrame.parse(JSON.parse(data.toString()));
+        if (frame.kind === 'live') replayed = true;
         if (frame.kind !== 'event') return;
-        const live = Date.now() - Date.parse(frame.event.ts);
+        const age = Date.now() - Date.parse(frame.event.ts);
         task.events.push(frame.event);
-        if (live >= 0) task.fanout.push(live);
+        if (replayed && age >= 0) task.fanout.push(age);
         if (frame.event.type === 'task.state' && frame.event.data.state === 'awaiting_review') approve(task);
       });
     };
