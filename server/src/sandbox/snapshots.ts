@@ -1,6 +1,5 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -16,7 +15,7 @@ import type { RepoMirror } from './mirror';
 import { canonicalJson, detectRecipe, DEFAULT_NPM_RANGE, RECIPE_FILES, recipeToolchains, REQUIREMENTS_PATTERN, SETUP_SCRIPT_PATH, TOOLCHAIN_PACKAGES, type ToolchainName } from './recipe';
 import { buildSnapshotImage, SnapshotBuildFailed, type ProgressListener } from './snapshot-build';
 import { checkSnapshotLabels, readSnapshotLabels, SNAPSHOT_KEY_VERSION, SNAPSHOT_LABELS, type SnapshotIdentity } from './snapshot-labels';
-import { ToolchainStore } from './toolchains';
+import { toolchainComplete, ToolchainStore } from './toolchains';
 import { newestSatisfying } from './versions';
 
 const run = promisify(execFile);
@@ -151,16 +150,15 @@ export async function readRecipeInputs(mirror: RepoMirror, mirrorPath: string, s
  * versions, the lockfiles (the manifests too when there is none), setup.sh and the base image.
  */
 export async function computeSnapshotKey(input: {
-  mirror: RepoMirror;
   mirrorPath: string;
   sha: string;
   identity: SnapshotIdentity;
   baseImageId: string;
-  /** Already read (readRecipeInputs); read here when absent. */
-  inputs?: RecipeInputs;
+  /** The commit's files (readRecipeInputs). */
+  inputs: RecipeInputs;
 }): Promise<string> {
-  const { mirror, mirrorPath, sha, identity } = input;
-  const [roots, inputs] = await Promise.all([rootCommits(mirrorPath, sha), input.inputs ?? readRecipeInputs(mirror, mirrorPath, sha)]);
+  const { mirrorPath, sha, identity, inputs } = input;
+  const roots = await rootCommits(mirrorPath, sha);
   const hash = createHash('sha256')
     .update(`key ${SNAPSHOT_KEY_VERSION}\n`)
     .update(`repo ${JSON.stringify(identity.repo)}\n`)
@@ -192,7 +190,6 @@ interface Lookup {
 /** Bumped whenever detection or the key's inputs change: older entries are then looked up afresh. */
 const LOOKUP_FORMAT = `lookup-1 key-${SNAPSHOT_KEY_VERSION}`;
 const LOOKUP_TTL_MS = 12 * 3600_000;
-const TOOLCHAIN_MARKER = '.dockhand-toolchain.json';
 
 const StoredLookup = z.object({
   key: z.string().regex(/^[0-9a-f]{32}$/),
@@ -245,8 +242,8 @@ export class SnapshotManager {
   }
 
   /** The recipe for the repository at `sha` (detection + .dockhand/environment.yml), with its toolchains fetched. */
-  async environment(repo: string, mirrorPath: string, sha: string, onProgress?: ProgressListener, inputs?: RecipeInputs): Promise<SnapshotIdentity> {
-    const { rootFiles, files: contents } = inputs ?? (await readRecipeInputs(this.options.mirror, mirrorPath, sha));
+  async environment(repo: string, inputs: RecipeInputs, onProgress?: ProgressListener): Promise<SnapshotIdentity> {
+    const { rootFiles, files: contents } = inputs;
     const files: Record<string, string> = {};
     for (const name of recipeFiles(rootFiles)) {
       const content = contents.get(name);
@@ -257,7 +254,7 @@ export class SnapshotManager {
     const npmVersion = environment.node ? newestSatisfying(await versions(TOOLCHAIN_PACKAGES.npm), DEFAULT_NPM_RANGE) : undefined;
     const wanted = recipeToolchains(environment, npmVersion);
     const started = Date.now();
-    const missing = wanted.filter((tool) => !existsSync(join(this.toolchains.mountOf(tool.name, tool.version).hostPath, TOOLCHAIN_MARKER)));
+    const missing = wanted.filter((tool) => !toolchainComplete(this.toolchains.mountOf(tool.name, tool.version).hostPath));
     if (missing.length > 0) onProgress?.({ stage: 'toolchain', elapsedMs: 0, line: `fetching ${missing.map((tool) => `${TOOLCHAIN_PACKAGES[tool.name]}@${tool.version}`).join(', ')}` });
     const toolchains = await Promise.all(wanted.map((tool) => this.toolchains.ensure(tool.name, tool.version)));
     if (missing.length > 0) onProgress?.({ stage: 'toolchain', elapsedMs: Date.now() - started, line: 'toolchains ready' });
@@ -273,8 +270,8 @@ export class SnapshotManager {
       return { key: known.key, identity: known.identity, cached: true };
     }
     const inputs = await readRecipeInputs(this.options.mirror, request.mirrorPath, request.sha);
-    const identity = await this.environment(request.repo, request.mirrorPath, request.sha, request.onProgress, inputs);
-    const key = await computeSnapshotKey({ mirror: this.options.mirror, mirrorPath: request.mirrorPath, sha: request.sha, identity, baseImageId, inputs });
+    const identity = await this.environment(request.repo, inputs, request.onProgress);
+    const key = await computeSnapshotKey({ mirrorPath: request.mirrorPath, sha: request.sha, identity, baseImageId, inputs });
     const entry: Lookup = { key, identity, at: Date.now() };
     this.lookups.set(id, entry);
     await this.writeLookup(id, entry);
@@ -286,7 +283,7 @@ export class SnapshotManager {
       entry.identity.repo === repo &&
       Date.now() - entry.at < LOOKUP_TTL_MS &&
       recipeHash(entry.identity.environment) === entry.identity.recipeHash &&
-      entry.identity.toolchains.every((tool) => existsSync(join(tool.hostPath, TOOLCHAIN_MARKER)))
+      entry.identity.toolchains.every((tool) => toolchainComplete(tool.hostPath))
     );
   }
 

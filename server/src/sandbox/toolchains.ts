@@ -32,6 +32,11 @@ const SHIMS: Record<Exclude<ToolchainName, 'node'>, Record<string, string>> = {
 };
 const SHIM_DIR = '.dockhand-bin';
 const COMPLETE_MARKER = '.dockhand-toolchain.json';
+
+/** Is the toolchain unpacked at `hostPath` complete (its marker is written last)? */
+export function toolchainComplete(hostPath: string): boolean {
+  return existsSync(join(hostPath, COMPLETE_MARKER));
+}
 const VERSIONS_TTL_MS = 24 * 3600_000;
 
 export interface ToolchainMount {
@@ -123,7 +128,7 @@ export class ToolchainStore {
 
   private async fetch(name: ToolchainName, version: string): Promise<ToolchainMount> {
     const mount = this.mountOf(name, version);
-    if (existsSync(join(mount.hostPath, COMPLETE_MARKER))) return mount;
+    if (toolchainComplete(mount.hostPath)) return mount;
     await mkdir(this.root, { recursive: true });
     const work = await mkdtemp(join(this.root, `.partial-${name}-${version}-`));
     const started = Date.now();
@@ -145,7 +150,7 @@ export class ToolchainStore {
         await rename(unpacked, mount.hostPath);
       } catch (error) {
         // Another process finished the same toolchain first: use that one.
-        if (!existsSync(join(mount.hostPath, COMPLETE_MARKER))) throw error;
+        if (!toolchainComplete(mount.hostPath)) throw error;
       }
       this.downloads += 1;
       this.options.logger?.info({ toolchain: spec, ms: Date.now() - started }, 'toolchain fetched');
