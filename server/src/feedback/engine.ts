@@ -12,7 +12,7 @@ import { matchesTest, reproducingOutcomes, selectReproducingTests } from './repr
 import { readBaseSnapshot, readWorkspaceChanges, workspaceDiffHash, type WorkspaceChanges } from './snapshot';
 import { customPlan, detectedPlan, selectableFiles, selectedPlan, selectedWorkspacePlans, wholeCommandPlan, wholeWorkspacePlans, type SuitePlan } from './suite-plan';
 import { runSuite, type SuiteContext, type SuiteRun } from './suite-run';
-import { planTestCommand, type TestPlan, type WorkspaceMember } from './test-command';
+import { planTestCommand, runsInWorkspaces, type TestPlan, type WorkspaceMember } from './test-command';
 import { workspaceDirs, workspaceGlobs } from './workspaces';
 import type {
   BaselineKey,
@@ -182,7 +182,9 @@ export class SmartFeedbackEngine implements FeedbackEngine {
     if (prePr) {
       return { reason: `scope full: the pre-PR command (from ${prePr.source})`, plans: [wholeCommandPlan(planTestCommand(prePr.command, packageJson), python)], whole: true };
     }
-    const plan = planTestCommand(environment.test.command, packageJson, await workspaceMembers(sandbox, packageJson, analysis.graph.files));
+    // Members are read (one file each) only for a command that runs in them.
+    const members = runsInWorkspaces(environment.test.command, packageJson) ? await workspaceMembers(sandbox, packageJson, analysis.graph.files) : [];
+    const plan = planTestCommand(environment.test.command, packageJson, members);
     const source = `\`${environment.test.command}\` from ${environment.test.source}`;
     if (plan.workspaces) return this.workspacePlan(plan, analysis, opts, source);
     const whole = wholeCommandPlan(plan, python);

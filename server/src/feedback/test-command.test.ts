@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { toRepoPath } from './runners';
 import { selectableFiles, selectedPlan, selectedWorkspacePlans, wholeCommandPlan, wholeWorkspacePlans } from './suite-plan';
-import { planTestCommand, splitChain, workspaceCall } from './test-command';
+import { planTestCommand, runsInWorkspaces, splitChain, workspaceCall } from './test-command';
 import { workspaceDirs, workspaceGlobs } from './workspaces';
 
 const pkg = (scripts: Record<string, string>) => JSON.stringify({ name: 'x', scripts });
@@ -112,6 +112,13 @@ describe('workspace commands: each package its own runner', () => {
     expect(workspaceCall(words('pnpm -r --filter ./packages/a test'))).toBeUndefined();
     expect(workspaceCall(words('npm test --workspace=packages/a'))).toBeUndefined();
     expect(workspaceCall(words('yarn workspaces foreach --since run test'))).toBeUndefined();
+  });
+
+  it('tells a command that runs in the workspace packages (their package.json files are read only then)', () => {
+    expect(runsInWorkspaces('npm test', pkg({ test: 'npm run lint && npm test --workspaces', lint: 'eslint .' }))).toBe(true);
+    expect(runsInWorkspaces('pnpm -r test', pkg({}))).toBe(true);
+    expect(runsInWorkspaces('npm test', pkg({ test: 'jest' }))).toBe(false);
+    expect(runsInWorkspaces('make test', pkg({}))).toBe(false);
   });
 
   it('plans each member that has the script with its own runner, in its own directory, the root steps around them', () => {

@@ -350,6 +350,21 @@ export function workspaceCall(words: ShellWord[]): { manager: WorkspacePlan['man
   return undefined;
 }
 
+/** The first step of the chain that runs a script in every workspace package, and where it is. */
+function workspaceStepOf(chain: ResolvedChain): { call: NonNullable<ReturnType<typeof workspaceCall>>; index: number } | undefined {
+  for (const [index, step] of chain.steps.entries()) {
+    const call = step.segments.length === 1 ? workspaceCall(step.segments[0] ?? []) : undefined;
+    if (call) return { call, index };
+  }
+  return undefined;
+}
+
+/** Does the command run a script in every workspace package (so its members are worth reading)? */
+export function runsInWorkspaces(command: string, packageJson: string | undefined): boolean {
+  const chain = resolveChain(command, packageScripts(packageJson));
+  return chain !== undefined && workspaceStepOf(chain) !== undefined;
+}
+
 /** The repository's test command as the engine understands it. */
 export interface TestPlan {
   /** The command as the repository gives it (`npm test`). */
@@ -373,10 +388,9 @@ export function planTestCommand(command: string, packageJson: string | undefined
   const chain = resolveChain(command, packageScripts(packageJson));
   const unknown: TestPlan = { command, runner: 'unknown', before: [], after: [], expanded: chain?.expanded ?? [] };
   if (!chain) return unknown;
-  const workspaceIndex = members.length > 0 ? chain.steps.findIndex((step) => step.segments.length === 1 && workspaceCall(step.segments[0] ?? []) !== undefined) : -1;
-  const workspaceStep = chain.steps[workspaceIndex];
-  const call = workspaceStep ? workspaceCall(workspaceStep.segments[0] ?? []) : undefined;
-  if (call && workspaceStep) {
+  const workspace = members.length > 0 ? workspaceStepOf(chain) : undefined;
+  if (workspace) {
+    const { call, index: workspaceIndex } = workspace;
     const planned = members
       .filter((member) => call.script in packageScripts(member.packageJson))
       .map((member) => ({ dir: member.dir, plan: planTestCommand(`${call.manager} run ${call.script}`, member.packageJson) }));
