@@ -1,6 +1,6 @@
 import pino, { type Logger } from 'pino';
 import { maskSecrets } from './policy/mask';
-import { SECRET_RULES } from './policy/secret-rules';
+import { mayHoldSecret } from './policy/secrets';
 
 export type { Logger } from 'pino';
 
@@ -21,22 +21,14 @@ export const REDACT_PATHS = [
   '*.databaseUrl',
 ];
 
-/** Every keyword the content gate's rules run on (gitleaks' keyword prefilter), lower case. */
-const RULE_KEYWORDS = [...new Set(SECRET_RULES.flatMap((rule) => rule.keywords))];
-/** The high-entropy rule's candidates: a run of 32 or more base64/url-safe characters. */
-const ENTROPY_RUN = /[A-Za-z0-9+/=_-]{32}/;
-
 /**
- * Whether a serialized line could hold anything the gate detects: a keyword of one of its rules,
- * an entropy candidate, or a known value. This is a superset on JSON text (escaping touches only
- * quotes, backslashes and control characters, which no keyword holds and which end a run anyway),
- * so skipping the other lines changes nothing but the cost.
+ * Whether a serialized line could hold anything the gate detects: what its scanner looks for
+ * (`mayHoldSecret`: a rule keyword or an entropy candidate) or a known value. This is a superset on
+ * JSON text (escaping touches only quotes, backslashes and control characters, which no keyword
+ * holds and which end a run anyway), so skipping the other lines changes nothing but the cost.
  */
 function maySecret(line: string, known: readonly string[]): boolean {
-  if (ENTROPY_RUN.test(line)) return true;
-  if (known.some((secret) => line.includes(secret))) return true;
-  const lower = line.toLowerCase();
-  return RULE_KEYWORDS.some((keyword) => lower.includes(keyword));
+  return known.some((secret) => line.includes(secret)) || mayHoldSecret(line);
 }
 
 function maskStrings(value: unknown, known: readonly string[]): unknown {

@@ -204,6 +204,17 @@ function matchesKeywords(rule: SecretRule, lower: string): boolean {
   return rule.keywords.some((keyword) => lower.includes(keyword));
 }
 
+/**
+ * Could `text` hold anything the scanner finds: a keyword of one of its rules or an entropy
+ * candidate? A text for which this is false has no finding, so a caller may skip scanning it
+ * (the log's fast path for the many lines with nothing in them).
+ */
+export function mayHoldSecret(text: string): boolean {
+  if (text.search(ENTROPY_CANDIDATE) >= 0) return true;
+  const lower = text.toLowerCase();
+  return SECRET_RULES.some((rule) => matchesKeywords(rule, lower));
+}
+
 const MULTILINE_RULES = SECRET_RULES.filter((rule) => rule.multiline === true);
 const LINE_RULES = SECRET_RULES.filter((rule) => rule.multiline !== true);
 
