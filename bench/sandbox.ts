@@ -12,6 +12,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import Docker from 'dockerode';
+import { containerMemoryMiB } from './container-memory';
 import pino from 'pino';
 import { createFixtureRepo } from '../test/support/fixture-repo';
 import { DockerSandboxDriver } from '../server/src/sandbox/docker-driver';
@@ -41,15 +42,6 @@ async function timed<T>(work: () => Promise<T>): Promise<{ value: T; ms: number 
   const started = performance.now();
   const value = await work();
   return { value, ms: performance.now() - started };
-}
-
-/** Memory a container holds, as `docker stats` computes it (usage minus page cache). */
-async function memoryMiB(docker: Docker, id: string): Promise<number> {
-  const stats = await docker.getContainer(id).stats({ stream: false });
-  const usage = stats.memory_stats.usage ?? 0;
-  const detail: Record<string, number | undefined> = stats.memory_stats.stats ?? {};
-  const cache = detail.total_inactive_file ?? detail.inactive_file ?? detail.cache ?? 0;
-  return (usage - cache) / (1024 * 1024);
 }
 
 async function main(): Promise<void> {
@@ -111,7 +103,7 @@ async function main(): Promise<void> {
       if (run === 0) {
         await new Promise((done) => setTimeout(done, 2000));
         const idle = [...driver.liveSandboxes.values()];
-        const figures = await Promise.all(idle.map((sandbox) => memoryMiB(docker, sandbox.id)));
+        const figures = await Promise.all(idle.map((sandbox) => containerMemoryMiB(docker, sandbox.id)));
         idleMiB = figures.reduce((sum, value) => sum + value, 0) / Math.max(1, figures.length);
       }
       const { ms, value } = await timed(() => pool.claim(snapshot, baseSha, () => mirror.bundle(mirrorPath, baseSha)));

@@ -20,6 +20,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
+import { containerMemoryMiB } from '../container-memory';
 import pino from 'pino';
 import { DockerSandboxDriver } from '../../server/src/sandbox/docker-driver';
 import { checkSandboxHost } from '../../server/src/sandbox/host-check';
@@ -53,14 +54,6 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 function availableMiB(): number {
   const line = readFileSync('/proc/meminfo', 'utf8').split('\n').find((l) => l.startsWith('MemAvailable:'));
   return Math.round(Number(line?.split(/\s+/)[1] ?? 0) / 1024);
-}
-
-async function memoryMiB(docker: Docker, id: string): Promise<number> {
-  const stats = await docker.getContainer(id).stats({ stream: false });
-  const usage = stats.memory_stats.usage ?? 0;
-  const detail: Record<string, number | undefined> = stats.memory_stats.stats ?? {};
-  const cache = detail.total_inactive_file ?? detail.inactive_file ?? detail.cache ?? 0;
-  return (usage - cache) / (1024 * 1024);
 }
 
 export async function runGvisorProbe(out: (line: string) => void = (line) => process.stdout.write(`${line}\n`)): Promise<GvisorProbe> {
@@ -102,7 +95,7 @@ export async function runGvisorProbe(out: (line: string) => void = (line) => pro
         const sampler = (async () => {
           while (sampling) {
             lowest = Math.min(lowest, availableMiB());
-            const figures = await Promise.all(live.map((s) => memoryMiB(docker, s.id).catch(() => Number.NaN)));
+            const figures = await Promise.all(live.map((s) => containerMemoryMiB(docker, s.id).catch(() => Number.NaN)));
             const valid = figures.filter(Number.isFinite);
             if (valid.length > 0) memory.push(valid.reduce((a, b) => a + b, 0) / valid.length);
             await sleep(1000);
