@@ -34,6 +34,25 @@ export interface ReadinessOptions {
 
 type Progress = ReadinessCheckStatus['progress'][number];
 
+/**
+ * What in the tests at the base blocks a rollout: a runner that cannot run, a command that runs no
+ * test, or one in which no test passes (every result is a failure at the base, the whole command's
+ * exit status included): then no change can be verified, whatever the agent does.
+ */
+export function testBlockers(report: ReadinessReport, infrastructure: string | undefined): void {
+  if (infrastructure) {
+    report.tests.action = 'make the test command runnable in the sandbox (testCommand in .dockhand/environment.yml or .dockhand/policy.yml)';
+    report.blocking.push({ problem: infrastructure, action: report.tests.action });
+  } else if (report.tests.passed + report.tests.failed === 0) {
+    report.tests.action = 'add tests, or name the test command in .dockhand/environment.yml';
+    report.blocking.push({ problem: `the test command (${report.tests.command ?? 'detected'}) ran no test`, action: report.tests.action });
+  } else if (report.tests.passed === 0) {
+    report.tests.ok = false;
+    report.tests.action = 'run the tests as the repository\'s CI does: pin its Node version (node: in .dockhand/environment.yml) or name a test command that passes at the base (test: there)';
+    report.blocking.push({ problem: `no test passes at the base: ${report.tests.failed} failed (${report.tests.preExistingFailures.slice(0, 3).join('; ')}), so no change can be verified`, action: report.tests.action });
+  }
+}
+
 export class ReadinessChecks {
   private readonly checks = new Map<string, ReadinessCheckStatus>();
   private readonly running = new Map<string, AbortController>();
@@ -166,7 +185,7 @@ export class ReadinessChecks {
           preExistingFailures: baseline.preExistingFailures,
           seconds: baseline.seconds,
         };
-        this.testBlockers(report, baseline.infrastructure?.message);
+        testBlockers(report, baseline.infrastructure?.message);
         return;
       }
     }
@@ -183,17 +202,7 @@ export class ReadinessChecks {
       preExistingFailures: failing,
       seconds: (Date.now() - started) / 1000,
     };
-    this.testBlockers(report, run.infrastructure?.message);
-  }
-
-  private testBlockers(report: ReadinessReport, infrastructure: string | undefined): void {
-    if (infrastructure) {
-      report.tests.action = 'make the test command runnable in the sandbox (testCommand in .dockhand/environment.yml or .dockhand/policy.yml)';
-      report.blocking.push({ problem: infrastructure, action: report.tests.action });
-    } else if (report.tests.passed + report.tests.failed === 0) {
-      report.tests.action = 'add tests, or name the test command in .dockhand/environment.yml';
-      report.blocking.push({ problem: `the test command (${report.tests.command ?? 'detected'}) ran no test`, action: report.tests.action });
-    }
+    testBlockers(report, run.infrastructure?.message);
   }
 
   private async selection(engine: ReadinessEngine, sandbox: Sandbox, report: ReadinessReport): Promise<void> {
