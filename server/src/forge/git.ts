@@ -27,7 +27,7 @@ const PASSED_ENV = [
   'HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy', 'NO_PROXY', 'no_proxy',
 ] as const;
 const ALLOWED_GIT_ENV = [
-  'GIT_TERMINAL_PROMPT', 'GIT_AUTHOR_DATE', 'GIT_COMMITTER_DATE', 'GIT_SSL_CAINFO', 'GIT_CONFIG_NOSYSTEM', 'GIT_CONFIG_GLOBAL',
+  'GIT_TERMINAL_PROMPT', 'GIT_AUTHOR_DATE', 'GIT_COMMITTER_DATE', 'GIT_SSL_CAINFO', 'GIT_CONFIG_NOSYSTEM', 'GIT_CONFIG_GLOBAL', 'GIT_INDEX_FILE',
 ];
 
 export interface GitOptions {
@@ -36,6 +36,8 @@ export interface GitOptions {
   username?: string;
   /** Fixed author and committer date (ISO 8601), for reproducible commits. */
   date?: string;
+  /** A scratch index instead of the repository's own (commits built without a worktree). */
+  indexFile?: string;
   timeoutMs?: number;
 }
 
@@ -57,6 +59,7 @@ export function childEnvironment(options: GitOptions = {}): Record<string, strin
     env['GIT_AUTHOR_DATE'] = options.date;
     env['GIT_COMMITTER_DATE'] = options.date;
   }
+  if (options.indexFile !== undefined) env['GIT_INDEX_FILE'] = options.indexFile;
   if (options.token !== undefined) env[TOKEN_ENV] = options.token;
   return env;
 }

@@ -100,6 +100,19 @@ function withTrailer(message: string, requester: Person | undefined): string {
   return `${text}\n\nCo-authored-by: ${requester.name} <${requester.email}>\n`;
 }
 
+/**
+ * The message as `git commit -F` would store it (its default "whitespace" clean-up: trailing
+ * white space and leading and trailing blank lines gone, runs of blank lines made one), since
+ * `git commit-tree` stores it as given.
+ */
+export function cleanMessage(text: string): string {
+  const lines = text.split('\n').map((line) => line.replace(/\s+$/, ''));
+  const kept = lines.filter((line, i) => line !== '' || (i > 0 && lines[i - 1] !== ''));
+  while (kept[0] === '') kept.shift();
+  while (kept.at(-1) === '') kept.pop();
+  return `${kept.join('\n')}\n`;
+}
+
 function validate(input: PushChangeInput): void {
   if (!SHA.test(input.baseSha)) {
     throw new DockhandError('bad_request', 'baseSha: must be a full 40-character lowercase hex commit SHA', { field: 'baseSha' });
@@ -151,34 +164,33 @@ async function pushInClone(input: PushChangeInput): Promise<PushChangeResult> {
     }
   }
 
-  // 2. Apply and commit in a throwaway worktree, so the clone itself is never dirty.
+  // 2. Apply and commit on a scratch index (plumbing: no worktree is checked out, so a large
+  // repository costs no checkout and the clone is never dirty): the base tree read into the
+  // index, the diff applied to it, the tree written and committed with the base as parent. Five
+  // git children where a worktree took nine, and each is a fork of the server.
   const scratch = await mkdtemp(join(tmpdir(), 'dockhand-push-'));
-  const worktree = join(scratch, 'tree');
   const patchFile = join(scratch, 'change.diff');
+  const messageFile = join(scratch, 'message.txt');
   let headSha: string;
   let tree: string;
   try {
-    await clone.raw(['worktree', 'add', '--detach', '--quiet', worktree, input.baseSha]);
-    await writeFile(patchFile, input.diff.endsWith('\n') ? input.diff : `${input.diff}\n`);
     const bot = input.bot ?? DOCKHAND_BOT;
-    const work = createGit(worktree, { date: input.date });
+    const work = createGit(input.cloneDir, { date: input.date, indexFile: join(scratch, 'index') });
+    await work.raw(['read-tree', input.baseSha]);
+    await writeFile(patchFile, input.diff.endsWith('\n') ? input.diff : `${input.diff}\n`);
     try {
-      await work.raw(['apply', '--index', '--whitespace=nowarn', patchFile]);
+      await work.raw(['apply', '--cached', '--whitespace=nowarn', patchFile]);
     } catch (error) {
       throw gitFailure(`the diff does not apply to ${input.baseSha}`, error, secrets, 'conflict');
     }
-    const messageFile = join(scratch, 'message.txt');
-    await writeFile(messageFile, withTrailer(input.message, input.requester));
-    await work.raw(['-c', `user.name=${bot.name}`, '-c', `user.email=${bot.email}`, 'commit', '--quiet', '--no-verify', '-F', messageFile]);
-    headSha = (await work.raw(['rev-parse', 'HEAD'])).trim();
-    tree = (await work.raw(['rev-parse', 'HEAD^{tree}'])).trim();
+    tree = (await work.raw(['write-tree'])).trim();
+    await writeFile(messageFile, cleanMessage(withTrailer(input.message, input.requester)));
+    headSha = (await work.raw(['-c', `user.name=${bot.name}`, '-c', `user.email=${bot.email}`, 'commit-tree', tree, '-p', input.baseSha, '-F', messageFile])).trim();
     if (input.verifyCommit) {
       await input.verifyCommit(await work.raw(['diff', '--binary', '--find-renames', input.baseSha, headSha]));
     }
   } finally {
-    await tryRaw(clone, ['worktree', 'remove', '--force', worktree]);
     await rm(scratch, { recursive: true, force: true });
-    await tryRaw(clone, ['worktree', 'prune']);
   }
 
   // 3. What does the remote branch hold?
@@ -199,8 +211,8 @@ async function pushInClone(input: PushChangeInput): Promise<PushChangeResult> {
         throw gitFailure('fetching the remote branch', error, secrets);
       }
     }
-    const remoteTree = await tryRaw(clone, ['rev-parse', `${remoteSha}^{tree}`]);
-    const remoteParent = await tryRaw(clone, ['rev-parse', `${remoteSha}^`]);
+    // One child for both (it fails for a root commit, which cannot hold this change anyway).
+    const [remoteTree, remoteParent] = (await tryRaw(clone, ['rev-parse', `${remoteSha}^{tree}`, `${remoteSha}^`]))?.split('\n') ?? [];
     if (remoteTree === tree && remoteParent === input.baseSha) {
       note(`${input.branch} already holds this change at ${remoteSha}; nothing pushed`);
       return { branch: input.branch, headSha: remoteSha, pushed: false, replaced: false, output: log.join('\n') };

@@ -6,6 +6,7 @@ import { promisify } from 'node:util';
 import type { Task, TaskEvent } from '@dockhand/protocol';
 import { runAgent, type AgentConfigInput } from '../agent';
 import { DockhandError } from '../errors';
+import { GitChildren } from '../git-child';
 import type { FeedbackEngine } from '../feedback/types';
 import { buildPullRequestBody, branchName, deliverPullRequest, type Forge } from '../forge';
 import type { ModelClient } from '../model/types';
@@ -16,30 +17,57 @@ import { rejectedThisRound } from './review-files';
 
 const execFileAsync = promisify(execFile);
 
+/** A file's content at a full commit SHA never changes: answers (absent ones too) are kept, up to this many. */
+const BASE_FILE_CACHE_ENTRIES = 512;
+/** Bigger files are read each time (the cache is for policy and config files, read several times a task). */
+const BASE_FILE_CACHE_MAX_BYTES = 256 * 1024;
+const FULL_SHA = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
+
 /**
  * Reads files at a commit of a repository the server can reach on disk (a local path, the local
  * forge's bare repo, or a server-side mirror). Remote-only repos need a mirror first.
+ *
+ * One `git cat-file --batch` per read (the object's type and content in one child process), and
+ * what was read at a full SHA is remembered: a task reads its repository's `.dockhand/policy.yml`
+ * at its base three times (after the finish, before the push, in the push), and each git child
+ * costs a fork of the whole server process — the largest CPU cost per task in `bench:scale`.
  */
 export function gitBaseFiles(resolveRepoPath: (repo: string) => string = (repo) => repo): BaseFiles {
+  const children = new GitChildren();
+  const cache = new Map<string, string | null>();
+  const remember = (key: string, value: string | null) => {
+    if (value !== null && value.length > BASE_FILE_CACHE_MAX_BYTES) return;
+    cache.set(key, value);
+    if (cache.size > BASE_FILE_CACHE_ENTRIES) cache.delete(cache.keys().next().value!);
+  };
   return {
     async read(repo, sha, path) {
       const dir = resolveRepoPath(repo);
-      if (!existsSync(dir)) return null;
-      // `git show` of a directory prints a tree listing; that is not a file's content.
-      const kind = await execFileAsync('git', ['-C', dir, 'cat-file', '-t', `${sha}:${path}`], { encoding: 'utf8' }).then((result) => result.stdout.trim(), () => undefined);
-      if (kind === undefined) return null;
+      const key = `${dir}\0${sha}\0${path}`;
+      if (FULL_SHA.test(sha) && cache.has(key)) return cache.get(key)!;
+      if (!existsSync(dir) || /[\n\r]/.test(path)) return null;
+      // The commit itself is asked too: "missing" is kept only when the commit is there (the path
+      // is not in it), not when the commit has not reached this repository yet.
+      const out = await children.run(['cat-file', '--batch'], { cwd: dir, stdin: `${sha}:${path}\n${sha}^{commit}\n`, what: 'git cat-file --batch', timeoutMs: 30_000 }).catch(() => undefined);
+      if (!out) return null;
+      const newline = out.stdout.indexOf(0x0a);
+      // "<oid> <type> <size>", then the content; anything else ("<name> missing", "ambiguous") is no file.
+      const header = /^[0-9a-f]{40,64} (\w+) (\d+)$/.exec(out.stdout.subarray(0, Math.max(newline, 0)).toString());
+      if (!header) {
+        const commit = out.stdout.subarray(newline + 1, out.stdout.indexOf(0x0a, newline + 1)).toString();
+        if (FULL_SHA.test(sha) && /^[0-9a-f]{40,64} commit \d+$/.test(commit)) remember(key, null);
+        return null;
+      }
+      const [, kind = '', size = '0'] = header;
       if (kind !== 'blob') {
         throw new DockhandError('bad_request', `path: ${path} is a ${kind === 'tree' ? 'directory' : kind} at ${sha.slice(0, 12)}, not a file`, {
           field: 'path',
           hint: 'ask for a file path; the diff lists the changed files',
         });
       }
-      try {
-        const { stdout } = await execFileAsync('git', ['-C', dir, 'show', `${sha}:${path}`], { maxBuffer: 64 * 1024 * 1024, encoding: 'utf8' });
-        return stdout;
-      } catch {
-        return null;
-      }
+      const content = out.stdout.subarray(newline + 1, newline + 1 + Number(size)).toString('utf8');
+      if (FULL_SHA.test(sha)) remember(key, content);
+      return content;
     },
     async list(repo, sha) {
       const dir = resolveRepoPath(repo);
