@@ -1,8 +1,7 @@
 import Anthropic, { APIError } from '@anthropic-ai/sdk';
 import { DockhandError } from '../errors';
 import { DEFAULT_PRICES, costOf, mergePrices, pricesFor, type PriceTable } from './pricing';
-import { canHandBack, requestHandBack } from '../scheduler/hand-back';
-import { RetryPolicy, classifyFailure, handBackDelayMs, retryDelayMs, type Failure, type RetryPolicyInput } from './retry';
+import { RetryPolicy, classifyFailure, retriesExhausted, retryDelayMs, type Failure, type RetryPolicyInput } from './retry';
 import type { FallbackNotice, ModelClient, ModelTurnRequest, ModelTurnResult, RetryNotice } from './types';
 
 export interface AnthropicModelOptions {
@@ -110,16 +109,15 @@ export class AnthropicModelClient implements ModelClient {
     }
     // Every attempt met a failure that may pass: under a scheduler the task goes back to the queue
     // (this aborts the turn's signal; the loop stops and writes nothing more) instead of failing.
-    if (lastFailure && canHandBack()) {
-      const delayMs = handBackDelayMs(this.policy, this.options.random ?? Math.random);
-      this.onRetry?.({ attempt: this.policy.maxAttempts, of: this.policy.maxAttempts, model: this.activeModel, reason: lastFailure.reason, delayMs, handBack: true });
-      requestHandBack({ reason: `model ${this.activeModel} unreachable after ${this.policy.maxAttempts} attempts: ${lastFailure.reason}`, delayMs });
-    }
-    throw new DockhandError(
-      'model_unavailable',
-      `model unavailable after ${this.policy.maxAttempts} attempts: ${lastFailure?.reason ?? 'unknown failure'}`,
-      { hint: 'the model API kept failing; the task can be resumed later' },
-    );
+    throw retriesExhausted({
+      policy: this.policy,
+      random: this.options.random ?? Math.random,
+      subject: `model ${this.activeModel}`,
+      model: this.activeModel,
+      reason: lastFailure?.reason ?? 'unknown failure',
+      onRetry: this.onRetry,
+      hint: 'the model API kept failing; the task can be resumed later',
+    });
   }
 
   /** One streamed request; resolves only with a message that reached `message_stop`. */

@@ -62,7 +62,7 @@ describe('BudgetedModelClient when the budget cannot be asked', () => {
     const inner = answering();
     const under = await withHandBack((request) => handedBack.push(request), () => client(inner, flakyBudget(99), retries, []).turn(request)).catch((error: unknown) => error);
     expect(under instanceof DockhandError ? under.code : undefined).toBe('model_unavailable');
-    expect(handedBack).toEqual([{ reason: 'rate budget unreachable: timeout exceeded when trying to connect (after 3 attempts)', delayMs: 5_000 }]);
+    expect(handedBack).toEqual([{ reason: 'rate budget unreachable after 3 attempts: timeout exceeded when trying to connect', delayMs: 5_000 }]);
     expect(retries.at(-1)).toMatchObject({ handBack: true, delayMs: 5_000, attempt: 3, of: 3 });
     expect(inner.calls).toBe(0);
 

@@ -1,6 +1,5 @@
 import { DockhandError } from '../errors';
-import { canHandBack, requestHandBack } from '../scheduler/hand-back';
-import { RetryPolicy, handBackDelayMs, retryDelayMs, type RetryPolicyInput } from './retry';
+import { RetryPolicy, retriesExhausted, retryDelayMs, type RetryPolicyInput } from './retry';
 import type { ModelClient, ModelTurnRequest, ModelTurnResult } from './types';
 
 /** The fleet-wide budget a turn reserves from before it calls the model (`store/postgres-budget.ts`). */
@@ -97,15 +96,17 @@ export class BudgetedModelClient implements ModelClient {
       } catch (error) {
         signal?.throwIfAborted();
         if (error instanceof DockhandError && error.code === 'bad_request') throw error;
-        const reason = `rate budget unreachable: ${error instanceof Error ? error.message : String(error)}`;
+        const message = error instanceof Error ? error.message : String(error);
+        const reason = `rate budget unreachable: ${message}`;
         const failure = { retryable: true, aborted: false, reason, retryAfterMs: undefined };
         if (attempt >= this.policy.maxAttempts) {
-          if (canHandBack()) {
-            const delayMs = handBackDelayMs(this.policy, random);
-            this.onRetry?.({ attempt, of: this.policy.maxAttempts, model: 'rate budget', reason, delayMs, handBack: true });
-            requestHandBack({ reason: `${reason} (after ${attempt} attempts)`, delayMs });
-          }
-          throw new DockhandError('model_unavailable', `${reason} (after ${attempt} attempts)`, {
+          throw retriesExhausted({
+            policy: this.policy,
+            random,
+            subject: 'rate budget',
+            model: 'rate budget',
+            reason: message,
+            onRetry: this.onRetry,
             cause: error,
             hint: 'the fleet rate budget lives in the Postgres store: check that the store is up and the pool (DOCKHAND_DATABASE_URL) is not exhausted',
           });

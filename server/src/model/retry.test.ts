@@ -1,6 +1,8 @@
 import { APIConnectionError, APIError, APIUserAbortError, AnthropicError, BadRequestError, OverloadedError } from '@anthropic-ai/sdk';
 import { describe, expect, it } from 'vitest';
-import { RetryPolicy, classifyFailure, retryAfterMs, retryDelayMs } from './retry';
+import { withHandBack, type HandBackRequest } from '../scheduler/hand-back';
+import { RetryPolicy, classifyFailure, retriesExhausted, retryAfterMs, retryDelayMs } from './retry';
+import type { RetryNotice } from './types';
 
 const headers = (entries: Record<string, string> = {}): Headers => new Headers(entries);
 
@@ -69,5 +71,29 @@ describe('retryDelayMs', () => {
       whenUnavailable: 'fallback',
       handBackDelayMs: 30_000,
     });
+  });
+});
+
+describe('retriesExhausted', () => {
+  const policy = RetryPolicy.parse({ maxAttempts: 3, handBackDelayMs: 10_000, jitter: 0.5 });
+  const ending = (onRetry: (notice: RetryNotice) => void) => ({
+    policy, random: () => 1, subject: 'model m', model: 'm', reason: '529 overloaded_error', onRetry, hint: 'try later',
+  });
+
+  it('under a scheduler: hands the task back for the jittered delay, tells onRetry last, and returns model_unavailable', () => {
+    const notices: RetryNotice[] = [];
+    const handedBack: HandBackRequest[] = [];
+    const error = withHandBack((request) => handedBack.push(request), () => retriesExhausted(ending((notice) => notices.push(notice))));
+    expect(error.code).toBe('model_unavailable');
+    expect(error.message).toBe('model m unreachable after 3 attempts: 529 overloaded_error');
+    expect(handedBack).toEqual([{ reason: 'model m unreachable after 3 attempts: 529 overloaded_error', delayMs: 5_000 }]);
+    expect(notices).toEqual([{ attempt: 3, of: 3, model: 'm', reason: '529 overloaded_error', delayMs: 5_000, handBack: true }]);
+  });
+
+  it('with no scheduler: no hand-back and no notice, the same error', () => {
+    const notices: RetryNotice[] = [];
+    const error = retriesExhausted(ending((notice) => notices.push(notice)));
+    expect(error.message).toBe('model m unreachable after 3 attempts: 529 overloaded_error');
+    expect(notices).toEqual([]);
   });
 });

@@ -1,5 +1,8 @@
 import { APIConnectionError, APIError, APIUserAbortError, AnthropicError } from '@anthropic-ai/sdk';
 import { z } from 'zod';
+import { DockhandError } from '../errors';
+import { canHandBack, requestHandBack } from '../scheduler/hand-back';
+import type { RetryNotice } from './types';
 
 /*
  * Our own retry policy for model calls. The SDK's built-in retries are switched off
@@ -92,4 +95,36 @@ export function retryDelayMs(attempt: number, policy: RetryPolicy, failure: Fail
   if (failure.retryAfterMs !== undefined && failure.retryAfterMs <= policy.maxRetryAfterMs) return failure.retryAfterMs;
   const exponential = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (attempt - 1));
   return Math.round(exponential * (1 - policy.jitter * random()));
+}
+
+export interface RetriesExhausted {
+  policy: RetryPolicy;
+  random: () => number;
+  /** What could not be reached, as the message names it: `model claude-sonnet-4-6`, `rate budget`. */
+  subject: string;
+  /** The `model` of the last retry notice (`rate budget` for the budget). */
+  model: string;
+  /** The last failure, short (`529 overloaded_error`, the pool's error message). */
+  reason: string;
+  onRetry: ((notice: RetryNotice) => void) | undefined;
+  hint: string;
+  cause?: unknown;
+}
+
+/**
+ * The ending of a turn whose every attempt failed for a reason that may pass (the model, or the
+ * fleet rate budget's store, unreachable): under a scheduler the task is handed back to the queue
+ * for about `handBackDelayMs` (told to `onRetry` as the last notice, with `handBack`; the run's
+ * signal is aborted), and either way the error to throw is returned — `model_unavailable`, with
+ * one message for both callers: `<subject> unreachable after <n> attempts: <reason>`.
+ */
+export function retriesExhausted(ending: RetriesExhausted): DockhandError {
+  const attempts = ending.policy.maxAttempts;
+  const message = `${ending.subject} unreachable after ${attempts} attempts: ${ending.reason}`;
+  if (canHandBack()) {
+    const delayMs = handBackDelayMs(ending.policy, ending.random);
+    ending.onRetry?.({ attempt: attempts, of: attempts, model: ending.model, reason: ending.reason, delayMs, handBack: true });
+    requestHandBack({ reason: message, delayMs });
+  }
+  return new DockhandError('model_unavailable', message, { hint: ending.hint, ...(ending.cause === undefined ? {} : { cause: ending.cause }) });
 }
