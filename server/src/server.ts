@@ -31,7 +31,10 @@ function followStateNotices(hub: PostgresEventHub, fleet: Fleet): void {
       // A paused task cancelled through another process (an API replica) holds its sandbox here with no run to release it.
       if (!scheduler.active.includes(notice.taskId)) void runner.releaseSandbox(notice.taskId);
     }
-    else if (notice.state === 'queued' || notice.state === 'pushing' || notice.state === 'running') scheduler.wake();
+    // A state written by the worker that holds the task (its own run moving on, a hand-back that
+    // keeps the lease for its delay) leaves nothing to claim: only an API replica's write
+    // (submitted, approved for push, sent back to work) wakes every worker.
+    else if (!notice.held && (notice.state === 'queued' || notice.state === 'pushing' || notice.state === 'running')) scheduler.wake();
   });
 }
 

@@ -11,6 +11,8 @@ export const EventNotice = z.object({
   seq: z.number().int().min(1),
   type: z.string(),
   state: z.string().optional(),
+  /** Written by the worker holding the task's lease (under its fence): the task is not up for a claim. */
+  held: z.boolean().optional(),
   /** The event itself when it fitted the payload; checked only where it is published. */
   event: z.unknown().optional(),
 });

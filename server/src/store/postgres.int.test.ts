@@ -254,6 +254,14 @@ describe('Postgres store shared by several processes', () => {
     await worker.appendEvent(task.id, { type: 'task.state', data: { state: 'running' } });
     await until(() => live.includes(3), 'seq 3');
     expect(notices.at(-1)).toMatchObject({ taskId: task.id, seq: 3, type: 'task.state', state: 'running' });
+    // Written by no lease holder (an API replica's approval, say): the notice wakes the workers.
+    expect(notices.at(-1)?.held).toBeUndefined();
+    // Written under the lease's fence (the worker's own run): `held`, nothing to claim. (A claim
+    // of an active task appends nothing.)
+    const [claim] = await worker.claimRunnable('w1', 1, 30_000);
+    await withLeaseFence({ taskId: task.id, workerId: 'w1', epoch: claim!.epoch }, () => worker.appendEvent(task.id, { type: 'task.state', data: { state: 'running' } }));
+    await until(() => live.includes(4), 'seq 4');
+    expect(notices.filter((n) => n.seq >= 3).map((n) => [n.seq, n.held])).toEqual([[3, undefined], [4, true]]);
     const admin = new pg.Client({ connectionString: url });
     await admin.connect();
     try {
@@ -266,11 +274,11 @@ describe('Postgres store shared by several processes', () => {
     await until(() => !hub.listening, 'the hub to notice the cut');
     for (let i = 0; i < 10; i++) await worker.appendEvent(task.id, text(i));
     expect(hub.listening).toBe(false);
-    await until(() => live.at(-1) === 13, 'the events written while the connection was down', 15_000);
+    await until(() => live.at(-1) === 14, 'the events written while the connection was down', 15_000);
     // Consecutive, each once (the creation's notices may still have been on their way when it
     // subscribed: seq 1 and 2 can come first, as the subscriber protocol allows).
     expect(live).toEqual(Array.from({ length: live.length }, (_, i) => (live[0] ?? 0) + i));
-    expect(live.slice(-11)).toEqual(Array.from({ length: 11 }, (_, i) => i + 3));
+    expect(live.slice(-12)).toEqual(Array.from({ length: 12 }, (_, i) => i + 3));
     expect(hub.listening).toBe(true);
   });
 });

@@ -335,8 +335,10 @@ export class PostgresStore implements Store, RepoStore, ClaimingStore {
     if (!parsed.success) throw fromZodError(parsed.error, `event ${event.type}`);
     const stored = parsed.data;
     const next = project(projection, stored);
-    const notice: { taskId: string; seq: number; type: string; state?: string; event?: TaskEvent } = { taskId, seq: stored.seq, type: stored.type };
+    const notice: { taskId: string; seq: number; type: string; state?: string; held?: true; event?: TaskEvent } = { taskId, seq: stored.seq, type: stored.type };
     if (stored.type === 'task.state') notice.state = stored.data.state;
+    // Written under a live lease: the task has a worker, so no other worker need look for work.
+    if (fence) notice.held = true;
     // The event rides along when it fits NOTIFY's payload (8000 bytes): replicas publish it without
     // reading it back — one query per event per replica saved. A bigger one is read (`PostgresEventHub`).
     const withEvent = JSON.stringify({ ...notice, event: stored });
