@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { EventPayload } from '@dockhand/protocol';
 import { DockhandError } from '../errors';
 import { LABELS, ownerLabels } from './docker-driver';
+import { describeCacheStats, type DependencyCacheStats } from './dep-cache';
 import { DockerSandbox } from './docker-sandbox';
 import { describeInstallFailure, diagnoseInstall } from './install-failure';
 import { SCRIPTED_PACKAGES_HELPER, SETUP_SCRIPT_PATH } from './recipe';
@@ -62,6 +63,11 @@ export interface BuildRequest {
   networkName: string;
   extraCaBundle?: string;
   registry?: string;
+  /**
+   * The node's dependency cache (`dep-cache.ts`), listening for this build on the egress network's
+   * gateway: npm and pnpm use it as their registry. Absent: the registry is reached through the proxy.
+   */
+  dependencyCache?: { url: string; host: string; stats: DependencyCacheStats };
   installTimeoutMs: number;
   logPath: string;
   onProgress?: ProgressListener;
@@ -115,7 +121,28 @@ function buildEnvironment(request: BuildRequest): Record<string, string> {
     if (berry) env.YARN_NPM_REGISTRY_SERVER = request.registry;
     else if (manager?.name === 'yarn') env.YARN_REGISTRY = request.registry;
   }
+  if (request.dependencyCache && usesDependencyCache(identity)) {
+    const cache = request.dependencyCache;
+    // Plain HTTP to the host, never through the CONNECT proxy (which refuses plain requests).
+    env.npm_config_registry = cache.url;
+    env.npm_config_noproxy = cache.host;
+    Object.assign(env, { NO_PROXY: cache.host, no_proxy: cache.host });
+    // npm fetches a lockfile's resolved URLs on this host from the configured registry instead
+    // (its default replaces registry.npmjs.org, the cache's default upstream).
+    if (request.registry) env.npm_config_replace_registry_host = new URL(request.registry).hostname;
+  }
   return env;
+}
+
+/**
+ * npm and pnpm read the registry from npm_config_registry and check every tarball against the
+ * lockfile's integrity. Yarn classic fetches its lockfile's own URLs and berry refuses a plain-HTTP
+ * registry without more settings: both keep the proxy. The workspace is the same either way (the
+ * registry is not in the key, the lockfiles, or anything git tracks).
+ */
+export function usesDependencyCache(identity: SnapshotIdentity): boolean {
+  const manager = identity.environment.packageManager?.name;
+  return manager === 'npm' || manager === 'pnpm';
 }
 
 /** The install step: the recipe's install command, then setup.sh when it runs after it. */
@@ -246,6 +273,7 @@ export async function buildSnapshotImage(request: BuildRequest): Promise<void> {
     log.write(`\n# FAILED: ${error instanceof Error ? error.message : String(error)}\n`);
     throw error;
   } finally {
+    if (request.dependencyCache && usesDependencyCache(identity)) log.write(`# dependency cache: ${describeCacheStats(request.dependencyCache.stats)}\n`);
     await new Promise<void>((resolve) => log.end(() => resolve()));
     await container?.remove({ force: true, v: true }).catch(() => undefined);
   }

@@ -8,12 +8,13 @@ import type { Logger } from 'pino';
 import { EnvironmentRecipe } from '@dockhand/protocol';
 import { z } from 'zod';
 import { DockhandError } from '../errors';
+import { DependencyCache, describeCacheStats, type DependencyCacheListener } from './dep-cache';
 import { LABELS } from './docker-driver';
 import { isNotFound } from './docker-sandbox';
 import { DEFAULT_REGISTRY_HOSTS, startEgressProxy, type EgressProxy } from './egress-proxy';
 import type { RepoMirror } from './mirror';
 import { canonicalJson, detectRecipe, DEFAULT_NPM_RANGE, RECIPE_FILES, recipeToolchains, REQUIREMENTS_PATTERN, SETUP_SCRIPT_PATH, TOOLCHAIN_PACKAGES, type ToolchainName } from './recipe';
-import { buildSnapshotImage, SnapshotBuildFailed, type ProgressListener } from './snapshot-build';
+import { buildSnapshotImage, SnapshotBuildFailed, usesDependencyCache, type ProgressListener } from './snapshot-build';
 import { checkSnapshotLabels, readSnapshotLabels, SNAPSHOT_KEY_VERSION, SNAPSHOT_LABELS, type SnapshotIdentity } from './snapshot-labels';
 import { toolchainComplete, ToolchainStore } from './toolchains';
 import { newestSatisfying } from './versions';
@@ -73,6 +74,8 @@ export interface SnapshotManagerOptions {
   toolchains?: ToolchainStore;
   /** Build logs and failed-build records; default `<dataDir>/snapshot-logs`. */
   logDir?: string;
+  /** The node's npm/pnpm tarball cache for builds under the proxy (`dep-cache.ts`); default one under `<dataDir>/dep-cache`; false: none. */
+  dependencyCache?: DependencyCache | false;
   logger?: Logger;
 }
 
@@ -218,6 +221,8 @@ export class SnapshotManager {
   private readonly logDir: string;
   /** Number of images this manager built (tests and the benchmark count rebuilds with it). */
   builds = 0;
+  /** Shared by every build of this node; its `stats` count hits and misses over all of them. */
+  readonly dependencyCache: DependencyCache | undefined;
 
   constructor(options: SnapshotManagerOptions) {
     this.docker = options.docker;
@@ -231,6 +236,16 @@ export class SnapshotManager {
         ...(options.logger ? { logger: options.logger } : {}),
       });
     this.logDir = options.logDir ?? join(options.dataDir, 'snapshot-logs');
+    this.dependencyCache =
+      options.dependencyCache === false
+        ? undefined
+        : (options.dependencyCache ??
+          new DependencyCache({
+            dir: join(options.dataDir, 'dep-cache'),
+            ...(options.registry ? { upstream: options.registry } : {}),
+            ...(options.extraCaBundle ? { caBundle: options.extraCaBundle } : {}),
+            ...(options.logger ? { logger: options.logger } : {}),
+          }));
   }
 
   get repository(): string {
@@ -399,6 +414,7 @@ export class SnapshotManager {
     const logPath = join(this.logDir, `${key}.log`);
     await rm(this.failedPath(key), { force: true });
     let proxy: EgressProxy | undefined;
+    let cache: DependencyCacheListener | undefined;
     try {
       let egressSetup: Parameters<typeof buildSnapshotImage>[0]['egress'] = { mode: egress === 'runc-bridge' ? 'runc-bridge' : 'none' };
       if (egress === 'proxy') {
@@ -407,6 +423,13 @@ export class SnapshotManager {
         const allow = [...new Set([...(this.options.registryHosts ?? DEFAULT_REGISTRY_HOSTS), ...(registryHost ? [registryHost] : []), ...identity.environment.egressHosts])];
         proxy = await startEgressProxy({ host: gateway, allow, ...(logger ? { logger } : {}) });
         egressSetup = { mode: 'proxy', proxyUrl: `http://${proxy.host}:${proxy.port}`, refused: proxy.refused };
+        // An accelerator only: when it cannot start, the build fetches through the proxy as before.
+        if (this.dependencyCache && usesDependencyCache(identity)) {
+          cache = await this.dependencyCache.listen(gateway).catch((error: unknown) => {
+            logger?.warn({ err: error instanceof Error ? error.message : String(error) }, 'dependency cache unavailable; this build fetches through the proxy');
+            return undefined;
+          });
+        }
       }
       await buildSnapshotImage({
         docker: this.docker,
@@ -421,6 +444,7 @@ export class SnapshotManager {
         networkName: EGRESS_NETWORK,
         ...(this.options.extraCaBundle ? { extraCaBundle: this.options.extraCaBundle } : {}),
         ...(this.options.registry ? { registry: this.options.registry } : {}),
+        ...(cache ? { dependencyCache: cache } : {}),
         installTimeoutMs: this.options.installTimeoutMs ?? 15 * 60_000,
         logPath,
         ...(request.onProgress ? { onProgress: request.onProgress } : {}),
@@ -428,7 +452,7 @@ export class SnapshotManager {
       });
       this.builds += 1;
       request.onProgress?.({ stage: 'done', elapsedMs: Date.now() - started, image });
-      logger?.info({ image, sha: request.sha, ms: Date.now() - started }, 'snapshot built');
+      logger?.info({ image, sha: request.sha, ms: Date.now() - started, ...(cache ? { dependencyCache: describeCacheStats(cache.stats) } : {}) }, 'snapshot built');
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       const hint = error instanceof DockhandError ? error.hint : undefined;
@@ -437,6 +461,7 @@ export class SnapshotManager {
       request.onProgress?.({ stage: 'failed', elapsedMs: Date.now() - started, line: message.split('\n')[0]?.slice(0, 2000) ?? '', image });
       throw error;
     } finally {
+      await cache?.close();
       await proxy?.close();
     }
   }

@@ -1,0 +1,340 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { mkdir, readdir, readFile, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { Agent, request as httpsRequest } from 'node:https';
+import type { Socket } from 'node:net';
+import { join } from 'node:path';
+import { rootCertificates } from 'node:tls';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+
+/**
+ * The node's dependency cache: a plain-HTTP npm registry front that snapshot builds use as their
+ * registry (`npm_config_registry`). It runs in the server process on the egress network's gateway,
+ * fetches from the real registry over TLS itself, and keeps package tarballs (immutable: a
+ * published name@version never changes) under `<dataDir>/dep-cache/`, so a cold build of a
+ * repository whose dependencies another build already fetched reads them from the host's disk.
+ *
+ * What keeps it read-only for builds (the blast radius): a build runs hostile code, and all it can
+ * do here is ask for a URL of the one upstream registry with GET or HEAD. Only this process writes
+ * the directory, only with the bytes the upstream served over TLS for that exact tarball path, and
+ * never a response to a request that carried credentials (a private package must not reach another
+ * repository's build). Nothing a build sends is stored. Entries are content-checked on every read
+ * (sha512 and size recorded at write; a mismatch is a miss and the entry is replaced), and the
+ * package manager still checks each tarball against its lockfile's integrity. Package documents
+ * (version lists) are passed through uncached: they change.
+ *
+ * It will not: cache pip wheels or yarn classic / berry downloads (those keep the CONNECT proxy),
+ * nor anything outside the upstream's origin.
+ */
+
+/** `/name/-/name-1.2.3.tgz` or `/@scope/name/-/name-1.2.3.tgz`: the npm registry's tarball paths. */
+const TARBALL_PATH = /^\/(?:@[a-z0-9][\w.-]*\/)?[a-z0-9][\w.-]*\/-\/[a-z0-9][\w.-]*\.tgz$/i;
+/** Request headers passed upstream (no host, proxy or connection headers). */
+const FORWARDED_HEADERS = ['accept', 'accept-encoding', 'user-agent', 'npm-command', 'npm-session', 'pnpm-session', 'referer', 'if-none-match', 'if-modified-since', 'authorization'];
+const RESPONSE_HOP_HEADERS = new Set(['connection', 'keep-alive', 'transfer-encoding', 'proxy-authenticate', 'upgrade']);
+/** Tarballs larger than this are passed through, not kept. */
+const MAX_ENTRY_BYTES = 256 * 1024 * 1024;
+
+const EntryRecord = z.object({ path: z.string(), sha512: z.string().regex(/^[A-Za-z0-9+/]+={0,2}$/), size: z.number().int().nonnegative() });
+
+export interface DependencyCacheStats {
+  /** Tarballs served from the host's disk. */
+  hits: number;
+  /** Tarballs fetched from upstream (and kept, when they fit). */
+  misses: number;
+  /** Entries found damaged on read (replaced from upstream). */
+  corrupt: number;
+  /** Requests passed through uncached (package documents, requests with credentials). */
+  passedThrough: number;
+  /** Methods other than GET/HEAD and upstream failures. */
+  refused: number;
+  bytesFromCache: number;
+  bytesFromUpstream: number;
+  evictions: number;
+}
+
+export interface DependencyCacheOptions {
+  /** `<dataDir>/dep-cache`. Created when missing. */
+  dir: string;
+  /** The registry it fronts; default the public npm registry. */
+  upstream?: string;
+  /** Size bound of the kept tarballs; the least recently used go first. Default 4 GiB. */
+  maxBytes?: number;
+  /** Extra CA bundle (PEM) for the upstream's TLS, added to Node's roots. */
+  caBundle?: string;
+  logger?: Logger;
+}
+
+/** One build's listener: its registry URL and its own counts. */
+export interface DependencyCacheListener {
+  readonly url: string;
+  readonly host: string;
+  readonly stats: DependencyCacheStats;
+  close(): Promise<void>;
+}
+
+function readCaBundle(path: string, logger: Logger | undefined): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (error) {
+    logger?.warn({ path, err: error instanceof Error ? error.message : String(error) }, 'dependency cache: extra CA bundle unreadable; upstream TLS uses the default roots');
+    return '';
+  }
+}
+
+function emptyStats(): DependencyCacheStats {
+  return { hits: 0, misses: 0, corrupt: 0, passedThrough: 0, refused: 0, bytesFromCache: 0, bytesFromUpstream: 0, evictions: 0 };
+}
+
+function sha512(body: Buffer): string {
+  return createHash('sha512').update(body).digest('base64');
+}
+
+/** One line for the build log and the server's log. */
+export function describeCacheStats(stats: DependencyCacheStats): string {
+  const mb = (bytes: number): string => (bytes / 1024 / 1024).toFixed(1);
+  return `${stats.hits} hits (${mb(stats.bytesFromCache)} MB from the node's cache), ${stats.misses} misses (${mb(stats.bytesFromUpstream)} MB from upstream), ${stats.corrupt} corrupt entries replaced, ${stats.passedThrough} passed through`;
+}
+
+export class DependencyCache {
+  readonly dir: string;
+  readonly upstream: URL;
+  readonly maxBytes: number;
+  /** Counts over every build this process served. */
+  readonly stats: DependencyCacheStats = emptyStats();
+  private readonly agent: Agent;
+  private readonly logger: Logger | undefined;
+  private totalBytes: number | undefined;
+  private evicting: Promise<void> | undefined;
+
+  constructor(options: DependencyCacheOptions) {
+    this.dir = options.dir;
+    const upstream = new URL(options.upstream ?? 'https://registry.npmjs.org/');
+    if (upstream.protocol !== 'https:') throw new Error(`dependency cache upstream ${upstream.href} must be an https:// registry URL`);
+    this.upstream = upstream;
+    this.maxBytes = options.maxBytes ?? 4 * 1024 * 1024 * 1024;
+    const ca = options.caBundle ? [...rootCertificates, readCaBundle(options.caBundle, options.logger)] : undefined;
+    this.agent = new Agent({ keepAlive: true, maxSockets: 32, ...(ca ? { ca } : {}) });
+    this.logger = options.logger;
+  }
+
+  private tarballDir(): string {
+    return join(this.dir, 'npm-tarballs');
+  }
+
+  private entryPaths(path: string): { content: string; record: string } {
+    const key = createHash('sha256').update(path).digest('hex');
+    const base = join(this.tarballDir(), key.slice(0, 2), key);
+    return { content: `${base}.tgz`, record: `${base}.json` };
+  }
+
+  /** The upstream URL for a request path (always the upstream's origin, whatever the path). */
+  upstreamUrl(path: string): URL {
+    return new URL(this.upstream.origin + this.upstream.pathname.replace(/\/$/, '') + path);
+  }
+
+  /** The kept tarball for `path`, checked against its record; undefined for a miss, 'damaged' (and removed) when it does not match. */
+  async read(path: string): Promise<Buffer | 'damaged' | undefined> {
+    const paths = this.entryPaths(path);
+    let recordText: string;
+    try {
+      recordText = await readFile(paths.record, 'utf8');
+    } catch {
+      return undefined;
+    }
+    try {
+      const record = EntryRecord.parse(JSON.parse(recordText));
+      const body = await readFile(paths.content);
+      if (record.path !== path || record.size !== body.length || record.sha512 !== sha512(body)) throw new Error('content does not match its record');
+      const now = new Date();
+      await utimes(paths.content, now, now).catch(() => undefined);
+      return body;
+    } catch (error) {
+      this.logger?.warn({ path, err: error instanceof Error ? error.message : String(error) }, 'dependency cache entry damaged; fetching it again');
+      await rm(paths.content, { force: true });
+      await rm(paths.record, { force: true });
+      return 'damaged';
+    }
+  }
+
+  /** Keeps `body` as the tarball at `path` (content, then its record; each renamed into place). */
+  async write(path: string, body: Buffer): Promise<void> {
+    const paths = this.entryPaths(path);
+    await this.size();
+    await mkdir(join(paths.content, '..'), { recursive: true });
+    const suffix = `.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
+    await writeFile(paths.content + suffix, body);
+    await rename(paths.content + suffix, paths.content);
+    await writeFile(paths.record + suffix, JSON.stringify({ path, sha512: sha512(body), size: body.length }));
+    await rename(paths.record + suffix, paths.record);
+    this.totalBytes = (this.totalBytes ?? 0) + body.length;
+    if (this.totalBytes > this.maxBytes && !this.evicting) {
+      this.evicting = this.evict().finally(() => (this.evicting = undefined));
+      await this.evicting;
+    }
+  }
+
+  private async entries(): Promise<Array<{ content: string; record: string; size: number; used: number }>> {
+    const found: Array<{ content: string; record: string; size: number; used: number }> = [];
+    let shards: string[];
+    try {
+      shards = await readdir(this.tarballDir());
+    } catch {
+      return found;
+    }
+    for (const shard of shards) {
+      const names = await readdir(join(this.tarballDir(), shard)).catch(() => [] as string[]);
+      for (const name of names) {
+        if (!name.endsWith('.tgz')) continue;
+        const content = join(this.tarballDir(), shard, name);
+        const info = await stat(content).catch(() => undefined);
+        if (info) found.push({ content, record: content.replace(/\.tgz$/, '.json'), size: info.size, used: info.mtimeMs });
+      }
+    }
+    return found;
+  }
+
+  /** Bytes of kept tarballs (scanned once, then tracked). */
+  async size(): Promise<number> {
+    if (this.totalBytes === undefined) this.totalBytes = (await this.entries()).reduce((sum, entry) => sum + entry.size, 0);
+    return this.totalBytes;
+  }
+
+  /** Removes the least recently used tarballs until the cache is at 80 % of its bound. */
+  private async evict(): Promise<void> {
+    const entries = (await this.entries()).sort((a, b) => a.used - b.used);
+    let total = entries.reduce((sum, entry) => sum + entry.size, 0);
+    for (const entry of entries) {
+      if (total <= this.maxBytes * 0.8) break;
+      await rm(entry.record, { force: true });
+      await rm(entry.content, { force: true });
+      total -= entry.size;
+      this.stats.evictions += 1;
+    }
+    this.totalBytes = total;
+  }
+
+  /** Starts a listener for one build on `host` (the egress network's gateway). */
+  async listen(host: string): Promise<DependencyCacheListener> {
+    await mkdir(this.tarballDir(), { recursive: true });
+    const stats = emptyStats();
+    const count = (field: keyof DependencyCacheStats, amount = 1): void => {
+      stats[field] += amount;
+      this.stats[field] += amount;
+    };
+    const sockets = new Set<Socket>();
+    const server: Server = createServer((request, response) => {
+      this.handle(request, response, count).catch((error: unknown) => {
+        count('refused');
+        this.logger?.warn({ url: request.url, err: error instanceof Error ? error.message : String(error) }, 'dependency cache request failed');
+        if (!response.headersSent) response.writeHead(502, { 'content-type': 'text/plain' });
+        response.end(`dockhand dependency cache: upstream request failed: ${error instanceof Error ? error.message : String(error)}\n`);
+      });
+    });
+    server.on('connection', (socket) => {
+      sockets.add(socket);
+      socket.on('close', () => sockets.delete(socket));
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(0, host, () => resolve());
+    });
+    const address = server.address();
+    if (address === null || typeof address === 'string') throw new Error('dependency cache is not listening on a TCP port');
+    return {
+      url: `http://${host}:${address.port}/`,
+      host,
+      stats,
+      close: () =>
+        new Promise<void>((resolve) => {
+          for (const socket of sockets) socket.destroy();
+          server.close(() => resolve());
+        }),
+    };
+  }
+
+  private async handle(request: IncomingMessage, response: ServerResponse, count: (field: keyof DependencyCacheStats, amount?: number) => void): Promise<void> {
+    // Whatever a client sends is read and dropped: nothing of it is kept or passed on.
+    request.resume();
+    const method = request.method ?? 'GET';
+    const path = request.url ?? '/';
+    if ((method !== 'GET' && method !== 'HEAD') || !path.startsWith('/')) {
+      count('refused');
+      response.writeHead(405, { 'content-type': 'text/plain', allow: 'GET, HEAD' }).end('dockhand dependency cache: read-only (GET and HEAD of registry paths only)\n');
+      return;
+    }
+    const headers: Record<string, string> = {};
+    for (const name of FORWARDED_HEADERS) {
+      const value = request.headers[name];
+      if (typeof value === 'string') headers[name] = value;
+    }
+    // A tarball fetched with the build's credentials may be private: never kept, never served from here.
+    const cacheable = method === 'GET' && TARBALL_PATH.test(path) && !headers.authorization;
+    if (cacheable) {
+      const kept = await this.read(path);
+      if (kept === 'damaged') count('corrupt');
+      else if (kept) {
+        count('hits');
+        count('bytesFromCache', kept.length);
+        response.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': kept.length, 'x-dockhand-cache': 'hit' }).end(kept);
+        return;
+      }
+      delete headers['accept-encoding'];
+      delete headers['if-none-match'];
+      delete headers['if-modified-since'];
+    } else count('passedThrough');
+    const upstream = await this.fetchUpstream(method, path, headers);
+    const announced = Number(upstream.headers['content-length'] ?? 0);
+    if (cacheable && upstream.statusCode === 200 && announced <= MAX_ENTRY_BYTES) {
+      const body = await readBody(upstream, MAX_ENTRY_BYTES);
+      count('misses');
+      count('bytesFromUpstream', body.length);
+      // Kept before it is answered, so a request that follows this one is a hit.
+      await this.write(path, body).catch((error: unknown) => this.logger?.warn({ path, err: error instanceof Error ? error.message : String(error) }, 'dependency cache could not keep a tarball'));
+      response.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': body.length, 'x-dockhand-cache': 'miss' }).end(body);
+      return;
+    }
+    const outHeaders: Record<string, string | string[]> = {};
+    for (const [name, value] of Object.entries(upstream.headers)) if (value !== undefined && !RESPONSE_HOP_HEADERS.has(name)) outHeaders[name] = value;
+    response.writeHead(upstream.statusCode ?? 502, outHeaders);
+    upstream.pipe(response);
+    await new Promise<void>((resolve, reject) => {
+      upstream.once('end', resolve);
+      upstream.once('error', reject);
+    });
+  }
+
+  private fetchUpstream(method: string, path: string, headers: Record<string, string>): Promise<IncomingMessage> {
+    const url = this.upstreamUrl(path);
+    return new Promise((resolve, reject) => {
+      const outgoing = httpsRequest(url, { method, headers, agent: this.agent, timeout: 120_000 }, resolve);
+      outgoing.on('timeout', () => outgoing.destroy(new Error(`upstream ${url.host} timed out`)));
+      outgoing.on('error', reject);
+      outgoing.end();
+    });
+  }
+
+  close(): void {
+    this.agent.destroy();
+  }
+}
+
+/** The whole body (at most `limit` bytes, else an error: an upstream that announced no length and sent more). */
+function readBody(stream: IncomingMessage, limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    stream.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        stream.destroy(new Error(`tarball larger than ${limit} bytes`));
+        return;
+      }
+      chunks.push(chunk);
+    });
+    stream.once('end', () => resolve(Buffer.concat(chunks)));
+    stream.once('error', reject);
+  });
+}
