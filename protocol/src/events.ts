@@ -51,6 +51,19 @@ export const EventData = {
      */
     purpose: z.enum(['agent', 'review', 'compaction']).optional(),
   }),
+  /**
+   * A turn waits for the fleet's model rate budget (Postgres, `modelBudget`) instead of calling the
+   * model and meeting a 429: `waiting` when it starts (`waitMs`: the budget's estimate until the
+   * window has room), `done` when the turn goes ahead (`waitMs`: how long it waited). `limit` is the
+   * limit that was full over the sliding `windowSeconds`; `tokens` the turn's estimated input.
+   */
+  'model.budget_wait': z.object({
+    phase: z.enum(['waiting', 'done']),
+    limit: z.enum(['input_tokens_per_minute', 'requests_per_minute']),
+    windowSeconds: z.number().int().min(1),
+    tokens: z.number().int().min(0),
+    waitMs: z.number().min(0),
+  }),
   'assistant.text': z.object({ turn: z.number().int().min(1), text: z.string() }),
   'tool.called': z.object({
     turn: z.number().int().min(1),
@@ -209,6 +222,7 @@ export const TaskEvent = z.discriminatedUnion('type', [
   envelope('sandbox.ready'),
   envelope('snapshot.progress'),
   envelope('model.turn'),
+  envelope('model.budget_wait'),
   envelope('assistant.text'),
   envelope('tool.called'),
   envelope('tool.finished'),
