@@ -165,3 +165,20 @@ describe('trajectory fold', () => {
     expect(t.rows.map((row) => (row.kind === 'note' ? row.text : row.kind))).toEqual(['Round 2: dev requested changes: again', 'dev left 1 file out of the push: README.md']);
   });
 });
+
+describe('a turn waiting for the fleet model budget', () => {
+  it('shows one row that says it waits, and updates it in place when the turn goes ahead', () => {
+    const t = createTrajectory(TASK_ID);
+    const base = { limit: 'input_tokens_per_minute', windowSeconds: 60, tokens: 4200 } as const;
+    const events = stamp(TASK_ID, [
+      { type: 'model.budget_wait', data: { ...base, phase: 'waiting', waitMs: 12_400 } },
+      { type: 'model.budget_wait', data: { ...base, phase: 'done', waitMs: 13_050 } },
+    ]);
+    const touched = applyEvents(t, events.slice(0, 1));
+    const index = [...touched][0] ?? -1;
+    expect(t.rows[index]).toMatchObject({ kind: 'note', tone: 'info', text: "Waiting for the fleet's model budget: input tokens per minute are used up for now; the turn goes ahead in about 12 s" });
+    expect([...applyEvents(t, events.slice(1))]).toEqual([index]);
+    expect(t.rows.filter((row) => row.kind === 'note')).toHaveLength(1);
+    expect(t.rows[index]).toMatchObject({ version: 1, text: "Waited 13 s for the fleet's model budget (input tokens per minute); the turn went ahead" });
+  });
+});

@@ -102,6 +102,8 @@ export interface Trajectory {
   approvalRows: Map<string, number>;
   /** The one row that shows a snapshot build's progress, updated in place. */
   snapshotRow?: number;
+  /** The row of a turn waiting for the fleet's model budget, updated in place when it goes ahead. */
+  budgetWaitRow?: number;
 }
 
 const DEFAULT_BUDGETS: Budgets = { maxTurns: 40, maxCostUsd: 5, maxWallClockSeconds: 1800 };
@@ -307,6 +309,25 @@ function applyEvent(trajectory: Trajectory, event: TaskEvent, touched: Set<numbe
         'info',
         `Context compacted: ${event.data.turnsCompacted} turns summarised, ${event.data.tokensBefore.toLocaleString('en')} → ${event.data.tokensAfter.toLocaleString('en')} tokens`,
       );
+    case 'model.budget_wait': {
+      const limit = event.data.limit === 'requests_per_minute' ? 'requests' : 'input tokens';
+      const seconds = Math.max(1, Math.round(event.data.waitMs / 1000));
+      if (event.data.phase === 'waiting') {
+        const index = note(trajectory, seq, 'info', `Waiting for the fleet's model budget: ${limit} per minute are used up for now; the turn goes ahead in about ${seconds} s`);
+        trajectory.budgetWaitRow = index;
+        return index;
+      }
+      const text = `Waited ${seconds} s for the fleet's model budget (${limit} per minute); the turn went ahead`;
+      const row = trajectory.budgetWaitRow;
+      const existing = row === undefined ? undefined : trajectory.rows[row];
+      trajectory.budgetWaitRow = undefined;
+      if (row !== undefined && existing?.kind === 'note') {
+        existing.text = text;
+        existing.version += 1;
+        return row;
+      }
+      return note(trajectory, seq, 'info', text);
+    }
     case 'model.fell_back':
       return note(trajectory, seq, 'warn', `Switched model from ${event.data.from} to ${event.data.to}: ${event.data.reason}`);
     case 'pr.opened':
