@@ -3,7 +3,8 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { DockhandError } from '../errors';
 import { ENVIRONMENT_FILE_PATH, parseEnvironmentFile, type EnvironmentFile } from './environment-file';
-import { isExactVersion, majorOf, newestSatisfying } from './versions';
+import { workflowNodeVersions, WORKFLOW_FILES } from './node-ci';
+import { compareVersions, isExactVersion, majorOf, newestSatisfying, parseRange, satisfies } from './versions';
 
 /*
  * Environment recipe detection: how a repository installs and tests, from its own files at a
@@ -37,6 +38,7 @@ export const RECIPE_FILES = [
   ENVIRONMENT_FILE_PATH,
   POLICY_FILE,
   SETUP_SCRIPT_PATH,
+  ...WORKFLOW_FILES,
 ] as const;
 export const REQUIREMENTS_PATTERN = /^requirements.*\.txt$/;
 /** Where the build puts the helper that lists packages with lifecycle scripts (skipScripts). */
@@ -101,8 +103,8 @@ interface NodeSpec {
   source: string;
 }
 
-/** The first line of .nvmrc / .node-version, or the nodejs entry of .tool-versions. */
-function nodeSpecFromFiles(files: RecipeInput['files'], packageJson: PackageJson | undefined): NodeSpec | undefined {
+/** The first line of .nvmrc / .node-version, the nodejs entry of .tool-versions, or volta's pin: a repository's own pin. */
+function pinnedNodeSpec(files: RecipeInput['files'], packageJson: PackageJson | undefined): NodeSpec | undefined {
   const firstLine = (text: string | undefined): string | undefined =>
     text
       ?.split('\n')
@@ -118,8 +120,51 @@ function nodeSpecFromFiles(files: RecipeInput['files'], packageJson: PackageJson
     .find((parts) => parts[0] === 'nodejs' || parts[0] === 'node');
   if (toolVersions?.[1]) return { spec: toolVersions[1], source: '.tool-versions' };
   if (packageJson?.volta?.node) return { spec: packageJson.volta.node, source: 'package.json volta.node' };
-  if (packageJson?.engines?.node) return { spec: packageJson.engines.node, source: 'package.json engines.node' };
   return undefined;
+}
+
+/** A spec resolved as resolveNodeVersion does, or undefined when nothing published fits it. */
+function tryResolve(spec: string, versions: readonly string[]): string | undefined {
+  try {
+    return resolveNodeVersion({ spec, source: 'workflow' }, versions);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The Node a repository's CI tests on (node-ci.ts): the newest version its workflows name that
+ * is published and satisfies `engines` — from the jobs that run tests when any job does. When
+ * none of the named lines is published (or within engines), the published line nearest the
+ * newest named one that satisfies engines, the older on a tie. The source names the file, the
+ * job's matrix key and the versions, so the recipe (and the snapshot key) changes with them.
+ */
+export function nodeFromWorkflows(files: RecipeInput['files'], engines: string | undefined, versions: readonly string[]): { version: string; source: string } | undefined {
+  const found = workflowNodeVersions(files);
+  const testing = found.filter((entry) => entry.runsTests);
+  const entries = testing.length > 0 ? testing : found;
+  const first = entries[0];
+  if (!first) return undefined;
+  const specs = [...new Set(entries.flatMap((entry) => entry.specs))];
+  const fitsEngines = (version: string): boolean => engines === undefined || parseRange(engines) === undefined || satisfies(version, engines);
+  const named = entries.length === 1 || entries.every((entry) => entry.file === first.file && entry.via === first.via) ? `${first.file} ${first.via}` : `${first.file} and ${entries.length - 1} more setup-node step(s)`;
+  const written = `${named}: ${specs.join(', ')}`.slice(0, 140);
+  const resolved = specs.flatMap((spec) => tryResolve(spec, versions) ?? []).filter(fitsEngines);
+  const newest = resolved.sort(compareVersions).at(-1);
+  if (newest) return { version: newest, source: `${written} (newest published${engines ? ', within engines' : ''})` };
+  const wanted = Math.max(...specs.map((spec) => Number(/^v?(\d+)/.exec(spec)?.[1] ?? Number.NaN)).filter(Number.isFinite));
+  if (!Number.isFinite(wanted)) return undefined;
+  const lines = new Map<number, string>();
+  for (const version of versions) {
+    const major = majorOf(version);
+    if (major === undefined || !fitsEngines(version)) continue;
+    const best = lines.get(major);
+    if (best === undefined || compareVersions(version, best) > 0) lines.set(major, version);
+  }
+  const nearest = [...lines.keys()].sort((a, b) => Math.abs(a - wanted) - Math.abs(b - wanted) || a - b)[0];
+  const version = nearest === undefined ? undefined : lines.get(nearest);
+  if (!version) return undefined;
+  return { version, source: `${written} (not published${engines ? ' within engines' : ''}; nearest line ${nearest})` };
 }
 
 /**
@@ -268,8 +313,13 @@ export async function detectRecipe(input: RecipeInput, versions: VersionLookup):
   const installs: string[] = [];
   let hasJsTestScript = false;
   if (isNode || file?.node !== undefined) {
-    const nodeSpec: NodeSpec = file?.node !== undefined ? { spec: file.node, source: ENVIRONMENT_FILE_PATH } : nodeSpecFromFiles(input.files, packageJson) ?? { spec: String(DEFAULT_NODE_MAJOR), source: 'default' };
-    recipe.node = { version: resolveNodeVersion(nodeSpec, await versions(TOOLCHAIN_PACKAGES.node)), source: nodeSpec.source };
+    // Strongest first: environment.yml, the repository's pin, its CI workflows, engines, the default (README.md here).
+    const published = await versions(TOOLCHAIN_PACKAGES.node);
+    const pinned: NodeSpec | undefined = file?.node !== undefined ? { spec: file.node, source: ENVIRONMENT_FILE_PATH } : pinnedNodeSpec(input.files, packageJson);
+    const engines = packageJson?.engines?.node;
+    const fromCi = pinned ? undefined : nodeFromWorkflows(input.files, engines, published);
+    const nodeSpec: NodeSpec = pinned ?? (engines ? { spec: engines, source: 'package.json engines.node' } : { spec: String(DEFAULT_NODE_MAJOR), source: 'default' });
+    recipe.node = fromCi ?? { version: resolveNodeVersion(nodeSpec, published), source: nodeSpec.source };
   }
   if (isNode) {
     const fromLockfile = managerFromLockfiles(input);
