@@ -5,7 +5,7 @@ import type { BaselineKey, BaselineResult, BaselineStore } from '../feedback/typ
 /** A stored baseline (the JSON in `baselines.result`); infrastructure results are never stored. */
 export const StoredBaseline = z.object({
   command: z.string(),
-  runner: z.enum(['node-test', 'vitest', 'jest', 'mocha', 'tape', 'ava', 'pytest', 'unknown']),
+  runner: z.enum(['node-test', 'vitest', 'jest', 'mocha', 'tape', 'ava', 'uvu', 'pytest', 'unknown']),
   passed: z.number().int().min(0),
   failed: z.number().int().min(0),
   flaky: z.array(z.string()),
