@@ -17,6 +17,7 @@ const RUNNER_PACKAGES: Record<TestRunner, string[]> = {
   mocha: ['mocha'],
   tape: ['tape'],
   ava: ['ava'],
+  uvu: ['uvu'],
   'node-test': [],
   pytest: ['pytest', '_pytest'],
 };

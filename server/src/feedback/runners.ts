@@ -1,13 +1,14 @@
 import { posix } from 'node:path';
 import { z } from 'zod';
 import { parseFlatTap } from './tap';
+import { parseUvu, uvuArguments } from './uvu';
 import type { TestCaseResult, TestRunner } from './types';
 
 /*
  * Test commands per runner and parsers for their machine-readable output: TAP for node's test
  * runner (Node 18 has no JSON/JUnit reporter), `-rA` summary lines for pytest (no XML parser
  * needed, works on every pytest), the jest-compatible JSON report for vitest and jest, mocha's
- * JSON reporter.
+ * JSON reporter, uvu's own reporter (uvu.ts).
  */
 
 export const RESULT_MARKER = '@@DOCKHAND-RESULT@@';
@@ -50,6 +51,8 @@ export function testCommand(runner: TestRunner, targets: TestTarget[] | undefine
       return `npx --no-install tape ${files}`.trim();
     case 'ava':
       return `npx --no-install ava --tap ${files}`.trim();
+    case 'uvu':
+      return `npx --no-install uvu ${uvuArguments(undefined, targets?.map((target) => target.file))}`.trim();
     case 'mocha':
       return `npx --no-install mocha --reporter json --reporter-option output=${REPORT_FILE}${pattern ? ` --grep ${shellQuote(pattern)}` : ''} ${files}; status=$?; echo ${RESULT_MARKER}; cat ${REPORT_FILE}; exit $status`;
   }
@@ -82,12 +85,22 @@ export function parseTestOutput(runner: TestRunner, stdout: string, files: Set<s
     case 'tape':
     case 'ava':
       return parseFlatTap(stdout, (printed) => toRepoPath(printed, files, cwd));
+    case 'uvu':
+      return parseUvu(stdout, (printed) => fileBySuffix(printed, files, cwd));
   }
 }
 
 function afterMarker(stdout: string): string {
   const index = stdout.lastIndexOf(RESULT_MARKER);
   return index >= 0 ? stdout.slice(index + RESULT_MARKER.length) : stdout;
+}
+
+/** The one repository file that ends with `printed` (uvu prints paths relative to its directory), under `cwd` first. */
+export function fileBySuffix(printed: string, files: Set<string>, cwd?: string): string | undefined {
+  const matches = [...files].filter((file) => file === printed || file.endsWith(`/${printed}`));
+  const inside = cwd ? matches.filter((file) => file.startsWith(`${cwd}/`)) : matches;
+  const pick = inside.length > 0 ? inside : matches;
+  return pick.length === 1 ? pick[0] : undefined;
 }
 
 /** Maps an absolute or file:// path printed by a runner back to the repo-relative path. */
@@ -324,9 +337,11 @@ export function detectJsRunner(packageJson: string | undefined): TestRunner | un
   if (/\bjest\b/.test(script)) return 'jest';
   if (/\bmocha\b/.test(script)) return 'mocha';
   if (/\bnode\b.*--test\b/.test(script)) return 'node-test';
+  if (/\buvu\b/.test(script)) return 'uvu';
   const deps = { ...parsed.data.dependencies, ...parsed.data.devDependencies };
   if ('vitest' in deps) return 'vitest';
   if ('jest' in deps) return 'jest';
   if ('mocha' in deps) return 'mocha';
+  if ('uvu' in deps) return 'uvu';
   return 'node-test';
 }

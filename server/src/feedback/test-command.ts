@@ -206,7 +206,7 @@ export interface RunnerInvocation {
 
 const WRAPPERS = new Set(['npx', 'cross-env', 'env', 'nyc', 'c8', 'dotenv', 'exec']);
 const BINARIES: Record<string, TestRunner> = {
-  vitest: 'vitest', jest: 'jest', mocha: 'mocha', _mocha: 'mocha', tape: 'tape', ava: 'ava', pytest: 'pytest', 'py.test': 'pytest',
+  vitest: 'vitest', jest: 'jest', mocha: 'mocha', _mocha: 'mocha', tape: 'tape', ava: 'ava', uvu: 'uvu', pytest: 'pytest', 'py.test': 'pytest',
 };
 
 /** Options whose value is the next word, per runner (so `--require test/setup.js` is not a path). */
@@ -217,6 +217,7 @@ const VALUE_OPTIONS: Record<TestRunner, string[]> = {
   'node-test': ['-r', '--require', '--import', '--loader', '--experimental-loader', '--test-reporter', '--test-reporter-destination', '--test-name-pattern', '--test-concurrency', '--test-timeout', '--env-file'],
   tape: ['-r', '--require', '-i', '--ignore'],
   ava: ['-m', '--match', '-T', '--timeout', '-c', '--concurrency', '--config', '--node-arguments'],
+  uvu: ['-r', '--require', '-i', '--ignore', '-C', '--cwd'],
   pytest: ['-k', '-m', '-p', '-c', '--rootdir', '-o', '--junitxml', '--tb', '--maxfail', '-n', '--cov', '--cov-report', '--ignore', '--deselect', '--confcutdir', '-W', '--durations', '--import-mode'],
 };
 
@@ -228,6 +229,7 @@ const REPORTER_OPTIONS: Record<TestRunner, string[]> = {
   'node-test': ['--test-reporter', '--test-reporter-destination', '--watch'],
   tape: [],
   ava: ['--tap', '-t', '--verbose', '-v', '--watch', '-w'],
+  uvu: [],
   pytest: ['-q', '--quiet', '-v', '--verbose', '-rA', '--tb', '--junitxml'],
 };
 

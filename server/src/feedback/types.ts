@@ -141,7 +141,7 @@ export interface BaselineStore {
 }
 
 /** Which test runner a suite uses; decides the command and the result parser. */
-export type TestRunner = 'node-test' | 'vitest' | 'jest' | 'mocha' | 'tape' | 'ava' | 'pytest';
+export type TestRunner = 'node-test' | 'vitest' | 'jest' | 'mocha' | 'tape' | 'ava' | 'uvu' | 'pytest';
 
 /**
  * The repo's checks as `.dockhand/policy.yml` key `checks` describes them (the policy module owns
