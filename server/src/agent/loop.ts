@@ -187,6 +187,14 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
     pendingWrites.push(events.append({ type: 'task.state', data: { state: notice.handBack ? 'queued' : 'running', reason } }).catch(() => undefined));
   };
 
+  // A turn that waits for the fleet's model rate budget: an event when it starts waiting and one
+  // when it goes ahead (the panel shows the wait; /metrics counts the finished ones).
+  const previousOnBudgetWait = model.onBudgetWait;
+  model.onBudgetWait = (notice) => {
+    previousOnBudgetWait?.(notice);
+    pendingWrites.push(events.append({ type: 'model.budget_wait', data: { ...notice, tokens: Math.round(notice.tokens), waitMs: Math.round(notice.waitMs) } }).catch(() => undefined));
+  };
+
   const outcome = async (status: AgentStatus, summary: string, extra: Partial<AgentOutcome> = {}): Promise<AgentOutcome> => {
     const diff = extra.diff ?? (await sandbox.diff().catch(() => ''));
     return { status, summary, diff, usage: tally.usage(), ...extra };
@@ -375,6 +383,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
     clearTimeout(timer);
     model.onFallback = previousOnFallback;
     model.onRetry = previousOnRetry;
+    model.onBudgetWait = previousOnBudgetWait;
     await Promise.all(pendingWrites);
   }
 }

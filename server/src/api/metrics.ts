@@ -7,7 +7,8 @@ import type { AppDeps } from './deps';
 
 /*
  * Outcome metrics, per repo and model: tasks, PRs opened, merge rate, 14-day revert rate, median
- * reviewer time, tokens, cache-read share, cost per task and per merged PR. Computed from the
+ * reviewer time, tokens, cache-read share, cost per task and per merged PR, turns that waited
+ * for the fleet's model rate budget and how long. Computed from the
  * event log on request (fine for one server's history; a fleet would keep rollups instead).
  */
 
@@ -29,6 +30,9 @@ export interface MetricsGroup {
   costUsd: number;
   costPerTaskUsd: number | null;
   costPerMergedPrUsd: number | null;
+  /** Turns that waited for the fleet's model rate budget, and their waits in all (seconds). */
+  budgetWaits: number;
+  budgetWaitSeconds: number;
 }
 
 function median(values: number[]): number | null {
@@ -61,7 +65,7 @@ export function computeMetrics(tasks: Task[], events: TaskEvent[]): MetricsGroup
           repo: task.context.repo, model, tasks: 0, tasksByState: {}, prsOpened: 0, prsMerged: 0, prsReverted14d: 0,
           mergeRate: null, revertRate14d: null, medianReviewerSeconds: null,
           tokens: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, cacheReadShare: null, costUsd: 0,
-          costPerTaskUsd: null, costPerMergedPrUsd: null,
+          costPerTaskUsd: null, costPerMergedPrUsd: null, budgetWaits: 0, budgetWaitSeconds: 0,
         },
       };
       groups.set(key, entry);
@@ -79,6 +83,10 @@ export function computeMetrics(tasks: Task[], events: TaskEvent[]): MetricsGroup
     for (const event of log) {
       const at = Date.parse(event.ts);
       if (event.type === 'pr.opened') g.prsOpened += 1;
+      if (event.type === 'model.budget_wait' && event.data.phase === 'done') {
+        g.budgetWaits += 1;
+        g.budgetWaitSeconds += event.data.waitMs / 1000;
+      }
       if (event.type === 'pr.outcome' && event.data.outcome === 'merged') {
         g.prsMerged += 1;
         mergedAt = Date.parse(event.data.at);
@@ -136,6 +144,8 @@ export function prometheusText(groups: MetricsGroup[]): string {
   metric('dockhand_cost_usd_total', 'Model cost in USD', 'counter', groups.map((g) => [base(g), g.costUsd]));
   metric('dockhand_cost_per_task_usd', 'Model cost per task', 'gauge', groups.map((g) => [base(g), g.costPerTaskUsd]));
   metric('dockhand_cost_per_merged_pr_usd', 'Model cost per merged pull request', 'gauge', groups.map((g) => [base(g), g.costPerMergedPrUsd]));
+  metric('dockhand_model_budget_waits_total', "Model turns that waited for the fleet's model rate budget", 'counter', groups.map((g) => [base(g), g.budgetWaits]));
+  metric('dockhand_model_budget_wait_seconds_total', "Time model turns waited for the fleet's model rate budget", 'counter', groups.map((g) => [base(g), g.budgetWaitSeconds]));
   return `${out.join('\n')}\n`;
 }
 
@@ -159,7 +169,7 @@ export const UNREGISTERED_REPO_LABEL = '(unregistered)';
  * share one label, so the label's cardinality is bounded by the registry.
  */
 export async function loadMetrics(store: Store & Pick<RepoStore, 'listRepos'>, user: User): Promise<MetricsGroup[]> {
-  const events = await store.eventsOfTypes(['model.turn', 'pr.opened', 'pr.outcome', 'task.state', 'review.requested_changes']);
+  const events = await store.eventsOfTypes(['model.turn', 'model.budget_wait', 'pr.opened', 'pr.outcome', 'task.state', 'review.requested_changes']);
   const registered = new Set((await store.listRepos()).map((registration) => registration.name));
   const tasks = (await allTasks(store, user.role === 'admin' ? undefined : user.name)).map((task) =>
     registered.has(task.context.repo) ? task : { ...task, context: { ...task.context, repo: UNREGISTERED_REPO_LABEL } });

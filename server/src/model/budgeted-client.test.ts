@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { DockhandError } from '../errors';
 import { withHandBack, type HandBackRequest } from '../scheduler/hand-back';
 import { BudgetedModelClient, type RateBudget } from './budgeted-client';
-import type { ModelClient, ModelTurnRequest, RetryNotice } from './types';
+import type { BudgetWaitNotice, ModelClient, ModelTurnRequest, RetryNotice } from './types';
 
 const request: ModelTurnRequest = { system: [], tools: [], messages: [{ role: 'user', content: 'hi' }] };
 
@@ -70,5 +70,52 @@ describe('BudgetedModelClient when the budget cannot be asked', () => {
     const error = await client(inner, flakyBudget(99), alone, []).turn(request).catch((caught: unknown) => caught);
     expect(String(error)).toContain('rate budget unreachable');
     expect(alone.some((notice) => notice.handBack)).toBe(false);
+  });
+});
+
+describe('BudgetedModelClient when the budget is full', () => {
+  /** A budget whose window is full for its first `refusals` asks (the requests-per-minute limit). */
+  function fullBudget(refusals: number): RateBudget & { asks: number } {
+    return {
+      asks: 0,
+      windowSeconds: 60,
+      async tryReserve() {
+        this.asks += 1;
+        if (this.asks <= refusals) return { waitMs: 30, limit: 'requests_per_minute' as const };
+        return { reservation: { settle: async () => undefined } };
+      },
+    };
+  }
+
+  it('tells onBudgetWait when the turn starts waiting (limit, window, estimate) and when it goes ahead (how long), once per turn', async () => {
+    const inner = answering();
+    const finished: number[] = [];
+    const budgeted = new BudgetedModelClient(inner, fullBudget(3), (wait) => finished.push(wait.waitedMs));
+    const notices: BudgetWaitNotice[] = [];
+    budgeted.onBudgetWait = (notice) => notices.push(notice);
+    await budgeted.turn(request);
+    expect(notices.map((notice) => [notice.phase, notice.limit, notice.windowSeconds])).toEqual([
+      ['waiting', 'requests_per_minute', 60],
+      ['done', 'requests_per_minute', 60],
+    ]);
+    expect(notices[0]?.waitMs).toBe(30);
+    expect(notices[1]?.waitMs).toBeGreaterThanOrEqual(85);
+    expect(notices[0]?.tokens).toBeGreaterThan(0);
+    expect(finished).toEqual([notices[1]?.waitMs]);
+    expect([budgeted.waits, inner.calls]).toEqual([1, 1]);
+
+    notices.length = 0;
+    await new BudgetedModelClient(inner, fullBudget(0)).turn(request);
+    expect(notices).toEqual([]);
+  });
+
+  it('a cancelled turn stops waiting at once', async () => {
+    const budget: RateBudget = { tryReserve: async () => ({ waitMs: 60_000, limit: 'input_tokens_per_minute' }) };
+    const controller = new AbortController();
+    const started = Date.now();
+    const turn = new BudgetedModelClient(answering(), budget).turn({ ...request, signal: controller.signal }).catch((error: unknown) => error);
+    setTimeout(() => controller.abort(new Error('cancelled')), 50);
+    expect(String(await turn)).toContain('cancelled');
+    expect(Date.now() - started).toBeLessThan(1_000);
   });
 });

@@ -1,15 +1,18 @@
 import { DockhandError } from '../errors';
 import { RetryPolicy, retriesExhausted, retryDelayMs, type RetryPolicyInput } from './retry';
-import type { ModelClient, ModelTurnRequest, ModelTurnResult } from './types';
+import type { BudgetWaitNotice, ModelClient, ModelTurnRequest, ModelTurnResult } from './types';
 
 /** The fleet-wide budget a turn reserves from before it calls the model (`store/postgres-budget.ts`). */
 export interface RateBudget {
-  tryReserve(tokens: number): Promise<{ reservation: { settle(tokens: number): Promise<void> } } | { waitMs: number }>;
+  tryReserve(tokens: number): Promise<{ reservation: { settle(tokens: number): Promise<void> } } | { waitMs: number; limit?: BudgetWaitNotice['limit'] }>;
+  /** The sliding window the limits count over (default 60). */
+  readonly windowSeconds?: number;
 }
 
 export interface BudgetWait {
   waitedMs: number;
   tokens: number;
+  limit: BudgetWaitNotice['limit'];
 }
 
 /**
@@ -17,7 +20,10 @@ export interface BudgetWait {
  * are estimated (a quarter of its JSON length — the provider's count is close to it; 15% is added
  * so an estimate a little short does not overdraw the shared window), reserved, and settled to the
  * provider's own count (input, cache reads and writes) when the turn is done. A turn that does
- * not fit waits for the window to move instead of calling and meeting a 429; `onWait` hears it.
+ * not fit waits for the window to move instead of calling and meeting a 429: `onBudgetWait` hears
+ * when it starts waiting (which limit is full, the window, the estimated wait) and when it goes
+ * ahead (how long it waited) — the agent loop writes both as `model.budget_wait` events under the
+ * task's lease fence — and `onWait` (benchmarks) hears each finished wait.
  *
  * A budget that cannot be asked (its store unreachable, its pool out of connections) is retried
  * like an unreachable model — backoff with jitter, each retry told to `onRetry` — and after the
@@ -28,6 +34,8 @@ export class BudgetedModelClient implements ModelClient {
   /** Turns that waited for the budget, and for how long in all (metrics, benchmarks). */
   waits = 0;
   waitedMs = 0;
+
+  onBudgetWait?: (notice: BudgetWaitNotice) => void;
 
   private readonly policy: RetryPolicy;
 
@@ -59,15 +67,17 @@ export class BudgetedModelClient implements ModelClient {
   async turn(request: ModelTurnRequest): Promise<ModelTurnResult> {
     const tokens = Math.ceil((JSON.stringify({ system: request.system, tools: request.tools, messages: request.messages }).length / 4) * 1.15);
     const started = Date.now();
-    let waited = false;
+    const windowSeconds = this.budget.windowSeconds ?? 60;
+    let limit: BudgetWaitNotice['limit'] | undefined;
     for (;;) {
       request.signal?.throwIfAborted();
       const answer = await this.reserve(tokens, request.signal);
       if ('reservation' in answer) {
-        if (waited) {
+        if (limit !== undefined) {
           const waitedMs = Date.now() - started;
           this.waitedMs += waitedMs;
-          this.onWait?.({ waitedMs, tokens });
+          this.onBudgetWait?.({ phase: 'done', limit, windowSeconds, tokens, waitMs: waitedMs });
+          this.onWait?.({ waitedMs, tokens, limit });
         }
         try {
           const result = await this.inner.turn(request);
@@ -80,9 +90,12 @@ export class BudgetedModelClient implements ModelClient {
           throw error;
         }
       }
-      if (!waited) this.waits += 1;
-      waited = true;
-      await new Promise((resolve) => setTimeout(resolve, Math.min(answer.waitMs, 2_000)));
+      if (limit === undefined) {
+        this.waits += 1;
+        limit = answer.limit ?? 'input_tokens_per_minute';
+        this.onBudgetWait?.({ phase: 'waiting', limit, windowSeconds, tokens, waitMs: answer.waitMs });
+      }
+      await abortableSleep(Math.min(answer.waitMs, 2_000), request.signal);
     }
   }
 
@@ -118,4 +131,20 @@ export class BudgetedModelClient implements ModelClient {
       }
     }
   }
+}
+
+/** A pause that ends early (rejecting) when the turn is aborted: a cancelled task does not sit out the window. */
+function abortableSleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
 }

@@ -48,6 +48,19 @@ export interface RetryNotice {
 }
 
 /**
+ * A turn waiting for the fleet's model rate budget (`budgeted-client.ts`): `waiting` before the
+ * wait (`waitMs`: the budget's estimate), `done` when the turn goes ahead (`waitMs`: how long it
+ * waited). The `model.budget_wait` event's data.
+ */
+export interface BudgetWaitNotice {
+  phase: 'waiting' | 'done';
+  limit: 'input_tokens_per_minute' | 'requests_per_minute';
+  windowSeconds: number;
+  tokens: number;
+  waitMs: number;
+}
+
+/**
  * Retries, fallback and whole-turn retry of a dead stream live behind this interface, so the
  * loop never sees a half-applied turn.
  */
@@ -60,4 +73,6 @@ export interface ModelClient {
    * attempt is void: the retried turn streams from its beginning again.
    */
   onRetry?: (notice: RetryNotice) => void;
+  /** Called when a turn waits for the fleet's model rate budget, and when it goes ahead. */
+  onBudgetWait?: (notice: BudgetWaitNotice) => void;
 }

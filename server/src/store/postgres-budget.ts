@@ -17,7 +17,10 @@ export interface Reservation {
   settle(tokens: number): Promise<void>;
 }
 
-const Granted = z.object({ id: z.number().nullable(), wait_ms: z.number() });
+const Granted = z.object({ id: z.number().nullable(), wait_ms: z.number(), limited_by: z.enum(['input_tokens_per_minute', 'requests_per_minute']).nullable() });
+
+/** The limit that was full when a reservation was refused. */
+export type BudgetLimitName = 'input_tokens_per_minute' | 'requests_per_minute';
 
 /**
  * The fleet's model rate budget on Postgres: every worker reserves a call's estimated input tokens
@@ -29,6 +32,9 @@ const Granted = z.object({ id: z.number().nullable(), wait_ms: z.number() });
  * rows older than the window are deleted as it goes. A call costs two small writes, ~15/s at the design's peak.
  */
 export class PostgresModelBudget {
+  /** The sliding window the limits count over. */
+  readonly windowSeconds = WINDOW_MS / 1000;
+
   constructor(
     private readonly pool: pg.Pool,
     private readonly lockKey: string,
@@ -53,7 +59,7 @@ export class PostgresModelBudget {
    * Every value is a number checked here, so it is written into the text (a multi-statement
    * query cannot take parameters).
    */
-  async tryReserve(tokens: number): Promise<{ reservation: Reservation } | { waitMs: number }> {
+  async tryReserve(tokens: number): Promise<{ reservation: Reservation } | { waitMs: number; limit: BudgetLimitName }> {
     const amount = Math.max(0, Math.round(tokens));
     if (!Number.isSafeInteger(amount)) throw new DockhandError('bad_request', `a rate budget reservation must be a whole number of tokens, not ${tokens}`, { field: 'tokens' });
     const limit = (value: number | undefined) => (value === undefined ? 'NULL::float8' : `${value}::float8`);
@@ -66,16 +72,18 @@ export class PostgresModelBudget {
        WITH window_spend AS (
          SELECT COALESCE(SUM(tokens), 0)::float8 AS tokens, COUNT(*)::float8 AS requests, MIN(at) AS oldest FROM model_spend
        ), fits AS (
-         SELECT (${tpm} IS NULL OR tokens + ${amount} <= ${tpm}) AND (${rpm} IS NULL OR requests + 1 <= ${rpm}) AS ok, oldest FROM window_spend
+         SELECT tokens_ok AND (${rpm} IS NULL OR requests + 1 <= ${rpm}) AS ok, tokens_ok, oldest
+         FROM window_spend, LATERAL (SELECT ${tpm} IS NULL OR tokens + ${amount} <= ${tpm} AS tokens_ok) AS t
        ), granted AS (
          INSERT INTO model_spend (at, tokens) SELECT ${DB_NOW}, ${amount} FROM fits WHERE ok RETURNING id
        )
        SELECT (SELECT id::float8 FROM granted) AS id,
-              (SELECT CASE WHEN ok THEN 0 ELSE GREATEST(oldest + ${WINDOW_MS} - ${DB_NOW}, 50) END FROM fits)::float8 AS wait_ms`,
+              (SELECT CASE WHEN ok THEN 0 ELSE GREATEST(oldest + ${WINDOW_MS} - ${DB_NOW}, 50) END FROM fits)::float8 AS wait_ms,
+              (SELECT CASE WHEN ok THEN NULL WHEN tokens_ok THEN 'requests_per_minute' ELSE 'input_tokens_per_minute' END FROM fits) AS limited_by`,
     );
     const last = z.array(z.object({ rows: z.array(z.unknown()) })).min(3).parse(results).at(-1);
     const granted = Granted.parse(last?.rows[0]);
-    if (granted.id === null) return { waitMs: granted.wait_ms };
+    if (granted.id === null) return { waitMs: granted.wait_ms, limit: granted.limited_by ?? 'input_tokens_per_minute' };
     const id = granted.id;
     return { reservation: { id, settle: (actual) => this.settle(id, actual) } };
   }
