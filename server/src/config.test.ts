@@ -61,6 +61,14 @@ describe('loadConfig', () => {
     await expect(cli.parseAsync(['node', 'dockhand', 'serve', '--model-tpm', '1.5'])).rejects.toThrow(/--model-tpm: must be a whole number of at least 1, got "1.5"/);
   });
 
+  it('cost routing: DOCKHAND_MODEL_ROUTINE or serve --model-routine names the routine tasks\' model, which must have prices', () => {
+    expect(loadConfig({}).model.routine).toBeUndefined();
+    expect(loadConfig({ DOCKHAND_MODEL_ROUTINE: 'claude-haiku-4-5' }).model.routine).toBe('claude-haiku-4-5');
+    expect(loadConfig({ DOCKHAND_MODEL_ROUTINE: 'claude-haiku-4-5' }, serveOverrides({ modelRoutine: 'claude-haiku-5-5-20261101' })).model.routine).toBe('claude-haiku-5-5-20261101');
+    expect(() => loadConfig({ DOCKHAND_MODEL_ROUTINE: 'claude-haiku-4.5' })).toThrow(/configuration DOCKHAND_MODEL_ROUTINE: model "claude-haiku-4.5" has no prices in model\/pricing.ts \(known: claude-sonnet-5-5, /);
+    expect(() => loadConfig({}, serveOverrides({ modelRoutine: 'gpt-4o' }))).toThrow(/configuration model.routine: model "gpt-4o" has no prices/);
+  });
+
   it('capacity-based claims: DOCKHAND_TASK_MEMORY_MIB makes room = available memory less 1 GiB, over a task\'s share', () => {
     expect(loadConfig({}).scheduler.taskMemoryMiB).toBeUndefined();
     expect(loadConfig({ DOCKHAND_TASK_MEMORY_MIB: '300' }).scheduler.taskMemoryMiB).toBe(300);

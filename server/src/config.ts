@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { formatFieldPath } from '@dockhand/protocol';
+import { hasOwnPrices, unpricedModelMessage } from './model/pricing';
 import { DockhandError } from './errors';
 
 /*
@@ -40,6 +41,12 @@ export const Config = z.object({
       baseURL: z.string().url().optional(),
       name: z.string().default('claude-sonnet-4-6'),
       fallback: z.string().optional(),
+      /**
+       * The model for routine tasks (`--priority routine`: dependency bumps, lint fixes), fleet-wide
+       * (`dockhand serve --model-routine`); a repository's `routineModel` in `.dockhand/policy.yml`
+       * wins. Absent: routine tasks run on `name`. Must have prices (model/pricing.ts).
+       */
+      routine: z.string().min(1).optional(),
       /** Replay cassette session, for the offline demo and tests (apiKey becomes `replay:<session>`). */
       replaySession: z.string().optional(),
     })
@@ -115,6 +122,7 @@ export const ENV_KEYS: Record<string, string> = {
   DOCKHAND_MODEL_BASE_URL: 'model.baseURL',
   DOCKHAND_MODEL: 'model.name',
   DOCKHAND_MODEL_FALLBACK: 'model.fallback',
+  DOCKHAND_MODEL_ROUTINE: 'model.routine',
   DOCKHAND_REPLAY_SESSION: 'model.replaySession',
   DOCKHAND_SANDBOX_IMAGE: 'sandbox.image',
   DOCKHAND_WARM_POOL_SIZE: 'sandbox.warmPoolSize',
@@ -213,6 +221,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Plai
     throw new DockhandError('bad_request', `configuration DOCKHAND_ROLE: role ${result.data.role} needs DOCKHAND_DATABASE_URL (a Postgres store shared with the other roles); with SQLite one process (role all) is the whole fleet`, {
       field: sourceOf.get('role') ?? 'role',
       hint: 'set DOCKHAND_DATABASE_URL, or run with role all',
+    });
+  }
+  const routine = result.data.model.routine;
+  if (routine !== undefined && !hasOwnPrices(routine)) {
+    const source = sourceOf.get('model.routine') ?? 'model.routine';
+    throw new DockhandError('bad_request', `configuration ${source}: ${unpricedModelMessage(routine)}`, {
+      field: source,
+      hint: 'routine tasks are costed per model in /metrics: name a model with known prices, or leave it unset to run them on DOCKHAND_MODEL',
     });
   }
   const budgetKey = (['inputTokensPerMinute', 'requestsPerMinute'] as const).find((key) => result.data.modelBudget[key] !== undefined);

@@ -52,9 +52,10 @@ function positiveInt(name: string) {
 }
 
 /** `dockhand serve` flags as configuration overrides (dotted keys; they win over the environment). */
-export function serveOverrides(options: { role?: string; modelTpm?: number; modelRpm?: number }): Record<string, unknown> {
+export function serveOverrides(options: { role?: string; modelTpm?: number; modelRpm?: number; modelRoutine?: string }): Record<string, unknown> {
   return {
     ...(options.role ? { role: options.role } : {}),
+    ...(options.modelRoutine !== undefined ? { 'model.routine': options.modelRoutine } : {}),
     ...(options.modelTpm !== undefined ? { 'modelBudget.inputTokensPerMinute': options.modelTpm } : {}),
     ...(options.modelRpm !== undefined ? { 'modelBudget.requestsPerMinute': options.modelRpm } : {}),
   };
@@ -69,7 +70,8 @@ export function buildCli(): Command {
     .addOption(new Option('--role <role>', 'all: one process is the fleet; api: REST + WebSocket only; worker: tasks and sandboxes only (api and worker share a Postgres store, DOCKHAND_DATABASE_URL)').choices(['all', 'api', 'worker']))
     .option('--model-tpm <n>', 'fleet rate budget: model input tokens per minute for the whole fleet, shared through Postgres (default DOCKHAND_MODEL_BUDGET_TPM; unset: none)', positiveInt('--model-tpm'))
     .option('--model-rpm <n>', 'fleet rate budget: model requests per minute for the whole fleet (default DOCKHAND_MODEL_BUDGET_RPM)', positiveInt('--model-rpm'))
-    .action(async (options: { role?: string; modelTpm?: number; modelRpm?: number }) => {
+    .option('--model-routine <model>', 'the model for routine tasks (--priority routine) fleet-wide; a repository\'s routineModel in .dockhand/policy.yml wins (default DOCKHAND_MODEL_ROUTINE; unset: DOCKHAND_MODEL)')
+    .action(async (options: { role?: string; modelTpm?: number; modelRpm?: number; modelRoutine?: string }) => {
       await startServer(loadConfig(process.env, serveOverrides(options)));
     });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_PRICES, costOf, mergePrices, pricesFor, promptTokensOf } from './pricing';
+import { DEFAULT_PRICES, costOf, hasOwnPrices, mergePrices, pricesFor, promptTokensOf } from './pricing';
 
 const sonnet = { input: 3, output: 15, cacheWrite: 3.75, cacheRead: 0.3 };
 
@@ -79,5 +79,15 @@ describe('promptTokensOf', () => {
     expect(
       promptTokensOf({ input_tokens: 6_000, cache_read_input_tokens: 54_000, cache_creation_input_tokens: 1_000, output_tokens: 9 }),
     ).toBe(61_000);
+  });
+});
+
+describe('hasOwnPrices', () => {
+  it('knows ids with a price key of their own (exact or dated), not ids priced only by family word or the Sonnet fallback', () => {
+    expect(hasOwnPrices('claude-haiku-4-5')).toBe(true);
+    expect(hasOwnPrices('claude-haiku-4-5-20251001')).toBe(true);
+    expect(hasOwnPrices('claude-haiku-4.5')).toBe(false);
+    expect(hasOwnPrices('haiku')).toBe(false);
+    expect(hasOwnPrices('gpt-4o')).toBe(false);
   });
 });

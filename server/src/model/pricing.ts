@@ -97,6 +97,22 @@ export function pricesFor(model: string, table: PriceTable = DEFAULT_PRICES): Mo
   return table.sonnet ?? SONNET_4;
 }
 
+/**
+ * Whether `model` has prices of its own in `table` — an exact key or a key that prefixes the id —
+ * rather than only the family-word or Sonnet fallback of `pricesFor`. A model a deployment names
+ * for routing (`model.routine`, `routineModel` in `.dockhand/policy.yml`) must be one of these, so
+ * its cost per merged PR is its own and a typo is an error instead of a Sonnet price.
+ */
+export function hasOwnPrices(model: string, table: PriceTable = DEFAULT_PRICES): boolean {
+  return Object.keys(table).some((key) => key.startsWith('claude-') && model.startsWith(key));
+}
+
+/** The error text for a model without prices of its own: what is wrong and the ids that are known. */
+export function unpricedModelMessage(model: string, table: PriceTable = DEFAULT_PRICES): string {
+  const known = Object.keys(table).filter((key) => key.startsWith('claude-'));
+  return `model ${JSON.stringify(model)} has no prices in model/pricing.ts (known: ${known.join(', ')}); name one of them, or a dated id that starts with one`;
+}
+
 /** The fields of the SDK's `Usage` that cost money; `Anthropic.Usage` fits. */
 export type BilledUsage = Pick<
   Anthropic.Usage,

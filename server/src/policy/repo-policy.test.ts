@@ -148,3 +148,13 @@ describe('policy override', () => {
     expect(gate([request, override], modifiedFile('src/a.ts', ['x'], ['y']))).toMatchObject({ ok: true, overridden: false });
   });
 });
+
+describe('routineModel (cost routing per repository)', () => {
+  it('names a model with prices for the repository\'s routine tasks, and refuses one without, naming the field', () => {
+    expect(parseRepoPolicy('routineModel: claude-haiku-4-5\n').routineModel).toBe('claude-haiku-4-5');
+    expect(parseRepoPolicy(undefined).routineModel).toBeUndefined();
+    const error = failure('routineModel: claude-haiku-4.5\n');
+    expect(error.code).toBe('bad_request');
+    expect(error.message).toMatch(/routineModel: model "claude-haiku-4.5" has no prices in model\/pricing.ts/);
+  });
+});

@@ -2,6 +2,7 @@ import { formatFieldPath } from '@dockhand/protocol';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
 import { z } from 'zod';
 import { DockhandError } from '../errors';
+import { hasOwnPrices, unpricedModelMessage } from '../model/pricing';
 
 /**
  * The per-repo policy file, `.dockhand/policy.yml`, read at the task's base SHA (never from the
@@ -15,6 +16,7 @@ import { DockhandError } from '../errors';
  * requiredApprovals: 2
  * allowedEgressHosts: ["registry.npmjs.org"]
  * model: claude-sonnet-4-5
+ * routineModel: claude-haiku-4-5                 # routine tasks (--priority routine) of this repo
  * testCommand: npm test --silent
  * owners: ["alice", "bob"]
  * supplyChain: { newDependencies: allow }   # installScripts, dependencySources, registryConfig: override
@@ -62,6 +64,16 @@ export const RepoPolicy = z.strictObject({
   /** Hosts the snapshot build may reach (the package mirror); nothing else gets egress. */
   allowedEgressHosts: z.array(Hostname).max(100).default([]),
   model: z.string().min(1).max(200).optional(),
+  /**
+   * The model for this repository's routine tasks (dependency bumps, lint fixes); wins over the
+   * fleet's `model.routine`. Must have prices (model/pricing.ts) so its cost is its own.
+   */
+  routineModel: z
+    .string()
+    .min(1)
+    .max(200)
+    .refine((model) => hasOwnPrices(model), { error: (issue) => unpricedModelMessage(String(issue.input)) })
+    .optional(),
   /** Replaces the detected test command for the whole suite. */
   testCommand: z.string().min(1).max(2000).optional(),
   /** Users who may override a policy violation for this repo. */

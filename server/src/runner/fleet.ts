@@ -12,7 +12,9 @@ import { LocalForge, type Forge } from '../forge';
 import type { Logger } from '../log';
 import { AnthropicModelClient } from '../model/anthropic-client';
 import { BudgetedModelClient } from '../model/budgeted-client';
+import { DeferredModelClient } from '../model/deferred-client';
 import type { ModelClient } from '../model/types';
+import type { RepoPolicy } from '../policy/repo-policy';
 import { OutcomePoller } from '../scheduler/outcomes';
 import { Scheduler } from '../scheduler/scheduler';
 import { RepoMirror } from '../sandbox/mirror';
@@ -78,16 +80,27 @@ export function memoryCapacity(taskMemoryMiB: number, available: () => number = 
  * The model client from the configuration. With a replay session the API key selects the
  * cassette (`replay:<session>`); the self-review call uses `<session>-review`.
  */
-export function modelFromConfig(config: Config, purpose: 'agent' | 'review' = 'agent'): ModelClient {
+export function modelFromConfig(config: Config, purpose: 'agent' | 'review' = 'agent', name: string = config.model.name): ModelClient {
   const session = config.model.replaySession && (purpose === 'review' ? `${config.model.replaySession}-review` : config.model.replaySession);
   const apiKey = session ? `replay:${session}` : config.model.apiKey;
   if (!apiKey) throw new Error('no model credentials: set DOCKHAND_MODEL_API_KEY (or DOCKHAND_REPLAY_SESSION with DOCKHAND_MODEL_BASE_URL)');
   return new AnthropicModelClient({
     apiKey,
     baseURL: config.model.baseURL,
-    model: config.model.name,
+    model: name,
     fallbackModel: config.model.fallback,
   });
+}
+
+/**
+ * The model a task runs on (cost routing): a routine task (`priority: routine`) on its repository's
+ * `routineModel` (`.dockhand/policy.yml` at the task's base), else the fleet's `model.routine`, else
+ * `model.name` like every other task. The task's `model.turn` events record it, and `/metrics`
+ * labels the task with it. The policy is read only for routine tasks.
+ */
+export async function modelForTask(config: Config, task: Pick<Task, 'priority'>, policy: () => Promise<Pick<RepoPolicy, 'routineModel'>>): Promise<string> {
+  if (task.priority !== 'routine') return config.model.name;
+  return (await policy()).routineModel ?? config.model.routine ?? config.model.name;
 }
 
 /** The mirror of registered repositories: a task's `repo` is a registered name, never a path or URL. */
@@ -122,13 +135,15 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
   const { inputTokensPerMinute, requestsPerMinute } = config.modelBudget;
   const limits = { ...(inputTokensPerMinute ? { inputTokensPerMinute } : {}), ...(requestsPerMinute ? { requestsPerMinute } : {}) };
   const rateBudget = Object.keys(limits).length > 0 && 'modelBudget' in store ? store.modelBudget(limits) : undefined;
-  const configured = (purpose: 'agent' | 'review'): ModelClient => {
-    const client = modelFromConfig(config, purpose);
-    return rateBudget ? new BudgetedModelClient(client, rateBudget) : client;
-  };
+  // One client per task and purpose; a routine task's model is known once its repository's policy is read.
+  const configured = (task: Task, purpose: 'agent' | 'review'): ModelClient =>
+    new DeferredModelClient(async () => {
+      const client = modelFromConfig(config, purpose, await modelForTask(config, task, () => repoPolicy(baseFiles, task)));
+      return rateBudget ? new BudgetedModelClient(client, rateBudget) : client;
+    });
   const agent = parts.agent ?? agentPort({
-    model: (task) => parts.modelFor?.(task, 'agent') ?? model ?? configured('agent'),
-    ...(model && !parts.modelFor ? {} : { reviewModel: (task: Task) => parts.modelFor?.(task, 'review') ?? model ?? configured('review') }),
+    model: (task) => parts.modelFor?.(task, 'agent') ?? model ?? configured(task, 'agent'),
+    ...(model && !parts.modelFor ? {} : { reviewModel: (task: Task) => parts.modelFor?.(task, 'review') ?? model ?? configured(task, 'review') }),
     // Parsed graphs on disk, shared by tasks on the same base SHA (memory stays per task); baselines
     // and the quarantine in the store.
     feedback: (task) =>
