@@ -70,8 +70,36 @@ export interface ParsedRun {
   reported?: boolean;
 }
 
-/** `cwd`: the directory (repo-relative) the runner ran in, for paths it prints relative to it. */
+/**
+ * `cwd`: the directory (repo-relative) the runner ran in, for paths it prints relative to it: a
+ * workspace member's. There an id that does not start with a path in the member (tape's and
+ * ava's always, node's for a test it names no file for) gets the member's directory in front
+ * (`packages/a > suite > assertion`), so same-named tests of two members are two tests. Outside
+ * a workspace ids are as they always were (stored baselines and quarantines keep matching).
+ */
 export function parseTestOutput(runner: TestRunner, stdout: string, files: Set<string>, cwd?: string): ParsedRun {
+  const parsed = parseRunnerOutput(runner, stdout, files, cwd);
+  return cwd ? withMember(parsed, cwd) : parsed;
+}
+
+function withMember(parsed: ParsedRun, cwd: string): ParsedRun {
+  const renamed = new Map<string, string>();
+  const cases = parsed.cases.map((testCase) => {
+    if (testCase.id.startsWith(`${cwd}/`) || testCase.id === cwd || testCase.id.startsWith(`${cwd} > `)) return testCase;
+    const id = `${cwd} > ${testCase.id}`;
+    renamed.set(testCase.id, id);
+    return { ...testCase, id };
+  });
+  // A failure's text starts `✗ <id>\n` (report-output.ts reads the id back from it).
+  const failures = parsed.failures.map((failure) => {
+    const end = failure.indexOf('\n');
+    const id = renamed.get(failure.slice(2, end >= 0 ? end : undefined));
+    return id === undefined ? failure : `✗ ${id}${end >= 0 ? failure.slice(end) : ''}`;
+  });
+  return { ...parsed, cases, failures };
+}
+
+function parseRunnerOutput(runner: TestRunner, stdout: string, files: Set<string>, cwd?: string): ParsedRun {
   switch (runner) {
     case 'node-test':
       return parseTap(stdout, files, cwd);
