@@ -7,12 +7,13 @@
  *   empty     the cache on and empty: every tarball a miss through the host;
  *   warm      the cache holding only what the *other* two repositories' builds fetched (their
  *             empty-cache runs' entries), so the hits are the overlap, never the repository itself.
- * Times are the whole build and its install step (to the commit stage). An untimed build first
+ * Times are the whole build and its install step (to the commit stage), medians of two rounds
+ * (BENCH_DEPCACHE_ROUNDS=1 for one). An untimed build first
  * fetches the toolchains. Python is not measured: pypi.org does not resolve on this machine.
  * The last line of output is one JSON object.
  */
 import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import Docker from 'dockerode';
@@ -23,6 +24,7 @@ import { SnapshotManager } from '../server/src/sandbox/snapshots';
 import { ToolchainStore } from '../server/src/sandbox/toolchains';
 
 const CA = '/etc/ssl/certs/ca-certificates.crt';
+const ROUNDS = Math.min(2, Math.max(1, Number(process.env.BENCH_DEPCACHE_ROUNDS ?? 2)));
 const REPOS: Record<string, Record<string, string>> = {
   'bench/api': { express: '4.21.2', lodash: '4.17.21', axios: '1.7.9', typescript: '5.6.3', dotenv: '16.4.5' },
   'bench/cli': { lodash: '4.17.21', chalk: '4.1.2', commander: '12.1.0', typescript: '5.6.3', axios: '1.7.9', yargs: '17.7.2' },
@@ -85,63 +87,74 @@ async function main(): Promise<void> {
   console.log(`warm-up (toolchains, base image; untimed): ${first.name}`);
   await build(first.name, first.sha, false);
 
-  const noCache = new Map<string, Run>();
-  const empty = new Map<string, Run>();
-  const warm = new Map<string, Run>();
+  const runs = { no_cache: new Map<string, Run[]>(), empty: new Map<string, Run[]>(), warm: new Map<string, Run[]>() };
   const seeds = new Map<string, string>();
-  for (const repo of repos) {
-    noCache.set(repo.name, await build(repo.name, repo.sha, false));
-    console.log(`${repo.name} no cache: ${JSON.stringify(noCache.get(repo.name))}`);
-  }
-  for (const repo of repos) {
-    const cache = freshCache([]);
-    empty.set(repo.name, await build(repo.name, repo.sha, cache));
-    cache.close();
-    const seed = join(work, `seed-${repo.name.replace('/', '-')}`);
-    cpSync(cacheDir, seed, { recursive: true });
-    seeds.set(repo.name, seed);
-    console.log(`${repo.name} empty cache: ${JSON.stringify(empty.get(repo.name))}`);
-  }
-  for (const repo of repos) {
-    const cache = freshCache(repos.filter((other) => other.name !== repo.name).map((other) => seeds.get(other.name) ?? ''));
-    warm.set(repo.name, await build(repo.name, repo.sha, cache));
-    cache.close();
-    console.log(`${repo.name} warm from the others: ${JSON.stringify(warm.get(repo.name))}`);
-  }
+  const record = (mode: keyof typeof runs, name: string, run: Run): void => {
+    runs[mode].set(name, [...(runs[mode].get(name) ?? []), run]);
+    console.log(`${name} ${mode}: build ${run.buildS.toFixed(1)} s, install ${run.installS.toFixed(1)} s${run.stats ? `, ${run.stats.hits} hits, ${run.stats.misses} misses` : ''}; load ${loadavg()[0]?.toFixed(1)}`);
+  };
+  const phases: Record<keyof typeof runs, (repo: (typeof repos)[number]) => Promise<void>> = {
+    no_cache: async (repo) => record('no_cache', repo.name, await build(repo.name, repo.sha, false)),
+    empty: async (repo) => {
+      const cache = freshCache([]);
+      record('empty', repo.name, await build(repo.name, repo.sha, cache));
+      cache.close();
+      const seed = join(work, `seed-${repo.name.replace('/', '-')}`);
+      rmSync(seed, { recursive: true, force: true });
+      cpSync(cacheDir, seed, { recursive: true });
+      seeds.set(repo.name, seed);
+    },
+    warm: async (repo) => {
+      const cache = freshCache(repos.filter((other) => other.name !== repo.name).map((other) => seeds.get(other.name) ?? ''));
+      record('warm', repo.name, await build(repo.name, repo.sha, cache));
+      cache.close();
+    },
+  };
+  // Other work on this 2-core host drifts the load during a run: the second round runs the modes
+  // in the opposite order (warm first, from the first round's seeds), and the figures are medians.
+  const orders: Array<Array<keyof typeof runs>> = [['no_cache', 'empty', 'warm'], ['warm', 'empty', 'no_cache']];
+  for (const order of orders.slice(0, ROUNDS)) for (const mode of order) for (const repo of repos) await phases[mode](repo);
 
+  const median = (values: number[]): number => {
+    const sorted = [...values].sort((a, b) => a - b);
+    const middle = Math.floor(sorted.length / 2);
+    return sorted.length % 2 ? (sorted[middle] ?? NaN) : ((sorted[middle - 1] ?? NaN) + (sorted[middle] ?? NaN)) / 2;
+  };
+  const of = (mode: keyof typeof runs, name: string, field: 'buildS' | 'installS'): number => median((runs[mode].get(name) ?? []).map((run) => run[field]));
   const round = (value: number): number => Math.round(value * 100) / 100;
-  const sum = (runs: Map<string, Run>, field: 'buildS' | 'installS'): number => [...runs.values()].reduce((total, run) => total + run[field], 0);
+  const total = (mode: keyof typeof runs, field: 'buildS' | 'installS'): number => repos.reduce((sum, repo) => sum + of(mode, repo.name, field), 0);
   const rows = repos.map((repo) => {
     const others = new Set(repos.filter((other) => other.name !== repo.name).flatMap((other) => other.tarballs));
-    const n = noCache.get(repo.name);
-    const e = empty.get(repo.name);
-    const w = warm.get(repo.name);
+    const warmStats = runs.warm.get(repo.name)?.[0]?.stats;
     return {
       repo: repo.name,
       packages: repo.tarballs.length,
       shared_with_others: repo.tarballs.filter((path) => others.has(path)).length,
-      no_cache_s: round(n?.buildS ?? NaN),
-      empty_cache_s: round(e?.buildS ?? NaN),
-      warm_cache_s: round(w?.buildS ?? NaN),
-      install_no_cache_s: round(n?.installS ?? NaN),
-      install_empty_s: round(e?.installS ?? NaN),
-      install_warm_s: round(w?.installS ?? NaN),
-      warm_hits: w?.stats?.hits ?? null,
-      warm_misses: w?.stats?.misses ?? null,
-      warm_mb_from_cache: round((w?.stats?.bytesFromCache ?? 0) / 1024 / 1024),
-      warm_vs_empty: round((w?.buildS ?? NaN) / (e?.buildS ?? NaN)),
+      no_cache_s: round(of('no_cache', repo.name, 'buildS')),
+      empty_cache_s: round(of('empty', repo.name, 'buildS')),
+      warm_cache_s: round(of('warm', repo.name, 'buildS')),
+      install_no_cache_s: round(of('no_cache', repo.name, 'installS')),
+      install_empty_s: round(of('empty', repo.name, 'installS')),
+      install_warm_s: round(of('warm', repo.name, 'installS')),
+      warm_hits: warmStats?.hits ?? null,
+      warm_misses: warmStats?.misses ?? null,
+      warm_mb_from_cache: round((warmStats?.bytesFromCache ?? 0) / 1024 / 1024),
+      warm_vs_empty: round(of('warm', repo.name, 'buildS') / of('empty', repo.name, 'buildS')),
+      warm_vs_no_cache: round(of('warm', repo.name, 'buildS') / of('no_cache', repo.name, 'buildS')),
     };
   });
   console.log(
     JSON.stringify({
       bench: 'depcache',
+      rounds: ROUNDS,
       repos: rows,
-      total_no_cache_s: round(sum(noCache, 'buildS')),
-      total_empty_s: round(sum(empty, 'buildS')),
-      total_warm_s: round(sum(warm, 'buildS')),
-      warm_vs_empty: round(sum(warm, 'buildS') / sum(empty, 'buildS')),
-      warm_vs_no_cache: round(sum(warm, 'buildS') / sum(noCache, 'buildS')),
-      install_warm_vs_no_cache: round(sum(warm, 'installS') / sum(noCache, 'installS')),
+      total_no_cache_s: round(total('no_cache', 'buildS')),
+      total_empty_s: round(total('empty', 'buildS')),
+      total_warm_s: round(total('warm', 'buildS')),
+      warm_vs_empty: round(total('warm', 'buildS') / total('empty', 'buildS')),
+      warm_vs_no_cache: round(total('warm', 'buildS') / total('no_cache', 'buildS')),
+      install_warm_vs_no_cache: round(total('warm', 'installS') / total('no_cache', 'installS')),
+      load_at_end: round(loadavg()[0] ?? NaN),
       python: 'not measured: pypi.org does not resolve on this machine (and pip is not served by the cache)',
     }),
   );
