@@ -20,7 +20,8 @@ export async function openStore(config: Config, logger?: Logger): Promise<Opened
   if (config.databaseUrl === undefined) return { store: new SqliteStore(join(config.dataDir, 'dockhand.db')), hub: new EventHub() };
   const store = await PostgresStore.open({ url: config.databaseUrl, ...(logger ? { logger } : {}) });
   try {
-    return { store, hub: await store.liveEvents() };
+    // A worker serves no client: it need not hear what the other workers write (their tasks' turns).
+    return { store, hub: await store.liveEvents({ heldEvents: config.role !== 'worker' }) };
   } catch (error) {
     await store.close();
     throw error;

@@ -35,6 +35,12 @@ const PAGE = 500;
  * subscription has a seq no higher than any event committed after it; publishing from that seq on
  * covers everything the subscriber's own read (made after subscribing) cannot have seen.
  *
+ * A worker's hub (`heldEvents: false`) LISTENs only to what is written outside a lease (API
+ * replicas' submissions, decisions, messages, cancellations): the events a worker writes under its
+ * fence go to a channel only client-serving processes hear. What a worker's subscribers (approver,
+ * steering) wait for is written outside a lease, and the other events of the task it runs are its
+ * own appends, published here as they are made; a gap (a notice past the next seq) is read.
+ *
  * When the LISTEN connection drops (Postgres restarted, network cut) notices sent meanwhile are
  * lost: on reconnect every subscribed task is read from its last published seq (from the start
  * when nothing was published yet; subscribers drop what they already have).
@@ -52,7 +58,7 @@ export class PostgresEventHub extends EventHub {
 
   constructor(
     private readonly store: PostgresStore,
-    private readonly options: { logger?: Logger; reconnectMs?: number; pingMs?: number } = {},
+    private readonly options: { logger?: Logger; reconnectMs?: number; pingMs?: number; heldEvents?: boolean } = {},
   ) {
     super();
   }
@@ -120,6 +126,14 @@ export class PostgresEventHub extends EventHub {
     await Promise.allSettled([...this.reading.values()]);
   }
 
+  /**
+   * The channels heard: every event, or (`heldEvents: false`, a worker) only those written outside
+   * a lease — one queue either way, so notices of both still arrive in commit order.
+   */
+  private get channels(): string[] {
+    return this.options.heldEvents === false ? [this.store.channel] : [this.store.channel, this.store.heldChannel];
+  }
+
   private wanted(taskId: string): boolean {
     return this.allListeners > 0 || this.subscriberCount(taskId) > 0;
   }
@@ -153,7 +167,7 @@ export class PostgresEventHub extends EventHub {
   }
 
   private onNotification(message: pg.Notification): void {
-    if (message.channel !== this.store.channel || message.payload === undefined) return;
+    if (!this.channels.includes(message.channel) || message.payload === undefined) return;
     let parsed: unknown;
     try {
       parsed = JSON.parse(message.payload);
@@ -202,7 +216,7 @@ export class PostgresEventHub extends EventHub {
     client.on('end', () => lost());
     client.on('notification', (message) => this.onNotification(message));
     await client.connect();
-    await client.query(`LISTEN ${this.store.channel}`);
+    for (const channel of this.channels) await client.query(`LISTEN ${channel}`);
     if (this.closed) {
       await client.end().catch(() => undefined);
       return;

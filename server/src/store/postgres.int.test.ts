@@ -41,8 +41,8 @@ describe('Postgres store shared by several processes', () => {
     stores.push(store);
     return store;
   };
-  const hubOf = async (store: PostgresStore, reconnectMs = 100) => {
-    const hub = new PostgresEventHub(store, { reconnectMs, pingMs: 500 });
+  const hubOf = async (store: PostgresStore, reconnectMs = 100, heldEvents = true) => {
+    const hub = new PostgresEventHub(store, { reconnectMs, pingMs: 500, heldEvents });
     hubs.push(hub);
     await hub.start();
     return hub;
@@ -239,6 +239,46 @@ describe('Postgres store shared by several processes', () => {
     expect(reads).toEqual([22]);
     expect(live.at(-1)?.type === 'user.message' && live.at(-1)?.data).toMatchObject({ text: 'x'.repeat(20_000) });
     expect(live.map((e) => e.seq)).toEqual(Array.from({ length: live.length }, (_, i) => (live[0]?.seq ?? 0) + i));
+  });
+
+  it("live events on a worker: it does not hear other lease holders' writes, yet its subscribers get every event of the task it runs, in order", async () => {
+    const api = await open();
+    const worker = await open();
+    const other = await open();
+    const replicaHub = await hubOf(api);
+    const workerHub = await hubOf(worker, 100, false);
+    const workerNotices: EventNotice[] = [];
+    workerHub.onNotice((notice) => workerNotices.push(notice));
+    const { task } = await api.createTask('alice', contractRequest);
+    const { task: elsewhere } = await api.createTask('alice', contractRequest);
+    const [mine, theirs] = [await worker.claimRunnable('w1', 1, 30_000), await other.claimRunnable('w2', 1, 30_000)].map((claims) => claims[0]!);
+    expect([mine?.task.id, theirs?.task.id]).toEqual([task.id, elsewhere.id]);
+    const workerLog = new EventLog(worker, workerHub);
+    const onWorker: number[] = [];
+    const onReplica: number[] = [];
+    workerHub.subscribe(task.id, (event) => onWorker.push(event.seq));
+    replicaHub.subscribe(task.id, (event) => onReplica.push(event.seq));
+    // Another worker's turns on its own task: the API replica hears them, this worker does not.
+    await withLeaseFence({ taskId: elsewhere.id, workerId: 'w2', epoch: theirs!.epoch }, async () => {
+      for (let i = 0; i < 3; i++) await other.appendEvent(elsewhere.id, text(i));
+    });
+    // This worker's own turns, a developer's message through the API between them, more turns.
+    await withLeaseFence({ taskId: task.id, workerId: 'w1', epoch: mine!.epoch }, async () => {
+      for (let i = 0; i < 3; i++) await workerLog.append(task.id, text(i));
+    });
+    await api.appendEvent(task.id, { type: 'user.message', data: { from: 'alice', text: 'also handle []' } });
+    await withLeaseFence({ taskId: task.id, workerId: 'w1', epoch: mine!.epoch }, async () => {
+      for (let i = 3; i < 6; i++) await workerLog.append(task.id, text(i));
+    });
+    const last = (await api.getTask(task.id))!.lastSeq;
+    await until(() => onReplica.at(-1) === last && onWorker.at(-1) === last, 'every event on both hubs');
+    expect(onReplica).toEqual(Array.from({ length: onReplica.length }, (_, i) => (onReplica[0] ?? 0) + i));
+    // From the first notice it heard on: gap-free, each once (the message's notice set the start).
+    expect(onWorker).toEqual(Array.from({ length: onWorker.length }, (_, i) => last - onWorker.length + 1 + i));
+    expect(onWorker.length).toBeGreaterThanOrEqual(4);
+    expect(workerNotices.some((n) => n.taskId === elsewhere.id && n.type === 'assistant.text')).toBe(false);
+    expect(workerNotices.every((n) => !n.held)).toBe(true);
+    expect(workerNotices.some((n) => n.taskId === task.id && n.type === 'user.message')).toBe(true);
   });
 
   it('live events: after the LISTEN connection is cut, what was written meanwhile still arrives, in order', async () => {

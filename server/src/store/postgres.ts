@@ -83,6 +83,17 @@ export function eventChannel(schema: string): string {
 }
 
 /**
+ * The channel of events written under a lease's fence (by the worker that holds the task: its
+ * model turns, tool calls, tests). Only processes that serve clients (API replicas, `all`) LISTEN
+ * here; a worker hears the other channel — what API replicas write (submissions, decisions,
+ * messages, cancellations) — and its own writes, so the bulk of a fleet's events does not wake
+ * every worker of it.
+ */
+export function heldEventChannel(schema: string): string {
+  return `dockhand_held_${schema}`;
+}
+
+/**
  * The store of a fleet: one Postgres database shared by API replicas and workers. Every write that
  * SQLite makes in one transaction is one transaction here too; a task's row is locked
  * (`SELECT … FOR UPDATE`) while its next seq is assigned, so appends from several processes stay
@@ -100,11 +111,13 @@ export class PostgresStore implements Store, RepoStore, ClaimingStore {
   readonly queue: PostgresQueue;
   private readonly approvals: PostgresApprovals;
   readonly channel: string;
+  readonly heldChannel: string;
   private hub: PostgresEventHub | undefined;
   private readonly leaderships: PostgresLeadership[] = [];
 
   private constructor(readonly pool: pg.Pool, readonly options: PostgresStoreOptions & { schema: string }) {
     this.channel = eventChannel(options.schema);
+    this.heldChannel = heldEventChannel(options.schema);
     this.flaky = new PostgresFlakyStore(pool, (work) => this.transaction(work));
     this.baselines = new PostgresBaselineStore(pool);
     this.repos = new PostgresRepoStore(pool);
@@ -353,7 +366,7 @@ export class PostgresStore implements Store, RepoStore, ClaimingStore {
              SELECT pg_notify($10, $11)`,
       values: [
         taskId, stored.seq, stored.type, JSON.stringify(stored.data), ts, next.state, next.usage, next.prUrl, next.error,
-        this.channel, Buffer.byteLength(withEvent) <= NOTICE_MAX_BYTES ? withEvent : JSON.stringify(notice),
+        fence ? this.heldChannel : this.channel, Buffer.byteLength(withEvent) <= NOTICE_MAX_BYTES ? withEvent : JSON.stringify(notice),
       ],
     });
     return stored;
@@ -478,9 +491,13 @@ export class PostgresStore implements Store, RepoStore, ClaimingStore {
     });
   }
 
-  /** This process's hub of live events from every process (LISTEN/NOTIFY), started on first use. */
-  async liveEvents(): Promise<PostgresEventHub> {
-    this.hub ??= new PostgresEventHub(this, this.options.logger ? { logger: this.options.logger } : {});
+  /**
+   * This process's hub of live events from every process (LISTEN/NOTIFY), started on first use.
+   * `heldEvents: false` (a worker): it does not hear what other lease holders write (see
+   * `heldEventChannel`).
+   */
+  async liveEvents(options: { heldEvents?: boolean } = {}): Promise<PostgresEventHub> {
+    this.hub ??= new PostgresEventHub(this, { ...(this.options.logger ? { logger: this.options.logger } : {}), heldEvents: options.heldEvents ?? true });
     await this.hub.start();
     return this.hub;
   }
