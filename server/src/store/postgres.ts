@@ -19,7 +19,7 @@ import { PostgresModelBudget, type BudgetLimits } from './postgres-budget';
 import { PostgresLeadership } from './postgres-leader';
 import { PostgresQueue } from './postgres-queue';
 import { PostgresBaselineStore, PostgresFlakyStore, PostgresPullRequestStore, PostgresRepoStore } from './postgres-records';
-import { project } from './projection';
+import { eventSets, project } from './projection';
 import type { Claim, ClaimingStore, FencedLease } from './queue';
 import { EventRow, ProjectionRow, TOKEN_JOIN_COLUMNS, toAuthenticated, toTask, toTokenInfo, toUser } from './rows';
 import { hashToken, tokenColumns } from './sqlite';
@@ -314,6 +314,8 @@ export class PostgresStore implements Store, RepoStore, ClaimingStore {
   }
 
   async appendEvent(taskId: string, event: NewEvent): Promise<TaskEvent> {
+    // One statement needs no transaction around it: one round trip for most events.
+    if (event.type !== 'model.turn') return this.appendOne(this.pool, taskId, event);
     return this.transaction((client) => this.appendIn(client, taskId, event));
   }
 
@@ -323,6 +325,7 @@ export class PostgresStore implements Store, RepoStore, ClaimingStore {
    * The row lock comes before the lease's (as in a claim), so the two never deadlock.
    */
   async appendIn(client: pg.PoolClient, taskId: string, event: NewEvent): Promise<TaskEvent> {
+    if (event.type !== 'model.turn') return this.appendOne(client, taskId, event);
     // Two statements (named, so each connection plans them once), not five: the hot path of every
     // event. The task's row lock and, under a fence, the lease's share lock come from one query.
     const fence = currentFence(taskId);
@@ -370,6 +373,75 @@ export class PostgresStore implements Store, RepoStore, ClaimingStore {
       ],
     });
     return stored;
+  }
+
+  /**
+   * `appendIn` in one statement, for an event whose change to its row does not depend on the row
+   * (`eventSets`: every type but `model.turn`): the task's row locked, under a fence the lease's
+   * row held and checked, the next seq taken, the event stored, the row updated and the NOTIFY
+   * queued — alone (its own transaction: one round trip instead of BEGIN, two statements and
+   * COMMIT) or inside the caller's. The seq is the row's, so the notice is sent in pieces that
+   * the statement joins around it. Refused writes store nothing: an unknown task is `not_found`,
+   * a lost lease the fence's conflict, as on the two-statement path.
+   */
+  private async appendOne(client: pg.Pool | pg.PoolClient, taskId: string, event: NewEvent): Promise<TaskEvent> {
+    const fence = currentFence(taskId);
+    const ts = now();
+    // Checked before the row is read: the seq (1 here) is the only field the row decides.
+    const parsed = TaskEvent.safeParse({ taskId, seq: 1, ts, type: event.type, data: event.data });
+    if (!parsed.success) throw fromZodError(parsed.error, `event ${event.type}`);
+    const sets = eventSets(parsed.data);
+    const rest: Record<string, unknown> = { type: parsed.data.type };
+    if (parsed.data.type === 'task.state') rest.state = parsed.data.data.state;
+    // Written under a live lease: the task has a worker, so no other worker need look for work.
+    if (fence) rest.held = true;
+    const inner = (value: object) => JSON.stringify(value).slice(1, -1);
+    const head = `{${inner({ taskId })},"seq":`;
+    const middle = `,${inner(rest)}`;
+    const withEvent = [`${middle},"event":${head}`, `,${inner({ ts, type: parsed.data.type, data: parsed.data.data })}}}`];
+    // The event rides along when it fits NOTIFY's payload (seqs up to 12 digits counted).
+    const fits = Buffer.byteLength(head + withEvent.join('')) + 24 <= NOTICE_MAX_BYTES;
+    const [second, third] = fits ? withEvent : [`${middle}}`, ''];
+    const { rows } = await client.query({
+      name: fence ? 'dockhand_append_one_fenced' : 'dockhand_append_one',
+      text: `WITH task AS (
+               SELECT id, last_seq FROM tasks WHERE id = $1 FOR UPDATE
+             ),
+             ${fence
+               ? `lease AS (
+               SELECT worker_id, epoch::float8 AS epoch, expires_at > (extract(epoch from clock_timestamp()) * 1000)::bigint AS live
+               FROM leases WHERE task_id = $1 FOR SHARE
+             ),
+             allowed AS (
+               SELECT task.id, task.last_seq + 1 AS seq FROM task
+               WHERE EXISTS (SELECT 1 FROM lease WHERE worker_id = $12 AND epoch = $13::float8 AND live)
+             ),`
+               : `allowed AS (SELECT task.id, task.last_seq + 1 AS seq FROM task),`}
+             inserted AS (
+               INSERT INTO events (task_id, seq, type, data, ts) SELECT id, seq, $2, $3, $4 FROM allowed RETURNING seq
+             ),
+             updated AS (
+               UPDATE tasks SET last_seq = allowed.seq, updated_at = $4, state = COALESCE($5, tasks.state),
+                 pr_url = COALESCE($6, tasks.pr_url), error = COALESCE($7, tasks.error)
+               FROM allowed WHERE tasks.id = allowed.id
+             ),
+             notified AS (
+               SELECT pg_notify($8, $9::text || seq::text || $10::text || (CASE WHEN $11::text = '' THEN '' ELSE seq::text || $11::text END)) AS sent FROM inserted
+             )
+             SELECT (SELECT count(*) FROM task)::int AS found, (SELECT seq FROM inserted)::float8 AS seq, (SELECT count(*) FROM notified)::int AS notified
+             ${fence ? ', lease.worker_id, lease.epoch, lease.live FROM (SELECT 1) one LEFT JOIN lease ON true' : ''}`,
+      values: [
+        taskId, parsed.data.type, JSON.stringify(parsed.data.data), ts, sets.state, sets.prUrl, sets.error,
+        fence ? this.heldChannel : this.channel, head, second, third, ...(fence ? [fence.workerId, fence.epoch] : []),
+      ],
+    });
+    const row = z.object({ found: z.number(), seq: z.number().nullable() }).parse(rows[0]);
+    if (row.found === 0) throw new DockhandError('not_found', `task ${taskId} not found`);
+    if (row.seq === null) {
+      if (fence) checkFence(taskId, fence, LeaseOfRow.parse(rows[0]));
+      throw new DockhandError('conflict', `task ${taskId}: the event was not stored`);
+    }
+    return { ...parsed.data, seq: row.seq };
   }
 
   /**

@@ -17,11 +17,9 @@ export interface ProjectionUpdate extends Projection {
  * SQLite and the Postgres store apply when they append an event.
  */
 export function project(current: Projection, event: TaskEvent): ProjectionUpdate {
-  const update: ProjectionUpdate = { state: current.state, usage: current.usage, prUrl: null, error: null };
-  if (event.type === 'task.state') {
-    update.state = event.data.state;
-    if (['failed', 'cancelled', 'budget_exhausted'].includes(update.state) && event.data.reason) update.error = event.data.reason;
-  } else if (event.type === 'model.turn') {
+  const sets = eventSets(event);
+  const update: ProjectionUpdate = { state: sets.state ?? current.state, usage: current.usage, prUrl: sets.prUrl, error: sets.error };
+  if (event.type === 'model.turn') {
     const usage = TaskUsage.parse(JSON.parse(current.usage));
     const turn = event.data.usage;
     update.usage = JSON.stringify({
@@ -32,10 +30,24 @@ export function project(current: Projection, event: TaskEvent): ProjectionUpdate
       cacheWriteTokens: usage.cacheWriteTokens + turn.cacheWriteTokens,
       costUsd: usage.costUsd + event.data.costUsd,
     });
-  } else if (event.type === 'pr.opened') {
-    update.prUrl = event.data.url;
-  } else if (event.type === 'task.failed') {
-    update.error = event.data.message;
   }
   return update;
+}
+
+/**
+ * The part of `project` that the event alone decides (`null`: the row keeps its value). Every
+ * event but `model.turn` (whose usage adds to the row's) changes its row by this alone, so a store
+ * can write it without reading the row first.
+ */
+export function eventSets(event: TaskEvent): { state: TaskState | null; prUrl: string | null; error: string | null; addsUsage: boolean } {
+  const sets = { state: null as TaskState | null, prUrl: null as string | null, error: null as string | null, addsUsage: event.type === 'model.turn' };
+  if (event.type === 'task.state') {
+    sets.state = event.data.state;
+    if (['failed', 'cancelled', 'budget_exhausted'].includes(event.data.state) && event.data.reason) sets.error = event.data.reason;
+  } else if (event.type === 'pr.opened') {
+    sets.prUrl = event.data.url;
+  } else if (event.type === 'task.failed') {
+    sets.error = event.data.message;
+  }
+  return sets;
 }
