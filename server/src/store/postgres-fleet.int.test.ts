@@ -35,11 +35,18 @@ describe('fleet-wide coordination on Postgres', () => {
     const first = await budgetA.tryReserve(600);
     expect('reservation' in first).toBe(true);
     const refused = await budgetB.tryReserve(600);
-    expect(refused).toEqual({ waitMs: expect.any(Number) });
+    expect(refused).toEqual({ waitMs: expect.any(Number), limit: 'input_tokens_per_minute' });
     expect('waitMs' in refused && refused.waitMs).toBeGreaterThan(50_000);
     if ('reservation' in first) await first.reservation.settle(100);
     expect('reservation' in (await budgetB.tryReserve(600))).toBe(true);
     expect(await budgetA.usage()).toEqual({ tokens: 700, requests: 2 });
+  });
+
+  it('a refusal names the limit that is full: requests per minute when the tokens would fit', async () => {
+    const budget = (await open()).modelBudget({ inputTokensPerMinute: 1000, requestsPerMinute: 1 });
+    expect('reservation' in (await budget.tryReserve(10))).toBe(true);
+    expect(await budget.tryReserve(10)).toEqual({ waitMs: expect.any(Number), limit: 'requests_per_minute' });
+    expect(await budget.tryReserve(5000)).toEqual({ waitMs: expect.any(Number), limit: 'input_tokens_per_minute' });
   });
 
   it('reservations from many processes at once never overdraw the minute, and each is one round trip', async () => {
