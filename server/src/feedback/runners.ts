@@ -1,7 +1,7 @@
 import { posix } from 'node:path';
 import { z } from 'zod';
 import { parseFlatTap } from './tap';
-import { parseUvu, uvuArguments } from './uvu';
+import { announceUvuDir, parseUvu, uvuArguments } from './uvu';
 import type { TestCaseResult, TestRunner } from './types';
 
 /*
@@ -52,7 +52,7 @@ export function testCommand(runner: TestRunner, targets: TestTarget[] | undefine
     case 'ava':
       return `npx --no-install ava --tap ${files}`.trim();
     case 'uvu':
-      return `npx --no-install uvu ${uvuArguments(undefined, targets?.map((target) => target.file))}`.trim();
+      return `${announceUvuDir(undefined)}; npx --no-install uvu ${uvuArguments(undefined, targets?.map((target) => target.file))}`.trim();
     case 'mocha':
       return `npx --no-install mocha --reporter json --reporter-option output=${REPORT_FILE}${pattern ? ` --grep ${shellQuote(pattern)}` : ''} ${files}; status=$?; echo ${RESULT_MARKER}; cat ${REPORT_FILE}; exit $status`;
   }
@@ -114,7 +114,7 @@ function parseRunnerOutput(runner: TestRunner, stdout: string, files: Set<string
     case 'ava':
       return parseFlatTap(stdout, (printed) => toRepoPath(printed, files, cwd));
     case 'uvu':
-      return parseUvu(stdout, (printed) => fileBySuffix(printed, files, cwd));
+      return parseUvu(stdout, (printed, dir) => fileBySuffix(dir && dir !== '.' ? `${dir}/${printed}` : printed, files, cwd));
   }
 }
 

@@ -1,6 +1,6 @@
 import picomatch from 'picomatch';
 import { FILE_MARKER, REPORT_FILE, RESULT_MARKER, shellQuote, testCommand, type TestTarget } from './runners';
-import { uvuArguments } from './uvu';
+import { announceUvuDir, uvuArguments } from './uvu';
 import type { RunnerInvocation, ShellWord, TestPlan } from './test-command';
 import type { TestRunner } from './types';
 
@@ -89,8 +89,9 @@ function invocationShell(invocation: RunnerInvocation, targets: TestTarget[] | u
       return { script: `${PATH_PREFIX}${join(head, flags, '--tap', files)}`, shown: join(head, flags, '--tap', files) };
     case 'uvu': {
       // `uvu [dir] [pattern]`: a selection is the script's directory and a pattern naming the files.
-      const shown = join(head, flags, targets ? uvuArguments(invocation.paths[0]?.value, targets.map((target) => target.file)) : words(invocation.paths));
-      return { script: `${PATH_PREFIX}${shown}`, shown };
+      const dir = invocation.paths[0]?.value;
+      const shown = join(head, flags, targets ? uvuArguments(dir, targets.map((target) => target.file)) : words(invocation.paths));
+      return { script: `${PATH_PREFIX}${announceUvuDir(dir)}; ${shown}`, shown };
     }
     case 'pytest': {
       const ids = targets ? (targets.flatMap((target) => target.names ?? [target.file])).map(shellQuote).join(' ') : files;

@@ -44,6 +44,15 @@ describe('uvu output', () => {
     });
   }
 
+  it("reads file headers relative to uvu's directory, announced by the run, where a name alone is ambiguous", () => {
+    const both = new Set([...files, 'src/fail.js', 'src/math.js']);
+    const ids = (stdout: string) => parseTestOutput('uvu', stdout, both).cases.filter((testCase) => testCase.outcome === 'failed').map((testCase) => testCase.id);
+    expect(ids(data('uvu-0.5.6-fail.txt'))[0]).toBe('fail.js > equal > objects');
+    expect(ids(`# dockhand-uvu-dir: test\n${data('uvu-0.5.6-fail.txt')}`)).toEqual(['test/fail.js > equal > objects', 'test/fail.js > equal > throws plain', 'test/sub/deep.js > same name']);
+    const plan = planTestCommand('npm test', JSON.stringify({ scripts: { test: 'uvu -r esm test' } }));
+    expect(wholeCommandPlan(plan).script).toContain("echo '# dockhand-uvu-dir: test'; uvu -r esm test");
+  });
+
   it('a green run counts its passes and skips', () => {
     const run = parseTestOutput('uvu', data('uvu-0.5.6-pass.txt'), files);
     expect([count(run.cases, 'passed'), count(run.cases, 'failed'), count(run.cases, 'skipped')]).toEqual([5, 0, 1]);

@@ -19,8 +19,21 @@ export interface UvuRun {
   reported: boolean;
 }
 
-/** Maps a printed path (a file relative to uvu's directory) back to a repo-relative one. */
-type ToRepoPath = (printed: string) => string | undefined;
+/**
+ * Maps a printed path back to a repo-relative one; `dir` is uvu's directory when the run
+ * announced it (UVU_DIR_MARKER: the headers are relative to it, so `index.js` of `uvu test` is
+ * test/index.js, not src/index.js).
+ */
+type ToRepoPath = (printed: string, dir: string | undefined) => string | undefined;
+
+/** Echoed before uvu runs (`# dockhand-uvu-dir: test`): the directory its file headers are relative to. */
+export const UVU_DIR_MARKER = 'dockhand-uvu-dir:';
+
+/** The shell line that announces `dir` to the parser. */
+export function announceUvuDir(dir: string | undefined): string {
+  const clean = (dir ?? '.').replace(/^\.\//, '').replace(/\/+$/, '') || '.';
+  return `echo '# ${UVU_DIR_MARKER} ${clean.replace(/'/g, '')}'`;
+}
 
 const ANSI = /\u001b\[[0-9;]*[A-Za-z]/g;
 const SUITE_LINE = /^(.*?)\s*((?:[✘•]\s*)*)\s*\((\d+) \/ (\d+)\)\s*$/;
@@ -34,6 +47,7 @@ export function parseUvu(stdout: string, toRepoPath: ToRepoPath): UvuRun {
   const failures: string[] = [];
   const summary: Record<string, number> = {};
   let file: string | undefined;
+  let dir: string | undefined;
   let suite = '';
   let open: { testCase: TestCaseResult; lines: string[] } | undefined;
   const close = (): void => {
@@ -45,6 +59,10 @@ export function parseUvu(stdout: string, toRepoPath: ToRepoPath): UvuRun {
   };
   const idOf = (name: string): string => [file, suite, name].filter((part) => part !== undefined && part !== '').join(' > ');
   for (const line of lines) {
+    if (line.startsWith(`# ${UVU_DIR_MARKER} `)) {
+      dir = line.slice(UVU_DIR_MARKER.length + 3).trim();
+      continue;
+    }
     const total = SUMMARY.exec(line);
     if (total?.[1]) {
       close();
@@ -78,7 +96,7 @@ export function parseUvu(stdout: string, toRepoPath: ToRepoPath): UvuRun {
     }
     if (SOURCE_FILE.test(line) && !line.includes(' (')) {
       close();
-      file = toRepoPath(line.trim()) ?? line.trim();
+      file = toRepoPath(line.trim(), dir) ?? line.trim();
       suite = '';
       continue;
     }
