@@ -308,6 +308,26 @@ describe('runAgent', () => {
     expect(JSON.stringify(resumed.requests[0]!.messages.at(-1))).toMatch(/tool_result[\s\S]*Start the loop at zero/);
   });
 
+  it('records a turn waiting for the fleet model budget: waiting and done, before the turn', async () => {
+    const wait = { limit: 'requests_per_minute', windowSeconds: 60, tokens: 812.4 } as const;
+    const model = new ScriptedModel([
+      () => {
+        model.onBudgetWait?.({ ...wait, phase: 'waiting', waitMs: 1_200.6 });
+        model.onBudgetWait?.({ ...wait, phase: 'done', waitMs: 1_350 });
+        return { tools: [FIX] };
+      },
+      { tools: [{ name: 'finish', input: { summary: 'Fixed.' } }] },
+    ]);
+    await runAgent(options(model));
+    const types = events.events.map((event) => event.type);
+    expect(types.indexOf('model.budget_wait')).toBeLessThan(types.indexOf('model.turn'));
+    expect(events.ofType('model.budget_wait').map((event) => event.data)).toEqual([
+      { ...wait, tokens: 812, phase: 'waiting', waitMs: 1_201 },
+      { ...wait, tokens: 812, phase: 'done', waitMs: 1_350 },
+    ]);
+    expect(model.onBudgetWait).toBeUndefined();
+  });
+
   it('records model fallbacks', async () => {
     const model = new ScriptedModel([
       () => {

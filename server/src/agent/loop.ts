@@ -189,11 +189,15 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
 
   // A turn that waits for the fleet's model rate budget: an event when it starts waiting and one
   // when it goes ahead (the panel shows the wait; /metrics counts the finished ones).
-  const previousOnBudgetWait = model.onBudgetWait;
-  model.onBudgetWait = (notice) => {
-    previousOnBudgetWait?.(notice);
-    pendingWrites.push(events.append({ type: 'model.budget_wait', data: { ...notice, tokens: Math.round(notice.tokens), waitMs: Math.round(notice.waitMs) } }).catch(() => undefined));
-  };
+  // The self-review and compaction clients (when they are others) wait for the same budget.
+  const budgetClients = [...new Set([model, options.reviewModel, options.compactionModel].filter((client): client is ModelClient => client !== undefined))];
+  const previousOnBudgetWait = budgetClients.map((client) => client.onBudgetWait);
+  budgetClients.forEach((client, index) => {
+    client.onBudgetWait = (notice) => {
+      previousOnBudgetWait[index]?.(notice);
+      pendingWrites.push(events.append({ type: 'model.budget_wait', data: { ...notice, tokens: Math.round(notice.tokens), waitMs: Math.round(notice.waitMs) } }).catch(() => undefined));
+    };
+  });
 
   const outcome = async (status: AgentStatus, summary: string, extra: Partial<AgentOutcome> = {}): Promise<AgentOutcome> => {
     const diff = extra.diff ?? (await sandbox.diff().catch(() => ''));
@@ -383,7 +387,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
     clearTimeout(timer);
     model.onFallback = previousOnFallback;
     model.onRetry = previousOnRetry;
-    model.onBudgetWait = previousOnBudgetWait;
+    budgetClients.forEach((client, index) => (client.onBudgetWait = previousOnBudgetWait[index]));
     await Promise.all(pendingWrites);
   }
 }

@@ -163,7 +163,7 @@ describe('cost routing and budget waits on Postgres, end to end', () => {
     expect(await task(routineLib)).toBeGreaterThan(0);
   });
 
-  it('a turn that waits for the fleet\'s model budget is two model.budget_wait events in the task's log (written by the loop under the lease) and a /metrics figure', async () => {
+  it('a turn that waits for the fleet\'s model budget is two model.budget_wait events in the task log (written by the loop under the lease) and a /metrics figure', async () => {
     const tpm = 200_000;
     const { fleet: f, shas, token, adminToken } = await start({ DOCKHAND_MODEL_BUDGET_TPM: String(tpm) }, { app: {} });
     // Another worker spent the whole minute's tokens 57.5 s ago (database clock): the first turn waits ~2.5 s.

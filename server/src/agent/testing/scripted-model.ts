@@ -49,6 +49,7 @@ export class ScriptedModel implements ModelClient {
   private index = 0;
   onFallback?: ModelClient['onFallback'];
   onRetry?: ModelClient['onRetry'];
+  onBudgetWait?: ModelClient['onBudgetWait'];
 
   constructor(
     private readonly steps: ScriptStep[],
