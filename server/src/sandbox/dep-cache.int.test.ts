@@ -87,6 +87,7 @@ describe('dependency cache on the host', () => {
       expect(packument.status).toBe(200);
       expect(JSON.parse(packument.body.toString('utf8')).name).toBe('ms');
       expect(listener.stats.passedThrough).toBe(1);
+      await cache.idle();
       expect([...cacheFiles(dir).keys()].filter((path) => path.endsWith('.tgz'))).toHaveLength(1);
     } finally {
       await listener.close();
@@ -109,6 +110,7 @@ describe('dependency cache on the host', () => {
       const withToken = await fetchLocal(`${base}/once/-/once-1.4.0.tgz`, 'GET', undefined, { authorization: 'Bearer build-secret' });
       expect(withToken.status).toBe(200);
       expect(withToken.cache).toBeUndefined();
+      await cache.idle();
       expect(cacheFiles(dir)).toEqual(before);
       expect(listener.stats.refused).toBe(4);
     } finally {
@@ -152,9 +154,11 @@ describe('dependency cache on the host', () => {
     try {
       const base = listener.url.replace(/\/$/, '');
       for (const path of [MS, '/once/-/once-1.4.0.tgz']) await fetchLocal(base + path);
+      await cache.idle();
       await new Promise((resolve) => setTimeout(resolve, 20));
       expect((await fetchLocal(base + MS)).cache).toBe('hit'); // ms is now the most recently used
       await fetchLocal(`${base}/wrappy/-/wrappy-1.0.2.tgz`);
+      await cache.idle();
       expect(cache.stats.evictions).toBeGreaterThan(0);
       expect(await cache.size()).toBeLessThanOrEqual(5_000);
       expect((await fetchLocal(`${base}/once/-/once-1.4.0.tgz`)).cache).toBe('miss');

@@ -108,6 +108,8 @@ export class DependencyCache {
   private readonly logger: Logger | undefined;
   private totalBytes: number | undefined;
   private evicting: Promise<void> | undefined;
+  /** Tarballs being written, by path. */
+  private readonly writing = new Map<string, Promise<void>>();
 
   constructor(options: DependencyCacheOptions) {
     this.dir = options.dir;
@@ -247,11 +249,13 @@ export class DependencyCache {
       url: `http://${host}:${address.port}/`,
       host,
       stats,
-      close: () =>
-        new Promise<void>((resolve) => {
+      close: async () => {
+        await new Promise<void>((resolve) => {
           for (const socket of sockets) socket.destroy();
           server.close(() => resolve());
-        }),
+        });
+        await this.idle();
+      },
     };
   }
 
@@ -273,6 +277,7 @@ export class DependencyCache {
     // A tarball fetched with the build's credentials may be private: never kept, never served from here.
     const cacheable = method === 'GET' && TARBALL_PATH.test(path) && !headers.authorization;
     if (cacheable) {
+      await this.writing.get(path);
       const kept = await this.read(path);
       if (kept === 'damaged') count('corrupt');
       else if (kept) {
@@ -291,8 +296,11 @@ export class DependencyCache {
       const body = await readBody(upstream, MAX_ENTRY_BYTES);
       count('misses');
       count('bytesFromUpstream', body.length);
-      // Kept before it is answered, so a request that follows this one is a hit.
-      await this.write(path, body).catch((error: unknown) => this.logger?.warn({ path, err: error instanceof Error ? error.message : String(error) }, 'dependency cache could not keep a tarball'));
+      // Answered while it is written; a request for the same path meanwhile waits for the write (a hit).
+      const writing = this.write(path, body)
+        .catch((error: unknown) => this.logger?.warn({ path, err: error instanceof Error ? error.message : String(error) }, 'dependency cache could not keep a tarball'))
+        .finally(() => this.writing.delete(path));
+      this.writing.set(path, writing);
       response.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': body.length, 'x-dockhand-cache': 'miss' }).end(body);
       return;
     }
@@ -314,6 +322,11 @@ export class DependencyCache {
       outgoing.on('error', reject);
       outgoing.end();
     });
+  }
+
+  /** Resolves when every tarball being written is on disk. */
+  async idle(): Promise<void> {
+    await Promise.all([...this.writing.values()]);
   }
 
   close(): void {
