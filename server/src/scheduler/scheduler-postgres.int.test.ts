@@ -78,6 +78,25 @@ describe('Scheduler on the Postgres queue', () => {
     expect(overCapacity).toBe(false);
   });
 
+  it('the heartbeat renews the lease and reads the state in one statement: a task cancelled in the store (no notice heard) aborts the run', async () => {
+    const api = await open();
+    const { task } = await api.createTask('alice', request('normal'));
+    const worker = await open();
+    let aborted: unknown;
+    const scheduler = schedule(worker, 'worker-a', (_taskId, signal) => new Promise<void>((resolve) => {
+      signal.addEventListener('abort', () => { aborted = signal.reason; resolve(); });
+    }), { leaseMs: 400 });
+    scheduler.start();
+    await until(() => scheduler.active.length === 1, 'the claim');
+    const first = (await api.getLease(task.id))!.expiresAt;
+    await until(async () => (await api.getLease(task.id))!.expiresAt > first, 'a renewal');
+    expect(await worker.renewLeaseWithState(task.id, 'worker-a', 400)).toEqual({ renewed: true, state: 'provisioning' });
+    expect(await worker.renewLeaseWithState(task.id, 'worker-b', 400)).toEqual({ renewed: false });
+    await api.appendEvent(task.id, { type: 'task.state', data: { state: 'cancelled' } });
+    await until(() => aborted !== undefined, 'the abort at the next beat');
+    expect(String(aborted)).toMatch(/task ended/);
+  });
+
   it('a worker cut off from the store stops before its lease expires; the next worker resumes and the stale write is refused', async () => {
     const api = await open();
     const { task } = await api.createTask('alice', request('normal'));
@@ -92,6 +111,7 @@ describe('Scheduler on the Postgres queue', () => {
       await cutOff.appendEvent(taskId, { type: 'task.state', data: { state: 'running', reason: 'worker-cut' } });
       // From here on the heartbeat cannot reach the store (a network cut, as seen by this worker).
       cutOff.renewLease = async () => { throw new Error('connect ETIMEDOUT'); };
+      cutOff.renewLeaseWithState = async () => { throw new Error('connect ETIMEDOUT'); };
       signal.addEventListener('abort', () => { abortedAt = Date.now(); }, { once: true });
       // A worker that does not look at its signal and writes again later, after the takeover.
       await gate;

@@ -158,10 +158,12 @@ export class Scheduler {
       if (fence && Date.now() - renewedAt > leaseMs * 0.6) controller.abort(new Error('lease may be lost: no renewal reached the store'));
       const sent = Date.now();
       void (async () => {
-        const renewed = await store.renewLease(taskId, this.workerId, leaseMs);
+        // On a shared queue one statement renews and reads the state; elsewhere two calls.
+        const { renewed, state } = canClaim(store)
+          ? await store.renewLeaseWithState(taskId, this.workerId, leaseMs)
+          : await store.renewLease(taskId, this.workerId, leaseMs).then(async (ok) => ({ renewed: ok, state: (await store.getTask(taskId))?.state }));
         if (renewed) renewedAt = sent;
-        const task = await store.getTask(taskId);
-        if (!renewed || !task || isFinalState(task.state)) controller.abort(new Error(renewed ? 'task ended' : 'lease lost'));
+        if (!renewed || !state || isFinalState(state)) controller.abort(new Error(renewed ? 'task ended' : 'lease lost'));
       })().catch((error: unknown) => logger?.warn({ err: error, taskId }, 'lease heartbeat failed'));
     }, Math.max(Math.floor(leaseMs / (fence ? 4 : 3)), 50)));
     heartbeat.unref();

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { z } from 'zod';
-import { ACTIVE_STATES, type Task } from '@dockhand/protocol';
+import { ACTIVE_STATES, TaskState as TaskStateSchema, type Task, type TaskState } from '@dockhand/protocol';
 import { DockhandError } from '../errors';
 import { currentFence } from './lease-fence';
 import { toTask } from './rows';
@@ -84,6 +84,20 @@ export class PostgresQueue {
       [taskId, workerId, ttlMs, at ?? null, fence?.workerId === workerId ? fence.epoch : null],
     );
     return result.rowCount === 1;
+  }
+
+  /** `renew`, returning the task's state from the same statement (one round trip a heartbeat). */
+  async renewWithState(taskId: string, workerId: string, ttlMs: number): Promise<{ renewed: boolean; state?: TaskState }> {
+    const fence = currentFence(taskId);
+    const { rows } = await this.pool.query(
+      `UPDATE leases SET expires_at = ${DB_NOW} + $3
+       WHERE task_id = $1 AND worker_id = $2 AND ($4::bigint IS NULL OR epoch = $4::bigint)
+       RETURNING (SELECT state FROM tasks WHERE tasks.id = leases.task_id) AS state`,
+      [taskId, workerId, ttlMs, fence?.workerId === workerId ? fence.epoch : null],
+    );
+    if (rows[0] === undefined) return { renewed: false };
+    const { state } = z.object({ state: TaskStateSchema.nullable() }).parse(rows[0]);
+    return state === null ? { renewed: true } : { renewed: true, state };
   }
 
   /**

@@ -8,6 +8,7 @@ import {
   type NewEvent,
   type RepoRegistration,
   type Task,
+  type TaskState,
 } from '@dockhand/protocol';
 import { DockhandError, fromZodError } from '../errors';
 import type { Logger } from '../log';
@@ -516,6 +517,10 @@ export class PostgresStore implements Store, RepoStore, ClaimingStore {
 
   acquireLease(taskId: string, workerId: string, ttlMs: number, at?: number): Promise<boolean> {
     return this.queue.acquire(taskId, workerId, ttlMs, at);
+  }
+
+  renewLeaseWithState(taskId: string, workerId: string, ttlMs: number): Promise<{ renewed: boolean; state?: TaskState }> {
+    return this.queue.renewWithState(taskId, workerId, ttlMs);
   }
 
   renewLease(taskId: string, workerId: string, ttlMs: number, at?: number): Promise<boolean> {

@@ -1,4 +1,4 @@
-import type { Task } from '@dockhand/protocol';
+import type { Task, TaskState } from '@dockhand/protocol';
 import type { Lease, Store } from './types';
 
 /** A task a worker now holds, and the fencing epoch its writes must carry (`lease-fence.ts`). */
@@ -18,6 +18,11 @@ export type FencedLease = Lease & { epoch: number };
  */
 export interface ClaimingStore {
   claimRunnable(workerId: string, limit: number, ttlMs: number, options?: { exclude?: string[]; now?: number }): Promise<Claim[]>;
+  /**
+   * The heartbeat in one round trip: `renewLease`, and the task's state as the renewal saw it
+   * (absent when the lease was not renewed).
+   */
+  renewLeaseWithState(taskId: string, workerId: string, ttlMs: number): Promise<{ renewed: boolean; state?: TaskState }>;
 }
 
 export function canClaim(store: Store): store is Store & ClaimingStore {
