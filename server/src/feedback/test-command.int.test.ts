@@ -170,11 +170,13 @@ describe('the repository test command inside gVisor', { timeout: 300_000 }, () =
     const baseline = await runBaseline(sandbox, { baselineStore: store });
     // 9 double assertions (one fails) and 6 triple ones; the root's own test/ is not run by the workspace command.
     expect(baseline).toMatchObject({ runner: 'tape', passed: 14, failed: 1, flaky: [] });
-    expect(baseline.preExistingFailures).toEqual(['double small numbers > double doubles 3']);
+    // tape's ids name no file: in a workspace they carry the member, so two members' same-named tests differ.
+    expect(baseline.preExistingFailures).toEqual(['packages/doubler > double small numbers > double doubles 3']);
+    expect(baseline.testIds).toContain('packages/tripler > triple > should be strictly equal');
     expect(baseline.command).toContain('packages/doubler: npm run test → tape test/*.js');
     expect(baseline.command).toContain('packages/tripler: npm run test → tape test/*.js');
     // tape names a file only where an assertion fails: the path it prints is the package's, mapped back to the repository's.
-    expect(baseline.failureFiles).toEqual({ 'double small numbers > double doubles 3': 'packages/doubler/test/double.test.js' });
+    expect(baseline.failureFiles).toEqual({ 'packages/doubler > double small numbers > double doubles 3': 'packages/doubler/test/double.test.js' });
 
     const engine = new SmartFeedbackEngine({ repo: 'fixture/tape-workspaces', baselineStore: store });
     await sandbox.writeFile('packages/tripler/src/triple.js', "'use strict';\nmodule.exports = function triple(value) {\n  return value + value + value;\n};\n");
