@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
@@ -10,7 +11,7 @@ import { createNpmRepo, lockfileTarballs } from './dep-cache.test-support';
 import { DockerSandboxDriver } from './docker-driver';
 import { RepoMirror } from './mirror';
 import { SnapshotManager, type Snapshot } from './snapshots';
-import { ensureBaseImage, TEST_TOOLCHAIN_DIR } from './test-support';
+import { createRepoFromFiles, ensureBaseImage, TEST_TOOLCHAIN_DIR } from './test-support';
 import { ToolchainStore } from './toolchains';
 
 /*
@@ -256,6 +257,22 @@ describe('dependency cache in snapshot builds (runsc-egress)', () => {
     const again = await build(snapshots, 'acme/alpha', alpha.sha, true);
     expect(again.snapshot.key).toBe(alphaSnapshot.key);
     expect(again.delta).toMatchObject({ corrupt: 1, misses: 1, hits: alpha.tarballs.length - 1 });
+  });
+
+  it('a pnpm repository reads the same cache (pnpm takes the registry from npm_config_registry)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'dockhand-dep-cache-pnpm-'));
+    cleanup.push(dir);
+    writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'pnpm-repo', version: '1.0.0', dependencies: { debug: '4.3.7', once: '1.4.0' } }));
+    const pnpm = await toolchains.ensure('pnpm', '9.15.9');
+    execFileSync(process.execPath, [join(pnpm.hostPath, 'bin/pnpm.cjs'), 'install', '--lockfile-only', '--no-frozen-lockfile'], { cwd: dir, stdio: 'ignore' });
+    const repo = createRepoFromFiles({ 'package.json': readFileSync(join(dir, 'package.json'), 'utf8'), 'pnpm-lock.yaml': readFileSync(join(dir, 'pnpm-lock.yaml'), 'utf8'), '.gitignore': 'node_modules/\n' });
+    sources.set('acme/pnpm', repo.path);
+    cleanup.push(repo.path);
+    const result = await build(snapshots, 'acme/pnpm', repo.sha);
+    expect(result.snapshot.environment.packageManager?.name).toBe('pnpm');
+    // debug, ms, once, wrappy: all fetched by alpha's build before.
+    expect(result.delta).toMatchObject({ hits: 4, misses: 0 });
+    expect(result.log).toContain('# dependency cache: 4 hits');
   });
 
   it('a hostile install cannot write the cache: writes refused, what it sends never kept', async () => {
