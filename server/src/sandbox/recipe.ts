@@ -220,6 +220,14 @@ function defaultRange(name: PackageManagerName): string {
   return DEFAULT_NPM_RANGE;
 }
 
+/** The newest npm line whose engines include `nodeVersion` (npm 10: ^18.17 || >=20.5; 9: ^14.17 || ^16.13 || >=18; 8: ^12.13 || ^14.15 || >=16). */
+export function npmRangeForNode(nodeVersion: string): string {
+  if (satisfies(nodeVersion, '^18.17.0 || >=20.5.0')) return DEFAULT_NPM_RANGE;
+  if (satisfies(nodeVersion, '^14.17.0 || ^16.13.0 || >=18.0.0')) return '9';
+  if (satisfies(nodeVersion, '^12.13.0 || ^14.15.0 || >=16.0.0')) return '8';
+  return '6';
+}
+
 /** The pnpm major a lockfile was written by, from its `lockfileVersion`. */
 export function pnpmMajorForLockfile(text: string | undefined): string {
   const version = /^lockfileVersion:\s*['"]?([\d.]+)/m.exec(text ?? '')?.[1] ?? '9.0';
@@ -328,6 +336,8 @@ export async function detectRecipe(input: RecipeInput, versions: VersionLookup):
       : packageJson.packageManager
         ? parsePackageManagerField(packageJson.packageManager, 'package.json packageManager')
         : fromLockfile ?? { name: 'npm', range: DEFAULT_NPM_RANGE, source: 'default (no lockfile)' };
+    // npm 10 refuses to start on Node before 18.17: an older Node (a CI matrix of old lines, an old .nvmrc) gets the npm it supports.
+    if (manager.name === 'npm' && manager.range === DEFAULT_NPM_RANGE && recipe.node) manager.range = npmRangeForNode(recipe.node.version);
     const published = await versions(TOOLCHAIN_PACKAGES[manager.name]);
     const version = isExactVersion(manager.range) ? manager.range : newestSatisfying(published, manager.range);
     if (!version || !published.includes(version)) {
