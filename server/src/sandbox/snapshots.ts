@@ -191,7 +191,7 @@ interface Lookup {
 }
 
 /** Bumped whenever detection or the key's inputs change: older entries are then looked up afresh. */
-const LOOKUP_FORMAT = `lookup-1 key-${SNAPSHOT_KEY_VERSION}`;
+const LOOKUP_FORMAT = `lookup-2 key-${SNAPSHOT_KEY_VERSION}`;
 const LOOKUP_TTL_MS = 12 * 3600_000;
 
 const StoredLookup = z.object({
