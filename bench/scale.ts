@@ -7,10 +7,14 @@
  * of the two replicas, approved when it reaches review, and pushed. Halfway (half the tasks in
  * review) 2 workers are killed with SIGKILL; their tasks are resumed elsewhere after the lease.
  *
- * Scaling (this machine has 2 cores shared with other work): a tool call of the stand-in sandbox
- * takes TOOL_MS (default 200 ms, a real run_command takes seconds) and the verified stop's test run
- * TEST_MS (400 ms), so a task's turns come about as fast as the fleet of the design (310 sandboxes,
- * ~15 model calls/s) makes them; the token limit is scaled to the cassette's request sizes.
+ * Pacing, the design's: 300 sandboxes each taking a turn every ~20 s make ~15 model calls a second.
+ * A turn here is the model's time to answer (REPLAY_LATENCY_MS, default 8 s: a real model reading a
+ * long prompt) plus the tool it asked for (the sandbox stand-in's command TOOL_MS, default 8 s; the
+ * verified stop's test run TEST_MS, 8 s), each 0.5–1.5 × its mean, so the 300 tasks are alive at
+ * once, as at the peak, not in lockstep, and a task's claim and push come once per ~40 s of turns. The token limit is scaled to the cassette's
+ * request sizes so the fleet's budget binds at the peak (turns wait; no 429s). The compressed pace
+ * of earlier runs (REPLAY_LATENCY_MS=0 TOOL_MS=200 TEST_MS=400) runs each task in ~15 s: starts and
+ * pushes then come ~20 times as often as the design's, and fewer tasks are alive at once.
  * Then the real-gVisor concurrency probe (`bench/scale/gvisor.ts`; GVISOR_PROBE=0 skips it).
  * The LAST line is one JSON object.
  */
@@ -35,11 +39,15 @@ const ROOT = resolve(import.meta.dirname, '..');
 const TASKS = Number(process.env.TASKS ?? 300);
 const WORKERS = Number(process.env.WORKERS ?? 10);
 const KILLS = Number(process.env.KILLS ?? 2);
-const TOOL_MS = Number(process.env.TOOL_MS ?? 200);
-const TEST_MS = Number(process.env.TEST_MS ?? 400);
+const TOOL_MS = Number(process.env.TOOL_MS ?? 8_000);
+const TEST_MS = Number(process.env.TEST_MS ?? 8_000);
+const REPLAY_LATENCY_MS = Number(process.env.REPLAY_LATENCY_MS ?? 8_000);
 // The product's default lease (config scheduler.leaseSeconds): on 2 shared cores a 10 s lease was lost to starved heartbeats.
 const LEASE_SECONDS = Number(process.env.LEASE_SECONDS ?? 30);
-const REPLAY_TPM = Number(process.env.REPLAY_TPM ?? 3_000_000);
+// Scaled to the cassette (~2,000 input tokens a call): the fleet's ~900 calls in its busiest minute
+// ask ~1.76M; the replay's limit a little above that and the budget (90% of it) under it, so turns
+// at the peak wait for the budget instead of meeting 429s.
+const REPLAY_TPM = Number(process.env.REPLAY_TPM ?? 1_800_000);
 const BUDGET_TPM = Math.floor(REPLAY_TPM * 0.9);
 const SESSION = 'scale';
 
@@ -56,12 +64,14 @@ interface Tracked {
   replica: number;
   events: TaskEvent[];
   fanout: number[];
+  /** BENCH_DEBUG: the fan-out of the event at each index of `events` (live events only). */
+  fanoutAt?: Array<number | undefined>;
   approved: boolean;
 }
 
 /** The replay server in its own process (`bench/scale/replay.ts`): its URL, and its 429 count on request. */
 async function startReplayProcess(children: ChildProcess[]): Promise<{ url: string; rateLimited(): Promise<number> }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/scale/replay.ts'], { cwd: ROOT, env: { ...process.env, REPLAY_TPM: String(REPLAY_TPM) }, stdio: ['pipe', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/scale/replay.ts'], { cwd: ROOT, env: { ...process.env, REPLAY_TPM: String(REPLAY_TPM), REPLAY_LATENCY_MS: String(REPLAY_LATENCY_MS) }, stdio: ['pipe', 'pipe', 'inherit'] });
   children.push(child);
   const waiting: Array<(line: unknown) => void> = [];
   let buffered = '';
@@ -113,17 +123,17 @@ async function main() {
       DOCKHAND_MODEL_BASE_URL: replay.url,
       DOCKHAND_REPLAY_SESSION: SESSION,
       DOCKHAND_LEASE_SECONDS: String(LEASE_SECONDS),
-      DOCKHAND_POLL_MS: '250',
       DOCKHAND_LOG_LEVEL: 'warn',
       DOCKHAND_RATE_LIMIT_PER_MINUTE: '100000',
     };
-    out(`starting 2 API replicas and ${WORKERS} workers (tool call ${TOOL_MS} ms, test run ${TEST_MS} ms, replay limit ${REPLAY_TPM} input tokens/min, budget ${BUDGET_TPM})…`);
+    out(`starting 2 API replicas and ${WORKERS} workers (model answers in ${REPLAY_LATENCY_MS} ms, tool call ${TOOL_MS} ms, test run ${TEST_MS} ms, replay limit ${REPLAY_TPM} input tokens/min, budget ${BUDGET_TPM})…`);
     const apis: DockhandServe[] = await Promise.all([0, 1].map(async (i) => startDockhandServe(await freePort(), { ...common, DOCKHAND_DATA_DIR: dataDir(`api-${i}`), DOCKHAND_ROLE: 'api' })));
     children.push(...apis.map((a) => a.child));
     await registerRepo(apis[0]!.url, adminToken, 'calc', fixture.path);
     const budget = new Map<number, { budgetWaits: number; budgetWaitedMs: number }>();
     const workers = await Promise.all(Array.from({ length: WORKERS }, async (_, i) => {
-      const child = spawn(process.execPath, ['--import', 'tsx', 'bench/scale/worker.ts'], {
+      const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', resolve(process.env.BENCH_CPU_PROF)] : [];
+      const child = spawn(process.execPath, [...profile, '--import', 'tsx', 'bench/scale/worker.ts'], {
         cwd: ROOT,
         env: {
           ...process.env, ...common, DOCKHAND_DATA_DIR: dataDir(`worker-${i}`), DOCKHAND_ROLE: 'worker',
@@ -187,6 +197,7 @@ async function main() {
         const age = Date.now() - Date.parse(frame.event.ts);
         task.events.push(frame.event);
         if (replayed && age >= 0) task.fanout.push(age);
+        (task.fanoutAt ??= [])[task.events.length - 1] = replayed && age >= 0 ? age : undefined;
         if (frame.event.type === 'task.state' && frame.event.data.state === 'awaiting_review') approve(task);
       });
     };
@@ -234,6 +245,9 @@ async function main() {
     let handedBack = 0;
     let modelRetried = 0;
     let modelCalls = 0;
+    const turnTokens: Array<[number, number]> = [];
+    let budgetWaitEvents = 0;
+    const alive: Array<[number, number]> = [];
     for (const task of tracked.values()) {
       task.createdAt = Date.parse((await probe.getTask(task.id))?.createdAt ?? '');
       const log = await probe.listEvents(task.id);
@@ -244,6 +258,12 @@ async function main() {
       if (log.some((e) => e.type === 'task.state' && e.data.state === 'queued' && (e.data.reason ?? '').includes('back in the queue'))) handedBack += 1;
       if (log.some((e) => e.type === 'task.state' && (e.data.reason ?? '').includes('unreachable'))) modelRetried += 1;
       modelCalls += log.filter((e) => e.type === 'model.turn').length;
+      budgetWaitEvents += log.filter((e) => e.type === 'model.budget_wait' && e.data.phase === 'done').length;
+      // Alive: from its first claim to its first review (the part of a task that holds a sandbox).
+      const claimedAt = log.find((e) => e.type === 'task.state' && e.data.state === 'provisioning');
+      const reviewAt = log.find((e) => e.type === 'task.state' && e.data.state === 'awaiting_review');
+      if (claimedAt && reviewAt) alive.push([Date.parse(claimedAt.ts), 1], [Date.parse(reviewAt.ts), -1]);
+      for (const e of log) if (e.type === 'model.turn') turnTokens.push([Date.parse(e.ts), e.data.usage.inputTokens + e.data.usage.cacheReadTokens + e.data.usage.cacheWriteTokens]);
     }
     const finals = inState(['pr_open']).length;
     const failed = inState(['failed', 'cancelled', 'budget_exhausted']).length;
@@ -261,6 +281,39 @@ async function main() {
       return first ? [Date.parse(first.ts) - t.createdAt] : [];
     });
     const fanout = [...tracked.values()].flatMap((t) => t.fanout);
+    let maxAlive = 0;
+    alive.sort((a, b) => a[0] - b[0] || a[1] - b[1]).reduce((n, [, d]) => {
+      maxAlive = Math.max(maxAlive, n + d);
+      return n + d;
+    }, 0);
+    // The busiest minute's input tokens (uncached, cache reads and writes: what the replay limit counts), from the turns' ends.
+    turnTokens.sort((a, b) => a[0] - b[0]);
+    let peakTokensPerMinute = 0;
+    let peakCallsPerMinute = 0;
+    for (let i = 0, j = 0, sum = 0; i < turnTokens.length; i++) {
+      sum += turnTokens[i]![1];
+      while (turnTokens[j]![0] <= turnTokens[i]![0] - 60_000) sum -= turnTokens[j++]![1];
+      peakTokensPerMinute = Math.max(peakTokensPerMinute, sum);
+      peakCallsPerMinute = Math.max(peakCallsPerMinute, i - j + 1);
+    }
+    if (process.env.BENCH_DEBUG) {
+      const order = [...tracked.values()];
+      for (let b = 0; b < order.length; b += 30) {
+        const bucket = order.slice(b, b + 30).flatMap((t) => {
+          const first = t.events.find((e) => e.type === 'task.state' && e.data.state === 'provisioning');
+          return first ? [Date.parse(first.ts) - t.createdAt] : [];
+        });
+        out(`  tasks ${b}-${b + 29}: submitted at ${((order[b]!.createdAt - started) / 1000).toFixed(1)} s, claim p50 ${percentile(bucket, 50)} max ${percentile(bucket, 100)}`);
+      }
+      const byTime = new Map<number, number[]>();
+      for (const t of order) for (const [i, e] of t.events.entries()) {
+        const age = t.fanoutAt?.[i];
+        if (age === undefined) continue;
+        const slot = Math.floor((Date.parse(e.ts) - started) / 10_000);
+        byTime.set(slot, [...(byTime.get(slot) ?? []), age]);
+      }
+      for (const [slot, ages] of [...byTime].sort((a, b) => a[0] - b[0])) out(`  events at ${slot * 10}-${slot * 10 + 10} s: ${ages.length}, fan-out p50 ${percentile(ages, 50)} p99 ${percentile(ages, 99)}`);
+    }
     const waits = [...budget.values()].reduce((sum, b) => sum + b.budgetWaits, 0);
     out(`${finals}/${TASKS} PRs open, ${failed} failed, ${events} events in ${elapsedS.toFixed(1)} s; ${resumed} tasks resumed on another worker; clients with a log unlike the store's: ${gaps}`);
     out(`claim p50 ${percentile(claims, 50)} ms p99 ${percentile(claims, 99)} ms; fan-out p50 ${percentile(fanout, 50)} ms p99 ${percentile(fanout, 99)} ms; ${waits} turns waited for the rate budget; ${await replay.rateLimited()} 429s`);
@@ -268,6 +321,11 @@ async function main() {
     await setup.close();
     // The second phase, on a quiet machine: real gVisor sandboxes running a real test suite.
     const rateLimited429s = await replay.rateLimited();
+    // BENCH_CPU_PROF=dir: the surviving workers exit cleanly so node writes their CPU profiles there.
+    if (process.env.BENCH_CPU_PROF) {
+      for (const worker of workers.slice(KILLS)) worker.kill('SIGUSR2');
+      await sleep(3000);
+    }
     for (const child of children) child.kill('SIGKILL');
     const gvisor = process.env.GVISOR_PROBE === '0' ? undefined : await runGvisorProbe(out);
     out(JSON.stringify({
@@ -276,14 +334,21 @@ async function main() {
       workers: WORKERS,
       api_replicas: 2,
       workers_killed: KILLS,
+      model_latency_ms: REPLAY_LATENCY_MS,
       tool_ms: TOOL_MS,
+      test_ms: TEST_MS,
       elapsed_s: Math.round(elapsedS),
       events_per_s: Math.round(events / elapsedS),
       model_calls_per_s: Math.round((modelCalls / elapsedS) * 10) / 10,
       claim_p50_ms: percentile(claims, 50),
       claim_p99_ms: percentile(claims, 99),
       fanout_p99_ms: percentile(fanout, 99),
+      peak_model_calls_per_s: Math.round((peakCallsPerMinute / 60) * 10) / 10,
+      peak_input_tokens_per_min: peakTokensPerMinute,
+      budget_tpm: BUDGET_TPM,
+      max_tasks_alive: maxAlive,
       budget_waits: waits,
+      budget_wait_events: budgetWaitEvents,
       rate_limited_429s: rateLimited429s,
       resumed,
       tasks_with_model_retries: modelRetried,

@@ -24,10 +24,11 @@ import { MemorySandbox } from '../../server/src/runner/testing/fakes';
 const FIX = { type: 'tool_use', name: 'edit_file', input: { path: 'src/calc.js', command: 'replace', old_text: 'let index = 1;', new_text: 'let index = 0;' } } as const;
 const FINISH = { type: 'tool_use', name: 'finish', input: { summary: 'average() now starts summing at index 0.' } } as const;
 
-/** The test runner's stand-in: green after `ms` (the scaled time of a real test run). */
-export function greenTests(ms: number): FeedbackEngine {
+/** The test runner's stand-in: green after `ms` (the scaled time of a real test run; a function is asked per run). */
+export function greenTests(duration: number | (() => number)): FeedbackEngine {
   return {
     async runTests(): Promise<TestReport> {
+      const ms = typeof duration === 'function' ? duration() : duration;
       await new Promise((resolve) => setTimeout(resolve, ms));
       return {
         command: 'npm test', scope: 'full', selectionReason: 'bench stand-in', passed: 3, failed: 0, skipped: 0, ok: true, quarantined: [],

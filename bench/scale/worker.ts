@@ -29,7 +29,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 class ScaledSandbox extends MemorySandbox {
   override async exec(options: ExecOptions): Promise<ExecResult> {
-    await sleep(TOOL_MS);
+    // 0.5–1.5 × the mean: real commands vary, and tasks do not move in lockstep.
+    await sleep(TOOL_MS * (0.5 + Math.random()));
     return super.exec(options);
   }
 }
@@ -60,12 +61,14 @@ async function main() {
     return budget ? new BudgetedModelClient(inner, budget, (wait) => { waits.turns += 1; waits.ms += wait.waitedMs; }) : inner;
   };
   const running = await startServer(config, {
-    parts: { sandboxes: standInSandboxes, feedback: greenTests(TEST_MS), modelFor, agentConfig: { review: false } },
+    parts: { sandboxes: standInSandboxes, feedback: greenTests(() => TEST_MS * (0.5 + Math.random())), modelFor, agentConfig: { review: false } },
   });
   const report = setInterval(() => {
     process.stdout.write(`${JSON.stringify({ budgetWaits: waits.turns, budgetWaitedMs: waits.ms })}\n`);
   }, 1000);
   report.unref();
+  // BENCH_CPU_PROF (the orchestrator's): exit on SIGUSR2 so `--cpu-prof` writes this process's profile.
+  if (process.env.BENCH_CPU_PROF) process.once('SIGUSR2', () => process.exit(0));
   process.once('beforeExit', () => void running.close().then(() => budgetStore.close()));
 }
 

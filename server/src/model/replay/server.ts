@@ -36,6 +36,12 @@ export interface ReplayServerOptions {
    * answered 429 `rate_limit_error` with `retry-after` (and counted in `rateLimited()`).
    */
   limits?: { inputTokensPerMinute?: number; requestsPerMinute?: number };
+  /**
+   * How long an admitted request takes before its answer starts, as a real model's time to read
+   * the prompt (`bench:scale` paces turns with it; a function is asked per request); absent or 0,
+   * at once.
+   */
+  latencyMs?: number | (() => number);
 }
 
 export interface ReplayRequestRecord {
@@ -177,6 +183,8 @@ export async function startReplayServer(options: ReplayServerOptions = {}): Prom
       if (fault?.kind === 'api_error') throw new ApiFailure('api_error', 'Internal server error (replay fault).');
 
       admit(totalTokens(body));
+      const latency = typeof options.latencyMs === 'function' ? options.latencyMs() : options.latencyMs;
+      if (latency) await new Promise((resolve) => setTimeout(resolve, latency));
       const usage = processCache(session.cache, body);
       record.usage = usage;
       const message = buildMessage(turn, { model: body.model, position, alternative }, usage);
