@@ -8,7 +8,6 @@
  * the server makes with the key `replay:<session>-review`). One server thus plays every
  * repository's oracle and null cassettes.
  */
-import { spawn } from 'node:child_process';
 import { appendFileSync } from 'node:fs';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import { join, resolve } from 'node:path';
@@ -16,7 +15,7 @@ import { loadCassette } from '../../server/src/model/replay/cassette';
 import { startReplayServer } from '../../server/src/model/replay/server';
 import type { CorpusEntry } from '../../scripts/corpus/build';
 import { corpusRepo, ticketOf } from './repos';
-import { freePort, serverBundle, startDockhandServe, type DockhandServe } from '../support/local-server';
+import { freePort, runCli, startDockhandServe, type DockhandServe } from '../support/local-server';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const CASSETTES = join(ROOT, 'test/corpus/cassettes');
@@ -59,21 +58,8 @@ function startRouter(target: string): Promise<{ url: string; server: Server }> {
   }));
 }
 
-function runCli(args: string[], env: Record<string, string>, timeoutMs: number): Promise<{ code: number; output: string; seconds: number }> {
-  const started = Date.now();
-  return new Promise((done) => {
-    // The CLI as it ships (the esbuild bundle): under tsx at load 20 one `repo add` died in tsx's own pipe (F14).
-    const child = spawn(process.execPath, [serverBundle(), ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    const timer = setTimeout(() => child.kill('SIGTERM'), timeoutMs);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      done({ code: code ?? 1, output, seconds: (Date.now() - started) / 1000 });
-    });
-  });
-}
+// The CLI as it ships (the esbuild bundle): under tsx at load 20 one `repo add` died in tsx's own pipe (F14).
+const cli = (args: string[], env: Record<string, string>, timeoutMs: number) => runCli(args, { env, timeoutMs });
 
 /** A server with every cassette of `ids` loaded. */
 export async function startCorpusServer(options: { dataDir: string; ids: string[]; concurrency?: number }): Promise<CorpusServer> {
@@ -87,7 +73,7 @@ export async function startCorpusServer(options: { dataDir: string; ids: string[
   const replay = await startReplayServer({ port: 0, cassettes });
   const router = await startRouter(replay.url);
   const baseEnv = { DOCKHAND_DATA_DIR: options.dataDir, NO_COLOR: '1' };
-  const created = await runCli(['token', 'create', '--user', 'corpus', '--role', 'admin', '--label', 'corpus'], baseEnv, 240_000);
+  const created = await cli(['token', 'create', '--user', 'corpus', '--role', 'admin', '--label', 'corpus'], baseEnv, 240_000);
   const token = created.output.trim().split('\n').at(-1) ?? '';
   if (created.code !== 0 || !token.startsWith('dh_')) throw new Error(`token create failed (exit ${created.code} after ${created.seconds.toFixed(0)} s):\n${created.output}`);
   const serveEnv = {
@@ -111,7 +97,7 @@ export async function startCorpusServer(options: { dataDir: string; ids: string[
     token,
     dataDir: options.dataDir,
     serve,
-    cli: (args, timeoutMs = 30 * 60_000) => runCli(args, clientEnv, timeoutMs),
+    cli: (args, timeoutMs = 30 * 60_000) => cli(args, clientEnv, timeoutMs),
     async close() {
       serve.child.kill('SIGTERM');
       await new Promise((done) => {

@@ -1,4 +1,4 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -8,7 +8,7 @@ import { LocalForge } from '../../server/src/forge';
 import { startReplayServer, type ReplayServer } from '../../server/src/model/replay/server';
 import { SqliteStore } from '../../server/src/store/sqlite';
 import { createFixtureRepo, type FixtureRepo } from '../support/fixture-repo';
-import { freePort, startDockhandServe } from '../support/local-server';
+import { freePort, runCli, startDockhandServe } from '../support/local-server';
 import { createAdminToken } from '../support/register-repo';
 
 /*
@@ -30,24 +30,9 @@ let url: string;
 let adminToken: string;
 let serverOutput = () => '';
 
-function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; output: string }> {
-  return new Promise((done, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'server/src/cli/bin.ts', ...args], {
-      cwd: ROOT,
-      env: { ...process.env, DOCKHAND_URL: url, DOCKHAND_TOKEN: adminToken, DOCKHAND_DATA_DIR: dataDir, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    const timer = setTimeout(() => child.kill('SIGTERM'), 8 * 60_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      done({ code, output });
-    });
-  });
-}
+// The CLI as it ships (the bundle `npm start` runs), as a user on the server's host would call it.
+const cli = (args: string[], env: Record<string, string> = {}) =>
+  runCli(args, { env: { DOCKHAND_URL: url, DOCKHAND_TOKEN: adminToken, DOCKHAND_DATA_DIR: dataDir, ...env }, timeoutMs: 8 * 60_000 });
 
 beforeAll(async () => {
   execFileSync('bash', ['sandbox-images/base/build.sh'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });

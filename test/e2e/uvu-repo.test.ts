@@ -1,11 +1,11 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ReadinessReport } from '@dockhand/protocol';
 import { startReplayServer, type ReplayServer } from '../../server/src/model/replay/server';
-import { freePort, serverBundle, startDockhandServe } from '../support/local-server';
+import { freePort, runCli, startDockhandServe } from '../support/local-server';
 import { createAdminToken } from '../support/register-repo';
 
 /*
@@ -79,24 +79,7 @@ let url: string;
 let adminToken: string;
 let serverOutput = () => '';
 
-function cli(args: string[]): Promise<{ code: number | null; output: string }> {
-  return new Promise((done, reject) => {
-    const child = spawn(process.execPath, [serverBundle(), ...args], {
-      cwd: ROOT,
-      env: { ...process.env, DOCKHAND_URL: url, DOCKHAND_TOKEN: adminToken, DOCKHAND_DATA_DIR: dataDir },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    const timer = setTimeout(() => child.kill('SIGTERM'), 12 * 60_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      done({ code, output });
-    });
-  });
-}
+const cli = (args: string[]) => runCli(args, { env: { DOCKHAND_URL: url, DOCKHAND_TOKEN: adminToken, DOCKHAND_DATA_DIR: dataDir }, timeoutMs: 12 * 60_000 });
 
 beforeAll(async () => {
   execFileSync('bash', ['sandbox-images/base/build.sh'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });

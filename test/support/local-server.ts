@@ -44,6 +44,27 @@ export function serverBundle(): string {
   return outfile;
 }
 
+/**
+ * The CLI as it ships (the bundle, from the repository root) with `env` over this process's
+ * environment: its exit code (1 when it was killed), stdout and stderr as one text, and how long
+ * it took. SIGTERM after `timeoutMs`.
+ */
+export function runCli(args: string[], options: { env?: Record<string, string>; timeoutMs?: number } = {}): Promise<{ code: number; output: string; seconds: number }> {
+  const started = Date.now();
+  return new Promise((done, reject) => {
+    const child = spawn(process.execPath, [serverBundle(), ...args], { cwd: ROOT, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const timer = setTimeout(() => child.kill('SIGTERM'), options.timeoutMs ?? 10 * 60_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      done({ code: code ?? 1, output, seconds: (Date.now() - started) / 1000 });
+    });
+  });
+}
+
 /** Without a new line of output for this long, a start is taken as hung (module loading alone printed nothing for ~50 s at load 30). */
 const QUIET_LIMIT_MS = 180_000;
 /** However much it prints, a start that takes longer than this is a failure. */
