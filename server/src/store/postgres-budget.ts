@@ -62,6 +62,14 @@ export class PostgresModelBudget {
   async tryReserve(tokens: number): Promise<{ reservation: Reservation } | { waitMs: number; limit: BudgetLimitName }> {
     const amount = Math.max(0, Math.round(tokens));
     if (!Number.isSafeInteger(amount)) throw new DockhandError('bad_request', `a rate budget reservation must be a whole number of tokens, not ${tokens}`, { field: 'tokens' });
+    // More than the whole minute's budget can never fit: waiting for the window would be forever.
+    const whole = this.limits.inputTokensPerMinute;
+    if (whole !== undefined && amount > whole) {
+      throw new DockhandError('bad_request', `this turn's prompt (about ${amount} input tokens) is larger than the fleet's whole model budget of ${whole} input tokens a minute; it can never be sent`, {
+        field: 'modelBudget.inputTokensPerMinute',
+        hint: 'raise DOCKHAND_MODEL_BUDGET_TPM (serve --model-tpm) to at least the provider limit, or let the task compact its context',
+      });
+    }
     const limit = (value: number | undefined) => (value === undefined ? 'NULL::float8' : `${value}::float8`);
     const tpm = limit(this.limits.inputTokensPerMinute);
     const rpm = limit(this.limits.requestsPerMinute);

@@ -46,7 +46,7 @@ describe('fleet-wide coordination on Postgres', () => {
     const budget = (await open()).modelBudget({ inputTokensPerMinute: 1000, requestsPerMinute: 1 });
     expect('reservation' in (await budget.tryReserve(10))).toBe(true);
     expect(await budget.tryReserve(10)).toEqual({ waitMs: expect.any(Number), limit: 'requests_per_minute' });
-    expect(await budget.tryReserve(5000)).toEqual({ waitMs: expect.any(Number), limit: 'input_tokens_per_minute' });
+    expect(await budget.tryReserve(995)).toEqual({ waitMs: expect.any(Number), limit: 'input_tokens_per_minute' });
   });
 
   it('reservations from many processes at once never overdraw the minute, and each is one round trip', async () => {
@@ -75,6 +75,13 @@ describe('fleet-wide coordination on Postgres', () => {
     const store = await open();
     expect(() => store.modelBudget({ inputTokensPerMinute: 0 })).toThrow(/inputTokensPerMinute must be a positive number/);
     expect(() => store.modelBudget({ requestsPerMinute: Number.NaN })).toThrow(/requestsPerMinute must be a positive number/);
+  });
+
+  it('a reservation larger than the whole minute is refused at once, naming the limit, instead of waiting forever', async () => {
+    const store = await open();
+    const budget = store.modelBudget({ inputTokensPerMinute: 1_000 });
+    await expect(budget.tryReserve(1_001)).rejects.toMatchObject({ code: 'bad_request', field: 'modelBudget.inputTokensPerMinute', message: expect.stringMatching(/larger than the fleet's whole model budget of 1000/) });
+    expect(await budget.tryReserve(1_000)).toHaveProperty('reservation');
   });
 
   it('a turn that does not fit waits for the budget instead of calling the model', async () => {
