@@ -1,4 +1,4 @@
-import { execFileSync, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawnSync, type ChildProcess } from 'node:child_process';
 import { appendFileSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -258,10 +258,14 @@ afterAll(async () => {
     replica.child.kill('SIGKILL');
     await exited(replica.child);
   }
+  // Sandboxes the killed workers left. One may be in removal already (a worker released it as it
+  // was killed): `docker rm` then fails for it, so what is still listed afterwards is what counts.
+  const leftOf = (id: string) => execFileSync('docker', ['ps', '-aq', '--filter', `label=dockhand.task=${id}`], { encoding: 'utf8' }).trim();
   for (const id of taskIds) {
-    const left = execFileSync('docker', ['ps', '-aq', '--filter', `label=dockhand.task=${id}`], { encoding: 'utf8' }).trim();
-    if (left) execFileSync('docker', ['rm', '-f', ...left.split('\n')], { stdio: 'ignore' });
+    const left = leftOf(id);
+    if (left) spawnSync('docker', ['rm', '-f', ...left.split('\n')], { stdio: 'ignore' });
   }
+  await waitFor('the tasks\' sandboxes to be gone', () => (taskIds.every((id) => leftOf(id) === '') ? true : undefined), 30_000).catch(() => undefined);
   await probe?.close();
   await replay?.close();
   postgres?.stop();

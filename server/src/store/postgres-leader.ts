@@ -43,18 +43,24 @@ export class PostgresLeadership {
       }
     }
     const client = await this.pool.connect();
+    // A connection error on the checked-out client (while asking, or later, idle and holding the
+    // lock) must not crash the process: it ends leadership, or fails the ask.
+    const onError = (error: Error) => {
+      if (this.client === client) this.drop(error);
+    };
+    client.on('error', onError);
     try {
       const { rows } = await client.query('SELECT pg_try_advisory_lock($1::bigint) AS held', [this.key]);
       if (rows[0]?.held === true) {
         this.client = client;
-        // A connection error on an idle held client must not crash the process.
-        client.on('error', (error) => this.drop(error));
         this.logger?.info({ key: this.key }, 'leading the fleet-wide job');
         return true;
       }
+      client.removeListener('error', onError);
       client.release();
       return false;
     } catch (error) {
+      client.removeListener('error', onError);
       client.release(error instanceof Error ? error : true);
       throw error;
     }

@@ -241,6 +241,25 @@ describe('Postgres store shared by several processes', () => {
     expect(live.map((e) => e.seq)).toEqual(Array.from({ length: live.length }, (_, i) => (live[0]?.seq ?? 0) + i));
   });
 
+  it('a connection killed mid-transaction fails that transaction only: no crash of the process, and the next write works', async () => {
+    const store = await open();
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    try {
+      await expect(store.transaction(async (client) => {
+        const { rows } = await client.query('SELECT pg_backend_pid() AS pid');
+        await admin.query('SELECT pg_terminate_backend($1)', [(rows[0] as { pid: number }).pid]);
+        // The reset reaches the client while it is checked out, between two statements.
+        await sleep(300);
+        await client.query('SELECT 1');
+      })).rejects.toThrow();
+    } finally {
+      await admin.end();
+    }
+    const { task } = await store.createTask('alice', contractRequest);
+    expect(task.state).toBe('queued');
+  });
+
   it("live events on a worker: it does not hear other lease holders' writes, yet its subscribers get every event of the task it runs, in order", async () => {
     const api = await open();
     const worker = await open();

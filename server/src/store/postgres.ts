@@ -168,6 +168,13 @@ export class PostgresStore implements Store, RepoStore, ClaimingStore {
   async transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
     let broken: Error | undefined;
+    // A checked-out client's socket error (a link that comes back reset, a server restart) is
+    // emitted on the client: without a listener it would crash the process. Its queries fail with
+    // it anyway; the client is then destroyed on release, not returned to the pool.
+    const onError = (error: Error) => {
+      broken = error;
+    };
+    client.on('error', onError);
     try {
       await client.query('BEGIN');
       const result = await work(client);
@@ -179,6 +186,7 @@ export class PostgresStore implements Store, RepoStore, ClaimingStore {
       });
       throw error;
     } finally {
+      client.removeListener('error', onError);
       client.release(broken);
     }
   }
