@@ -20,7 +20,7 @@ import { PostgresModelBudget, type BudgetLimits } from './postgres-budget';
 import { PostgresLeadership } from './postgres-leader';
 import { PostgresQueue } from './postgres-queue';
 import { PostgresBaselineStore, PostgresFlakyStore, PostgresPullRequestStore, PostgresRepoStore } from './postgres-records';
-import { eventSets, project } from './projection';
+import { addsToUsage, eventSets, project } from './projection';
 import type { Claim, ClaimingStore, FencedLease } from './queue';
 import { EventRow, ProjectionRow, TOKEN_JOIN_COLUMNS, toAuthenticated, toTask, toTokenInfo, toUser } from './rows';
 import { hashToken, tokenColumns } from './sqlite';
@@ -324,7 +324,7 @@ export class PostgresStore implements Store, RepoStore, ClaimingStore {
 
   async appendEvent(taskId: string, event: NewEvent): Promise<TaskEvent> {
     // One statement needs no transaction around it: one round trip for most events.
-    if (event.type !== 'model.turn') return this.appendOne(this.pool, taskId, event);
+    if (!addsToUsage(event.type)) return this.appendOne(this.pool, taskId, event);
     return this.transaction((client) => this.appendIn(client, taskId, event));
   }
 
@@ -334,7 +334,7 @@ export class PostgresStore implements Store, RepoStore, ClaimingStore {
    * The row lock comes before the lease's (as in a claim), so the two never deadlock.
    */
   async appendIn(client: pg.PoolClient, taskId: string, event: NewEvent): Promise<TaskEvent> {
-    if (event.type !== 'model.turn') return this.appendOne(client, taskId, event);
+    if (!addsToUsage(event.type)) return this.appendOne(client, taskId, event);
     // Two statements (named, so each connection plans them once), not five: the hot path of every
     // event. The task's row lock and, under a fence, the lease's share lock come from one query.
     const fence = currentFence(taskId);

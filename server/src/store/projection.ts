@@ -35,12 +35,20 @@ export function project(current: Projection, event: TaskEvent): ProjectionUpdate
 }
 
 /**
- * The part of `project` that the event alone decides (`null`: the row keeps its value). Every
- * event but `model.turn` (whose usage adds to the row's) changes its row by this alone, so a store
- * can write it without reading the row first.
+ * Whether an event of this type adds to its row's usage (`project`'s `model.turn` branch) — so its change depends on the row, not
+ * on the event alone (`eventSets`): a store must read the row before it writes it.
  */
-export function eventSets(event: TaskEvent): { state: TaskState | null; prUrl: string | null; error: string | null; addsUsage: boolean } {
-  const sets = { state: null as TaskState | null, prUrl: null as string | null, error: null as string | null, addsUsage: event.type === 'model.turn' };
+export function addsToUsage(type: string): boolean {
+  return type === 'model.turn';
+}
+
+/**
+ * The part of `project` that the event alone decides (`null`: the row keeps its value): the whole
+ * change for every event that does not add to usage (`addsToUsage`), so a store can write it
+ * without reading the row first.
+ */
+export function eventSets(event: TaskEvent): { state: TaskState | null; prUrl: string | null; error: string | null } {
+  const sets = { state: null as TaskState | null, prUrl: null as string | null, error: null as string | null };
   if (event.type === 'task.state') {
     sets.state = event.data.state;
     if (['failed', 'cancelled', 'budget_exhausted'].includes(event.data.state) && event.data.reason) sets.error = event.data.reason;
