@@ -18,6 +18,11 @@ beforeAll(() => {
   // Binary content with newlines and NULs must come back byte for byte.
   writeFileSync(join(source, 'blob.bin'), Buffer.from([0, 10, 255, 10, 10, 0, 1]));
   writeFileSync(join(source, 'empty'), '');
+  mkdirSync(join(source, '.github', 'workflows', 'nested'), { recursive: true });
+  writeFileSync(join(source, '.github', 'workflows', 'release.yaml'), 'on: push\n');
+  writeFileSync(join(source, '.github', 'workflows', 'weird name.yml'), 'on: push\n');
+  writeFileSync(join(source, '.github', 'workflows', 'nested', 'deep.yml'), 'on: push\n');
+  writeFileSync(join(source, '.github', 'dependabot.yml'), 'version: 2\n');
   const git = (...args: string[]) => execFileSync('git', args, { cwd: source, encoding: 'utf8' }).trim();
   git('init', '-q', '-b', 'main');
   git('add', '-A');
@@ -44,5 +49,16 @@ describe('RepoMirror.showMany', () => {
       expect(files.get(name)).toEqual(await mirror.show(path, sha, name));
     }
     expect(await mirror.showMany(path, sha, [])).toEqual(new Map());
+  });
+});
+
+describe('RepoMirror.filesIn', () => {
+  it('lists the files directly in a directory at a commit (not its subdirectories), none for a missing one', async () => {
+    const mirror = new RepoMirror(join(root, 'data'));
+    const path = await mirror.ensure(source, sha);
+    expect(await mirror.filesIn(path, sha, '.github/workflows')).toEqual(['.github/workflows/release.yaml', '.github/workflows/weird name.yml']);
+    expect(await mirror.filesIn(path, sha, '.github/workflows/')).toEqual(['.github/workflows/release.yaml', '.github/workflows/weird name.yml']);
+    expect(await mirror.filesIn(path, sha, '.github')).toEqual(['.github/dependabot.yml']);
+    expect(await mirror.filesIn(path, sha, 'no/such/dir')).toEqual([]);
   });
 });

@@ -134,6 +134,22 @@ export class RepoMirror {
     return found;
   }
 
+  /**
+   * The files (blobs, not subdirectories or submodules) directly in directory `dir` at `sha`, as
+   * repository paths (`.github/workflows/ci.yml`); none when `dir` does not exist there.
+   */
+  async filesIn(mirror: string, sha: string, dir: string): Promise<string[]> {
+    const out = await this.local(mirror, ['ls-tree', '-z', sha, '--', `${dir.replace(/\/+$/, '')}/`]);
+    return out
+      .toString()
+      .split('\0')
+      .flatMap((entry) => {
+        // "<mode> <type> <oid>\t<path>"
+        const tab = entry.indexOf('\t');
+        return tab > 0 && entry.slice(0, tab).split(' ')[1] === 'blob' ? [entry.slice(tab + 1)] : [];
+      });
+  }
+
   /** Top-level file names at `sha` (for lockfile discovery). */
   async rootFiles(mirror: string, sha: string): Promise<string[]> {
     const out = await this.local(mirror, ['ls-tree', '--name-only', sha]);

@@ -29,6 +29,12 @@ describe('Node versions named by GitHub workflows', () => {
     expect(workflowNodeVersions({ '.github/workflows/test.yml': testdata('env-version.yml') })[0]).toMatchObject({ specs: ['20.x'], via: 'env.NODE_VERSION' });
   });
 
+  it('reads every workflow directly in .github/workflows, by name, and nothing else', () => {
+    const ci = testdata('dequal-ci.yml');
+    const found = workflowNodeVersions({ '.github/workflows/zz.yaml': ci, '.github/workflows/Build.YML': ci, '.github/workflows/sub/x.yml': ci, '.github/ci.yml': ci, 'ci.yml': ci });
+    expect(found.map((entry) => entry.file)).toEqual(['.github/workflows/Build.YML', '.github/workflows/zz.yaml']);
+  });
+
   it('leaves out what it cannot evaluate (fromJSON, node-version-file) and text that is not YAML', () => {
     expect(workflowNodeVersions({ '.github/workflows/ci.yml': testdata('version-file-and-fromjson.yml') })).toEqual([]);
     expect(workflowNodeVersions({ '.github/workflows/ci.yml': 'jobs: [unclosed' })).toEqual([]);

@@ -8,15 +8,24 @@ import { parse as parseYaml } from 'yaml';
  *
  * What it does not do: evaluate other expressions (`fromJSON(...)`, `inputs.*`, `vars.*`: such
  * a value is left out), follow `node-version-file` (the .nvmrc / .node-version it names is read
- * anyway, before the workflows), apply `matrix.exclude`, or read workflows outside
- * WORKFLOW_FILES (the snapshot lookup reads a fixed set of paths, not the directory).
+ * anyway, before the workflows), apply `matrix.exclude`, or read workflows in subdirectories of
+ * `.github/workflows` (GitHub runs none from there either).
  */
 
-/** The workflow paths detection reads: the names repositories and GitHub's templates use for CI. */
-export const WORKFLOW_FILES = [
-  'ci.yml', 'ci.yaml', 'test.yml', 'test.yaml', 'tests.yml', 'tests.yaml', 'node.js.yml', 'nodejs.yml', 'node.yml',
-  'main.yml', 'build.yml', 'build-test.yml', 'unit-tests.yml', 'pull_request.yml', 'pr.yml', 'push.yml', 'check.yml', 'checks.yml',
-].map((name) => `.github/workflows/${name}`);
+/** Where GitHub Actions reads workflows: every `*.yml` / `*.yaml` directly in it. */
+export const WORKFLOW_DIR = '.github/workflows';
+/** At most this many workflow files are read (a repository with hundreds reads the first, by name). */
+export const MAX_WORKFLOW_FILES = 64;
+
+/** Is `path` a workflow GitHub would run (a YAML file directly in WORKFLOW_DIR)? */
+export function isWorkflowFile(path: string): boolean {
+  return path.startsWith(`${WORKFLOW_DIR}/`) && !path.slice(WORKFLOW_DIR.length + 1).includes('/') && /\.ya?ml$/i.test(path);
+}
+
+/** The workflow files among `paths`, sorted by name and capped at MAX_WORKFLOW_FILES. */
+export function workflowFiles(paths: readonly string[]): string[] {
+  return [...new Set(paths.filter(isWorkflowFile))].sort().slice(0, MAX_WORKFLOW_FILES);
+}
 
 export interface WorkflowNodeVersions {
   /** The workflow file that named them. */
@@ -80,10 +89,10 @@ function mentionsTest(value: unknown): boolean {
   return typeof value === 'string' && /\btests?\b/i.test(value);
 }
 
-/** Every job's setup-node versions, per workflow file (files in the given order, jobs in theirs). */
+/** Every job's setup-node versions, per workflow file among `files` (files by name, jobs in their order). */
 export function workflowNodeVersions(files: Readonly<Record<string, string | undefined>>): WorkflowNodeVersions[] {
   const found: WorkflowNodeVersions[] = [];
-  for (const file of WORKFLOW_FILES) {
+  for (const file of workflowFiles(Object.keys(files))) {
     const text = files[file];
     if (text === undefined) continue;
     let workflow: unknown;

@@ -3,7 +3,7 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { DockhandError } from '../errors';
 import { ENVIRONMENT_FILE_PATH, parseEnvironmentFile, type EnvironmentFile } from './environment-file';
-import { workflowNodeVersions, WORKFLOW_FILES } from './node-ci';
+import { workflowNodeVersions } from './node-ci';
 import { compareVersions, isExactVersion, majorOf, newestSatisfying, parseRange, satisfies } from './versions';
 
 /*
@@ -23,7 +23,10 @@ export type ToolchainName = keyof typeof TOOLCHAIN_PACKAGES;
 
 export const SETUP_SCRIPT_PATH = '.dockhand/setup.sh';
 export const POLICY_FILE = '.dockhand/policy.yml';
-/** Files (besides requirements*.txt) whose text detection reads, at the repository root. */
+/**
+ * Files whose text detection reads, at the repository root or in `.dockhand/`; besides these,
+ * requirements*.txt and every workflow in `.github/workflows/` (node-ci.ts `workflowFiles`).
+ */
 export const RECIPE_FILES = [
   'package.json',
   '.nvmrc',
@@ -38,7 +41,6 @@ export const RECIPE_FILES = [
   ENVIRONMENT_FILE_PATH,
   POLICY_FILE,
   SETUP_SCRIPT_PATH,
-  ...WORKFLOW_FILES,
 ] as const;
 export const REQUIREMENTS_PATTERN = /^requirements.*\.txt$/;
 /** Where the build puts the helper that lists packages with lifecycle scripts (skipScripts). */
@@ -52,7 +54,7 @@ export interface RecipeInput {
   repo: string;
   /** Top-level file names at the commit. */
   rootFiles: readonly string[];
-  /** Text of the files of RECIPE_FILES (and requirements*.txt) that exist at the commit. */
+  /** Text of the files of RECIPE_FILES, requirements*.txt and the CI workflows that exist at the commit. */
   files: Readonly<Record<string, string | undefined>>;
 }
 

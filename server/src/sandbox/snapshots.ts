@@ -13,7 +13,8 @@ import { LABELS } from './docker-driver';
 import { isNotFound } from './docker-sandbox';
 import { DEFAULT_REGISTRY_HOSTS, startEgressProxy, type EgressProxy } from './egress-proxy';
 import type { RepoMirror } from './mirror';
-import { canonicalJson, detectRecipe, DEFAULT_NPM_RANGE, RECIPE_FILES, recipeToolchains, REQUIREMENTS_PATTERN, SETUP_SCRIPT_PATH, TOOLCHAIN_PACKAGES, type ToolchainName } from './recipe';
+import { workflowFiles, WORKFLOW_DIR } from './node-ci';
+import { canonicalJson, detectRecipe, DEFAULT_NPM_RANGE, RECIPE_FILES, recipeToolchains, REQUIREMENTS_PATTERN, SETUP_SCRIPT_PATH, TOOLCHAIN_PACKAGES, type RecipeInput, type ToolchainName } from './recipe';
 import { buildSnapshotImage, SnapshotBuildFailed, usesDependencyCache, type ProgressListener } from './snapshot-build';
 import { checkSnapshotLabels, readSnapshotLabels, SNAPSHOT_KEY_VERSION, SNAPSHOT_LABELS, type SnapshotIdentity } from './snapshot-labels';
 import { toolchainComplete, ToolchainStore } from './toolchains';
@@ -123,9 +124,14 @@ export function recipeHash(recipe: EnvironmentRecipe): string {
   return createHash('sha256').update(canonicalJson(recipe)).digest('hex').slice(0, 16);
 }
 
-/** A commit's top-level names and the files that decide its recipe and key (one ls-tree, one cat-file --batch). */
+/**
+ * A commit's top-level names, its CI workflows' paths and the files that decide its recipe and key
+ * (one ls-tree, one more for `.github/workflows` when `.github` exists, one cat-file --batch).
+ */
 export interface RecipeInputs {
   rootFiles: string[];
+  /** `.github/workflows/*.yml|yaml` at the commit (node-ci.ts `workflowFiles`). */
+  workflowFiles: string[];
   files: Map<string, Buffer | undefined>;
 }
 
@@ -137,14 +143,25 @@ function keyFiles(rootFiles: string[]): string[] {
 }
 
 /** Names the recipe is detected from (those whose top-level entry exists). */
-function recipeFiles(rootFiles: string[]): string[] {
-  return [...RECIPE_FILES, ...rootFiles.filter((name) => REQUIREMENTS_PATTERN.test(name))].filter((name) => inRoot(rootFiles, name));
+function recipeFiles(rootFiles: string[], workflows: string[]): string[] {
+  return [...RECIPE_FILES, ...rootFiles.filter((name) => REQUIREMENTS_PATTERN.test(name)), ...workflows].filter((name) => inRoot(rootFiles, name));
 }
 
 export async function readRecipeInputs(mirror: RepoMirror, mirrorPath: string, sha: string): Promise<RecipeInputs> {
   const rootFiles = await mirror.rootFiles(mirrorPath, sha);
-  const files = await mirror.showMany(mirrorPath, sha, [...recipeFiles(rootFiles), ...keyFiles(rootFiles)]);
-  return { rootFiles, files };
+  const workflows = inRoot(rootFiles, WORKFLOW_DIR) ? workflowFiles(await mirror.filesIn(mirrorPath, sha, WORKFLOW_DIR)) : [];
+  const files = await mirror.showMany(mirrorPath, sha, [...recipeFiles(rootFiles, workflows), ...keyFiles(rootFiles)]);
+  return { rootFiles, workflowFiles: workflows, files };
+}
+
+/** What detection reads (recipe.ts `detectRecipe`): the recipe files' text from a commit's inputs. */
+export function recipeInputOf(repo: string, inputs: RecipeInputs): RecipeInput {
+  const files: Record<string, string> = {};
+  for (const name of recipeFiles(inputs.rootFiles, inputs.workflowFiles)) {
+    const content = inputs.files.get(name);
+    if (content !== undefined) files[name] = content.toString('utf8');
+  }
+  return { repo, rootFiles: inputs.rootFiles, files };
 }
 
 /**
@@ -191,7 +208,7 @@ interface Lookup {
 }
 
 /** Bumped whenever detection or the key's inputs change: older entries are then looked up afresh. */
-const LOOKUP_FORMAT = `lookup-2 key-${SNAPSHOT_KEY_VERSION}`;
+const LOOKUP_FORMAT = `lookup-3 key-${SNAPSHOT_KEY_VERSION}`;
 const LOOKUP_TTL_MS = 12 * 3600_000;
 
 const StoredLookup = z.object({
@@ -258,14 +275,8 @@ export class SnapshotManager {
 
   /** The recipe for the repository at `sha` (detection + .dockhand/environment.yml), with its toolchains fetched. */
   async environment(repo: string, inputs: RecipeInputs, onProgress?: ProgressListener): Promise<SnapshotIdentity> {
-    const { rootFiles, files: contents } = inputs;
-    const files: Record<string, string> = {};
-    for (const name of recipeFiles(rootFiles)) {
-      const content = contents.get(name);
-      if (content !== undefined) files[name] = content.toString('utf8');
-    }
     const versions = (name: string): Promise<string[]> => this.toolchains.versions(name);
-    const environment = await detectRecipe({ repo, rootFiles, files }, versions);
+    const environment = await detectRecipe(recipeInputOf(repo, inputs), versions);
     const npmVersion = environment.node ? newestSatisfying(await versions(TOOLCHAIN_PACKAGES.npm), DEFAULT_NPM_RANGE) : undefined;
     const wanted = recipeToolchains(environment, npmVersion);
     const started = Date.now();
