@@ -17,6 +17,14 @@ export function describeEvent(event: TaskEvent): string | undefined {
       return `sandbox ready (${event.data.source}, ${event.data.startMs} ms)`;
     case 'model.turn':
       return `turn ${event.data.turn}: ${event.data.model}, $${event.data.costUsd.toFixed(4)}`;
+    case 'model.budget_wait': {
+      // The webview's note in one line: which limit is full and the estimate, then how long it took.
+      const limit = event.data.limit === 'requests_per_minute' ? 'requests' : 'input tokens';
+      const seconds = Math.max(1, Math.round(event.data.waitMs / 1000));
+      if (event.data.phase === 'done') return `waited ${seconds} s for the fleet's model budget (${limit} per minute); the turn went ahead`;
+      const turn = event.data.limit === 'input_tokens_per_minute' ? ` (this turn: ~${event.data.tokens.toLocaleString('en')} input tokens)` : '';
+      return `waiting for the fleet's model budget: ${limit} per minute are used up; the turn goes ahead in about ${seconds} s${turn}`;
+    }
     case 'assistant.text':
       return `  ${oneLine(event.data.text)}`;
     case 'tool.called':
