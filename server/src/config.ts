@@ -61,8 +61,18 @@ export const Config = z.object({
       registry: z.string().url().optional(),
       /** Extra CA bundle for installs and toolchain downloads (a TLS-intercepting proxy); default the host's. */
       extraCaBundle: z.string().min(1).optional(),
+      /**
+       * The node's npm/pnpm tarball cache for snapshot builds (`sandbox/dep-cache.ts`): on by
+       * default; `maxGiB` bounds what it keeps (least recently used go first).
+       */
+      depCache: z
+        .object({
+          enabled: z.boolean().default(true),
+          maxGiB: z.coerce.number().positive().max(65_536).default(4),
+        })
+        .default({ enabled: true, maxGiB: 4 }),
     })
-    .default({ image: 'dockhand/base:latest', warmPoolSize: 0, unsafeRunc: false }),
+    .default({ image: 'dockhand/base:latest', warmPoolSize: 0, unsafeRunc: false, depCache: { enabled: true, maxGiB: 4 } }),
   scheduler: z
     .object({
       concurrency: intFromString.min(1).max(256).default(2),
@@ -129,6 +139,8 @@ export const ENV_KEYS: Record<string, string> = {
   DOCKHAND_UNSAFE_RUNC: 'sandbox.unsafeRunc',
   DOCKHAND_NPM_REGISTRY: 'sandbox.registry',
   DOCKHAND_EXTRA_CA_BUNDLE: 'sandbox.extraCaBundle',
+  DOCKHAND_DEP_CACHE: 'sandbox.depCache.enabled',
+  DOCKHAND_DEP_CACHE_MAX_GIB: 'sandbox.depCache.maxGiB',
   DOCKHAND_CONCURRENCY: 'scheduler.concurrency',
   DOCKHAND_LEASE_SECONDS: 'scheduler.leaseSeconds',
   DOCKHAND_POLL_MS: 'scheduler.pollMs',
@@ -179,6 +191,12 @@ function readConfigFile(path: string): Plain {
 
 const TRUE_VALUES = ['1', 'true'];
 const FALSE_VALUES = ['0', 'false'];
+/** Switches that are on by default read as `on`/`off` (and 1/0, true/false). */
+const SWITCH_TRUE_VALUES = ['on', ...TRUE_VALUES];
+const SWITCH_FALSE_VALUES = ['off', ...FALSE_VALUES];
+/** Boolean keys, by the values their variable takes. */
+const FLAG_KEYS = new Set(['sandbox.unsafeRunc']);
+const SWITCH_KEYS = new Set(['sandbox.depCache.enabled']);
 
 function booleanFlag(name: string, value: string): boolean {
   const lower = value.trim().toLowerCase();
@@ -187,6 +205,16 @@ function booleanFlag(name: string, value: string): boolean {
   throw new DockhandError('bad_request', `configuration ${name}: "${value}" is not one of ${[...TRUE_VALUES, ...FALSE_VALUES].join(', ')}`, {
     field: name,
     hint: `set ${name}=1 to turn it on, ${name}=0 (or leave it unset) to keep it off`,
+  });
+}
+
+function onOffSwitch(name: string, value: string): boolean {
+  const lower = value.trim().toLowerCase();
+  if (SWITCH_TRUE_VALUES.includes(lower)) return true;
+  if (SWITCH_FALSE_VALUES.includes(lower)) return false;
+  throw new DockhandError('bad_request', `configuration ${name}: "${value}" is not one of ${[...SWITCH_TRUE_VALUES, ...SWITCH_FALSE_VALUES].join(', ')}`, {
+    field: name,
+    hint: `set ${name}=off to turn it off, ${name}=on (or leave it unset) to keep it on`,
   });
 }
 
@@ -199,7 +227,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Plai
     if (value === undefined || value === '') continue;
     // "0"/"false" must mean false for boolean flags (z.coerce.boolean would say true), and a value
     // that is neither ("yes") is an error rather than a silent false.
-    setPath(raw, key, key === 'sandbox.unsafeRunc' ? booleanFlag(name, value) : value);
+    setPath(raw, key, FLAG_KEYS.has(key) ? booleanFlag(name, value) : SWITCH_KEYS.has(key) ? onOffSwitch(name, value) : value);
     sourceOf.set(key, name);
   }
   for (const [key, value] of Object.entries(overrides)) setPath(raw, key, value);

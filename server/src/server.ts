@@ -4,7 +4,7 @@ import { createLogger, type Logger } from './log';
 import { createFleet, type Fleet, type FleetParts } from './runner/fleet';
 import { registeredMirror } from './runner/fleet';
 import type { SandboxProvider } from './runner/ports';
-import { createSandboxProvider } from './runner/sandboxes';
+import { createSandboxProvider, type SandboxSetup } from './runner/sandboxes';
 import { EventHub } from './store/hub';
 import { openStore } from './store/open';
 import { PostgresEventHub } from './store/postgres-hub';
@@ -62,8 +62,8 @@ export async function startServer(config: Config, options: { logger?: Logger; pa
     ? { store: options.parts.store, hub: options.parts.hub ?? new EventHub() }
     : await openStore(config, logger);
   const mirror = options.parts?.mirror ?? registeredMirror(config, store);
-  const sandboxes = options.parts?.sandboxes
-    ? { provider: options.parts.sandboxes, check: options.parts.sandboxCheck, close: async () => undefined }
+  const sandboxes: SandboxSetup = options.parts?.sandboxes
+    ? { provider: options.parts.sandboxes, check: options.parts.sandboxCheck, dependencyCache: options.parts.dependencyCache, close: async () => undefined }
     : config.role === 'api'
       ? { provider: NO_SANDBOXES, check: undefined, close: async () => undefined }
       : await createSandboxProvider(config, logger, { mirror }).catch(async (error: unknown) => {
@@ -78,6 +78,7 @@ export async function startServer(config: Config, options: { logger?: Logger; pa
     mirror,
     sandboxes: sandboxes.provider,
     ...(sandboxes.check ? { sandboxCheck: sandboxes.check } : {}),
+    ...(sandboxes.dependencyCache ? { dependencyCache: sandboxes.dependencyCache } : {}),
     onClose: sandboxes.close,
     logger,
   });

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Task, TicketSummary } from '@dockhand/protocol';
 import type { RepoPolicy } from '../policy';
+import type { DependencyCacheMetrics } from '../sandbox/dep-cache';
 import type { EventHub, EventLog } from '../store/hub';
 import type { ReadinessChecks } from '../runner/readiness';
 import type { RepoRegistry } from '../runner/registry';
@@ -41,6 +42,8 @@ export interface AppDeps {
   tickets?: TicketSource;
   /** Throws when the sandbox host (Docker + runsc) is not usable; used by /readyz. */
   sandboxCheck?: () => Promise<void>;
+  /** This process's dependency cache (servers with sandboxes; undefined when it is off): node-wide series on `/metrics`, for admins. */
+  dependencyCache?: () => Promise<DependencyCacheMetrics | undefined>;
   /**
    * The repo policy at a task's base SHA. Its `owners` may see the task's approvals and diff and
    * decide its policy overrides; without it nobody may override.

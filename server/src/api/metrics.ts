@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Task, TaskEvent } from '@dockhand/protocol';
+import type { DependencyCacheMetrics } from '../sandbox/dep-cache';
 import type { RepoStore, Store, User } from '../store/types';
 import { requireUser } from './auth';
 import { evalMetricsText } from './evals';
@@ -149,6 +150,33 @@ export function prometheusText(groups: MetricsGroup[]): string {
   return `${out.join('\n')}\n`;
 }
 
+/**
+ * The node's dependency cache: this process's counts since it started and what it keeps now. Its
+ * tarballs serve every repository's builds, so the series carry no repo label and only admins see
+ * them (a user's view is scoped to their own tasks).
+ */
+export function dependencyCacheText(cache: DependencyCacheMetrics): string {
+  const series = (name: string, help: string, type: 'gauge' | 'counter', rows: Array<[string, number]>) => [
+    `# HELP ${name} ${help}`,
+    `# TYPE ${name} ${type}`,
+    ...rows.map(([labels, value]) => `${name}${labels ? `{${labels}}` : ''} ${value}`),
+  ];
+  return `${[
+    ...series('dockhand_dep_cache_hits_total', "Package tarballs snapshot builds read from the node's dependency cache", 'counter', [['', cache.stats.hits]]),
+    ...series('dockhand_dep_cache_misses_total', 'Package tarballs the dependency cache fetched from the upstream registry', 'counter', [['', cache.stats.misses]]),
+    ...series('dockhand_dep_cache_bytes_total', 'Tarball bytes the dependency cache served, by where they came from', 'counter', [
+      ['source="cache"', cache.stats.bytesFromCache],
+      ['source="upstream"', cache.stats.bytesFromUpstream],
+    ]),
+    ...series('dockhand_dep_cache_kept_bytes', 'Bytes of tarballs the dependency cache keeps on disk', 'gauge', [['', cache.keptBytes]]),
+    ...series('dockhand_dep_cache_max_bytes', "The dependency cache's bound (DOCKHAND_DEP_CACHE_MAX_GIB)", 'gauge', [['', cache.maxBytes]]),
+  ].join('\n')}\n`;
+}
+
+async function dependencyCacheFor(deps: Pick<AppDeps, 'dependencyCache'>, user: User): Promise<DependencyCacheMetrics | undefined> {
+  return user.role === 'admin' ? deps.dependencyCache?.() : undefined;
+}
+
 async function allTasks(store: Store, owner: string | undefined): Promise<Task[]> {
   const tasks: Task[] = [];
   let cursor: string | undefined;
@@ -179,12 +207,17 @@ export async function loadMetrics(store: Store & Pick<RepoStore, 'listRepos'>, u
 
 /** `GET /v1/metrics` (JSON) and `GET /metrics` (Prometheus text); both need a token and are scoped to the caller. */
 export async function metricsRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
-  app.get('/v1/metrics', { schema: { tags: ['metrics'], summary: 'Outcome metrics of your tasks (admins: all tasks)' } }, async (request) => {
-    return { groups: await loadMetrics(deps.store, requireUser(request)) };
+  app.get('/v1/metrics', { schema: { tags: ['metrics'], summary: "Outcome metrics of your tasks (admins: all tasks and the node's dependency cache)" } }, async (request) => {
+    const user = requireUser(request);
+    const dependencyCache = await dependencyCacheFor(deps, user);
+    return { groups: await loadMetrics(deps.store, user), ...(dependencyCache ? { dependencyCache } : {}) };
   });
   app.get('/metrics', { schema: { tags: ['metrics'], hide: true } }, async (request, reply) => {
     const user = requireUser(request);
     const groups = await loadMetrics(deps.store, user);
-    return reply.type('text/plain; version=0.0.4').send(prometheusText(groups) + (await evalMetricsText(deps, user)));
+    const dependencyCache = await dependencyCacheFor(deps, user);
+    return reply
+      .type('text/plain; version=0.0.4')
+      .send(prometheusText(groups) + (await evalMetricsText(deps, user)) + (dependencyCache ? dependencyCacheText(dependencyCache) : ''));
   });
 }

@@ -17,6 +17,7 @@ import type { ModelClient } from '../model/types';
 import type { RepoPolicy } from '../policy/repo-policy';
 import { OutcomePoller } from '../scheduler/outcomes';
 import { Scheduler } from '../scheduler/scheduler';
+import type { DependencyCacheMetrics } from '../sandbox/dep-cache';
 import { RepoMirror } from '../sandbox/mirror';
 import { EventHub, EventLog } from '../store/hub';
 import type { PostgresStore } from '../store/postgres';
@@ -47,6 +48,8 @@ export interface FleetParts {
   sandboxes: SandboxProvider;
   /** Throws when the sandbox host is not usable (readiness). */
   sandboxCheck?: () => Promise<void>;
+  /** The node's dependency cache for `/metrics` (sandbox/dep-cache.ts). */
+  dependencyCache?: () => Promise<DependencyCacheMetrics | undefined>;
   agent?: AgentPort;
   model?: ModelClient;
   /** A model per task and purpose, before `model` (the evaluation harness plays one cassette per instance). */
@@ -202,6 +205,7 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
     baseFiles,
     tickets: forgeTickets(forge),
     ...(parts.sandboxCheck ? { sandboxCheck: parts.sandboxCheck } : {}),
+    ...(parts.dependencyCache ? { dependencyCache: parts.dependencyCache } : {}),
     repoPolicy: (task) => repoPolicy(baseFiles, task),
     requiredApprovals: async (task) => {
       const policy = await repoPolicy(baseFiles, task).catch(() => undefined);

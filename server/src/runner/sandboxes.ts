@@ -4,6 +4,7 @@ import type { Config } from '../config';
 import type { Logger } from '../log';
 import { checkSandboxHost } from '../sandbox/host-check';
 import { createSandboxService } from '../sandbox/create';
+import type { DependencyCacheMetrics } from '../sandbox/dep-cache';
 import type { RepoMirror } from '../sandbox/mirror';
 import type { SandboxService } from '../sandbox/service';
 import type { SandboxProvider } from './ports';
@@ -11,7 +12,14 @@ import type { SandboxProvider } from './ports';
 export interface SandboxSetup {
   provider: SandboxProvider;
   check?: () => Promise<void>;
+  /** The node's dependency cache for `/metrics` (undefined when it is off). */
+  dependencyCache?: () => Promise<DependencyCacheMetrics | undefined>;
   close: () => Promise<void>;
+}
+
+/** The dependency cache's configuration as the sandbox layer takes it (bytes, not GiB). */
+export function dependencyCacheSetting(config: Config): { enabled: boolean; maxBytes: number } {
+  return { enabled: config.sandbox.depCache.enabled, maxBytes: Math.round(config.sandbox.depCache.maxGiB * 1024 ** 3) };
 }
 
 /**
@@ -30,6 +38,7 @@ export async function createSandboxProvider(config: Config, logger: Logger, opti
     unsafeRunc: config.sandbox.unsafeRunc,
     ...(config.sandbox.registry ? { registry: config.sandbox.registry } : {}),
     ...(config.sandbox.extraCaBundle ? { extraCaBundle: config.sandbox.extraCaBundle } : {}),
+    dependencyCache: dependencyCacheSetting(config),
     docker,
     logger,
     ...(options.mirror ? { mirror: options.mirror } : {}),
@@ -58,6 +67,7 @@ export async function createSandboxProvider(config: Config, logger: Logger, opti
     check: async () => {
       await checkSandboxHost(docker, { unsafeRunc: config.sandbox.unsafeRunc });
     },
+    dependencyCache: () => service.dependencyCacheMetrics(),
     close: () => service.shutdown(),
   };
 }

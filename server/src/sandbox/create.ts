@@ -1,7 +1,9 @@
 import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import Docker from 'dockerode';
 import type { Logger } from 'pino';
 import { DockerSandboxDriver } from './docker-driver';
+import { DependencyCache } from './dep-cache';
 import { checkSandboxHost } from './host-check';
 import { RepoMirror } from './mirror';
 import { WarmPool } from './pool';
@@ -23,6 +25,8 @@ export interface SandboxServiceConfig {
   extraCaBundle?: string;
   /** npm registry for installs and toolchains (Node, npm, pnpm, yarn); default the public one. */
   registry?: string;
+  /** The node's tarball cache for builds (`dep-cache.ts`): off, or its bound; default on at 4 GiB. */
+  dependencyCache?: { enabled: boolean; maxBytes?: number };
   docker?: Docker;
   logger?: Logger;
   /** The server's mirror of registered repositories (shared with the API's submission checks). */
@@ -30,6 +34,22 @@ export interface SandboxServiceConfig {
 }
 
 const HOST_CA_BUNDLE = '/etc/ssl/certs/ca-certificates.crt';
+
+/**
+ * The node's dependency cache as configured (`DOCKHAND_DEP_CACHE`, `DOCKHAND_DEP_CACHE_MAX_GIB`):
+ * false when off; undefined when not configured (the snapshot manager's default, on at 4 GiB).
+ */
+export function nodeDependencyCache(config: SandboxServiceConfig, extraCaBundle: string | undefined): DependencyCache | false | undefined {
+  if (config.dependencyCache === undefined) return undefined;
+  if (!config.dependencyCache.enabled) return false;
+  return new DependencyCache({
+    dir: join(config.dataDir, 'dep-cache'),
+    ...(config.dependencyCache.maxBytes !== undefined ? { maxBytes: config.dependencyCache.maxBytes } : {}),
+    ...(config.registry ? { upstream: config.registry } : {}),
+    ...(extraCaBundle ? { caBundle: extraCaBundle } : {}),
+    ...(config.logger ? { logger: config.logger } : {}),
+  });
+}
 
 /** Wires the sandbox layer: host check, driver, mirror, snapshots, pool; starts removing leftovers (not awaited). */
 export async function createSandboxService(config: SandboxServiceConfig): Promise<SandboxService> {
@@ -43,6 +63,7 @@ export async function createSandboxService(config: SandboxServiceConfig): Promis
   const mirror = config.mirror ?? new RepoMirror(config.dataDir);
   const extraCaBundle = config.extraCaBundle ?? (existsSync(HOST_CA_BUNDLE) ? HOST_CA_BUNDLE : undefined);
   const egress = config.installEgress ?? (host.egressRuntime ? 'proxy' : 'runc-bridge');
+  const dependencyCache = nodeDependencyCache(config, extraCaBundle);
   const snapshots = new SnapshotManager({
     docker,
     mirror,
@@ -53,6 +74,7 @@ export async function createSandboxService(config: SandboxServiceConfig): Promis
     ...(config.baseImage ? { baseImage: config.baseImage } : {}),
     ...(config.registryHosts ? { registryHosts: config.registryHosts } : {}),
     ...(extraCaBundle ? { extraCaBundle } : {}),
+    ...(dependencyCache !== undefined ? { dependencyCache } : {}),
     ...(logger ? { logger } : {}),
   });
   const pool = (config.warmPoolSize ?? 0) > 0 ? new WarmPool({ driver, size: config.warmPoolSize ?? 0, ...(logger ? { logger } : {}), ...(config.limits ? { limits: config.limits } : {}) }) : undefined;

@@ -67,6 +67,16 @@ export interface DependencyCacheOptions {
   logger?: Logger;
 }
 
+/** What `/metrics` shows of a node's cache: its counts since start, what it keeps now and its bound. */
+export interface DependencyCacheMetrics {
+  stats: DependencyCacheStats;
+  keptBytes: number;
+  maxBytes: number;
+}
+
+/** The default bound of the kept tarballs (`DOCKHAND_DEP_CACHE_MAX_GIB`). */
+export const DEFAULT_DEP_CACHE_MAX_BYTES = 4 * 1024 * 1024 * 1024;
+
 /** One build's listener: its registry URL and its own counts. */
 export interface DependencyCacheListener {
   readonly url: string;
@@ -116,7 +126,7 @@ export class DependencyCache {
     const upstream = new URL(options.upstream ?? 'https://registry.npmjs.org/');
     if (upstream.protocol !== 'https:') throw new Error(`dependency cache upstream ${upstream.href} must be an https:// registry URL`);
     this.upstream = upstream;
-    this.maxBytes = options.maxBytes ?? 4 * 1024 * 1024 * 1024;
+    this.maxBytes = options.maxBytes ?? DEFAULT_DEP_CACHE_MAX_BYTES;
     const ca = options.caBundle ? [...rootCertificates, readCaBundle(options.caBundle, options.logger)] : undefined;
     this.agent = new Agent({ keepAlive: true, maxSockets: 32, ...(ca ? { ca } : {}) });
     this.logger = options.logger;
@@ -202,6 +212,11 @@ export class DependencyCache {
   async size(): Promise<number> {
     if (this.totalBytes === undefined) this.totalBytes = (await this.entries()).reduce((sum, entry) => sum + entry.size, 0);
     return this.totalBytes;
+  }
+
+  /** Counts over every build this process served, the bytes kept (scanned once) and the bound. */
+  async metrics(): Promise<DependencyCacheMetrics> {
+    return { stats: { ...this.stats }, keptBytes: await this.size(), maxBytes: this.maxBytes };
   }
 
   /** Removes the least recently used tarballs until the cache is at 80 % of its bound. */

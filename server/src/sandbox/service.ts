@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { DockhandError } from '../errors';
 import { LABELS, type DockerSandboxDriver } from './docker-driver';
+import type { DependencyCacheMetrics } from './dep-cache';
 import type { DockerSandbox } from './docker-sandbox';
 import type { RepoMirror } from './mirror';
 import type { WarmPool } from './pool';
@@ -47,6 +48,11 @@ export class SandboxService {
       logger?: Logger;
     },
   ) {}
+
+  /** The node's dependency cache for `/metrics`; undefined when it is off. */
+  async dependencyCacheMetrics(): Promise<DependencyCacheMetrics | undefined> {
+    return this.parts.snapshots.dependencyCache?.metrics();
+  }
 
   async acquire(request: AcquireRequest): Promise<AcquiredSandbox> {
     if (this.closed) throw new DockhandError('sandbox_unavailable', 'the sandbox service is shutting down');
