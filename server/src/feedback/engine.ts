@@ -160,7 +160,7 @@ export class SmartFeedbackEngine implements FeedbackEngine {
     const runner = runners.length === 1 ? runners[0] : undefined;
     if (runner && runner !== 'custom') report.runner = runner;
     if (infrastructure) report.infrastructure = infrastructure;
-    if (reproducing.length > 0 && !infrastructure) report.reproducing = reproducingOutcomes(reproducing, cases);
+    if (reproducing.length > 0 && !infrastructure) report.reproducing = reproducingOutcomes(reproducing, cases, baseline);
     report.output = infrastructure
       ? `${infrastructure.message}\n${infrastructure.output}`
       : compactOutput(report, runs, quarantinedIds, excusedIds, rerunNotes, this.options.outputCapChars ?? 8000);

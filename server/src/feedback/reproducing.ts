@@ -142,15 +142,51 @@ export function selectReproducingTests(input: {
   return { tests: Object.keys(from), from, unknown };
 }
 
+/** A passing case a runner could not name: uvu prints a dot per passing test (uvu.ts), so its id is `file > suite > (passing 2)`. */
+const POSITIONAL_PASS = / > \(passing \d+\)$/;
+
+/** The cases of `cases` directly under `prefix` (`file > suite`), skipped ones left out. */
+function under(prefix: string, ids: readonly string[]): string[] {
+  return ids.filter((id) => id.startsWith(`${prefix} > `) && !id.slice(prefix.length + 3).includes(' > '));
+}
+
+/**
+ * Did the baseline failure `failureId` (`file > suite > name`) pass in a run whose passing cases
+ * are positional? Only a runner that names every failure of a suite it ran does that (uvu), so
+ * the test passed when its suite ran, did not name it among its failures, and ran at least as many
+ * tests as at the base (a test that was removed or turned into `test.skip` lowers the count).
+ */
+function passedUnnamed(failureId: string, cases: readonly TestCaseResult[], baselineIds: readonly string[]): boolean {
+  const cut = failureId.lastIndexOf(' > ');
+  if (cut <= 0) return false;
+  const prefix = failureId.slice(0, cut);
+  const ran = cases.filter((testCase) => testCase.outcome !== 'skipped');
+  const suite = under(prefix, ran.map((testCase) => testCase.id));
+  if (!suite.some((id) => POSITIONAL_PASS.test(id))) return false;
+  if (ran.some((testCase) => testCase.id === failureId)) return false;
+  return suite.length >= under(prefix, baselineIds).length;
+}
+
 /**
  * Each reproducing test's outcome in one run: failed when any case it names failed, passed when
  * some ran and all passed, not_run when none ran (a selection without it, or a pre-PR command
  * that does not run tests).
+ *
+ * With the baseline, a test the run cannot name because its runner names passing tests by
+ * position only (uvu) is passed when every baseline failure it names passed unnamed
+ * (`passedUnnamed`): uvu names each failing test of a suite it ran, so a suite that ran as many
+ * tests as at the base without naming it ran it green.
  */
-export function reproducingOutcomes(tests: readonly string[], cases: readonly TestCaseResult[]): ReproducingOutcome[] {
+export function reproducingOutcomes(
+  tests: readonly string[],
+  cases: readonly TestCaseResult[],
+  baseline?: Pick<BaselineResult, 'preExistingFailures' | 'failureFiles' | 'testIds'>,
+): ReproducingOutcome[] {
   return tests.map((test) => {
     const named = cases.filter((testCase) => testCase.outcome !== 'skipped' && matchesTest(test, testCase.id, testCase.file));
-    const outcome = named.length === 0 ? 'not_run' : named.some((testCase) => testCase.outcome === 'failed') ? 'failed' : 'passed';
-    return { id: test, outcome };
+    if (named.length > 0) return { id: test, outcome: named.some((testCase) => testCase.outcome === 'failed') ? 'failed' : 'passed' };
+    const failures = (baseline?.preExistingFailures ?? []).filter((id) => matchesTest(test, id, baseline?.failureFiles?.[id]));
+    const passed = baseline?.testIds !== undefined && failures.length > 0 && failures.every((id) => passedUnnamed(id, cases, baseline.testIds ?? []));
+    return { id: test, outcome: passed ? 'passed' : 'not_run' };
   });
 }

@@ -6,6 +6,7 @@ import { classifyRun } from './infrastructure';
 import { detectJsRunner, parseTestOutput } from './runners';
 import { selectableFiles, selectedPlan, wholeCommandPlan } from './suite-plan';
 import { planTestCommand } from './test-command';
+import { reproducingOutcomes } from './reproducing';
 import { uvuArguments } from './uvu';
 
 /*
@@ -14,7 +15,9 @@ import { uvuArguments } from './uvu';
  * equal, numbers passes, "throws plain" throws), test/math.js (the default suite: 2 pass, 1
  * test.skip; suite `strings`: 2 pass), test/only.js (1 pass) and test/sub/deep.js (1 fails);
  * -fail with colour (uvu forces it), -pass (`test 'math|only'`) and 0.3.2 with NO_COLOR=1;
- * -load-error: a file that throws while loading.
+ * -load-error: a file that throws while loading; -fixed: the same suite with `objects` and
+ * deep.js's `same name` made to pass ("throws plain" still throws); -skipped: `objects` turned
+ * into `equal.skip` instead.
  */
 const data = (name: string) => readFileSync(join(import.meta.dirname, 'testdata', name), 'utf8');
 const files = new Set(['package.json', 'src/index.js', 'test/fail.js', 'test/math.js', 'test/only.js', 'test/sub/deep.js']);
@@ -64,6 +67,40 @@ describe('uvu output', () => {
     const run = parseTestOutput('uvu', output, files);
     expect(run).toMatchObject({ cases: [], reported: false });
     expect(classifyRun({ runner: 'uvu', command: 'npm test', result: exec({ exitCode: 1, stdout: '', stderr: output }), parsed: run, changedFiles: [], timeoutSeconds: 600 })).toBeDefined();
+  });
+});
+
+describe('a reproducing test named by its name, once green under uvu', () => {
+  // The baseline as the engine keeps it: failures, their files, every id of the first run.
+  const base = parseTestOutput('uvu', `# dockhand-uvu-dir: test\n${data('uvu-0.5.6-fail.txt')}`, files).cases;
+  const baseline = {
+    preExistingFailures: base.filter((testCase) => testCase.outcome === 'failed').map((testCase) => testCase.id),
+    failureFiles: Object.fromEntries(base.flatMap((testCase) => (testCase.outcome === 'failed' && testCase.file ? [[testCase.id, testCase.file]] : []))),
+    testIds: base.map((testCase) => testCase.id),
+  };
+  const run = (name: string) => parseTestOutput('uvu', `# dockhand-uvu-dir: test\n${data(name)}`, files).cases;
+  const queries = ['objects', 'equal > objects', 'test/fail.js > equal > objects', 'same name', 'throws plain'];
+
+  it('passes when its suite ran as many tests as at the base and did not name it among its failures', () => {
+    expect(reproducingOutcomes(queries, run('uvu-0.5.6-fixed.txt'), baseline)).toEqual([
+      { id: 'objects', outcome: 'passed' },
+      { id: 'equal > objects', outcome: 'passed' },
+      { id: 'test/fail.js > equal > objects', outcome: 'passed' },
+      { id: 'same name', outcome: 'passed' },
+      { id: 'throws plain', outcome: 'failed' },
+    ]);
+    // uvu prints a dot for a passing test: without the baseline nothing names it.
+    expect(reproducingOutcomes(['objects'], run('uvu-0.5.6-fixed.txt'))).toEqual([{ id: 'objects', outcome: 'not_run' }]);
+  });
+
+  it('did not run when it was turned into a skip, its file was not run, or it still fails', () => {
+    expect(reproducingOutcomes(['objects'], run('uvu-0.5.6-skipped.txt'), baseline)).toEqual([{ id: 'objects', outcome: 'not_run' }]);
+    // A selection of other files (math.js and only.js).
+    expect(reproducingOutcomes(['objects', 'same name'], run('uvu-0.5.6-pass.txt'), baseline)).toEqual([
+      { id: 'objects', outcome: 'not_run' },
+      { id: 'same name', outcome: 'not_run' },
+    ]);
+    expect(reproducingOutcomes(['objects'], run('uvu-0.5.6-fail.txt'), baseline)).toEqual([{ id: 'objects', outcome: 'failed' }]);
   });
 });
 

@@ -8,8 +8,9 @@ import type { TestCaseResult } from './types';
  * `Skipped:`). It forces colour unless NO_COLOR is set, so escapes are stripped first.
  *
  * uvu names failing tests only: a passing test is one `•`, so passing cases get positional ids
- * (`test/math.js > strings > (passing 2)`) that count right but do not carry the test's name,
- * and skipped tests (`test.skip`) exist only as the summary's count. A file that throws while
+ * (`test/math.js > strings > (passing 2)`) that count right but do not carry the test's name
+ * (a reproducing test named by name is matched through the baseline: reproducing.ts
+ * `passedUnnamed`), and skipped tests (`test.skip`) exist only as the summary's count. A file that throws while
  * loading ends the process with its stack and no summary: no report (infrastructure, not red).
  */
 
