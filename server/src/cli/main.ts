@@ -1,6 +1,5 @@
 import { join } from 'node:path';
 import { Command, Option } from 'commander';
-import { z } from 'zod';
 import { CreateTaskRequest, CreateTaskResponse, Task, TaskListResponse, isFinalState, type TaskState } from '@dockhand/protocol';
 import { loadConfig } from '../config';
 import { DockhandError } from '../errors';
@@ -12,6 +11,7 @@ import { ApiClient } from './client';
 import { registerEvalCommands } from './eval';
 import { describeEvent, taskLine } from './format';
 import { addRepoCommands } from './repo-commands';
+import { addReviewCommands } from './review-commands';
 import { addTokenCommands } from './token-commands';
 import { OPTION_OF_FIELD, resolveSubmitTarget } from './submit-repo';
 
@@ -21,7 +21,7 @@ import { OPTION_OF_FIELD, resolveSubmitTarget } from './submit-repo';
  *   submit                         POST a ticket, stream the trajectory, print the PR link
  *   repo add|list|remove|check     registered repositories and their readiness (API)
  *   tasks                          list tasks
- *   approve|reject <task> [appr]   decide a review (or one approval request)
+ *   approve|reject <task> [appr]   decide a review (or one approval request); approve --reject-file <path> leaves files out
  *   token create|list|revoke       API tokens: over the API with --server + an admin --token, else on the data dir
  *   pr merge|close <repo> <n>      local forge only (direct on the data dir)
  * Client commands read DOCKHAND_URL and DOCKHAND_TOKEN (or --server/--token).
@@ -139,24 +139,7 @@ export function buildCli(): Command {
       for (const task of page.tasks) out(taskLine(task));
     });
 
-  for (const [name, decision] of [['approve', 'approved'], ['reject', 'denied']] as const) {
-    clientOptions(program.command(`${name} <task> [approval]`))
-      .description(`${name} a task's diff (review) or one approval request`)
-      .option('--comment <text>', 'comment')
-      .action(async (taskId: string, approvalId: string | undefined, options: { comment?: string; server?: string; token?: string }) => {
-        const api = client(options);
-        if (approvalId) {
-          const result = await api.request('POST', `/v1/tasks/${taskId}/approvals/${approvalId}`, z.object({ state: z.string() }), {
-            decision, ...(options.comment ? { comment: options.comment } : {}),
-          });
-          out(`approval ${approvalId}: ${result.state}`);
-          return;
-        }
-        const comments = options.comment ? [{ body: options.comment }] : [];
-        const task = await api.request('POST', `/v1/tasks/${taskId}/review`, Task, { action: name === 'approve' ? 'approve' : 'reject', comments });
-        out(`task ${taskId}: ${task.state}`);
-      });
-  }
+  addReviewCommands(program, { client, out, clientOptions });
 
   addTokenCommands(program, { client, withStore, out, clientOptions });
 
