@@ -17,12 +17,12 @@ if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then
 fi
 
 # Real runners for the repository-test-command integration tests (a tape repository whose
-# `npm test` pipes into tap-spec): installed once from the npm registry into a cache the tests
+# `npm test` pipes into tap-spec; a uvu repository): installed once from the npm registry into a cache the tests
 # copy node_modules from. Pinned, so the cache is reused.
 runners="${DOCKHAND_FEEDBACK_RUNNERS:-${HOME:-/root}/.cache/dockhand/feedback-runners}"
-if [ ! -x "$runners/node_modules/.bin/tape" ] || [ ! -x "$runners/node_modules/.bin/tap-spec" ]; then
+if [ ! -x "$runners/node_modules/.bin/tape" ] || [ ! -x "$runners/node_modules/.bin/tap-spec" ] || [ ! -x "$runners/node_modules/.bin/uvu" ]; then
   mkdir -p "$runners"
   [ -f "$runners/package.json" ] || echo '{"name":"dockhand-feedback-runners","private":true}' > "$runners/package.json"
-  npm install --prefix "$runners" --no-audit --no-fund --silent tape@5.10.2 tap-spec@5.0.0
+  npm install --prefix "$runners" --no-audit --no-fund --silent tape@5.10.2 tap-spec@5.0.0 uvu@0.5.6
 fi
-echo "feedback runners (tape, tap-spec) in $runners"
+echo "feedback runners (tape, tap-spec, uvu) in $runners"
