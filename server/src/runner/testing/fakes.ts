@@ -1,7 +1,32 @@
+import { createHash } from 'node:crypto';
 import { createTwoFilesPatch } from 'diff';
 import type { Task, TaskEvent } from '@dockhand/protocol';
 import type { ExecOptions, ExecResult, FileEntry, Sandbox } from '../../sandbox/types';
 import type { AgentInput, AgentPort, AgentResult, PolicyPort, PolicyResult, PolicyVerdict, PublisherPort, PublishResult, SandboxProvider, SnapshotProgress } from '../ports';
+
+/** Git's abbreviated blob id of a file's content (`0000000`: no file). */
+function blobId(content: string | undefined): string {
+  if (content === undefined) return '0000000';
+  return createHash('sha1').update(`blob ${Buffer.byteLength(content)}\0`).update(content).digest('hex').slice(0, 7);
+}
+
+/**
+ * One file's section as `git diff` writes it: the mode line of an added or deleted file (what
+ * `splitDiff` and the policy read to tell a new file from an edit), the index line, a count of 1
+ * left out of hunk headers, and no `---`/`+++` lines for an empty file.
+ */
+function gitFileDiff(path: string, before: string | undefined, after: string | undefined): string {
+  const mode =
+    before === undefined ? `new file mode 100644\nindex 0000000..${blobId(after)}\n`
+      : after === undefined ? `deleted file mode 100644\nindex ${blobId(before)}..0000000\n`
+        : `index ${blobId(before)}..${blobId(after)} 100644\n`;
+  const header = `diff --git a/${path} b/${path}\n${mode}`;
+  const patch = createTwoFilesPatch(before === undefined ? '/dev/null' : `a/${path}`, after === undefined ? '/dev/null' : `b/${path}`, before ?? '', after ?? '')
+    .replace(/^=+\n/m, '')
+    .replace(/^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@/gm, (_line, from: string, fromCount = '', to: string, toCount = '') =>
+      `@@ -${from}${fromCount === ',1' ? '' : fromCount} +${to}${toCount === ',1' ? '' : toCount} @@`);
+  return /^@@ /m.test(patch) ? header + patch : header;
+}
 
 /** An in-memory sandbox for unit tests of the runner only (the real one is DockerSandboxDriver). */
 export class MemorySandbox implements Sandbox {
@@ -28,13 +53,14 @@ export class MemorySandbox implements Sandbox {
   async listFiles(): Promise<FileEntry[]> {
     return [...this.files.keys()].map((path) => ({ path, type: 'file', size: this.files.get(path)?.length ?? 0 }));
   }
+  /** The change from the base as `git diff` writes it (paths in git's order). */
   async diff(): Promise<string> {
     let out = '';
-    for (const path of new Set([...this.base.keys(), ...this.files.keys()])) {
+    const paths = [...new Set([...this.base.keys(), ...this.files.keys()])].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+    for (const path of paths) {
       const before = this.base.get(path);
       const after = this.files.get(path);
-      if (before === after) continue;
-      out += `diff --git a/${path} b/${path}\n` + createTwoFilesPatch(before === undefined ? '/dev/null' : `a/${path}`, after === undefined ? '/dev/null' : `b/${path}`, before ?? '', after ?? '').replace(/^=+\n/m, '').replace(/^Index:.*\n/m, '');
+      if (before !== after) out += gitFileDiff(path, before, after);
     }
     return out;
   }
