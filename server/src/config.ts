@@ -189,32 +189,24 @@ function readConfigFile(path: string): Plain {
   return parsed;
 }
 
-const TRUE_VALUES = ['1', 'true'];
-const FALSE_VALUES = ['0', 'false'];
-/** Switches that are on by default read as `on`/`off` (and 1/0, true/false). */
-const SWITCH_TRUE_VALUES = ['on', ...TRUE_VALUES];
-const SWITCH_FALSE_VALUES = ['off', ...FALSE_VALUES];
-/** Boolean keys, by the values their variable takes. */
-const FLAG_KEYS = new Set(['sandbox.unsafeRunc']);
-const SWITCH_KEYS = new Set(['sandbox.depCache.enabled']);
+/**
+ * Boolean variables by key, with the words each takes: a flag that is off unless set (1/true,
+ * 0/false), a switch that is on unless turned off (also on/off).
+ */
+const BOOLEAN_KEYS: Record<string, { on: string[]; off: string[]; hint: (name: string) => string }> = {
+  'sandbox.unsafeRunc': { on: ['1', 'true'], off: ['0', 'false'], hint: (name) => `set ${name}=1 to turn it on, ${name}=0 (or leave it unset) to keep it off` },
+  'sandbox.depCache.enabled': { on: ['on', '1', 'true'], off: ['off', '0', 'false'], hint: (name) => `set ${name}=off to turn it off, ${name}=on (or leave it unset) to keep it on` },
+};
 
-function booleanFlag(name: string, value: string): boolean {
+function booleanValue(name: string, key: string, value: string): boolean | string {
+  const words = BOOLEAN_KEYS[key];
+  if (!words) return value;
   const lower = value.trim().toLowerCase();
-  if (TRUE_VALUES.includes(lower)) return true;
-  if (FALSE_VALUES.includes(lower)) return false;
-  throw new DockhandError('bad_request', `configuration ${name}: "${value}" is not one of ${[...TRUE_VALUES, ...FALSE_VALUES].join(', ')}`, {
+  if (words.on.includes(lower)) return true;
+  if (words.off.includes(lower)) return false;
+  throw new DockhandError('bad_request', `configuration ${name}: "${value}" is not one of ${[...words.on, ...words.off].join(', ')}`, {
     field: name,
-    hint: `set ${name}=1 to turn it on, ${name}=0 (or leave it unset) to keep it off`,
-  });
-}
-
-function onOffSwitch(name: string, value: string): boolean {
-  const lower = value.trim().toLowerCase();
-  if (SWITCH_TRUE_VALUES.includes(lower)) return true;
-  if (SWITCH_FALSE_VALUES.includes(lower)) return false;
-  throw new DockhandError('bad_request', `configuration ${name}: "${value}" is not one of ${[...SWITCH_TRUE_VALUES, ...SWITCH_FALSE_VALUES].join(', ')}`, {
-    field: name,
-    hint: `set ${name}=off to turn it off, ${name}=on (or leave it unset) to keep it on`,
+    hint: words.hint(name),
   });
 }
 
@@ -227,7 +219,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Plai
     if (value === undefined || value === '') continue;
     // "0"/"false" must mean false for boolean flags (z.coerce.boolean would say true), and a value
     // that is neither ("yes") is an error rather than a silent false.
-    setPath(raw, key, FLAG_KEYS.has(key) ? booleanFlag(name, value) : SWITCH_KEYS.has(key) ? onOffSwitch(name, value) : value);
+    setPath(raw, key, booleanValue(name, key, value));
     sourceOf.set(key, name);
   }
   for (const [key, value] of Object.entries(overrides)) setPath(raw, key, value);
