@@ -49,6 +49,29 @@ describe('Node versions named by GitHub workflows', () => {
     expect(nodeFromWorkflows({ '.github/workflows/node.js.yml': testdata('github-template-node.js.yml') }, '>=18', NODE)?.version).toBe('22.23.5');
   });
 
+  it('a job that runs a test runner by name (vitest, jest, ...) runs the tests, though no word "test" is in it', () => {
+    const workflow = (run: string) => `jobs:
+  lint:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/setup-node@v4
+        with: { node-version: 22 }
+      - run: pnpm lint
+  ci:
+    runs-on: ubuntu-latest
+    strategy: { matrix: { node: [18, 20] } }
+    steps:
+      - uses: actions/setup-node@v4
+        with: { node-version: '\${{ matrix.node }}' }
+      - run: ${run}
+`;
+    for (const run of ['pnpm vitest --coverage', 'npx jest --ci', 'npm run test:unit', 'c8 node --test']) {
+      expect(nodeFromWorkflows({ '.github/workflows/ci.yml': workflow(run) }, undefined, NODE)?.version, run).toBe('20.19.5');
+    }
+    // Nothing says which job tests: every job's versions count.
+    expect(nodeFromWorkflows({ '.github/workflows/ci.yml': workflow('pnpm build') }, undefined, NODE)?.version).toBe('22.23.5');
+  });
+
   it('takes the published line nearest the newest named one when none of them is published', () => {
     const old = { '.github/workflows/ci.yml': testdata('dequal-ci.yml').replace('[8, 10, 12, 18]', '[8, 10]') };
     expect(nodeFromWorkflows(old, '>=6', NO_OLD_LINES)).toEqual({

@@ -85,8 +85,11 @@ function expand(value: unknown, matrix: Mapping | undefined, env: Mapping): { sp
   return { specs: [...new Set(specs)], via };
 }
 
+/** "test", "tests", `test:unit`, or a test runner by name (`pnpm vitest --coverage`, `npx jest`, `tap`). */
+const TEST_WORDS = /\b(?:tests?|vitest|jest|mocha|ava|tape|tap|uvu|c8|nyc)\b/i;
+
 function mentionsTest(value: unknown): boolean {
-  return typeof value === 'string' && /\btests?\b/i.test(value);
+  return typeof value === 'string' && TEST_WORDS.test(value);
 }
 
 /** Every job's setup-node versions, per workflow file among `files` (files by name, jobs in their order). */
