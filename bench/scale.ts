@@ -15,6 +15,8 @@
  * request sizes so the fleet's budget binds at the peak (turns wait; no 429s). The compressed pace
  * of earlier runs (REPLAY_LATENCY_MS=0 TOOL_MS=200 TEST_MS=400) runs each task in ~15 s: starts and
  * pushes then come ~20 times as often as the design's, and fewer tasks are alive at once.
+ * BENCH_CPU_PROF=dir writes the workers' and the API replicas' CPU profiles there; BENCH_DEBUG
+ * prints claims and fan-out per 10 s, and splits fan-out at the notice (worker and commit | replica).
  * Then the real-gVisor concurrency probe (`bench/scale/gvisor.ts`; GVISOR_PROBE=0 skips it).
  * The LAST line is one JSON object.
  */
@@ -22,6 +24,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import pg from 'pg';
 import WebSocket from 'ws';
 import { z } from 'zod';
 import { apiJson } from '../test/support/api-json';
@@ -127,12 +130,12 @@ async function main() {
       DOCKHAND_RATE_LIMIT_PER_MINUTE: '100000',
     };
     out(`starting 2 API replicas and ${WORKERS} workers (model answers in ${REPLAY_LATENCY_MS} ms, tool call ${TOOL_MS} ms, test run ${TEST_MS} ms, replay limit ${REPLAY_TPM} input tokens/min, budget ${BUDGET_TPM})…`);
-    const apis: DockhandServe[] = await Promise.all([0, 1].map(async (i) => startDockhandServe(await freePort(), { ...common, DOCKHAND_DATA_DIR: dataDir(`api-${i}`), DOCKHAND_ROLE: 'api' })));
+    const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', resolve(process.env.BENCH_CPU_PROF)] : [];
+    const apis: DockhandServe[] = await Promise.all([0, 1].map(async (i) => startDockhandServe(await freePort(), { ...common, DOCKHAND_DATA_DIR: dataDir(`api-${i}`), DOCKHAND_ROLE: 'api' }, profile)));
     children.push(...apis.map((a) => a.child));
     await registerRepo(apis[0]!.url, adminToken, 'calc', fixture.path);
     const budget = new Map<number, { budgetWaits: number; budgetWaitedMs: number }>();
     const workers = await Promise.all(Array.from({ length: WORKERS }, async (_, i) => {
-      const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', resolve(process.env.BENCH_CPU_PROF)] : [];
       const child = spawn(process.execPath, [...profile, '--import', 'tsx', 'bench/scale/worker.ts'], {
         cwd: ROOT,
         env: {
@@ -168,6 +171,18 @@ async function main() {
       return child;
     }));
     const probe = setup;
+    // BENCH_DEBUG: the bench LISTENs too, so each live event's fan-out splits into its notice's
+    // arrival here (the worker's statement and commit: ts → NOTIFY) and the rest (replica → socket).
+    const noticedAt = new Map<string, number>();
+    const listener = process.env.BENCH_DEBUG ? new pg.Client({ connectionString: postgres.url('127.0.0.1') }) : undefined;
+    if (listener) {
+      await listener.connect();
+      listener.on('notification', (message) => {
+        const notice = z.object({ taskId: z.string(), seq: z.number() }).safeParse(JSON.parse(message.payload ?? '{}'));
+        if (notice.success) noticedAt.set(`${notice.data.taskId}:${notice.data.seq}`, Date.now());
+      });
+      for (const channel of [setup.channel, setup.heldChannel]) await listener.query(`LISTEN ${channel}`);
+    }
 
     // Submit everything, each task watched on one replica (alternating) from its first event.
     const tracked = new Map<string, Tracked>();
@@ -313,18 +328,38 @@ async function main() {
         byTime.set(slot, [...(byTime.get(slot) ?? []), age]);
       }
       for (const [slot, ages] of [...byTime].sort((a, b) => a[0] - b[0])) out(`  events at ${slot * 10}-${slot * 10 + 10} s: ${ages.length}, fan-out p50 ${percentile(ages, 50)} p99 ${percentile(ages, 99)}`);
+      // The split: ts → the notice heard here (worker: pool wait, statement, commit) and notice → socket (replica).
+      const toNotice: number[] = [];
+      const toSocket: number[] = [];
+      const slowest: Array<[number, number, string]> = [];
+      for (const t of order) for (const [i, e] of t.events.entries()) {
+        const age = t.fanoutAt?.[i];
+        const heard = noticedAt.get(`${t.id}:${e.seq}`);
+        if (age === undefined || heard === undefined) continue;
+        const commit = heard - Date.parse(e.ts);
+        toNotice.push(commit);
+        toSocket.push(age - commit);
+        slowest.push([age, commit, e.type]);
+      }
+      out(`  split of ${toNotice.length} live events: ts→notice p50 ${percentile(toNotice, 50)} p99 ${percentile(toNotice, 99)}; notice→socket p50 ${percentile(toSocket, 50)} p99 ${percentile(toSocket, 99)}`);
+      const types = new Map<string, number>();
+      for (const [, , type] of slowest.sort((a, b) => b[0] - a[0]).slice(0, Math.ceil(slowest.length / 100))) types.set(type, (types.get(type) ?? 0) + 1);
+      out(`  the slowest 1% by type: ${[...types].map(([type, n]) => `${type} ${n}`).join(', ')}`);
     }
     const waits = [...budget.values()].reduce((sum, b) => sum + b.budgetWaits, 0);
     out(`${finals}/${TASKS} PRs open, ${failed} failed, ${events} events in ${elapsedS.toFixed(1)} s; ${resumed} tasks resumed on another worker; clients with a log unlike the store's: ${gaps}`);
     out(`claim p50 ${percentile(claims, 50)} ms p99 ${percentile(claims, 99)} ms; fan-out p50 ${percentile(fanout, 50)} ms p99 ${percentile(fanout, 99)} ms; ${waits} turns waited for the rate budget; ${await replay.rateLimited()} 429s`);
     for (const socket of sockets) socket.close();
+    await listener?.end();
     await setup.close();
     // The second phase, on a quiet machine: real gVisor sandboxes running a real test suite.
     const rateLimited429s = await replay.rateLimited();
     // BENCH_CPU_PROF=dir: the surviving workers exit cleanly so node writes their CPU profiles there.
     if (process.env.BENCH_CPU_PROF) {
       for (const worker of workers.slice(KILLS)) worker.kill('SIGUSR2');
-      await sleep(3000);
+      // The replicas drain on SIGTERM and exit, which writes theirs.
+      for (const api of apis) api.child.kill('SIGTERM');
+      await sleep(5000);
     }
     for (const child of children) child.kill('SIGKILL');
     const gvisor = process.env.GVISOR_PROBE === '0' ? undefined : await runGvisorProbe(out);

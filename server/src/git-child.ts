@@ -1,6 +1,6 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { isAbsolute, normalize } from 'node:path';
 import { DockhandError } from './errors';
+import { runChild } from './spawner';
 
 /*
  * Git child processes that talk to a repository's source (clone, fetch, ls-remote) or read a
@@ -111,81 +111,47 @@ export interface GitRunResult {
   stderr: string;
 }
 
-/** A set of git children that can all be killed at once (shutdown). */
+/**
+ * A set of git children that can all be killed at once (shutdown). They are started by the
+ * process's spawner (`spawner.ts`), so a git child costs the server no fork of its own.
+ */
 export class GitChildren {
-  private readonly live = new Set<ChildProcess>();
+  private live = 0;
   private closed = false;
+  private readonly killers = new Set<() => void>();
 
   /** How many git children are running now (tests assert none is left). */
   get running(): number {
-    return this.live.size;
+    return this.live;
   }
 
-  run(args: string[], options: GitRunOptions = {}): Promise<GitRunResult> {
+  async run(args: string[], options: GitRunOptions = {}): Promise<GitRunResult> {
     const what = options.what ?? `git ${args[0] ?? ''}`;
-    if (this.closed) return Promise.reject(new DockhandError('repository_unavailable', `${what}: the server is shutting down`));
-    if (options.signal?.aborted) return Promise.reject(new DockhandError('repository_unavailable', `${what}: cancelled`));
+    if (this.closed) throw new DockhandError('repository_unavailable', `${what}: the server is shutting down`);
+    if (options.signal?.aborted) throw new DockhandError('repository_unavailable', `${what}: cancelled`);
     const timeoutMs = options.timeoutMs ?? 60_000;
-    const maxBuffer = options.maxBuffer ?? 64 * 1024 * 1024;
-    return new Promise((resolve, reject) => {
-      const child = spawn('git', ['-c', 'credential.helper=', '-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmonitor=false', ...args], {
-        cwd: options.cwd,
-        env: gitChildEnvironment(),
-        stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
-        detached: true,
-      });
-      this.live.add(child);
-      if (options.stdin !== undefined) {
-        // A child that exits before reading all of it (EPIPE) is reported by its exit code.
-        child.stdin?.on('error', () => undefined);
-        child.stdin?.end(options.stdin);
-      }
-      const out: Buffer[] = [];
-      let outBytes = 0;
-      let err = '';
-      let ended: string | undefined;
-      const kill = (why: string) => {
-        ended ??= why;
-        if (child.pid !== undefined) {
-          try {
-            process.kill(-child.pid, 'SIGKILL');
-          } catch {
-            child.kill('SIGKILL');
-          }
-        }
-      };
-      const timer = setTimeout(() => kill(`did not finish within ${Math.round(timeoutMs / 1000)} s`), timeoutMs);
-      const onAbort = () => kill('cancelled');
-      options.signal?.addEventListener('abort', onAbort, { once: true });
-      const onClose = () => kill('the server is shutting down');
-      this.killers.add(onClose);
-      child.stdout?.on('data', (chunk: Buffer) => {
-        outBytes += chunk.length;
-        if (outBytes > maxBuffer) kill('printed more than the output limit');
-        else out.push(chunk);
-      });
-      child.stderr?.on('data', (chunk: Buffer) => {
-        if (err.length < 16_384) err += chunk.toString();
-      });
-      const finish = (error?: Error, code?: number | null) => {
-        clearTimeout(timer);
-        options.signal?.removeEventListener('abort', onAbort);
-        this.killers.delete(onClose);
-        this.live.delete(child);
-        if (ended) {
-          reject(new DockhandError('repository_unavailable', `${what}: ${ended}`, { hint: 'check that the repository source answers, then try again' }));
-        } else if (error || code !== 0) {
-          reject(new GitCommandError(`${what}: ${(err.trim().split('\n').at(-1) ?? '') || (error?.message ?? `git exited with ${code}`)}`, err));
-        } else {
-          resolve({ stdout: Buffer.concat(out), stderr: err });
-        }
-      };
-      child.once('error', (error) => finish(error));
-      child.once('close', (code) => finish(undefined, code));
-    });
+    this.live += 1;
+    const result = await runChild('git', ['-c', 'credential.helper=', '-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmonitor=false', ...args], {
+      ...(options.cwd ? { cwd: options.cwd } : {}),
+      env: gitChildEnvironment(),
+      ...(options.stdin !== undefined ? { stdin: options.stdin } : {}),
+      timeoutMs,
+      ...(options.signal ? { signal: options.signal } : {}),
+      ...(options.maxBuffer !== undefined ? { maxBuffer: options.maxBuffer } : {}),
+      onKillAll: (kill) => {
+        this.killers.add(kill);
+        return () => this.killers.delete(kill);
+      },
+    }).finally(() => (this.live -= 1));
+    if (result.killed) {
+      throw new DockhandError('repository_unavailable', `${what}: ${result.killed}`, { hint: 'check that the repository source answers, then try again' });
+    }
+    if (result.error || result.code !== 0) {
+      const err = result.stderr;
+      throw new GitCommandError(`${what}: ${(err.trim().split('\n').at(-1) ?? '') || (result.error?.message ?? `git exited with ${result.code}`)}`, err);
+    }
+    return { stdout: result.stdout, stderr: result.stderr };
   }
-
-  private readonly killers = new Set<() => void>();
 
   /** Kills every running child now and refuses new ones. */
   killAll(): void {

@@ -1,9 +1,13 @@
-import { simpleGit, type SimpleGit } from 'simple-git';
 import { DockhandError } from '../errors';
+import { runChild } from '../spawner';
 import { redact } from './redact';
 
 /**
- * simple-git instances for the forge and the push. Two rules hold for every git child process:
+ * Git for the forge and the push: `createGit(dir).raw(args)` runs `git -c … <args>` in `dir`
+ * through the process's spawner (`spawner.ts`), so a push costs the server no fork of its own.
+ * (This was simple-git, whose `raw` was all the forge used; it spawns in-process, and those forks
+ * were the workers' largest CPU cost and event-loop stall — see spawner.ts.) Two rules hold for
+ * every git child process:
  *
  * - Its environment is built from a short allowlist, never the server's whole environment, so
  *   no server secret (model API key, webhook secret) and no ambient `GIT_*` override reaches git.
@@ -26,9 +30,6 @@ const PASSED_ENV = [
   'SSL_CERT_FILE', 'SSL_CERT_DIR', 'GIT_SSL_CAINFO',
   'HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy', 'NO_PROXY', 'no_proxy',
 ] as const;
-const ALLOWED_GIT_ENV = [
-  'GIT_TERMINAL_PROMPT', 'GIT_AUTHOR_DATE', 'GIT_COMMITTER_DATE', 'GIT_SSL_CAINFO', 'GIT_CONFIG_NOSYSTEM', 'GIT_CONFIG_GLOBAL', 'GIT_INDEX_FILE',
-];
 
 export interface GitOptions {
   /** Token for commands that talk to a remote; omit for local-only work. */
@@ -64,21 +65,40 @@ export function childEnvironment(options: GitOptions = {}): Record<string, strin
   return env;
 }
 
-export function createGit(dir: string, options: GitOptions = {}): SimpleGit {
+/** The forge's handle on one repository directory: `raw(args)` resolves git's stdout. */
+export interface Git {
+  raw(args: string[]): Promise<string>;
+}
+
+/** git exited non-zero and printed why (its stderr is the message). */
+export class GitError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'GitError';
+  }
+}
+
+export function createGit(dir: string, options: GitOptions = {}): Git {
   const username = options.username ?? DEFAULT_TOKEN_USERNAME;
   if (!/^[A-Za-z0-9._@-]+$/.test(username)) {
     throw new DockhandError('bad_request', 'username: only letters, digits and ._@- are allowed', { field: 'username' });
   }
   const config = ['credential.helper=', 'commit.gpgSign=false', 'tag.gpgSign=false', 'core.autocrlf=false'];
   if (options.token !== undefined) config.push(`credential.helper=${credentialHelper(username)}`);
-  return simpleGit({
-    baseDir: dir,
-    config,
-    allowEnvironment: ALLOWED_GIT_ENV,
-    // Credential helper: ours, above. Config paths: only to point GIT_CONFIG_GLOBAL at /dev/null.
-    unsafe: { allowUnsafeCredentialHelper: true, allowUnsafeConfigPaths: true },
-    timeout: { block: options.timeoutMs ?? 120_000 },
-  }).env(childEnvironment(options));
+  const prefix = config.flatMap((entry) => ['-c', entry]);
+  const env = childEnvironment(options);
+  const idleTimeoutMs = options.timeoutMs ?? 120_000;
+  return {
+    async raw(args: string[]): Promise<string> {
+      const result = await runChild('git', [...prefix, ...args], { cwd: dir, env, idleTimeoutMs });
+      if (result.killed) throw new GitError(`git ${args[0] ?? ''}: ${result.killed}`);
+      if (result.error) throw new GitError(`git ${args[0] ?? ''}: ${result.error.message}`);
+      // As simple-git had it: a non-zero exit is a failure when git said why on stderr; one with a
+      // silent stderr (`rev-parse --verify --quiet`, `diff --quiet`) resolves with its stdout.
+      if (result.code !== 0 && result.stderr.length > 0) throw new GitError(result.stderr);
+      return result.stdout.toString('utf8');
+    },
+  };
 }
 
 /** A git failure as a DockhandError whose message has every given secret removed. */
@@ -93,7 +113,7 @@ export function gitFailure(
 }
 
 /** `git <args>` returning trimmed stdout, or undefined when git exits non-zero. */
-export async function tryRaw(git: SimpleGit, args: string[]): Promise<string | undefined> {
+export async function tryRaw(git: Git, args: string[]): Promise<string | undefined> {
   try {
     return (await git.raw(args)).trim();
   } catch {

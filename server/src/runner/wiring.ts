@@ -1,8 +1,6 @@
-import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import type { Task, TaskEvent } from '@dockhand/protocol';
 import { runAgent, type AgentConfigInput } from '../agent';
 import { DockhandError } from '../errors';
@@ -14,8 +12,6 @@ import { gateOutbound, parseRepoPolicy, POLICY_FILE_PATH, type RepoPolicy } from
 import type { BaseFiles, TicketSource } from '../api/deps';
 import type { AgentPort, AgentResult, PolicyPort, PublisherPort } from './ports';
 import { rejectedThisRound } from './review-files';
-
-const execFileAsync = promisify(execFile);
 
 /** A file's content at a full commit SHA never changes: answers (absent ones too) are kept, up to this many. */
 const BASE_FILE_CACHE_ENTRIES = 512;
@@ -29,8 +25,8 @@ const FULL_SHA = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
  *
  * One `git cat-file --batch` per read (the object's type and content in one child process), and
  * what was read at a full SHA is remembered: a task reads its repository's `.dockhand/policy.yml`
- * at its base three times (after the finish, before the push, in the push), and each git child
- * costs a fork of the whole server process — the largest CPU cost per task in `bench:scale`.
+ * at its base three times (after the finish, before the push, in the push). Children are started
+ * by the spawner (`spawner.ts`), not forked from the server.
  */
 export function gitBaseFiles(resolveRepoPath: (repo: string) => string = (repo) => repo): BaseFiles {
   const children = new GitChildren();
@@ -72,8 +68,8 @@ export function gitBaseFiles(resolveRepoPath: (repo: string) => string = (repo) 
     async list(repo, sha) {
       const dir = resolveRepoPath(repo);
       if (!existsSync(dir)) return null;
-      return execFileAsync('git', ['-C', dir, 'ls-tree', '-r', '--name-only', '-z', sha], { maxBuffer: 256 * 1024 * 1024, encoding: 'utf8' }).then(
-        (result) => result.stdout.split('\0').filter(Boolean),
+      return children.run(['-C', dir, 'ls-tree', '-r', '--name-only', '-z', sha], { maxBuffer: 256 * 1024 * 1024, what: 'git ls-tree' }).then(
+        (result) => result.stdout.toString('utf8').split('\0').filter(Boolean),
         () => null,
       );
     },

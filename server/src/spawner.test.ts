@@ -1,0 +1,89 @@
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { runChild, Spawner, spawner } from './spawner';
+
+const env = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
+
+/** Running, not gone and not a zombie waiting for its reaper. */
+function alive(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
+describe('the spawner', () => {
+  it('runs a child in a process of its own, not as a fork of this one', async () => {
+    const result = await runChild('sh', ['-c', 'echo "$PPID"; echo oops >&2; exit 3'], { env });
+    expect(result.code).toBe(3);
+    expect(result.stderr).toBe('oops\n');
+    const parent = Number(result.stdout.toString().trim());
+    expect(parent).not.toBe(process.pid);
+    // The parent is the spawner program, a child of this process.
+    expect(execFileSync('ps', ['-o', 'ppid=', '-p', String(parent)], { encoding: 'utf8' }).trim()).toBe(String(process.pid));
+  });
+
+  it('gives stdin whole and keeps binary output intact', async () => {
+    const bytes = Buffer.from(Array.from({ length: 300_000 }, (_, i) => i % 256));
+    const result = await runChild('cat', [], { env, stdin: bytes });
+    expect(result.code).toBe(0);
+    expect(result.stdout.equals(bytes)).toBe(true);
+  });
+
+  it('kills the whole process group on timeout, abort and the output limit', async () => {
+    const started = await runChild('sh', ['-c', 'sleep 30 & echo $!; wait'], { env, timeoutMs: 300 });
+    expect(started.killed).toMatch(/did not finish within/);
+    const grandchild = Number(started.stdout.toString().trim());
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(alive(grandchild)).toBe(false);
+
+    const controller = new AbortController();
+    const aborted = runChild('sleep', ['30'], { env, signal: controller.signal });
+    setTimeout(() => controller.abort(), 50);
+    expect((await aborted).killed).toBe('cancelled');
+
+    const flood = await runChild('sh', ['-c', 'yes'], { env, maxBuffer: 1024 * 1024 });
+    expect(flood.killed).toBe('printed more than the output limit');
+    expect(flood.stdout.length).toBeLessThanOrEqual(1024 * 1024);
+
+    const quiet = await runChild('sleep', ['30'], { env, idleTimeoutMs: 200 });
+    expect(quiet.killed).toMatch(/printed nothing for/);
+  });
+
+  it('reports a command that cannot start as an error, not an exit code', async () => {
+    const result = await runChild('/nonexistent/program', [], { env });
+    expect(result.code).toBeNull();
+    expect(result.error?.message).toMatch(/ENOENT/);
+  });
+
+  it('fails the children of a spawner that died, and starts a new one for the next', async () => {
+    const own = new Spawner();
+    const child = own.spawn('sleep', ['30'], { env });
+    const pid = await new Promise<number>((resolve) => child.once('spawn', () => resolve(child.pid!)));
+    const closed = new Promise<unknown[]>((resolve) => child.once('close', (...args: unknown[]) => resolve(args)));
+    const failed = new Promise<Error>((resolve) => child.once('error', resolve));
+    const spawnerPid = Number(execFileSync('ps', ['-o', 'ppid=', '-p', String(pid)], { encoding: 'utf8' }).trim());
+    process.kill(spawnerPid, 'SIGKILL');
+    expect((await failed).message).toMatch(/spawner process exited/);
+    await closed;
+    expect(own.running).toBe(0);
+    process.kill(-pid, 'SIGKILL');
+
+    const next = own.spawn('echo', ['again'], { env });
+    const text = await new Promise<string>((resolve) => {
+      let out = '';
+      next.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+      next.once('close', () => resolve(out));
+    });
+    expect(text).toBe('again\n');
+    own.close();
+  });
+
+  it('runs many children at once', async () => {
+    const results = await Promise.all(Array.from({ length: 40 }, (_, i) => runChild('sh', ['-c', `echo ${i}`], { env })));
+    expect(results.map((r) => r.stdout.toString().trim())).toEqual(Array.from({ length: 40 }, (_, i) => String(i)));
+    expect(spawner.running).toBe(0);
+  });
+});
