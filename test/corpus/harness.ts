@@ -199,12 +199,23 @@ export interface BranchCheck {
 }
 
 /**
+ * An owner id of its own for each sandbox service the harness makes. bench:repos runs two
+ * repositories at once in one process, and a service's start-up reconcile removes every container
+ * labelled with its owner id that its own driver does not hold ("our own unheld containers"): two
+ * services sharing `corpus-check-<pid>` removed each other's sandboxes mid-check (qs's PR branch
+ * check failed with Docker's 409 "removal of container … is already in progress").
+ */
+export function ownerIdFor(kind: 'starts' | 'check', entry: Pick<CorpusEntry, 'id'>): string {
+  return `corpus-${kind}-${process.pid}-${entry.id}-${Date.now().toString(36)}`;
+}
+
+/**
  * Starts of a new sandbox of the repository's snapshot at its base (each released at once), as a
  * task's start would be with no warm pool: the figures bench:repos takes the median of.
  */
 export async function measureSnapshotStarts(dataDir: string, entry: CorpusEntry, count: number): Promise<Array<{ source: string; startMs: number; steps: BranchCheck['steps'] }>> {
   const { createSandboxService } = await import('../../server/src/sandbox/create');
-  const service = await createSandboxService({ dataDir, ownerId: `corpus-starts-${process.pid}` });
+  const service = await createSandboxService({ dataDir, ownerId: ownerIdFor('starts', entry) });
   const starts: Array<{ source: string; startMs: number; steps: BranchCheck['steps'] }> = [];
   try {
     for (let index = 0; index < count; index++) {
@@ -225,7 +236,7 @@ export async function measureSnapshotStarts(dataDir: string, entry: CorpusEntry,
 export async function checkBranch(dataDir: string, entry: CorpusEntry, headSha: string): Promise<BranchCheck> {
   const { createSandboxService } = await import('../../server/src/sandbox/create');
   const { execFileSync } = await import('node:child_process');
-  const service = await createSandboxService({ dataDir, ownerId: `corpus-check-${process.pid}` });
+  const service = await createSandboxService({ dataDir, ownerId: ownerIdFor('check', entry) });
   const started = Date.now();
   try {
     const acquired = await service.acquire({ repo: entry.id, baseSha: entry.baseSha, taskId: `corpus-check-${entry.id}-${Date.now()}` });
