@@ -1,52 +1,47 @@
-import { execFileSync, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ReadinessReport } from '@dockhand/protocol';
 import { LocalForge } from '../../server/src/forge';
-import { startReplayServer, type ReplayServer } from '../../server/src/model/replay/server';
 import { SqliteStore } from '../../server/src/store/sqlite';
 import { createFixtureRepo, type FixtureRepo } from '../support/fixture-repo';
-import { freePort, runCli, startDockhandServe } from '../support/local-server';
-import { createAdminToken } from '../support/register-repo';
+import { startServeSession, type ServeSession } from '../support/serve-session';
 
 /*
  * The README's `submit --repo /path/to/repo`, as written, on a repository whose default branch is
  * `master`: the CLI finds no registration for the path, registers it (the caller is an admin),
  * the server copies its branches to the local forge, the task runs in a gVisor sandbox with the
  * replay model, is approved, pushed, and its PR targets `master`; `dockhand pr merge` merges it.
- * Real pieces: `dockhand serve` and the CLI (tsx), SQLite, runsc, git, the Anthropic SDK.
+ * Real pieces: `dockhand serve` and the CLI (the bundles), SQLite, runsc, git, the Anthropic SDK.
  */
 
-const ROOT = resolve(import.meta.dirname, '../..');
 const SESSION = 'submit-path';
 
-let replay: ReplayServer;
+let session: ServeSession | undefined;
 let dataDir: string;
 let fixture: FixtureRepo;
-let server: ChildProcess | undefined;
-let url: string;
-let adminToken: string;
-let serverOutput = () => '';
 
 // The CLI as it ships (the bundle `npm start` runs), as a user on the server's host would call it.
-const cli = (args: string[], env: Record<string, string> = {}) =>
-  runCli(args, { env: { DOCKHAND_URL: url, DOCKHAND_TOKEN: adminToken, DOCKHAND_DATA_DIR: dataDir, ...env }, timeoutMs: 8 * 60_000 });
+const cli = (args: string[]) => {
+  if (!session) throw new Error('the server did not start');
+  return session.cli(args);
+};
+const serverOutput = () => session?.serverOutput() ?? '';
 
 beforeAll(async () => {
-  execFileSync('bash', ['sandbox-images/base/build.sh'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
-  replay = await startReplayServer({});
-  replay.addCassette(SESSION, {
+  session = await startServeSession({ name: 'submit-path', replaySession: SESSION, cliTimeoutMs: 8 * 60_000, env: { DOCKHAND_POLL_MS: '200' } });
+  dataDir = session.dataDir;
+  session.replay.addCassette(SESSION, {
     turns: [
       { name: 'fix', content: [{ type: 'tool_use', name: 'edit_file', input: { path: 'src/calc.js', command: 'replace', old_text: 'let index = 1;', new_text: 'let index = 0;' } }] },
       { name: 'finish', content: [{ type: 'tool_use', name: 'finish', input: { summary: 'average() now starts summing at index 0.' } }] },
     ],
   });
-  replay.addCassette(`${SESSION}-review`, {
+  session.replay.addCassette(`${SESSION}-review`, {
     turns: [{ content: [{ type: 'tool_use', name: 'submit_review', input: { approved: true, problems: [], summary: 'Minimal, correct fix.' } }] }],
   });
-  dataDir = mkdtempSync(join(tmpdir(), 'dockhand-submit-path-'));
   // In a directory named like the project, as a developer's checkout is: the registration's name.
   fixture = createFixtureRepo('buggy-calc', join(mkdtempSync(join(tmpdir(), 'dockhand-checkout-')), 'buggy-calc'));
   // Nothing to install, so the snapshot's dependency step is a quick `npm ci`.
@@ -54,26 +49,10 @@ beforeAll(async () => {
     'package-lock.json': `${JSON.stringify({ name: 'buggy-calc', version: '1.0.0', lockfileVersion: 3, requires: true, packages: { '': { name: 'buggy-calc', version: '1.0.0' } } }, null, 2)}\n`,
   }, 'lockfile');
   execFileSync('git', ['-C', fixture.path, 'branch', '-m', 'main', 'master']);
-  adminToken = await createAdminToken(dataDir);
-  const started = await startDockhandServe(await freePort(), {
-    DOCKHAND_DATA_DIR: dataDir,
-    DOCKHAND_MODEL_BASE_URL: replay.url,
-    DOCKHAND_REPLAY_SESSION: SESSION,
-    DOCKHAND_POLL_MS: '200',
-    DOCKHAND_LOG_LEVEL: 'warn',
-  });
-  server = started.child;
-  url = started.url;
-  serverOutput = started.output;
 }, 10 * 60_000);
 
 afterAll(async () => {
-  if (server && server.exitCode === null) {
-    server.kill('SIGTERM');
-    await new Promise((done) => server?.once('exit', done));
-  }
-  await replay?.close();
-  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  await session?.stop();
   if (fixture) rmSync(resolve(fixture.path, '..'), { recursive: true, force: true });
 });
 

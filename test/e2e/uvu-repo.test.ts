@@ -1,12 +1,10 @@
-import { execFileSync, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ReadinessReport } from '@dockhand/protocol';
-import { startReplayServer, type ReplayServer } from '../../server/src/model/replay/server';
-import { freePort, runCli, startDockhandServe } from '../support/local-server';
-import { createAdminToken } from '../support/register-repo';
+import { startServeSession, type ServeSession } from '../support/serve-session';
 
 /*
  * A repository shaped like lukeed/dequal (written here, not fetched): no lockfile, default branch
@@ -15,8 +13,6 @@ import { createAdminToken } from '../support/register-repo';
  * bundle), a real gVisor snapshot build (npm install of uvu and esm from the registry through the
  * egress proxy) and the suite at the base: READY on Node 18 from the workflow, with uvu's counts.
  */
-
-const ROOT = resolve(import.meta.dirname, '../..');
 
 const FILES: Record<string, string> = {
   'package.json': `${JSON.stringify(
@@ -71,20 +67,16 @@ Arrays.run();
 `,
 };
 
-let replay: ReplayServer;
-let dataDir: string;
+let session: ServeSession | undefined;
 let repoDir: string;
-let server: ChildProcess | undefined;
-let url: string;
-let adminToken: string;
-let serverOutput = () => '';
 
-const cli = (args: string[]) => runCli(args, { env: { DOCKHAND_URL: url, DOCKHAND_TOKEN: adminToken, DOCKHAND_DATA_DIR: dataDir }, timeoutMs: 12 * 60_000 });
+const cli = (args: string[]) => {
+  if (!session) throw new Error('the server did not start');
+  return session.cli(args);
+};
+const serverOutput = () => session?.serverOutput() ?? '';
 
 beforeAll(async () => {
-  execFileSync('bash', ['sandbox-images/base/build.sh'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
-  replay = await startReplayServer({});
-  dataDir = mkdtempSync(join(tmpdir(), 'dockhand-uvu-repo-'));
   repoDir = join(mkdtempSync(join(tmpdir(), 'dockhand-checkout-')), 'dequal-shaped');
   for (const [path, text] of Object.entries(FILES)) {
     mkdirSync(dirname(join(repoDir, path)), { recursive: true });
@@ -94,25 +86,11 @@ beforeAll(async () => {
   git('init', '-q', '-b', 'master');
   git('add', '-A');
   git('commit', '-q', '-m', 'dequal-shaped');
-  adminToken = await createAdminToken(dataDir);
-  const started = await startDockhandServe(await freePort(), {
-    DOCKHAND_DATA_DIR: dataDir,
-    DOCKHAND_MODEL_BASE_URL: replay.url,
-    DOCKHAND_REPLAY_SESSION: 'uvu-repo',
-    DOCKHAND_LOG_LEVEL: 'warn',
-  });
-  server = started.child;
-  url = started.url;
-  serverOutput = started.output;
+  session = await startServeSession({ name: 'uvu-repo', replaySession: 'uvu-repo', cliTimeoutMs: 12 * 60_000 });
 }, 10 * 60_000);
 
 afterAll(async () => {
-  if (server && server.exitCode === null) {
-    server.kill('SIGTERM');
-    await new Promise((done) => server?.once('exit', done));
-  }
-  await replay?.close();
-  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  await session?.stop();
   if (repoDir) rmSync(resolve(repoDir, '..'), { recursive: true, force: true });
 });
 
