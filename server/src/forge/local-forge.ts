@@ -172,8 +172,8 @@ export class LocalForge implements Forge {
   async defaultBranch(repo: string): Promise<string> {
     const git = createGit(this.existingRepository(repo));
     const head = await tryRaw(git, ['symbolic-ref', '--short', 'HEAD']);
-    if (head && (await this.branchSha(repo, head))) return head;
-    for (const candidate of ['main', 'master']) if (await this.branchSha(repo, candidate)) return candidate;
+    const present = await this.branchShas(repo, [...(head ? [head] : []), 'main', 'master']);
+    for (const candidate of [head, 'main', 'master']) if (candidate && present.has(candidate)) return candidate;
     const first = await tryRaw(git, ['for-each-ref', '--count=1', '--format=%(refname:strip=2)', 'refs/heads/']);
     return first || head || 'main';
   }
@@ -187,17 +187,35 @@ export class LocalForge implements Forge {
   }
 
   private async branchSha(repo: string, branch: string): Promise<string | undefined> {
+    return (await this.branchShas(repo, [branch])).get(branch);
+  }
+
+  /**
+   * The commits of those of `branches` that exist, in one git child (a delivery asks for three or
+   * four: each child is a process, and a burst of pushes runs hundreds).
+   */
+  private async branchShas(repo: string, branches: string[]): Promise<Map<string, string>> {
     const git = createGit(this.existingRepository(repo));
-    return tryRaw(git, ['rev-parse', '--verify', '--quiet', `refs/heads/${branch}^{commit}`]);
+    const wanted = new Set(branches);
+    const listing = await tryRaw(git, ['for-each-ref', '--format=%(objecttype) %(objectname) %(refname)', ...[...wanted].map((branch) => `refs/heads/${branch}`)]);
+    const found = new Map<string, string>();
+    for (const line of (listing ?? '').split('\n')) {
+      const [type, sha, ref] = line.split(' ');
+      // A pattern also matches refs below it (refs/heads/a matches refs/heads/a/b): exact names only.
+      const branch = ref?.slice('refs/heads/'.length);
+      if (type === 'commit' && sha && branch !== undefined && ref?.startsWith('refs/heads/') && wanted.has(branch)) found.set(branch, sha);
+    }
+    return found;
   }
 
   async openPullRequest(input: OpenPullRequestInput): Promise<PullRequest> {
     const repo = this.repositoryName(input.repo);
-    const headSha = await this.branchSha(repo, input.branch);
+    const present = await this.branchShas(repo, [input.branch, input.base]);
+    const headSha = present.get(input.branch);
     if (headSha === undefined) {
       throw new DockhandError('not_found', `branch ${input.branch} does not exist in ${repo}; push it first`, { field: 'branch' });
     }
-    if ((await this.branchSha(repo, input.base)) === undefined) {
+    if (!present.has(input.base)) {
       throw new DockhandError('not_found', `base branch ${input.base} does not exist in ${repo}`, { field: 'base' });
     }
     const existing = await this.store.findByBranch(repo, input.branch);

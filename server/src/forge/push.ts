@@ -11,11 +11,12 @@ import { redact } from './redact';
  * The one push. The server applies the sandbox's final diff to its OWN clone at the base SHA,
  * commits as the bot with a `Co-authored-by` trailer for the requester, and pushes one branch.
  *
- * Exactly once across crashes: before pushing, the remote branch is read. If it already holds a
- * commit on the same base with the same tree, nothing is pushed (a crash after the push but
- * before recording it is harmless). If it holds something else (an earlier round of the same
- * task), it is replaced with a lease on the exact commit seen, so a concurrent writer is never
- * overwritten. A branch that did not exist is created with a lease that requires it still not to.
+ * Exactly once across crashes: the branch is first pushed with a lease that requires it not to
+ * exist (the common case: one push, no read of the remote before it). When the remote refuses
+ * that, the remote branch is read. If it already holds a commit on the same base with the same
+ * tree, nothing is pushed (a crash after the push but before recording it is harmless). If it
+ * holds something else (an earlier round of the same task), it is replaced with a lease on the
+ * exact commit seen, so a concurrent writer is never overwritten.
  *
  * One push at a time per clone: tasks on the same repo share the server's clone of it, and
  * pushes interleaving there fail (first-use `git init`s fight over `.git/config`, fetches into
@@ -193,8 +194,27 @@ async function pushInClone(input: PushChangeInput): Promise<PushChangeResult> {
     await rm(scratch, { recursive: true, force: true });
   }
 
-  // 3. What does the remote branch hold?
+  // 3. Push with a lease on exactly what was seen — at first, that the branch does not exist yet.
   const ref = `refs/heads/${input.branch}`;
+  // `--porcelain` says per ref what happened: '=' is a branch that already held this very commit
+  // (a retry after a crash built the same commit): the lease is not even asked, nothing is sent.
+  const push = async (expected: string | undefined): Promise<'pushed' | 'up to date'> => {
+    const output = await remote.raw(['push', '--porcelain', '--no-verify', `--force-with-lease=${ref}:${expected ?? ''}`, input.remoteUrl, `${headSha}:${ref}`]);
+    note(output.split('\n').filter((line) => line.includes('\t')).join('\n'));
+    return output.split('\n').some((line) => line.startsWith('=\t')) ? 'up to date' : 'pushed';
+  };
+  let firstRefusal: unknown;
+  try {
+    if ((await push(undefined)) === 'up to date') {
+      note(`${input.branch} already holds this change at ${headSha}; nothing pushed`);
+      return { branch: input.branch, headSha, pushed: false, replaced: false, output: log.join('\n') };
+    }
+    return { branch: input.branch, headSha, pushed: true, replaced: false, output: log.join('\n') };
+  } catch (error) {
+    firstRefusal = error;
+  }
+
+  // 4. Refused: what does the remote branch hold? Nothing — the refusal was not about the branch.
   let remoteSha: string | undefined;
   try {
     const listing = (await remote.raw(['ls-remote', input.remoteUrl, ref])).trim();
@@ -202,35 +222,26 @@ async function pushInClone(input: PushChangeInput): Promise<PushChangeResult> {
   } catch (error) {
     throw gitFailure('reading the remote branch', error, secrets);
   }
-
-  if (remoteSha !== undefined) {
-    if ((await tryRaw(clone, ['cat-file', '-e', `${remoteSha}^{commit}`])) === undefined) {
-      try {
-        note(await remote.raw(['fetch', '--no-tags', '--quiet', input.remoteUrl, `+${ref}:refs/dockhand/remote/${input.branch}`]));
-      } catch (error) {
-        throw gitFailure('fetching the remote branch', error, secrets);
-      }
-    }
-    // One child for both (it fails for a root commit, which cannot hold this change anyway).
-    const [remoteTree, remoteParent] = (await tryRaw(clone, ['rev-parse', `${remoteSha}^{tree}`, `${remoteSha}^`]))?.split('\n') ?? [];
-    if (remoteTree === tree && remoteParent === input.baseSha) {
-      note(`${input.branch} already holds this change at ${remoteSha}; nothing pushed`);
-      return { branch: input.branch, headSha: remoteSha, pushed: false, replaced: false, output: log.join('\n') };
+  if (remoteSha === undefined) throw gitFailure(`pushing ${input.branch}`, firstRefusal, secrets, 'conflict');
+  if ((await tryRaw(clone, ['cat-file', '-e', `${remoteSha}^{commit}`])) === undefined) {
+    try {
+      note(await remote.raw(['fetch', '--no-tags', '--quiet', input.remoteUrl, `+${ref}:refs/dockhand/remote/${input.branch}`]));
+    } catch (error) {
+      throw gitFailure('fetching the remote branch', error, secrets);
     }
   }
-
-  // 4. Push with a lease on exactly what was seen (empty lease: the branch must still not exist).
+  // One child for both (it fails for a root commit, which cannot hold this change anyway).
+  const [remoteTree, remoteParent] = (await tryRaw(clone, ['rev-parse', `${remoteSha}^{tree}`, `${remoteSha}^`]))?.split('\n') ?? [];
+  if (remoteTree === tree && remoteParent === input.baseSha) {
+    note(`${input.branch} already holds this change at ${remoteSha}; nothing pushed`);
+    return { branch: input.branch, headSha: remoteSha, pushed: false, replaced: false, output: log.join('\n') };
+  }
   try {
-    note(
-      await remote.raw([
-        'push', '--quiet', '--porcelain', '--no-verify',
-        `--force-with-lease=${ref}:${remoteSha ?? ''}`,
-        input.remoteUrl,
-        `${headSha}:${ref}`,
-      ]),
-    );
+    if ((await push(remoteSha)) === 'up to date') {
+      return { branch: input.branch, headSha, pushed: false, replaced: false, output: log.join('\n') };
+    }
   } catch (error) {
     throw gitFailure(`pushing ${input.branch}`, error, secrets, 'conflict');
   }
-  return { branch: input.branch, headSha, pushed: true, replaced: remoteSha !== undefined, output: log.join('\n') };
+  return { branch: input.branch, headSha, pushed: true, replaced: true, output: log.join('\n') };
 }
