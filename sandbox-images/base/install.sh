@@ -4,9 +4,11 @@
 set -eu
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
+# libatomic1: the registry's Node toolchains from 26 on link libatomic.so.1, which minbase lacks
+# (without it `node` exits 127 before a repository's install starts).
 apt-get install -y -qq --no-install-recommends \
   ca-certificates git ripgrep universal-ctags \
-  nodejs npm \
+  nodejs npm libatomic1 \
   python3 python3-pytest python3-pip python3-venv \
   procps coreutils findutils diffutils patch less >/dev/null
 apt-get clean
