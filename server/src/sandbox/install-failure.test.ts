@@ -36,4 +36,31 @@ describe('install failure diagnosis', () => {
     const setup = describeInstallFailure({ exitCode: 2, tail: '', diagnosis: { blockedHosts: [] }, logPath: '/l.log', setupFailed: true });
     expect(setup.message).toContain('.dockhand/setup.sh failed');
   });
+
+  it("names the exception a Python install died of, which pip prints above a traceback and its own footer", () => {
+    // pip 23 with Debian's setuptools 66 on a pyproject whose `license = "MIT"` (PEP 639) it predates (trimmed).
+    const output = [
+      '  error: subprocess-exited-with-error',
+      '  × Preparing editable metadata (pyproject.toml) did not run successfully.',
+      '  ╰─> [94 lines of output]',
+      '        File "/workspace/.venv/lib/python3.11/site-packages/setuptools/config/pyprojecttoml.py", line 51, in validate',
+      '          raise ValueError(f"{error}\\n{summary}") from None',
+      '      ValueError: invalid pyproject.toml config: `project.license`.',
+      '      configuration error: `project.license` must be valid exactly by one definition (2 matches found):',
+      '          - keys:',
+      '      [end of output]',
+      '  note: This error originates from a subprocess, and is likely not a problem with pip.',
+      'error: metadata-generation-failed',
+      '× Encountered error while generating package metadata.',
+    ].join('\n');
+    const diagnosis = diagnoseInstall(output, []);
+    expect(diagnosis).toEqual({
+      blockedHosts: [],
+      cause: 'ValueError: invalid pyproject.toml config: `project.license`. configuration error: `project.license` must be valid exactly by one definition (2 matches found):',
+    });
+    const { message } = describeInstallFailure({ exitCode: 1, tail: output, diagnosis, logPath: '/l.log', setupFailed: false });
+    expect(message).toMatch(/^snapshot build failed \(exit 1\): the dependency install failed with ValueError: invalid pyproject\.toml config: `project\.license`\. configuration error:/);
+    expect(diagnoseInstall("ModuleNotFoundError: No module named 'setuptools_scm'\n", []).cause).toBe("ModuleNotFoundError: No module named 'setuptools_scm'");
+    expect(diagnoseInstall('npm error code E404\n', []).cause).toBeUndefined();
+  });
 });

@@ -13,6 +13,12 @@ export interface InstallDiagnosis {
   script?: string;
   /** Hosts outside the allowlist the install tried to reach. */
   blockedHosts: string[];
+  /**
+   * The error a Python install died of (`ValueError: invalid pyproject.toml config: …`), which
+   * pip prints inside its subprocess output, above a traceback and its own "This error
+   * originates from a subprocess" lines: the tail alone shows the stack, not the cause.
+   */
+  cause?: string;
 }
 
 const LIFECYCLE = '(preinstall|install|postinstall|prepare|prepublish)';
@@ -59,7 +65,25 @@ export function diagnoseInstall(outputRaw: string, refusedTargets: readonly stri
   // Clients that ignore the proxy fail name resolution (the install network has no DNS).
   for (const match of output.matchAll(/(?:getaddrinfo (?:ENOTFOUND|EAI_AGAIN)|Could not resolve host:?) ([a-z0-9.-]+\.[a-z]{2,})/gi)) hosts.add((match[1] ?? '').toLowerCase());
   diagnosis.blockedHosts = [...hosts].filter((host) => host !== '');
+  const cause = pythonCause(output);
+  if (cause) diagnosis.cause = cause;
   return diagnosis;
+}
+
+/** A Python exception line (`ValueError: …`, `ModuleNotFoundError: …`), not a traceback frame. */
+const EXCEPTION_LINE = /^\s*((?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception)): (\S.*)$/;
+
+/** The last exception a Python install printed, with the "configuration error:" line that may follow it. */
+function pythonCause(output: string): string | undefined {
+  const lines = output.split('\n');
+  for (let index = lines.length - 1; index >= 0; index--) {
+    const match = EXCEPTION_LINE.exec(lines[index] ?? '');
+    if (!match) continue;
+    const next = lines[index + 1]?.trim() ?? '';
+    const detail = /^configuration error: /.test(next) ? ` ${next}` : '';
+    return `${match[1]}: ${match[2]?.trim()}${detail}`.slice(0, 400);
+  }
+  return undefined;
 }
 
 /** The build error's text: what failed, what was refused, what to do, where the log is. */
@@ -69,7 +93,9 @@ export function describeInstallFailure(input: { exitCode: number; tail: string; 
     ? '.dockhand/setup.sh failed'
     : diagnosis.packageName
       ? `the ${diagnosis.script ?? 'lifecycle'} script of package "${diagnosis.packageName}" failed`
-      : 'the dependency install failed';
+      : diagnosis.cause
+        ? `the dependency install failed with ${diagnosis.cause}`
+        : 'the dependency install failed';
   const reached = diagnosis.blockedHosts.length > 0 ? `; it tried to reach ${diagnosis.blockedHosts.join(', ')}, which the egress allowlist does not allow` : '';
   const actions: string[] = [];
   if (diagnosis.blockedHosts.length > 0) actions.push(`allow the host with \`egressHosts: [${diagnosis.blockedHosts.join(', ')}]\` in .dockhand/environment.yml`);
