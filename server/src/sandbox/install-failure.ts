@@ -65,9 +65,15 @@ export function diagnoseInstall(outputRaw: string, refusedTargets: readonly stri
   // Clients that ignore the proxy fail name resolution (the install network has no DNS).
   for (const match of output.matchAll(/(?:getaddrinfo (?:ENOTFOUND|EAI_AGAIN)|Could not resolve host:?) ([a-z0-9.-]+\.[a-z]{2,})/gi)) hosts.add((match[1] ?? '').toLowerCase());
   diagnosis.blockedHosts = [...hosts].filter((host) => host !== '');
-  const cause = pythonCause(output);
+  const cause = missingLibrary(output) ?? pythonCause(output);
   if (cause) diagnosis.cause = cause;
   return diagnosis;
+}
+
+/** A toolchain binary the image cannot load (`node: error while loading shared libraries: libatomic.so.1: …`). */
+function missingLibrary(output: string): string | undefined {
+  const match = /^(\S+): error while loading shared libraries: (\S+): cannot open shared object file/m.exec(output);
+  return match ? `${match[1]} cannot start: the base image lacks the shared library ${match[2]}` : undefined;
 }
 
 /** A Python exception line (`ValueError: …`, `ModuleNotFoundError: …`), not a traceback frame. */
@@ -94,12 +100,15 @@ export function describeInstallFailure(input: { exitCode: number; tail: string; 
     : diagnosis.packageName
       ? `the ${diagnosis.script ?? 'lifecycle'} script of package "${diagnosis.packageName}" failed`
       : diagnosis.cause
-        ? `the dependency install failed with ${diagnosis.cause}`
+        ? diagnosis.cause.includes('lacks the shared library')
+          ? diagnosis.cause
+          : `the dependency install failed with ${diagnosis.cause}`
         : 'the dependency install failed';
   const reached = diagnosis.blockedHosts.length > 0 ? `; it tried to reach ${diagnosis.blockedHosts.join(', ')}, which the egress allowlist does not allow` : '';
   const actions: string[] = [];
   if (diagnosis.blockedHosts.length > 0) actions.push(`allow the host with \`egressHosts: [${diagnosis.blockedHosts.join(', ')}]\` in .dockhand/environment.yml`);
   if (diagnosis.packageName && !input.setupFailed) actions.push(`skip that package's scripts with \`skipScripts: [${diagnosis.packageName}]\` in .dockhand/environment.yml`);
+  if (diagnosis.cause?.includes('lacks the shared library')) actions.push('install its Debian package in the base image (sandbox-images/base/install.sh), or pin an older Node with `node:` in .dockhand/environment.yml');
   if (actions.length === 0) actions.push('fix the install (or set `install:` in .dockhand/environment.yml) and push a new commit');
   const hint = `${actions.join(', or ')}; full log: ${input.logPath}`;
   const message = `snapshot build failed (exit ${input.exitCode}): ${what}${reached}. To fix: ${hint}.\nLast output:\n${input.tail}`;
