@@ -67,7 +67,7 @@ interface Tracked {
   replica: number;
   events: TaskEvent[];
   fanout: number[];
-  /** BENCH_DEBUG: the fan-out of the event at each index of `events` (live events only). */
+  /** The fan-out of the event at each index of `events` (live events only). */
   fanoutAt?: Array<number | undefined>;
   approved: boolean;
 }
@@ -171,18 +171,17 @@ async function main() {
       return child;
     }));
     const probe = setup;
-    // BENCH_DEBUG: the bench LISTENs too, so each live event's fan-out splits into its notice's
-    // arrival here (the worker's statement and commit: ts → NOTIFY) and the rest (replica → socket).
+    // The bench LISTENs too, so each live event's fan-out (its ts → a client's socket) splits at its
+    // notice heard here: the write (the worker's pool wait, statement and commit: ts → NOTIFY) and
+    // the delivery (NOTIFY → an API replica → the socket).
     const noticedAt = new Map<string, number>();
-    const listener = process.env.BENCH_DEBUG ? new pg.Client({ connectionString: postgres.url('127.0.0.1') }) : undefined;
-    if (listener) {
-      await listener.connect();
-      listener.on('notification', (message) => {
-        const notice = z.object({ taskId: z.string(), seq: z.number() }).safeParse(JSON.parse(message.payload ?? '{}'));
-        if (notice.success) noticedAt.set(`${notice.data.taskId}:${notice.data.seq}`, Date.now());
-      });
-      for (const channel of [setup.channel, setup.heldChannel]) await listener.query(`LISTEN ${channel}`);
-    }
+    const listener = new pg.Client({ connectionString: postgres.url('127.0.0.1') });
+    await listener.connect();
+    listener.on('notification', (message) => {
+      const notice = z.object({ taskId: z.string(), seq: z.number() }).safeParse(JSON.parse(message.payload ?? '{}'));
+      if (notice.success) noticedAt.set(`${notice.data.taskId}:${notice.data.seq}`, Date.now());
+    });
+    for (const channel of [setup.channel, setup.heldChannel]) await listener.query(`LISTEN ${channel}`);
 
     // Submit everything, each task watched on one replica (alternating) from its first event.
     const tracked = new Map<string, Tracked>();
@@ -311,6 +310,17 @@ async function main() {
       peakTokensPerMinute = Math.max(peakTokensPerMinute, sum);
       peakCallsPerMinute = Math.max(peakCallsPerMinute, i - j + 1);
     }
+    // The split: ts → the notice heard here (worker: pool wait, statement, commit) and notice → socket (replica).
+    const split = { write: [] as number[], delivery: [] as number[], slowest: [] as Array<[number, number, string]> };
+    for (const t of tracked.values()) for (const [i, e] of t.events.entries()) {
+      const age = t.fanoutAt?.[i];
+      const heard = noticedAt.get(`${t.id}:${e.seq}`);
+      if (age === undefined || heard === undefined) continue;
+      const write = heard - Date.parse(e.ts);
+      split.write.push(write);
+      split.delivery.push(age - write);
+      split.slowest.push([age, write, e.type]);
+    }
     if (process.env.BENCH_DEBUG) {
       const order = [...tracked.values()];
       for (let b = 0; b < order.length; b += 30) {
@@ -328,29 +338,16 @@ async function main() {
         byTime.set(slot, [...(byTime.get(slot) ?? []), age]);
       }
       for (const [slot, ages] of [...byTime].sort((a, b) => a[0] - b[0])) out(`  events at ${slot * 10}-${slot * 10 + 10} s: ${ages.length}, fan-out p50 ${percentile(ages, 50)} p99 ${percentile(ages, 99)}`);
-      // The split: ts → the notice heard here (worker: pool wait, statement, commit) and notice → socket (replica).
-      const toNotice: number[] = [];
-      const toSocket: number[] = [];
-      const slowest: Array<[number, number, string]> = [];
-      for (const t of order) for (const [i, e] of t.events.entries()) {
-        const age = t.fanoutAt?.[i];
-        const heard = noticedAt.get(`${t.id}:${e.seq}`);
-        if (age === undefined || heard === undefined) continue;
-        const commit = heard - Date.parse(e.ts);
-        toNotice.push(commit);
-        toSocket.push(age - commit);
-        slowest.push([age, commit, e.type]);
-      }
-      out(`  split of ${toNotice.length} live events: ts→notice p50 ${percentile(toNotice, 50)} p99 ${percentile(toNotice, 99)}; notice→socket p50 ${percentile(toSocket, 50)} p99 ${percentile(toSocket, 99)}`);
       const types = new Map<string, number>();
-      for (const [, , type] of slowest.sort((a, b) => b[0] - a[0]).slice(0, Math.ceil(slowest.length / 100))) types.set(type, (types.get(type) ?? 0) + 1);
+      for (const [, , type] of split.slowest.sort((a, b) => b[0] - a[0]).slice(0, Math.ceil(split.slowest.length / 100))) types.set(type, (types.get(type) ?? 0) + 1);
       out(`  the slowest 1% by type: ${[...types].map(([type, n]) => `${type} ${n}`).join(', ')}`);
+      out(`  split of ${split.write.length} live events: write (ts → notice) p50 ${percentile(split.write, 50)} p99 ${percentile(split.write, 99)}; delivery (notice → socket) p50 ${percentile(split.delivery, 50)} p99 ${percentile(split.delivery, 99)}`);
     }
     const waits = [...budget.values()].reduce((sum, b) => sum + b.budgetWaits, 0);
     out(`${finals}/${TASKS} PRs open, ${failed} failed, ${events} events in ${elapsedS.toFixed(1)} s; ${resumed} tasks resumed on another worker; clients with a log unlike the store's: ${gaps}`);
-    out(`claim p50 ${percentile(claims, 50)} ms p99 ${percentile(claims, 99)} ms; fan-out p50 ${percentile(fanout, 50)} ms p99 ${percentile(fanout, 99)} ms; ${waits} turns waited for the rate budget; ${await replay.rateLimited()} 429s`);
+    out(`claim p50 ${percentile(claims, 50)} ms p99 ${percentile(claims, 99)} ms; fan-out p50 ${percentile(fanout, 50)} ms p99 ${percentile(fanout, 99)} ms (write p99 ${percentile(split.write, 99)}, delivery p99 ${percentile(split.delivery, 99)}); ${waits} turns waited for the rate budget; ${await replay.rateLimited()} 429s`);
     for (const socket of sockets) socket.close();
-    await listener?.end();
+    await listener.end();
     await setup.close();
     // The second phase, on a quiet machine: real gVisor sandboxes running a real test suite.
     const rateLimited429s = await replay.rateLimited();
@@ -377,7 +374,10 @@ async function main() {
       model_calls_per_s: Math.round((modelCalls / elapsedS) * 10) / 10,
       claim_p50_ms: percentile(claims, 50),
       claim_p99_ms: percentile(claims, 99),
+      fanout_p50_ms: percentile(fanout, 50),
       fanout_p99_ms: percentile(fanout, 99),
+      fanout_write_p99_ms: percentile(split.write, 99),
+      fanout_delivery_p99_ms: percentile(split.delivery, 99),
       peak_model_calls_per_s: Math.round((peakCallsPerMinute / 60) * 10) / 10,
       peak_input_tokens_per_min: peakTokensPerMinute,
       budget_tpm: BUDGET_TPM,
