@@ -119,7 +119,7 @@ export class Spawner {
 
   private ensureProcess(): ChildProcess {
     if (this.process?.connected) return this.process;
-    const broker = spawn(process.execPath, ['--max-old-space-size=64', '-e', SPAWNER_PROGRAM], {
+    const broker = spawn(process.execPath, ['--max-old-space-size=128', '-e', SPAWNER_PROGRAM], {
       stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
       serialization: 'advanced',
       env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
