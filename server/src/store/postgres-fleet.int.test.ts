@@ -115,6 +115,19 @@ describe('fleet-wide coordination on Postgres', () => {
     expect(await leaderA.isLeader()).toBe(true);
     await a.close();
     stores.splice(stores.indexOf(a), 1);
+    // At once, no waiting: the close resolved only once the lock was free on the server.
+    expect(await leaderB.isLeader()).toBe(true);
+    expect(await leaderA.isLeader()).toBe(false);
+  });
+
+  it('a store closed while its process is asking for leadership gives up the lock that ask takes', async () => {
+    const [a, b] = [await open(), await open()];
+    const leaderA = a.leadership('pr-outcome-poller');
+    const leaderB = b.leadership('pr-outcome-poller');
+    const asking = leaderA.isLeader();
+    await a.close();
+    stores.splice(stores.indexOf(a), 1);
+    expect(await asking).toBe(true);
     expect(await leaderB.isLeader()).toBe(true);
   });
 });

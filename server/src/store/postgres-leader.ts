@@ -1,6 +1,9 @@
 import type pg from 'pg';
 import type { Logger } from '../log';
 
+/** How long closing waits for the unlock's answer before it ends the connection instead. */
+const UNLOCK_TIMEOUT_MS = 5_000;
+
 /**
  * One leader in the fleet for a job that must not run twice at once (the PR outcome poller: two
  * pollers would both record the same merge). Leadership is a session-level Postgres advisory lock
@@ -9,7 +12,10 @@ import type { Logger } from '../log';
  * process that asks becomes the leader. No lease of our own, no clock.
  *
  * `isLeader()` is asked before each run of the job: it checks that the held connection still
- * answers (else gives it up) or tries to take the lock.
+ * answers (else gives it up) or tries to take the lock. `close()` unlocks before it lets the
+ * connection go, so a process that asks once it has resolved becomes the leader: a session's end
+ * drops the lock only when the server's backend has finished exiting, which neither ending the
+ * client nor `pool.end()` waits for.
  */
 export class PostgresLeadership {
   private client: pg.PoolClient | undefined;
@@ -24,6 +30,7 @@ export class PostgresLeadership {
   ) {}
 
   isLeader(): Promise<boolean> {
+    if (this.closed) return Promise.resolve(false);
     this.asking ??= this.ask().finally(() => {
       this.asking = undefined;
     });
@@ -73,9 +80,30 @@ export class PostgresLeadership {
     client?.release(error instanceof Error ? error : true);
   }
 
-  /** Gives leadership up (the session ends, so another process may take it at once). */
-  close(): void {
+  /** Gives leadership up: when this resolves, the lock is free and another process may take it. */
+  async close(): Promise<void> {
     this.closed = true;
-    this.drop(new Error('closing'));
+    // An ask in flight may still take the lock (and keep a pooled connection checked out, which
+    // `pool.end()` would wait for forever): let it land, then give up what it took.
+    await this.asking?.catch(() => undefined);
+    const client = this.client;
+    if (!client) return;
+    this.client = undefined;
+    const unlocking = client.query('SELECT pg_advisory_unlock($1::bigint)', [this.key]);
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer to the unlock within ${UNLOCK_TIMEOUT_MS} ms`)), UNLOCK_TIMEOUT_MS);
+    });
+    try {
+      await Promise.race([unlocking, timeout]);
+      client.release(true);
+    } catch (error) {
+      // The connection cannot unlock: ending it is all that is left (the lock goes with its session).
+      unlocking.catch(() => undefined);
+      this.logger?.warn({ err: error, key: this.key }, 'could not unlock leadership; ending its connection');
+      client.release(error instanceof Error ? error : true);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 }

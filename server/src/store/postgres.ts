@@ -434,7 +434,7 @@ export class PostgresStore implements Store, RepoStore, ClaimingStore {
   }
 
   async close(): Promise<void> {
-    for (const leadership of this.leaderships) leadership.close();
+    await Promise.all(this.leaderships.map((leadership) => leadership.close()));
     await this.hub?.close();
     if (!this.pool.ended) await this.pool.end();
   }
