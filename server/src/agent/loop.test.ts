@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { createFixtureRepo, type FixtureRepo } from '../../../test/support/fixture-repo';
+import type { FeedbackEngine } from '../feedback/types';
 import { INTERRUPTED_TOOL_OUTPUT, SUMMARY_HEADING, rebuildConversation } from './conversation';
 import { runAgent, type RunAgentOptions } from './loop';
 import { SimpleFeedbackEngine } from './simple-feedback';
@@ -34,6 +35,23 @@ function options(model: ScriptedModel, extra: Partial<RunAgentOptions> = {}): Ru
     approver: new RecordingApprover(),
     feedback: new SimpleFeedbackEngine(),
     ...extra,
+  };
+}
+
+/**
+ * Green tests that start no process, recording src/calc.js as each run saw it: for tests of what
+ * the loop does after the tests (the review), which must not take as long as `npm test` starting
+ * twice on a loaded machine (the real runner is the first tests' business).
+ */
+function greenTests(runs: string[]): FeedbackEngine {
+  return {
+    async runTests(box, opts) {
+      runs.push((await box.readFile('src/calc.js')).toString('utf8'));
+      return { command: 'npm test --silent', scope: opts.scope, selectionReason: 'recorded: green', passed: 5, failed: 0, skipped: 0, ok: true, quarantined: [], output: 'ℹ pass 5', durationMs: 1, cases: [], wholeCommand: true };
+    },
+    async diagnostics() {
+      return [];
+    },
   };
 }
 
@@ -139,11 +157,16 @@ describe('runAgent', () => {
         },
       },
     );
-    const outcome = await runAgent(options(model));
+    const testRuns: string[] = [];
+    const outcome = await runAgent(options(model, { feedback: greenTests(testRuns) }));
     expect(outcome.status).toBe('finished_verified');
     const conversation = model.requests.filter((request) => !request.tools.some((tool) => tool.name === 'submit_review'));
     expect(lastUserText(conversation[2]!)).toMatch(/code review found problems:\\n- src\/calc.js: add a comment/);
     expect(events.ofType('review.finished').map((event) => event.data.approved)).toEqual([false, true]);
+    // Each finish ran the tests on the fixed code before its review.
+    expect(testRuns).toHaveLength(2);
+    for (const source of testRuns) expect(source).toContain('let index = 0;');
+    expect(events.events.map((event) => event.type).filter((type) => type === 'tests.finished' || type === 'review.finished')).toEqual(['tests.finished', 'review.finished', 'tests.finished', 'review.finished']);
   });
 
   it('refuses to finish when the diff edits tests the ticket does not allow', async () => {
