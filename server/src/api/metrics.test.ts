@@ -65,7 +65,7 @@ describe("the node's dependency cache on /metrics", () => {
       expect((await h.app.inject({ url: '/metrics', headers: h.auth('alice') })).body).not.toContain('dockhand_dep_cache');
       expect(JSON.parse((await h.app.inject({ url: '/v1/metrics', headers: h.auth('alice') })).body).dependencyCache).toBeUndefined();
     } finally {
-      cache.close();
+      await cache.close();
       await h.close();
       rmSync(dir, { recursive: true, force: true });
     }

@@ -34,7 +34,7 @@ describe('the dependency cache from the configuration', () => {
     expect(dependencyCacheSetting(loadConfig({ DOCKHAND_DEP_CACHE_MAX_GIB: '0.5' })).maxBytes).toBe(512 * 1024 ** 2);
   });
 
-  it('reaches the sandbox layer: no cache when off, else one under <dataDir>/dep-cache with the bound', () => {
+  it('reaches the sandbox layer: no cache when off, else one under <dataDir>/dep-cache with the bound', async () => {
     const base = { dataDir: '/var/lib/dockhand', ownerId: 'o' };
     expect(nodeDependencyCache({ ...base, dependencyCache: { enabled: false, maxBytes: 1 } }, undefined)).toBe(false);
     // Not configured: the snapshot manager makes its default one.
@@ -43,6 +43,6 @@ describe('the dependency cache from the configuration', () => {
     expect(cache).toBeInstanceOf(DependencyCache);
     if (!(cache instanceof DependencyCache)) return;
     expect({ dir: cache.dir, maxBytes: cache.maxBytes, upstream: cache.upstream.href }).toEqual({ dir: '/var/lib/dockhand/dep-cache', maxBytes: 2048, upstream: 'https://npm.example.com/' });
-    cache.close();
+    await cache.close();
   });
 });

@@ -92,7 +92,7 @@ describe('dependency cache on the host', () => {
       expect([...cacheFiles(dir).keys()].filter((path) => path.endsWith('.tgz'))).toHaveLength(1);
     } finally {
       await listener.close();
-      cache.close();
+      await cache.close();
     }
   });
 
@@ -116,7 +116,7 @@ describe('dependency cache on the host', () => {
       expect(listener.stats.refused).toBe(4);
     } finally {
       await listener.close();
-      cache.close();
+      await cache.close();
     }
   });
 
@@ -134,7 +134,7 @@ describe('dependency cache on the host', () => {
       expect((await fetchLocal(listener.url.replace(/\/$/, '') + MS)).cache).toBe('hit');
     } finally {
       await listener.close();
-      cache.close();
+      await cache.close();
     }
     rmSync(dir, { recursive: true, force: true });
     const fresh = new DependencyCache({ dir, caBundle: CA });
@@ -143,7 +143,7 @@ describe('dependency cache on the host', () => {
       expect((await fetchLocal(again.url.replace(/\/$/, '') + MS)).cache).toBe('miss');
     } finally {
       await again.close();
-      fresh.close();
+      await fresh.close();
     }
   });
 
@@ -165,7 +165,7 @@ describe('dependency cache on the host', () => {
       expect((await fetchLocal(`${base}/once/-/once-1.4.0.tgz`)).cache).toBe('miss');
     } finally {
       await listener.close();
-      cache.close();
+      await cache.close();
       rmSync(small, { recursive: true, force: true });
     }
   });
@@ -194,7 +194,7 @@ describe('dependency cache in snapshot builds (runsc-egress)', () => {
 
   afterAll(async () => {
     await driver?.destroyAll();
-    snapshots?.dependencyCache?.close();
+    await snapshots?.dependencyCache?.close();
     for (const image of await docker.listImages({ filters: { reference: [repository] } })) {
       await docker.getImage(image.Id).remove({ force: true }).catch(() => undefined);
     }

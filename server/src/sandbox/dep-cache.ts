@@ -120,6 +120,9 @@ export class DependencyCache {
   private evicting: Promise<void> | undefined;
   /** Tarballs being written, by path. */
   private readonly writing = new Map<string, Promise<void>>();
+  /** Listeners of builds still running, closed with the cache. */
+  private readonly listeners = new Set<DependencyCacheListener>();
+  private closed = false;
 
   constructor(options: DependencyCacheOptions) {
     this.dir = options.dir;
@@ -235,6 +238,8 @@ export class DependencyCache {
 
   /** Starts a listener for one build on `host` (the egress network's gateway). */
   async listen(host: string): Promise<DependencyCacheListener> {
+    // A build that starts while the server shuts down fetches through the proxy instead.
+    if (this.closed) throw new Error('dependency cache is closed');
     await mkdir(this.tarballDir(), { recursive: true });
     const stats = emptyStats();
     const count = (field: keyof DependencyCacheStats, amount = 1): void => {
@@ -260,18 +265,29 @@ export class DependencyCache {
     });
     const address = server.address();
     if (address === null || typeof address === 'string') throw new Error('dependency cache is not listening on a TCP port');
-    return {
+    let closing: Promise<void> | undefined;
+    const listener: DependencyCacheListener = {
       url: `http://${host}:${address.port}/`,
       host,
       stats,
-      close: async () => {
-        await new Promise<void>((resolve) => {
-          for (const socket of sockets) socket.destroy();
-          server.close(() => resolve());
-        });
-        await this.idle();
+      close: () => {
+        closing ??= (async () => {
+          await new Promise<void>((resolve) => {
+            for (const socket of sockets) socket.destroy();
+            server.close(() => resolve());
+          });
+          this.listeners.delete(listener);
+          await this.idle();
+        })();
+        return closing;
       },
     };
+    this.listeners.add(listener);
+    if (this.closed) {
+      await listener.close();
+      throw new Error('dependency cache is closed');
+    }
+    return listener;
   }
 
   private async handle(request: IncomingMessage, response: ServerResponse, count: (field: keyof DependencyCacheStats, amount?: number) => void): Promise<void> {
@@ -344,7 +360,15 @@ export class DependencyCache {
     await Promise.all([...this.writing.values()]);
   }
 
-  close(): void {
+  /**
+   * Closes the listeners of builds still running (those builds' fetches fail, as any fetch of a
+   * build cut short by shutdown does), waits for the tarballs being written, and ends the
+   * keep-alive connections to the upstream registry. Later `listen` calls are refused.
+   */
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all([...this.listeners].map((listener) => listener.close()));
+    await this.idle();
     this.agent.destroy();
   }
 }

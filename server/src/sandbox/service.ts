@@ -118,7 +118,10 @@ export class SandboxService {
     });
   }
 
-  /** Drains the pool and destroys every sandbox handed out; nothing of ours keeps running. */
+  /**
+   * Drains the pool, destroys every sandbox handed out and closes the node's dependency cache (its
+   * build listeners and upstream connections); nothing of ours keeps running.
+   */
   async shutdown(): Promise<void> {
     this.closed = true;
     await this.reconciling;
@@ -126,5 +129,6 @@ export class SandboxService {
     await Promise.all([...this.held.values()].map((sandbox) => sandbox.destroy().catch(() => undefined)));
     this.held.clear();
     await this.parts.driver.destroyAll();
+    await this.parts.snapshots.dependencyCache?.close();
   }
 }
