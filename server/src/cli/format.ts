@@ -7,7 +7,6 @@ function oneLine(text: string, max = 100): string {
 
 /** One progress line per event (or nothing for the noisy ones). */
 export function describeEvent(event: TaskEvent): string | undefined {
-  const d = event.data;
   switch (event.type) {
     case 'task.state':
       return event.data.state + (event.data.reason ? ` (${event.data.reason})` : '');
@@ -59,7 +58,7 @@ export function describeEvent(event: TaskEvent): string | undefined {
     case 'task.failed':
       return `failed: ${event.data.code}: ${event.data.message}`;
     default:
-      return d === undefined ? undefined : undefined;
+      return undefined;
   }
 }
 
