@@ -71,6 +71,11 @@ class BrokeredChild extends EventEmitter implements SpawnedChild {
     if (!this.closed) this.signalChild(signal);
   }
 
+  /** An 'error' nobody listens to is dropped, not thrown: the 'close' that follows tells the end. */
+  fail(error: Error): void {
+    if (this.listenerCount('error') > 0) this.emit('error', error);
+  }
+
   close(code: number | null, signal: string | null): void {
     if (this.closed) return;
     this.closed = true;
@@ -154,7 +159,7 @@ export class Spawner {
         child.stderr.write(Buffer.from(message.data.buffer, message.data.byteOffset, message.data.byteLength));
         break;
       case 'error':
-        child.emit('error', Object.assign(new Error(message.message), message.code ? { code: message.code } : {}));
+        child.fail(Object.assign(new Error(message.message), message.code ? { code: message.code } : {}));
         break;
       case 'close':
         this.finish(message.id, child);
@@ -172,7 +177,7 @@ export class Spawner {
   private failAll(why: string): void {
     for (const [id, child] of [...this.children]) {
       this.finish(id, child);
-      child.emit('error', Object.assign(new Error(why), { code: 'ESPAWNER' }));
+      child.fail(Object.assign(new Error(why), { code: 'ESPAWNER' }));
       child.close(null, null);
     }
   }
