@@ -98,7 +98,7 @@ async function main(): Promise<void> {
     empty: async (repo) => {
       const cache = freshCache([]);
       record('empty', repo.name, await build(repo.name, repo.sha, cache));
-      cache.close();
+      await cache.close();
       const seed = join(work, `seed-${repo.name.replace('/', '-')}`);
       rmSync(seed, { recursive: true, force: true });
       cpSync(cacheDir, seed, { recursive: true });
@@ -107,7 +107,7 @@ async function main(): Promise<void> {
     warm: async (repo) => {
       const cache = freshCache(repos.filter((other) => other.name !== repo.name).map((other) => seeds.get(other.name) ?? ''));
       record('warm', repo.name, await build(repo.name, repo.sha, cache));
-      cache.close();
+      await cache.close();
     },
   };
   // Other work on this 2-core host drifts the load during a run: the second round runs the modes

@@ -86,6 +86,9 @@ function countBreakpoints(request: unknown): number {
   return (JSON.stringify(request).match(/"cache_control"/g) ?? []).length;
 }
 
+/** The tests that run the fixture's real `npm test` (a child process per run) get this instead of vitest's 5 s: under CI's load each took ~4 s. */
+const REAL_TESTS_TIMEOUT_MS = 60_000;
+
 describe('runAgent', () => {
   it('fixes the bug and ends only after the server verified tests and review', async () => {
     const model = new ScriptedModel([
@@ -122,7 +125,7 @@ describe('runAgent', () => {
     expect(countBreakpoints(model.requests[2])).toBe(4);
     expect(first.tools.at(-1)).toHaveProperty('cache_control');
     expect(first.system.at(-1)).toHaveProperty('cache_control');
-  });
+  }, REAL_TESTS_TIMEOUT_MS);
 
   it('sends red tests back to the model instead of finishing', async () => {
     const model = new ScriptedModel([
@@ -138,7 +141,7 @@ describe('runAgent', () => {
     expect(afterClaim).toMatch(/"is_error":true/);
     expect(events.ofType('tests.finished').map((event) => event.data.ok)).toEqual([false, true]);
     expect(events.ofType('review.finished')).toHaveLength(1);
-  });
+  }, REAL_TESTS_TIMEOUT_MS);
 
   it('sends a rejecting review back to the model', async () => {
     let reviews = 0;
