@@ -18,6 +18,7 @@ const RUNNER_PACKAGES: Record<TestRunner, string[]> = {
   tape: ['tape'],
   ava: ['ava'],
   uvu: ['uvu'],
+  tap: ['tap'],
   'node-test': [],
   pytest: ['pytest', '_pytest'],
 };

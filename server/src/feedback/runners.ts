@@ -1,6 +1,7 @@
 import { posix } from 'node:path';
 import { z } from 'zod';
 import { parseFlatTap } from './tap';
+import { parseNodeTap, tapCoverageOff } from './node-tap';
 import { announceUvuDir, parseUvu, uvuArguments } from './uvu';
 import type { TestCaseResult, TestRunner } from './types';
 
@@ -8,7 +9,7 @@ import type { TestCaseResult, TestRunner } from './types';
  * Test commands per runner and parsers for their machine-readable output: TAP for node's test
  * runner (Node 18 has no JSON/JUnit reporter), `-rA` summary lines for pytest (no XML parser
  * needed, works on every pytest), the jest-compatible JSON report for vitest and jest, mocha's
- * JSON reporter, uvu's own reporter (uvu.ts).
+ * JSON reporter, uvu's own reporter (uvu.ts), node-tap's nested TAP (node-tap.ts).
  */
 
 export const RESULT_MARKER = '@@DOCKHAND-RESULT@@';
@@ -51,6 +52,9 @@ export function testCommand(runner: TestRunner, targets: TestTarget[] | undefine
       return `npx --no-install tape ${files}`.trim();
     case 'ava':
       return `npx --no-install ava --tap ${files}`.trim();
+    case 'tap':
+      // Names are not passed: node-tap's --grep matches one level of subtests at a time.
+      return targets ? `npx --no-install tap --reporter=tap ${tapCoverageOff('npx --no-install tap')} ${files}` : 'npx --no-install tap --reporter=tap';
     case 'uvu':
       return `${announceUvuDir(undefined)}; npx --no-install uvu ${uvuArguments(undefined, targets?.map((target) => target.file))}`.trim();
     case 'mocha':
@@ -113,6 +117,8 @@ function parseRunnerOutput(runner: TestRunner, stdout: string, files: Set<string
     case 'tape':
     case 'ava':
       return parseFlatTap(stdout, (printed) => toRepoPath(printed, files, cwd));
+    case 'tap':
+      return parseNodeTap(stdout, files, cwd);
     case 'uvu':
       return parseUvu(stdout, (printed, dir) => fileBySuffix(dir && dir !== '.' ? `${dir}/${printed}` : printed, files, cwd));
   }
@@ -190,6 +196,8 @@ export function parseTap(stdout: string, files: Set<string>, cwd?: string): Pars
     if (result) {
       const frameIndex = open.findLastIndex((frame) => frame.depth === depth);
       const frame = frameIndex >= 0 ? open.splice(frameIndex)[0] : undefined;
+      // node-tap's assertions are points with no `# Subtest:` of their own: still a child.
+      for (const parent of open) if (parent.depth < depth) parent.children++;
       const name = result[2] ?? '';
       const entry: TapEntry = {
         depth,
@@ -366,10 +374,13 @@ export function detectJsRunner(packageJson: string | undefined): TestRunner | un
   if (/\bmocha\b/.test(script)) return 'mocha';
   if (/\bnode\b.*--test\b/.test(script)) return 'node-test';
   if (/\buvu\b/.test(script)) return 'uvu';
+  // node-tap's binary as a word of its own: not tape, not a formatter such as tap-spec.
+  if (/(^|[\s;&|/])tap(\s|$)/.test(script)) return 'tap';
   const deps = { ...parsed.data.dependencies, ...parsed.data.devDependencies };
   if ('vitest' in deps) return 'vitest';
   if ('jest' in deps) return 'jest';
   if ('mocha' in deps) return 'mocha';
   if ('uvu' in deps) return 'uvu';
+  if ('tap' in deps) return 'tap';
   return 'node-test';
 }

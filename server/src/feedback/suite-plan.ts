@@ -1,5 +1,6 @@
 import picomatch from 'picomatch';
 import { FILE_MARKER, REPORT_FILE, RESULT_MARKER, shellQuote, testCommand, type TestTarget } from './runners';
+import { tapCoverageOff } from './node-tap';
 import { announceUvuDir, uvuArguments } from './uvu';
 import type { RunnerInvocation, ShellWord, TestPlan } from './test-command';
 import type { TestRunner } from './types';
@@ -87,6 +88,11 @@ function invocationShell(invocation: RunnerInvocation, targets: TestTarget[] | u
       return { script: `${PATH_PREFIX}${join(head, flags, files)}`, shown: join(head, flags, files) };
     case 'ava':
       return { script: `${PATH_PREFIX}${join(head, flags, '--tap', files)}`, shown: join(head, flags, '--tap', files) };
+    case 'tap': {
+      // A selection covers part of the code: coverage off (node-tap.ts); the whole command keeps it.
+      const shown = join(head, flags, '--reporter=tap', targets && tapCoverageOff(head), files);
+      return { script: `${PATH_PREFIX}${shown}`, shown };
+    }
     case 'uvu': {
       // `uvu [dir] [pattern]`: a selection is the script's directory and a pattern naming the files.
       const dir = invocation.paths[0]?.value;

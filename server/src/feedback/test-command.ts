@@ -173,7 +173,7 @@ export function resolveChain(command: string, scripts: Record<string, string>, d
     const pre = scripts[`pre${call.name}`];
     const script = scripts[call.name] ?? '';
     expanded.push(`${call.name}: ${script}`);
-    // npm runs pre<name> first; pnpm (since v7) and yarn berry do not.
+    // npm runs pre<name> first; pnpm (since v7) and yarn berry do not…
     if (pre !== undefined && call.manager === 'npm') {
       const inner = resolveChain(pre, scripts, depth + 1);
       if (!inner) return undefined;
@@ -187,6 +187,14 @@ export function resolveChain(command: string, scripts: Record<string, string>, d
     if (call.extra.length > 0 && lastSegment) lastSegment.push(...call.extra);
     out.push(...inner.steps);
     expanded.push(...inner.expanded);
+    // …and post<name> after it (npm/ini's `posttest: npm run lint`).
+    const post = scripts[`post${call.name}`];
+    if (post !== undefined && call.manager === 'npm') {
+      const after = resolveChain(post, scripts, depth + 1);
+      if (!after) return undefined;
+      out.push(...after.steps);
+      expanded.push(...after.expanded);
+    }
   }
   return { steps: out, expanded };
 }
@@ -206,7 +214,7 @@ export interface RunnerInvocation {
 
 const WRAPPERS = new Set(['npx', 'cross-env', 'env', 'nyc', 'c8', 'dotenv', 'exec']);
 const BINARIES: Record<string, TestRunner> = {
-  vitest: 'vitest', jest: 'jest', mocha: 'mocha', _mocha: 'mocha', tape: 'tape', ava: 'ava', uvu: 'uvu', pytest: 'pytest', 'py.test': 'pytest',
+  vitest: 'vitest', jest: 'jest', mocha: 'mocha', _mocha: 'mocha', tape: 'tape', ava: 'ava', uvu: 'uvu', tap: 'tap', pytest: 'pytest', 'py.test': 'pytest',
 };
 
 /** Options whose value is the next word, per runner (so `--require test/setup.js` is not a path). */
@@ -218,6 +226,8 @@ const VALUE_OPTIONS: Record<TestRunner, string[]> = {
   tape: ['-r', '--require', '-i', '--ignore'],
   ava: ['-m', '--match', '-T', '--timeout', '-c', '--concurrency', '--config', '--node-arguments'],
   uvu: ['-r', '--require', '-i', '--ignore', '-C', '--cwd'],
+  // node-tap 16 (yargs-like) and 18 (jackspeak); --coverage-report and the thresholds take values in both.
+  tap: ['-R', '--reporter', '-r', '--reporter-arg', '-j', '--jobs', '-t', '--timeout', '-g', '--grep', '-o', '--output-file', '-d', '--output-dir', '--node-arg', '--nyc-arg', '--test-arg', '--test-regex', '--test-ignore', '--coverage-report', '--branches', '--functions', '--lines', '--statements', '--before', '--after', '--plugin', '--include', '--exclude', '--save'],
   pytest: ['-k', '-m', '-p', '-c', '--rootdir', '-o', '--junitxml', '--tb', '--maxfail', '-n', '--cov', '--cov-report', '--ignore', '--deselect', '--confcutdir', '-W', '--durations', '--import-mode'],
 };
 
@@ -230,6 +240,7 @@ const REPORTER_OPTIONS: Record<TestRunner, string[]> = {
   tape: [],
   ava: ['--tap', '-t', '--verbose', '-v', '--watch', '-w'],
   uvu: [],
+  tap: ['-R', '--reporter', '-r', '--reporter-arg', '-w', '--watch', '-o', '--output-file', '-d', '--output-dir'],
   pytest: ['-q', '--quiet', '-v', '--verbose', '-rA', '--tb', '--junitxml'],
 };
 

@@ -141,7 +141,7 @@ export interface BaselineStore {
 }
 
 /** Which test runner a suite uses; decides the command and the result parser. */
-export type TestRunner = 'node-test' | 'vitest' | 'jest' | 'mocha' | 'tape' | 'ava' | 'uvu' | 'pytest';
+export type TestRunner = 'node-test' | 'vitest' | 'jest' | 'mocha' | 'tape' | 'ava' | 'uvu' | 'tap' | 'pytest';
 
 /**
  * The repo's checks as `.dockhand/policy.yml` key `checks` describes them (the policy module owns
