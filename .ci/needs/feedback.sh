@@ -26,3 +26,13 @@ if [ ! -x "$runners/node_modules/.bin/tape" ] || [ ! -x "$runners/node_modules/.
   npm install --prefix "$runners" --no-audit --no-fund --silent tape@5.10.2 tap-spec@5.0.0 uvu@0.5.6
 fi
 echo "feedback runners (tape, tap-spec, uvu) in $runners"
+
+# node-tap 16 for node-tap.int.test.ts (npm/ini's runner), in a cache of its own: its 300-odd
+# packages stay out of the other runners' node_modules.
+tap16="${DOCKHAND_FEEDBACK_TAP:-${HOME:-/root}/.cache/dockhand/feedback-tap16}"
+if [ ! -x "$tap16/node_modules/.bin/tap" ]; then
+  mkdir -p "$tap16"
+  [ -f "$tap16/package.json" ] || echo '{"name":"dockhand-feedback-tap16","private":true}' > "$tap16/package.json"
+  npm install --prefix "$tap16" --no-audit --no-fund --silent tap@16.3.10
+fi
+echo "node-tap 16 in $tap16"
