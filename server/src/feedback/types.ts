@@ -140,8 +140,10 @@ export interface BaselineStore {
   put(key: BaselineKey, result: BaselineResult): Promise<void>;
 }
 
+/** The test runners Dockhand reads (the stored baselines' schema takes this list too). */
+export const TEST_RUNNERS = ['node-test', 'vitest', 'jest', 'mocha', 'tape', 'ava', 'uvu', 'tap', 'pytest'] as const;
 /** Which test runner a suite uses; decides the command and the result parser. */
-export type TestRunner = 'node-test' | 'vitest' | 'jest' | 'mocha' | 'tape' | 'ava' | 'uvu' | 'tap' | 'pytest';
+export type TestRunner = (typeof TEST_RUNNERS)[number];
 
 /**
  * The repo's checks as `.dockhand/policy.yml` key `checks` describes them (the policy module owns

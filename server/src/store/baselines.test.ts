@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { InMemoryBaselineStore } from '../feedback/baseline';
-import type { BaselineResult, BaselineStore } from '../feedback/types';
+import { TEST_RUNNERS, type BaselineResult, type BaselineStore } from '../feedback/types';
 import { SqliteBaselineStore } from './baselines';
 import { migrate } from './migrations';
 
@@ -25,5 +25,14 @@ describe.each([
     expect(await store.get({ ...key, baseSha: 'b'.repeat(40) })).toBeUndefined();
     await store.put(key, { ...result, preExistingFailures: [] });
     expect((await store.get(key))?.preExistingFailures).toEqual([]);
+  });
+
+  it('keeps a baseline of every runner Dockhand reads', async () => {
+    const store = make();
+    for (const runner of [...TEST_RUNNERS, 'unknown'] as const) {
+      const at = { ...key, recipe: runner };
+      await store.put(at, { ...result, runner });
+      expect((await store.get(at))?.runner).toBe(runner);
+    }
   });
 });

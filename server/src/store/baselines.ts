@@ -1,11 +1,12 @@
 import type Database from 'better-sqlite3';
 import { z } from 'zod';
-import type { BaselineKey, BaselineResult, BaselineStore } from '../feedback/types';
+import { TEST_RUNNERS, type BaselineKey, type BaselineResult, type BaselineStore } from '../feedback/types';
 
 /** A stored baseline (the JSON in `baselines.result`); infrastructure results are never stored. */
 export const StoredBaseline = z.object({
   command: z.string(),
-  runner: z.enum(['node-test', 'vitest', 'jest', 'mocha', 'tape', 'ava', 'uvu', 'pytest', 'unknown']),
+  // One list with the runners (a runner missing here made every baseline of its repositories throw in put).
+  runner: z.enum([...TEST_RUNNERS, 'unknown']),
   passed: z.number().int().min(0),
   failed: z.number().int().min(0),
   flaky: z.array(z.string()),
