@@ -70,20 +70,30 @@ export function checkGitSource(source: string, field = 'source'): { source: stri
   return refuse('is neither an absolute path nor an https://, ssh:// or git@host:path URL');
 }
 
+/** What every git child may have of the server's environment: paths, locale, CA bundles, the HTTPS proxy. */
 const PASSED_ENV = [
   'PATH', 'HOME', 'LANG', 'LC_ALL', 'TMPDIR', 'TZ',
   'SSL_CERT_FILE', 'SSL_CERT_DIR', 'GIT_SSL_CAINFO',
-  'HTTPS_PROXY', 'https_proxy', 'NO_PROXY', 'no_proxy', 'SSH_AUTH_SOCK',
+  'HTTPS_PROXY', 'https_proxy', 'NO_PROXY', 'no_proxy',
 ] as const;
 
-export function gitChildEnvironment(extra: Record<string, string> = {}): Record<string, string> {
+/**
+ * The server's values of the allowlisted names and of `extraNames`, those that are set; nothing
+ * else of its environment (no server secret, no ambient GIT_* override). The lists differ on
+ * purpose: a source fetch adds SSH_AUTH_SOCK (ssh:// sources), the forge's git the plain-HTTP proxy.
+ */
+export function passedEnvironment(extraNames: readonly string[]): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const name of PASSED_ENV) {
+  for (const name of [...PASSED_ENV, ...extraNames]) {
     const value = process.env[name];
     if (value !== undefined) env[name] = value;
   }
+  return env;
+}
+
+export function gitChildEnvironment(extra: Record<string, string> = {}): Record<string, string> {
   return {
-    ...env,
+    ...passedEnvironment(['SSH_AUTH_SOCK']),
     GIT_TERMINAL_PROMPT: '0',
     GIT_CONFIG_NOSYSTEM: '1',
     GIT_CONFIG_GLOBAL: '/dev/null',

@@ -28,6 +28,17 @@ describe('git child environment', () => {
     expect(childEnvironment()[TOKEN_ENV]).toBeUndefined();
   });
 
+  it("passes the allowlist and the plain-HTTP proxy of the server's environment, not SSH_AUTH_SOCK", () => {
+    const allowed = ['PATH', 'HOME', 'LANG', 'LC_ALL', 'TMPDIR', 'TZ', 'SSL_CERT_FILE', 'SSL_CERT_DIR', 'GIT_SSL_CAINFO', 'HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy', 'NO_PROXY', 'no_proxy'];
+    process.env = Object.fromEntries([...allowed, 'SSH_AUTH_SOCK', 'ANTHROPIC_API_KEY', 'GIT_DIR'].map((name) => [name, `server ${name}`]));
+    expect(childEnvironment()).toEqual({
+      ...Object.fromEntries(allowed.map((name) => [name, `server ${name}`])),
+      GIT_TERMINAL_PROMPT: '0',
+      GIT_CONFIG_NOSYSTEM: '1',
+      GIT_CONFIG_GLOBAL: '/dev/null',
+    });
+  });
+
   it('refuses a user name that could break out of the credential helper', () => {
     expect(() => createGit('/tmp', { token: 't', username: 'x"; rm -rf / #' })).toThrow(/username/);
   });

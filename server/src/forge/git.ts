@@ -1,4 +1,5 @@
 import { DockhandError } from '../errors';
+import { passedEnvironment } from '../git-child';
 import { runChild } from '../spawner';
 import { redact } from './redact';
 
@@ -25,12 +26,6 @@ import { redact } from './redact';
 export const TOKEN_ENV = 'DOCKHAND_PUSH_TOKEN';
 export const DEFAULT_TOKEN_USERNAME = 'x-access-token';
 
-const PASSED_ENV = [
-  'PATH', 'HOME', 'LANG', 'LC_ALL', 'TMPDIR', 'TZ',
-  'SSL_CERT_FILE', 'SSL_CERT_DIR', 'GIT_SSL_CAINFO',
-  'HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy', 'NO_PROXY', 'no_proxy',
-] as const;
-
 export interface GitOptions {
   /** Token for commands that talk to a remote; omit for local-only work. */
   token?: string;
@@ -48,11 +43,7 @@ function credentialHelper(username: string): string {
 }
 
 export function childEnvironment(options: GitOptions = {}): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const name of PASSED_ENV) {
-    const value = process.env[name];
-    if (value !== undefined) env[name] = value;
-  }
+  const env = passedEnvironment(['HTTP_PROXY', 'http_proxy']);
   env['GIT_TERMINAL_PROMPT'] = '0';
   env['GIT_CONFIG_NOSYSTEM'] = '1';
   env['GIT_CONFIG_GLOBAL'] = '/dev/null';
