@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DockerSandbox } from '../sandbox/docker-sandbox';
 import { DockerSandboxDriver } from '../sandbox/docker-driver';
 import { checkSandboxHost } from '../sandbox/host-check';
+import { buildScript } from '../sandbox/snapshot-build';
 import type { Sandbox } from '../sandbox/types';
 import { InMemoryBaselineStore } from './baseline';
 import { runBaseline, SmartFeedbackEngine } from './engine';
@@ -27,10 +28,9 @@ const sandboxes: Sandbox[] = [];
 
 const FILES: Record<string, string> = {
   'package.json': JSON.stringify({ name: 'tap-repo', private: true, scripts: { test: 'tap', posttest: 'npm run lint', lint: 'node scripts/lint.js' } }, null, 2),
-  // tap 16 writes nyc's coverage data to .nyc_output/ in the workspace on every run; tap repos
-  // ignore it (npm/ini's .gitignore lists only what it keeps). Unignored, it is an untracked
-  // change the selection cannot place, and the next run is the full suite.
-  '.gitignore': 'node_modules/\n.nyc_output/\n',
+  // tap 16 writes nyc's coverage data to .nyc_output/ in the workspace on every run; this
+  // repository does not ignore it: the snapshot build's .git/info/exclude does (tapRepo).
+  '.gitignore': 'node_modules/\n',
   'scripts/lint.js': "'use strict';\nconsole.log('lint ok');\n",
   'lib/num.js': "'use strict';\nexports.parse = (text) => Number(text);\n",
   'lib/words.js': "'use strict';\nexports.upper = (text) => text.toUpperCase();\n",
@@ -55,6 +55,8 @@ function tapRepo(): { image: string; sha: string } {
   git(dir, 'init', '-q', '-b', 'main');
   git(dir, 'add', '-A');
   git(dir, 'commit', '-q', '-m', 'tap repo');
+  // The snapshot build's install step (its install a no-op here): it writes .git/info/exclude.
+  execFileSync('bash', ['-c', buildScript({ repo: RECIPE.repo, recipeHash: '0'.repeat(16), environment: { ...RECIPE, install: { command: 'true', source: 'default' } }, toolchains: [] })], { cwd: dir, stdio: 'ignore' });
   cpSync(join(TAP, 'node_modules'), join(dir, 'node_modules'), { recursive: true, verbatimSymlinks: true });
   const sha = git(dir, 'rev-parse', 'HEAD');
   const tag = `dockhand-test/node-tap:${sha.slice(0, 12)}`;
@@ -105,5 +107,8 @@ describe('node-tap inside gVisor', { timeout: 300_000 }, () => {
     expect(selected.command).toContain('test/words.js');
     expect(selected.command).not.toContain('test/num.js');
     expect(selected).toMatchObject({ passed: 2, failed: 0, ok: true, wholeCommand: false });
+    // The baseline's coverage data is in .nyc_output/: never in the task's diff.
+    expect((await sandbox.exec({ cmd: ['test', '-d', '.nyc_output'] })).exitCode).toBe(0);
+    expect((await sandbox.diff()).match(/^diff --git .*$/gm)).toEqual(['diff --git a/lib/words.js b/lib/words.js']);
   });
 });

@@ -88,7 +88,7 @@ describe('a snapshot belongs to one repository and one recipe', () => {
     const labels = (await docker.getImage(a.image).inspect()).Config?.Labels ?? {};
     expect(labels[SNAPSHOT_LABELS.repo]).toBe('acme/alpha');
     expect(labels[SNAPSHOT_LABELS.recipe]).toBe(a.identity.recipeHash);
-    expect(labels[SNAPSHOT_LABELS.keyVersion]).toBe('2');
+    expect(labels[SNAPSHOT_LABELS.keyVersion]).toBe('3');
 
     const inAlpha = await sandboxOf(a);
     const inBeta = await sandboxOf(b);

@@ -22,8 +22,28 @@ export type ProgressListener = (progress: SnapshotProgress) => void;
 
 const CA_PATH_IN_CONTAINER = '/etc/dockhand/extra-ca.crt';
 const STAGE_MARKER = '::dockhand:stage:';
-/** Installed trees and package-manager state: never part of a task's diff. */
-const EXCLUDED = ['node_modules/', '.venv/', '.yarn/cache/', '.yarn/unplugged/', '.yarn/install-state.gz', '.pnp.cjs', '.pnp.loader.mjs', '.pnpm-store/'];
+/**
+ * Never part of a task's diff, nor a change the feedback engine sees (both read git's standard
+ * excludes, `.git/info/exclude` among them): installed trees and package-manager state, and what
+ * test runners write into the workspace on every run whether the repository ignores it or not —
+ * nyc's `.nyc_output/` (node-tap 16, `nyc mocha`) and node-tap 18's `.tap/`. Unignored, a run's
+ * output was an untracked change no import graph places, so every later selection was the full
+ * suite, and it was in the task's diff. Only untracked files are affected: a repository that
+ * tracks files there keeps their changes in the diff. A change here needs SNAPSHOT_KEY_VERSION
+ * bumped: images already built keep the exclude they were built with.
+ */
+const WORKSPACE_EXCLUDES = [
+  'node_modules/',
+  '.venv/',
+  '.yarn/cache/',
+  '.yarn/unplugged/',
+  '.yarn/install-state.gz',
+  '.pnp.cjs',
+  '.pnp.loader.mjs',
+  '.pnpm-store/',
+  '.nyc_output/',
+  '.tap/',
+];
 
 /** Lists installed packages that have install-time scripts, minus the names given (skipScripts). */
 const SCRIPTED_PACKAGES_PROGRAM = `
@@ -148,7 +168,7 @@ export function usesDependencyCache(identity: SnapshotIdentity): boolean {
 /** The install step: the recipe's install command, then setup.sh when it runs after it. */
 export function buildScript(identity: SnapshotIdentity): string {
   const recipe = identity.environment;
-  const lines = ['set -eu', `printf '${EXCLUDED.join('\\n')}\\n' >> .git/info/exclude`, `echo "${STAGE_MARKER}install"`, recipe.install.command];
+  const lines = ['set -eu', `printf '${WORKSPACE_EXCLUDES.join('\\n')}\\n' >> .git/info/exclude`, `echo "${STAGE_MARKER}install"`, recipe.install.command];
   // Yarn 4 writes its own version into package.json's packageManager when the field is missing;
   // an immutable install changes nothing else there, so the repository's file is put back.
   if (recipe.packageManager?.name === 'yarn-berry') lines.push('git diff --quiet -- package.json 2>/dev/null || git checkout -q -- package.json');

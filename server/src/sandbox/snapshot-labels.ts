@@ -11,8 +11,12 @@ import type { ToolchainMount } from './toolchains';
  * the old, lockfile-only fingerprint) are never used.
  */
 
-/** Bumped whenever what the key covers changes; images of other versions are never reused. */
-export const SNAPSHOT_KEY_VERSION = '2';
+/**
+ * Bumped whenever what the key covers changes, or what every build puts in the image; images of
+ * other versions are never reused. 3: the workspace's `.git/info/exclude` lists test runners'
+ * output (`.nyc_output/`, `.tap/`), which images of 2 lack.
+ */
+export const SNAPSHOT_KEY_VERSION = '3';
 
 export const SNAPSHOT_LABELS = {
   snapshot: 'dockhand.snapshot',
