@@ -32,6 +32,9 @@ describe('readiness report', () => {
     expect(markdown).toContain('| ✓ | Install | installed 812 packages (41.2 s) |');
     expect(markdown).toContain('- `test/legacy.test.ts > dates`');
     expect(markdown).toContain('| Package manager | pnpm 9.1.0 | package.json packageManager |');
+    expect(markdown).toContain('Checked at commit `0123456789ab`.');
+    const head = renderReadiness(ReadinessReport.parse({ ...report, head: { branch: 'main', source: '/srv/git/shop' } }));
+    expect(head).toContain('Checked at commit `0123456789ab`, the head of `main` at /srv/git/shop when the check began.');
   });
 });
 

@@ -18,7 +18,7 @@ export function renderReadiness(report: ReadinessReport): string {
   const lines: string[] = [
     `# ${report.ready ? '✓' : '✗'} ${report.repo}: ${report.ready ? 'ready for Dockhand' : 'not ready yet'}`,
     '',
-    `Checked at commit \`${report.sha.slice(0, 12)}\`.`,
+    `Checked at commit \`${report.sha.slice(0, 12)}\`${report.head ? `, the head of \`${report.head.branch}\` at ${report.head.source} when the check began` : ''}.`,
     '',
   ];
   if (report.blocking.length) {

@@ -80,7 +80,7 @@ export type RegisterRepoRequest = z.infer<typeof RegisterRepoRequest>;
 export const RepoListResponse = z.object({ repos: z.array(RepoRegistration) });
 export type RepoListResponse = z.infer<typeof RepoListResponse>;
 
-/** `POST /v1/repos/:name/check`: the commit to check (default: the default branch's head). */
+/** `POST /v1/repos/:name/check`: the commit to check (default: the head of the source's default branch, fetched first). */
 export const ReadinessCheckRequest = z
   .object({ sha: z.string().regex(/^[0-9a-f]{40}$/, 'must be a full 40-character lowercase hex commit SHA').optional() })
   .strict();
@@ -95,9 +95,17 @@ const Check = z.object({
 });
 
 /** `dockhand repo check <repo>`: what a person deciding whether to roll out on a repository needs. */
+/**
+ * What a check without a SHA checked: the head of `branch` at the registered `source` (not the
+ * local forge's copy), read when the check began.
+ */
+const CheckedHead = z.object({ branch: z.string(), source: z.string() });
+
 export const ReadinessReport = z.object({
   repo: z.string(),
   sha: z.string(),
+  /** Absent when the check was given its commit. */
+  head: CheckedHead.optional(),
   ready: z.boolean(),
   environment: EnvironmentRecipe.optional(),
   snapshot: z
@@ -128,6 +136,7 @@ export type ReadinessReport = z.infer<typeof ReadinessReport>;
 export const ReadinessCheckStatus = z.object({
   repo: z.string(),
   sha: z.string(),
+  head: CheckedHead.optional(),
   state: z.enum(['running', 'done', 'failed']),
   startedAt: z.string(),
   finishedAt: z.string().optional(),

@@ -55,7 +55,7 @@ export function addRepoCommands(program: Command, client: ClientOf, out: Out, cl
 
   clientOptions(repo.command('check <name>'))
     .description('readiness: build the snapshot, run the tests at the base, build the selection graph, list what blocks')
-    .option('--sha <sha>', 'the commit to check (default: the head of the default branch)')
+    .option('--sha <sha>', 'the commit to check (default: the head of the default branch at the registered source, fetched first)')
     .option('--json', 'print the report as JSON')
     .option('--timeout <seconds>', 'give up waiting after this long', '3600')
     .action(async (name: string, options: { sha?: string; json?: boolean; timeout: string; server?: string; token?: string }) => {
@@ -69,7 +69,7 @@ export function addRepoCommands(program: Command, client: ClientOf, out: Out, cl
         for (const entry of status.progress.slice(shown)) out(`[${(entry.elapsedMs / 1000).toFixed(1).padStart(6)} s] ${entry.stage}${entry.line ? `: ${entry.line}` : ''}`);
         shown = status.progress.length;
       };
-      if (!options.json) out(`checking ${name} at ${status.sha}`);
+      if (!options.json) out(`checking ${name} at ${status.sha}${checkedHead(status.head, ', fetched now')}`);
       progress();
       while (status.state === 'running') {
         if (Date.now() > deadline) throw new Error(`--timeout: the check of ${name} is still running after ${options.timeout} s (see it later: dockhand repo check ${name})`);
@@ -88,6 +88,11 @@ export function addRepoCommands(program: Command, client: ClientOf, out: Out, cl
     });
 }
 
+/** Where the checked commit came from when no --sha named it. */
+function checkedHead(head: ReadinessReport['head'], when = ''): string {
+  return head ? ` (the head of ${head.branch} at ${head.source}${when})` : '';
+}
+
 /** The readiness report as a table a person reads, then what blocks. */
 export function readinessLines(report: ReadinessReport): string[] {
   const yes = (ok: boolean) => (ok ? 'ok' : 'NO');
@@ -104,7 +109,7 @@ export function readinessLines(report: ReadinessReport): string[] {
     ['tests at base', yes(report.tests.ok), seconds(report.tests.seconds), `${report.tests.passed} passed, ${report.tests.failed} failed, ${report.tests.flaky.length} flaky${report.tests.preExistingFailures.length ? `; pre-existing: ${report.tests.preExistingFailures.slice(0, 3).join(', ')}${report.tests.preExistingFailures.length > 3 ? ', …' : ''}` : ''}`],
     ['selection graph', yes(report.selection.ok), '', report.selection.detail],
   ];
-  const lines = [table(rows), '', `${report.repo} at ${report.sha.slice(0, 12)}: ${report.ready ? 'READY' : 'NOT READY'}`];
+  const lines = [table(rows), '', `${report.repo} at ${report.sha.slice(0, 12)}${checkedHead(report.head)}: ${report.ready ? 'READY' : 'NOT READY'}`];
   for (const block of report.blocking) lines.push(`  blocking: ${block.problem}`, `    what to do: ${block.action}`);
   return lines;
 }

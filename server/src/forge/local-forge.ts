@@ -143,9 +143,10 @@ export class LocalForge implements Forge {
    * Fetches the source's branches into `refs/dockhand/source/*` (so every commit of the source is
    * here) and moves a forge branch only forward: a branch the forge lacks is created, one the
    * source has moved ahead is fast-forwarded, and one that went elsewhere on the forge (a merged
-   * PR) is left alone. For tasks whose base was committed after the registration.
+   * PR) is left alone. For tasks whose base was committed after the registration, and for a
+   * readiness check of the source's head. Answers the source's branches and their commits.
    */
-  async refreshFrom(name: string, from: string, options: ImportOptions = {}): Promise<void> {
+  async refreshFrom(name: string, from: string, options: ImportOptions = {}): Promise<Map<string, string>> {
     const path = this.existingRepository(name);
     const children = options.children ?? new GitChildren();
     const run = (args: string[], what: string) =>
@@ -153,14 +154,17 @@ export class LocalForge implements Forge {
     const source = checkGitSource(from, 'source').source;
     await run(['fetch', '--quiet', '--no-tags', '--prune', '--', source, '+refs/heads/*:refs/dockhand/source/*'], `fetching ${source}`);
     const listing = (await run(['for-each-ref', '--format=%(refname:strip=3) %(objectname)', 'refs/dockhand/source/'], 'listing branches')).stdout.toString();
+    const branches = new Map<string, string>();
     for (const line of listing.split('\n').filter(Boolean)) {
       const [branch = '', sha = ''] = line.split(' ');
+      branches.set(branch, sha);
       const current = await this.branchSha(name, branch);
       if (current === sha) continue;
       const forward = current === undefined
         || (await run(['merge-base', '--is-ancestor', current, sha], 'comparing branches').then(() => true, () => false));
       if (forward) await run(['update-ref', `refs/heads/${branch}`, sha, current ?? ''], `updating ${branch}`).catch(() => undefined);
     }
+    return branches;
   }
 
   /** True when `branch` exists in the repository. */

@@ -126,7 +126,6 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
   const registry = new RepoRegistry({ store, mirror, ...(localForge ? { localForge } : {}), ...(parts.repoTimeoutMs ? { timeoutMs: parts.repoTimeoutMs } : {}) });
   const readiness = new ReadinessChecks({
     registry,
-    mirror,
     sandboxes: parts.sandboxes,
     feedback: (repo) => parts.feedback ?? new SmartFeedbackEngine({ repo, flakyStore: store.flaky }),
     ...(parts.logger ? { logger: parts.logger } : {}),

@@ -1,6 +1,15 @@
 import type { ReadinessReport } from '@dockhand/protocol';
-import { describe, expect, it } from 'vitest';
-import { testBlockers } from './readiness';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { LocalForge } from '../forge/local-forge';
+import { RepoMirror } from '../sandbox/mirror';
+import { SqliteStore } from '../store/sqlite';
+import type { SandboxProvider } from './ports';
+import { ReadinessChecks, testBlockers } from './readiness';
+import { registeredSource, RepoRegistry } from './registry';
 
 const report = (tests: Partial<ReadinessReport['tests']>): ReadinessReport =>
   ({ blocking: [], tests: { ok: true, detail: '', passed: 0, failed: 0, flaky: [], preExistingFailures: [], command: 'npm test', ...tests } }) as unknown as ReadinessReport;
@@ -26,5 +35,85 @@ describe('readiness: what in the tests at the base blocks', () => {
     const broken = report({});
     testBlockers(broken, 'the test runner could not start: mocha: not found');
     expect(broken.blocking[0]?.problem).toBe('the test runner could not start: mocha: not found');
+  });
+});
+
+/*
+ * The commit a check without --sha checks, on real git: a source registered through the local
+ * forge, whose copy (`<data>/forge/<name>.git`) learns a source's new commits only when asked.
+ */
+describe('readiness: the commit a check without a SHA checks', () => {
+  const dirs: string[] = [];
+  const closers: Array<() => void> = [];
+  afterEach(() => {
+    for (const close of closers.splice(0)) close();
+    for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+  });
+
+  const gitEnv = { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' };
+  const git = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd, env: gitEnv, encoding: 'utf8' }).trim();
+  const commit = (cwd: string, file: string, text: string) => {
+    writeFileSync(join(cwd, file), text);
+    git(cwd, 'add', '-A');
+    git(cwd, 'commit', '-q', '-m', `${file}: ${text.trim()}`);
+    return git(cwd, 'rev-parse', 'HEAD');
+  };
+
+  async function registered() {
+    const root = mkdtempSync(join(tmpdir(), 'dockhand-readiness-'));
+    dirs.push(root);
+    const source = join(root, 'shop');
+    mkdirSync(source);
+    git(source, 'init', '-q', '-b', 'main');
+    const first = commit(source, 'a.txt', 'one\n');
+    const store = new SqliteStore(':memory:');
+    closers.push(() => store.close());
+    const mirror = new RepoMirror(join(root, 'data'), { sources: registeredSource(store) });
+    const localForge = new LocalForge({ dataDir: join(root, 'data/forge'), store: store.pullRequests });
+    const registry = new RepoRegistry({ store, mirror, localForge });
+    const { registration } = await registry.register({ name: 'shop', source }, { name: 'root', role: 'admin', createdAt: '' });
+    // No sandboxes: the check fails once it asks for one; what is read here is its commit.
+    const sandboxes: SandboxProvider = { acquire: () => Promise.reject(new Error('no sandboxes in this test')), release: async () => undefined };
+    const checks = new ReadinessChecks({ registry, sandboxes, feedback: () => { throw new Error('not reached'); } });
+    closers.push(() => checks.close());
+    return { source, first, registration, registry, mirror, localForge, checks };
+  }
+
+  it("checks the head of the source's default branch as it is now, not the forge copy's, and says so", async () => {
+    const { source, first, registration, mirror, checks } = await registered();
+    const later = commit(source, 'a.txt', 'two\n');
+    // What a check read before: the copy's head, still the commit of the registration.
+    expect(await mirror.branchHead('shop', 'main')).toBe(first);
+
+    const status = await checks.start(registration);
+    expect(status.sha).toBe(later);
+    expect(status.head).toEqual({ branch: 'main', source });
+    expect(await mirror.holds('shop', later)).toBe(true);
+  });
+
+  it("checks the source's head where the forge copy's went another way (a PR merged there), leaving the copy's alone", async () => {
+    const { source, first, registration, localForge, checks } = await registered();
+    const forge = localForge.repositoryPath('shop');
+    const merged = git(forge, 'commit-tree', `${first}^{tree}`, '-p', first, '-m', 'merged on the forge');
+    git(forge, 'update-ref', 'refs/heads/main', merged);
+    const later = commit(source, 'a.txt', 'two\n');
+
+    expect(await checks.start(registration)).toMatchObject({ sha: later, head: { branch: 'main', source } });
+    expect(git(forge, 'rev-parse', 'refs/heads/main')).toBe(merged);
+  });
+
+  it('follows a source whose default branch changed', async () => {
+    const { source, registration, checks } = await registered();
+    git(source, 'checkout', '-q', '-b', 'trunk');
+    const trunk = commit(source, 'b.txt', 'trunk\n');
+
+    expect(await checks.start(registration)).toMatchObject({ sha: trunk, head: { branch: 'trunk', source } });
+  });
+
+  it('checks a commit given with its SHA as it is, with no head', async () => {
+    const { first, registration, checks } = await registered();
+    const status = await checks.start(registration, first);
+    expect(status.sha).toBe(first);
+    expect(status.head).toBeUndefined();
   });
 });

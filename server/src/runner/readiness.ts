@@ -2,7 +2,6 @@ import type { ReadinessCheckStatus, ReadinessReport, RepoRegistration } from '@d
 import { DockhandError } from '../errors';
 import type { FeedbackEngine } from '../feedback/types';
 import type { Logger } from '../log';
-import type { RepoMirror } from '../sandbox/mirror';
 import type { Sandbox } from '../sandbox/types';
 import type { SandboxProvider } from './ports';
 import type { RepoRegistry } from './registry';
@@ -26,7 +25,6 @@ export type ReadinessEngine = FeedbackEngine & {
 
 export interface ReadinessOptions {
   registry: RepoRegistry;
-  mirror: RepoMirror;
   sandboxes: SandboxProvider;
   feedback: (repo: string) => ReadinessEngine;
   logger?: Logger;
@@ -68,9 +66,25 @@ export class ReadinessChecks {
     const current = this.checks.get(registration.name);
     if (current?.state === 'running') return current;
     const controller = new AbortController();
-    const commit = sha ?? (await this.options.mirror.branchHead(registration.name, registration.defaultBranch, { signal: controller.signal }));
-    await this.options.registry.ensureCommit(registration, commit, { signal: controller.signal });
-    const status: ReadinessCheckStatus = { repo: registration.name, sha: commit, state: 'running', startedAt: new Date().toISOString(), progress: [] };
+    const { signal } = controller;
+    let commit = sha;
+    let head: ReadinessCheckStatus['head'];
+    if (commit === undefined) {
+      // The source's default branch as it is now, fetched first, and said in the status.
+      const found = await this.options.registry.sourceHead(registration, { signal });
+      commit = found.sha;
+      head = { branch: found.branch, source: found.source };
+    } else {
+      await this.options.registry.ensureCommit(registration, commit, { signal });
+    }
+    const status: ReadinessCheckStatus = {
+      repo: registration.name,
+      sha: commit,
+      ...(head ? { head } : {}),
+      state: 'running',
+      startedAt: new Date().toISOString(),
+      progress: [],
+    };
     this.checks.set(registration.name, status);
     this.running.set(registration.name, controller);
     void this.run(registration, status, controller.signal)
@@ -104,6 +118,7 @@ export class ReadinessChecks {
     const report: ReadinessReport = {
       repo: registration.name,
       sha: status.sha,
+      ...(status.head ? { head: status.head } : {}),
       ready: false,
       install: { ok: false, detail: 'not run' },
       tests: { ok: false, detail: 'not run', passed: 0, failed: 0, flaky: [], preExistingFailures: [] },

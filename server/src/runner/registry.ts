@@ -158,6 +158,30 @@ export class RepoRegistry {
     if (head && head !== registration.defaultBranch) await this.options.store.putRepo({ ...registration, defaultBranch: head });
   }
 
+  /**
+   * What a readiness check without a SHA checks: the head of the source's default branch now,
+   * read from the registered source, not from the local forge's copy (which learns a source's new
+   * commits only when a task names one). The copy is refreshed from the source first (its branches
+   * move only forward; the source's own heads are kept beside them), so the commit is in the mirror.
+   * Without the local forge the mirror is made from the source itself and its fetch does the same.
+   */
+  async sourceHead(registration: RepoRegistration, options: { signal?: AbortSignal } = {}): Promise<{ sha: string; branch: string; source: string }> {
+    const { mirror, localForge } = this.options;
+    const git = { children: mirror.children, timeoutMs: this.options.timeoutMs ?? 60_000, ...(options.signal ? { signal: options.signal } : {}) };
+    try {
+      const branch = (await remoteDefaultBranch(mirror.children, registration.source, git)) ?? registration.defaultBranch;
+      if (!localForge || !registration.mirrorSource) {
+        return { sha: await mirror.branchHead(registration.name, branch, git), branch, source: registration.source };
+      }
+      const sha = (await localForge.refreshFrom(registration.name, registration.source, git)).get(branch);
+      if (!sha) throw new DockhandError('not_found', `branch ${branch} is not in ${registration.source}`, { field: 'branch', hint: 'pass a commit SHA instead (--sha)' });
+      await this.ensureCommit(registration, sha, options);
+      return { sha, branch, source: registration.source };
+    } catch (error) {
+      throw this.sourceFailure(registration.source, error, 'repo');
+    }
+  }
+
   private unregistered(value: string): DockhandError {
     let form: ReturnType<typeof checkGitSource> | undefined;
     try {

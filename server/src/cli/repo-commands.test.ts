@@ -1,0 +1,22 @@
+import { describe, expect, it } from 'vitest';
+import { ReadinessReport } from '@dockhand/protocol';
+import { readinessLines } from './repo-commands';
+
+const report = (extra: Record<string, unknown>) =>
+  ReadinessReport.parse({
+    repo: 'ini',
+    sha: 'a'.repeat(40),
+    ready: true,
+    install: { ok: true, detail: 'installed', seconds: 30 },
+    tests: { ok: true, detail: 'ran', command: 'npm test', runner: 'tap', passed: 40, failed: 0 },
+    selection: { ok: true, detail: '2 test files, 3 source files' },
+    ...extra,
+  });
+
+describe('repo check output', () => {
+  it('says which head was checked when no --sha named the commit, and nothing more when one did', () => {
+    const lines = readinessLines(report({ head: { branch: 'main', source: '/srv/git/ini' } }));
+    expect(lines.at(-1)).toBe('ini at aaaaaaaaaaaa (the head of main at /srv/git/ini): READY');
+    expect(readinessLines(report({})).at(-1)).toBe('ini at aaaaaaaaaaaa: READY');
+  });
+});
