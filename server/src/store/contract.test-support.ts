@@ -257,6 +257,17 @@ export function describeStoreContract(name: string, open: () => Promise<StoreUnd
       await expect(store.pullRequests.update('r', 9, { state: 'closed' })).rejects.toMatchObject({ code: 'not_found' });
     });
 
+    it('pull requests: inserted at once, each gets its own number; a branch finds its latest', async () => {
+      const base = { title: 'Fix', body: 'b', base: 'main', headSha: 'c'.repeat(40), draft: false, state: 'open' as const, createdAt: new Date().toISOString() };
+      const inserted = await Promise.all(Array.from({ length: 20 }, (_, i) => store.pullRequests.insert({ ...base, repo: 'many', branch: `dockhand/${i % 5}-fix` })));
+      expect(inserted.map((p) => p.number).sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+      for (const pr of inserted) expect(await store.pullRequests.get('many', pr.number)).toEqual(pr);
+      const latest = Math.max(...inserted.filter((p) => p.branch === 'dockhand/3-fix').map((p) => p.number));
+      expect(await store.pullRequests.findByBranch('many', 'dockhand/3-fix')).toMatchObject({ number: latest, branch: 'dockhand/3-fix' });
+      expect(await store.pullRequests.findByBranch('many', 'dockhand/9-none')).toBeUndefined();
+      expect((await store.pullRequests.insert({ ...base, repo: 'many', branch: 'dockhand/x' })).number).toBe(21);
+    });
+
     it('flaky tests: quarantined per repo with their history, cleared by id or all', async () => {
       const seen = (outcome: 'passed' | 'failed') => ({ testId: 'a.test > x', diffHash: 'h', outcome, at: 'now' });
       await store.flaky.quarantine('r', 'a.test > x', [seen('failed')]);

@@ -131,6 +131,16 @@ export const MIGRATIONS: ReadonlyArray<{ id: number; name: string; sql: string }
       ALTER TABLE tokens ADD COLUMN scopes TEXT;
     `,
   },
+  {
+    id: 6,
+    name: 'pull requests by branch',
+    // The forge asks for a branch's PR on every delivery; it read every PR of the repository.
+    sql: `
+      ALTER TABLE pull_requests ADD COLUMN branch TEXT;
+      UPDATE pull_requests SET branch = json_extract(record, '$.branch');
+      CREATE INDEX pull_requests_branch ON pull_requests(repo, branch, number);
+    `,
+  },
 ];
 
 export function migrate(db: Database.Database): number[] {

@@ -19,15 +19,25 @@ export class PostgresPullRequestStore implements PullRequestStore {
   constructor(private readonly pool: pg.Pool, private readonly transaction: Transaction) {}
 
   async insert(record: NewPullRequestRecord): Promise<PullRequestRecord> {
-    return this.transaction(async (client) => {
-      // Numbers are per repo: one inserter at a time per repo takes the next one.
-      await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`pull-requests:${record.repo}`]);
-      const { rows } = await client.query('SELECT MAX(number) AS max FROM pull_requests WHERE repo = $1', [record.repo]);
-      const max = z.object({ max: z.number().nullable() }).parse(rows[0]).max;
-      const stored = PullRequestRecordSchema.parse({ ...record, number: (max ?? 0) + 1 });
-      await client.query('INSERT INTO pull_requests (repo, number, record) VALUES ($1, $2, $3)', [stored.repo, stored.number, JSON.stringify(stored)]);
-      return stored;
+    // Checked before the number is taken: the number is the only field the database decides.
+    const checked = PullRequestRecordSchema.parse({ ...record, number: 1 });
+    // Numbers are per repo, from a counter row: taken and the PR stored in one statement (one
+    // round trip; the row is locked only for it). GREATEST keeps ahead of PRs numbered by MAX.
+    const { rows } = await this.pool.query({
+      name: 'dockhand_pull_request_insert',
+      text: `WITH next AS (
+               INSERT INTO pull_request_numbers AS counter (repo, last)
+               VALUES ($1, COALESCE((SELECT MAX(number) FROM pull_requests WHERE repo = $1), 0) + 1)
+               ON CONFLICT (repo) DO UPDATE
+                 SET last = GREATEST(counter.last, (SELECT COALESCE(MAX(number), 0) FROM pull_requests WHERE repo = $1)) + 1
+               RETURNING last
+             )
+             INSERT INTO pull_requests (repo, number, branch, record)
+             SELECT $1, next.last, $2, jsonb_set($3::jsonb, '{number}', to_jsonb(next.last))::text FROM next
+             RETURNING number`,
+      values: [checked.repo, checked.branch, JSON.stringify(checked)],
     });
+    return { ...checked, number: z.object({ number: z.number() }).parse(rows[0]).number };
   }
 
   async get(repo: string, number: number): Promise<PullRequestRecord | undefined> {
@@ -36,8 +46,8 @@ export class PostgresPullRequestStore implements PullRequestStore {
   }
 
   async findByBranch(repo: string, branch: string): Promise<PullRequestRecord | undefined> {
-    const { rows } = await this.pool.query('SELECT record FROM pull_requests WHERE repo = $1 ORDER BY number DESC', [repo]);
-    return rows.map((row: unknown) => parsePullRequestRecord(RecordColumn.parse(row).record)).find((record) => record.branch === branch);
+    const { rows } = await this.pool.query('SELECT record FROM pull_requests WHERE repo = $1 AND branch = $2 ORDER BY number DESC LIMIT 1', [repo, branch]);
+    return rows[0] === undefined ? undefined : parsePullRequestRecord(RecordColumn.parse(rows[0]).record);
   }
 
   async update(

@@ -81,6 +81,34 @@ describe('Postgres store shared by several processes', () => {
     expect(auth?.token).toEqual({ id: 'tok_old', user: 'root', label: '', createdAt: '2026-01-01T00:00:00.000Z' });
   });
 
+  it('pull requests made before the counter: found by branch, and the next number follows them', async () => {
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    const record = (number: number, branch: string) => JSON.stringify({
+      repo: 'r', number, title: 'Fix', body: 'b', branch, base: 'main', headSha: 'c'.repeat(40), draft: false, state: 'open', createdAt: '2026-01-01T00:00:00.000Z',
+    });
+    try {
+      await client.query(`CREATE SCHEMA ${schema}`);
+      await client.query(`SET search_path TO ${schema}`);
+      await client.query('CREATE TABLE migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)');
+      for (const migration of POSTGRES_MIGRATIONS.filter((m) => m.id < 6)) {
+        await client.query(migration.sql);
+        await client.query('INSERT INTO migrations (id, name, applied_at) VALUES ($1, $2, $3)', [migration.id, migration.name, '2026-01-01T00:00:00.000Z']);
+      }
+      for (const [number, branch] of [[1, 'dockhand/1-a'], [2, 'dockhand/2-b'], [3, 'dockhand/1-a']] as const) {
+        await client.query('INSERT INTO pull_requests (repo, number, record) VALUES ($1, $2, $3)', ['r', number, record(number, branch)]);
+      }
+    } finally {
+      await client.end();
+    }
+    const store = await open();
+    expect(await store.pullRequests.findByBranch('r', 'dockhand/1-a')).toMatchObject({ number: 3, branch: 'dockhand/1-a' });
+    expect(await store.pullRequests.findByBranch('r', 'dockhand/2-b')).toMatchObject({ number: 2 });
+    const next = await store.pullRequests.insert({ repo: 'r', title: 'Next', body: 'b', branch: 'dockhand/4-c', base: 'main', headSha: 'c'.repeat(40), draft: false, state: 'open', createdAt: '2026-01-02T00:00:00.000Z' });
+    expect(next.number).toBe(4);
+    expect(await store.pullRequests.get('r', 4)).toEqual(next);
+  });
+
   it('migrates once when several processes start at the same moment', async () => {
     const [first] = await Promise.all([open(), open(), open(), open(), open()]);
     const { rows } = await first!.pool.query('SELECT id FROM migrations ORDER BY id');

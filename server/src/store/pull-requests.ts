@@ -33,8 +33,8 @@ export class SqlitePullRequestStore implements PullRequestStore {
       const max = this.db.prepare('SELECT MAX(number) FROM pull_requests WHERE repo = ?').pluck().get(record.repo);
       const stored = PullRequestRecordSchema.parse({ ...record, number: (typeof max === 'number' ? max : 0) + 1 });
       this.db
-        .prepare('INSERT INTO pull_requests (repo, number, record) VALUES (?, ?, ?)')
-        .run(stored.repo, stored.number, JSON.stringify(stored));
+        .prepare('INSERT INTO pull_requests (repo, number, branch, record) VALUES (?, ?, ?, ?)')
+        .run(stored.repo, stored.number, stored.branch, JSON.stringify(stored));
       return stored;
     })();
   }
@@ -45,8 +45,8 @@ export class SqlitePullRequestStore implements PullRequestStore {
   }
 
   async findByBranch(repo: string, branch: string): Promise<PullRequestRecord | undefined> {
-    const rows = this.db.prepare('SELECT record FROM pull_requests WHERE repo = ? ORDER BY number DESC').pluck().all(repo);
-    return rows.map(parsePullRequestRecord).find((record) => record.branch === branch);
+    const json = this.db.prepare('SELECT record FROM pull_requests WHERE repo = ? AND branch = ? ORDER BY number DESC LIMIT 1').pluck().get(repo, branch);
+    return json === undefined ? undefined : parsePullRequestRecord(json);
   }
 
   async update(
