@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
-import { cpSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 
 export const FIXTURES_DIR = resolve(import.meta.dirname, '../fixtures');
 
@@ -38,24 +38,43 @@ export interface FixtureRepo {
 export function createFixtureRepo(name: string, into?: string): FixtureRepo {
   const dir = into ?? mkdtempSync(join(tmpdir(), `dockhand-fixture-${name}-`));
   cpSync(join(FIXTURES_DIR, name), dir, { recursive: true });
+  return commitRepo(dir, `fixture ${name}`);
+}
+
+/**
+ * A fresh temporary git repository of `files` (paths relative to its root), committed on `main`
+ * with `message`: a repository a test writes out instead of a fixture folder. Dated as the
+ * fixtures are, so the same files and message give the same SHA on every run and machine.
+ */
+export function createRepoOfFiles(name: string, files: Record<string, string>, message: string): FixtureRepo {
+  const dir = mkdtempSync(join(tmpdir(), `dockhand-${name}-`));
+  writeFiles(dir, files);
+  return commitRepo(dir, message);
+}
+
+function writeFiles(dir: string, files: Record<string, string>): void {
+  for (const [rel, content] of Object.entries(files)) {
+    const target = join(dir, rel);
+    mkdirSync(dirname(target), { recursive: true });
+    writeFileSync(target, content);
+  }
+}
+
+/** `git init` in `dir` and one commit of all it holds. */
+function commitRepo(dir: string, message: string): FixtureRepo {
   git(dir, 'init', '-q', '-b', 'main');
   git(dir, 'add', '-A');
-  git(dir, 'commit', '-q', '-m', `fixture ${name}`);
+  git(dir, 'commit', '-q', '-m', message);
   const repo: FixtureRepo = {
     path: dir,
     sha: git(dir, 'rev-parse', 'HEAD'),
-    commit(files, message) {
-      for (const [rel, content] of Object.entries(files)) {
-        const target = join(dir, rel);
-        execFileSync('mkdir', ['-p', resolve(target, '..')]);
-        writeFileSync(target, content);
-      }
+    commit(files, commitMessage) {
+      writeFiles(dir, files);
       git(dir, 'add', '-A');
-      git(dir, 'commit', '-q', '-m', message);
+      git(dir, 'commit', '-q', '-m', commitMessage);
       repo.sha = git(dir, 'rev-parse', 'HEAD');
       return repo.sha;
     },
   };
   return repo;
 }
-

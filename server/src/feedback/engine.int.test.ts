@@ -1,10 +1,5 @@
-import { execFileSync } from 'node:child_process';
-import { join, resolve } from 'node:path';
-import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createFixtureRepo, type FixtureRepo } from '../../../test/support/fixture-repo';
-import { DockerSandboxDriver } from '../sandbox/docker-driver';
-import { checkSandboxHost } from '../sandbox/host-check';
+import { startSnapshotSandboxes, type SnapshotSandboxes } from '../../../test/support/snapshot-sandbox';
 import type { Sandbox } from '../sandbox/types';
 import { SmartFeedbackEngine } from './engine';
 import { InMemoryFlakyStore } from './flaky';
@@ -15,28 +10,11 @@ import { InMemoryFlakyStore } from './flaky';
  * come back parsed. No mocks: Docker, runsc, git and the runners are the real ones.
  */
 
-const ROOT = resolve(import.meta.dirname, '../../..');
-const IMAGE = 'dockhand/base:latest';
-let driver: DockerSandboxDriver;
-const sandboxes: Sandbox[] = [];
+let sandboxes: SnapshotSandboxes;
 
-/**
- * A per-repo snapshot image the way the snapshot manager makes them: the base image plus the
- * repo checked out in /workspace. Tagged by SHA, so reruns reuse it.
- */
-function snapshotImage(repo: FixtureRepo, name: string): string {
-  const tag = `dockhand-test/feedback-${name}:${repo.sha.slice(0, 12)}`;
-  execFileSync('docker', ['build', '-q', '-t', tag, '-f-', repo.path], {
-    input: `FROM ${IMAGE}\nCOPY --chown=1000:1000 . /workspace\n`,
-    stdio: ['pipe', 'ignore', 'inherit'],
-  });
-  return tag;
-}
-
+/** A sandbox of the fixture's image (the base image plus the fixture checked out in /workspace, the way a snapshot holds it). */
 async function sandboxFor(name: 'tia-ts' | 'tia-py'): Promise<{ sandbox: Sandbox; edit: (file: string, from: string, to: string) => Promise<void> }> {
-  const repo = createFixtureRepo(name);
-  const sandbox = await driver.create({ image: snapshotImage(repo, name), baseSha: repo.sha, labels: { 'dockhand.task': `feedback-int-${name}` } });
-  sandboxes.push(sandbox);
+  const sandbox = await sandboxes.create({ name: `feedback-${name}`, repo: { fixture: name } }, { task: `feedback-int-${name}` });
   const edit = async (file: string, from: string, to: string): Promise<void> => {
     const text = (await sandbox.readFile(file)).toString('utf8');
     if (!text.includes(from)) throw new Error(`${file} has no ${from}`);
@@ -46,15 +24,11 @@ async function sandboxFor(name: 'tia-ts' | 'tia-py'): Promise<{ sandbox: Sandbox
 }
 
 beforeAll(async () => {
-  execFileSync(join(ROOT, 'sandbox-images/base/build.sh'), { stdio: ['ignore', 'ignore', 'inherit'] });
-  const docker = new Docker();
-  const host = await checkSandboxHost(docker);
-  expect(host.runtime).toBe('runsc');
-  driver = new DockerSandboxDriver({ docker, ownerId: 'feedback-int', runtime: host.runtime });
+  sandboxes = await startSnapshotSandboxes('feedback-int');
 });
 
 afterAll(async () => {
-  await Promise.all(sandboxes.map((sandbox) => sandbox.destroy()));
+  await sandboxes?.close();
 });
 
 describe('SmartFeedbackEngine inside gVisor', () => {

@@ -1,19 +1,11 @@
-import type { EnvironmentRecipe } from '@dockhand/protocol';
-import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { homedir, tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { npmTestRecipe, startSnapshotSandboxes, type SnapshotSandboxes } from '../../../test/support/snapshot-sandbox';
 import { runAgent } from '../agent/loop';
 import { RecordingApprover } from '../agent/testing/context';
 import { MemoryEventSink } from '../agent/testing/memory-sink';
 import { ScriptedModel } from '../agent/testing/scripted-model';
 import { buildPullRequestBody } from '../forge/pr-body';
-import { DockerSandbox } from '../sandbox/docker-sandbox';
-import { DockerSandboxDriver } from '../sandbox/docker-driver';
-import { checkSandboxHost } from '../sandbox/host-check';
-import type { Sandbox } from '../sandbox/types';
+import type { DockerSandbox } from '../sandbox/docker-sandbox';
 import { InMemoryBaselineStore } from './baseline';
 import { runBaseline, SmartFeedbackEngine } from './engine';
 
@@ -26,11 +18,7 @@ import { runBaseline, SmartFeedbackEngine } from './engine';
  * correct fix, with the full suite run once before the PR.
  */
 
-const ROOT = resolve(import.meta.dirname, '../../..');
-const IMAGE = 'dockhand/base:latest';
-const RUNNERS = process.env.DOCKHAND_FEEDBACK_RUNNERS ?? join(homedir(), '.cache/dockhand/feedback-runners');
-let driver: DockerSandboxDriver;
-const sandboxes: Sandbox[] = [];
+let sandboxes: SnapshotSandboxes;
 
 const assertions = (name: string, count: number, from = 0) =>
   Array.from({ length: count }, (_, index) => `  t.equal(${name}(${from + index}), ${from + index} * 2, '${name} doubles ${from + index}');`).join('\n');
@@ -45,72 +33,19 @@ const FILES: Record<string, string> = {
   'test/legacy.test.js': "'use strict';\nconst test = require('tape');\ntest('legacy', (t) => {\n  t.ok(true, 'still here');\n  t.equal(0.1 + 0.2, 0.3, 'float sum is exact');\n  t.end();\n});\n",
 };
 
-function git(cwd: string, ...args: string[]): string {
-  // Fixed dates: the same files give the same SHA, so the image of an earlier run is reused.
-  const env = { ...process.env, GIT_AUTHOR_DATE: '2026-01-01T00:00:00Z', GIT_COMMITTER_DATE: '2026-01-01T00:00:00Z' };
-  return execFileSync('git', ['-c', 'user.name=Fixture', '-c', 'user.email=fixture@dockhand.invalid', ...args], { cwd, encoding: 'utf8', env }).trim();
-}
+const RECIPE = npmTestRecipe('fixture/tape-repo');
 
-const images = new Map<string, { image: string; sha: string }>();
-
-/** A tape repository with its node_modules, committed, as an image the way a snapshot holds it. */
-function tapeRepo(name: string, overrides: Record<string, string> = {}): { image: string; sha: string } {
-  const key = JSON.stringify(overrides);
-  const built = images.get(key);
-  if (built) return built;
-  if (!existsSync(join(RUNNERS, 'node_modules/.bin/tape'))) execFileSync('bash', [join(ROOT, '.ci/needs/feedback.sh')], { stdio: 'inherit' });
-  const dir = mkdtempSync(join(tmpdir(), `dockhand-tape-${name}-`));
-  for (const [path, text] of Object.entries({ ...FILES, ...overrides })) {
-    mkdirSync(dirname(join(dir, path)), { recursive: true });
-    writeFileSync(join(dir, path), text);
-  }
-  git(dir, 'init', '-q', '-b', 'main');
-  git(dir, 'add', '-A');
-  git(dir, 'commit', '-q', '-m', 'tape repo');
-  cpSync(join(RUNNERS, 'node_modules'), join(dir, 'node_modules'), { recursive: true, verbatimSymlinks: true });
-  const sha = git(dir, 'rev-parse', 'HEAD');
-  const tag = `dockhand-test/tape-${name}:${sha.slice(0, 12)}`;
-  const exists = (() => {
-    try {
-      execFileSync('docker', ['image', 'inspect', tag], { stdio: 'ignore' });
-      return true;
-    } catch {
-      return false;
-    }
-  })();
-  if (!exists) execFileSync('docker', ['build', '-q', '-t', tag, '-f-', dir], { input: `FROM ${IMAGE}\nCOPY --chown=1000:1000 . /workspace\n`, stdio: ['pipe', 'ignore', 'inherit'] });
-  images.set(key, { image: tag, sha });
-  return { image: tag, sha };
-}
-
-const RECIPE: EnvironmentRecipe = {
-  repo: 'fixture/tape-repo',
-  install: { command: 'npm ci', source: 'default' },
-  lifecycleScripts: true,
-  skipScripts: [],
-  egressHosts: [],
-  test: { command: 'npm test', source: 'package.json' },
-};
-
-async function sandboxFor(name: string, overrides: Record<string, string> = {}): Promise<DockerSandbox> {
-  const { image, sha } = tapeRepo(name, overrides);
-  const sandbox = await driver.create({ image, baseSha: sha, labels: { 'dockhand.task': `feedback-cmd-${name}` } });
-  sandboxes.push(sandbox);
-  if (!(sandbox instanceof DockerSandbox)) throw new Error('the driver gave no DockerSandbox');
-  sandbox.environment = RECIPE;
-  return sandbox;
+/** A sandbox of a tape repository (FILES and `overrides`) with its node_modules, committed, as an image the way a snapshot holds it. */
+function sandboxFor(name: string, overrides: Record<string, string> = {}): Promise<DockerSandbox> {
+  return sandboxes.create({ name: `tape-${name}`, repo: { files: { ...FILES, ...overrides }, message: 'tape repo' }, nodeModules: 'runners' }, { task: `feedback-cmd-${name}`, environment: RECIPE });
 }
 
 beforeAll(async () => {
-  execFileSync(join(ROOT, 'sandbox-images/base/build.sh'), { stdio: ['ignore', 'ignore', 'inherit'] });
-  const docker = new Docker();
-  const host = await checkSandboxHost(docker);
-  expect(host.runtime).toBe('runsc');
-  driver = new DockerSandboxDriver({ docker, ownerId: 'feedback-cmd-int', runtime: host.runtime });
+  sandboxes = await startSnapshotSandboxes('feedback-cmd-int');
 });
 
 afterAll(async () => {
-  await Promise.all(sandboxes.map((sandbox) => sandbox.destroy()));
+  await sandboxes?.close();
 });
 
 const TICKET = { kind: 'text' as const, title: 'double(3) is 7', body: 'double() adds one for 3.' };
