@@ -6,7 +6,7 @@
  * point of this process is to stay small, because a fork costs in proportion to the parent's
  * memory (see `spawner.ts`).
  *
- * Messages in: `{op:'spawn', id, command, args, cwd, env, stdin, detached}`, `{op:'kill', id,
+ * Messages in: `{op:'spawn', id, command, args, cwd, env, stdin, detached, nice}`, `{op:'kill', id,
  * signal}`. Messages out: `{op:'spawned', id, pid}`, `{op:'stdout'|'stderr', id, data}`,
  * `{op:'error', id, message, code}`, `{op:'close', id, code, signal}` (the last message of a child).
  * When the server goes away (the channel closes) every child's process group is killed and the
@@ -15,6 +15,8 @@
 export const SPAWNER_PROGRAM = String.raw`'use strict';
 process.title = 'dockhand-spawner';
 const { spawn } = require('child_process');
+const fs = require('fs');
+const os = require('os');
 const children = new Map();
 
 function send(message) {
@@ -28,6 +30,23 @@ function killTree(child, signal) {
   } catch {
     try { child.kill(signal); } catch {}
   }
+}
+
+// A lower CPU priority for a child, set as soon as it exists. Its nice value (a grandchild forked
+// in that first instant keeps the normal one). And where the kernel schedules by session
+// (autogroup, /proc/sys/kernel/sched_autogroup_enabled), a detached child is a session and so a
+// group of its own that competes with the server's whole session as an equal, whatever its nice
+// value: the group's own nice is what counts there, and it covers every process of the session,
+// however early it forked. Writing it may be refused (unprivileged: at most 10 a second), and a
+// child that has already exited cannot be found; both are harmless.
+let ownGroupNice;
+function lower(child, nice) {
+  try { os.setPriority(child.pid, Math.min(19, os.getPriority() + nice)); } catch {}
+  if (!child.detached) return;
+  try {
+    if (ownGroupNice === undefined) ownGroupNice = Number(/nice (-?\d+)/.exec(fs.readFileSync('/proc/self/autogroup', 'utf8'))[1]);
+    fs.writeFileSync('/proc/' + child.pid + '/autogroup', String(Math.min(19, ownGroupNice + nice)));
+  } catch {}
 }
 
 function start(m) {
@@ -53,6 +72,7 @@ function start(m) {
   }
   child.detached = m.detached === true;
   children.set(m.id, child);
+  if (m.nice > 0 && child.pid !== undefined) lower(child, m.nice);
   child.once('spawn', () => send({ op: 'spawned', id: m.id, pid: child.pid }));
   child.once('error', (error) => {
     send({ op: 'error', id: m.id, message: String(error && error.message), code: error && error.code });

@@ -1,7 +1,8 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { getPriority } from 'node:os';
 import { describe, expect, it } from 'vitest';
-import { runChild, Spawner, spawner } from './spawner';
+import { CHILD_NICE, runChild, Spawner, spawner } from './spawner';
 
 const env = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
 
@@ -23,6 +24,33 @@ describe('the spawner', () => {
     expect(parent).not.toBe(process.pid);
     // The parent is the spawner program, a child of this process.
     expect(execFileSync('ps', ['-o', 'ppid=', '-p', String(parent)], { encoding: 'utf8' }).trim()).toBe(String(process.pid));
+  });
+
+  it('runs children at a lower CPU priority than the server, their own children too', async () => {
+    // The nice value (field 19 of /proc/<pid>/stat) of a child and of a process it starts later.
+    const niceOf = async (nice?: number) => {
+      const result = await runChild('sh', ['-c', 'sleep 0.2; cut -d" " -f19 /proc/$$/stat; sh -c \'cut -d" " -f19 /proc/$$/stat\''], { env, ...(nice === undefined ? {} : { nice }) });
+      return result.stdout.toString().trim().split('\n').map(Number);
+    };
+    const server = getPriority();
+    expect(await niceOf()).toEqual([Math.min(19, server + CHILD_NICE), Math.min(19, server + CHILD_NICE)]);
+    expect(await niceOf(0)).toEqual([server, server]);
+    expect(await niceOf(3)).toEqual([Math.min(19, server + 3), Math.min(19, server + 3)]);
+  });
+
+  it('lowers the session group of a detached child where the kernel schedules by session (autogroup)', async () => {
+    // A detached child is a session of its own: under autogroup its group competes with this
+    // process's whole session as an equal unless the group's nice is raised.
+    const groupNice = (text: string) => Number(/nice (-?\d+)/.exec(text)?.[1]);
+    const own = readFileSync('/proc/self/autogroup', 'utf8');
+    const child = await runChild('sh', ['-c', 'sleep 0.2; cat /proc/self/autogroup'], { env });
+    expect(child.code).toBe(0);
+    expect(child.stdout.toString()).not.toBe(own);
+    if (readFileSync('/proc/sys/kernel/sched_autogroup_enabled', 'utf8').trim() === '1' && process.getuid?.() === 0) {
+      expect(groupNice(child.stdout.toString())).toBe(Math.min(19, groupNice(own) + CHILD_NICE));
+    }
+    const attached = await runChild('cat', ['/proc/self/autogroup'], { env, detached: false });
+    expect(attached.stdout.toString()).toBe(own);
   });
 
   it('gives stdin whole and keeps binary output intact', async () => {
