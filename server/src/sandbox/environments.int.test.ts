@@ -253,3 +253,30 @@ describe('lifecycle scripts under the egress allowlist', () => {
     }
   }, 600_000);
 });
+
+describe('a Python project whose build backend is newer than Debian’s', () => {
+  it('fails the build naming the unmet build-system.requires, and the environment.yml way around the build gets past it', async () => {
+    // Shaped like tkem/cachetools: setuptools >= 77 for PEP 639's `license = "MIT"`, a src layout.
+    const repo = register('acme/pyback', {
+      'pyproject.toml': '[build-system]\nrequires = ["setuptools>=77.0.3", "wheel"]\nbuild-backend = "setuptools.build_meta"\n\n[project]\nname = "pyback"\nversion = "1.0"\nlicense = "MIT"\n',
+      'src/pyback/__init__.py': 'def double(x):\n    return 2 * x\n',
+      'tests/test_double.py': 'from pyback import double\n\ndef test_double():\n    assert double(2) == 4\n',
+      '.gitignore': '__pycache__/\n',
+    });
+    const failure = await snapshotOf('acme/pyback', repo.sha).catch((error: unknown) => error);
+    const message = failure instanceof Error ? failure.message : String(failure);
+    expect(message).toContain("pyproject.toml's build-system.requires asks for setuptools>=77.0.3 (installed: 66.1.1)");
+    expect(message).not.toContain('wheel (');
+    expect(message).toContain('`install: python3 -m venv --system-site-packages .venv` in .dockhand/environment.yml');
+
+    const around = repo.commit({ '.dockhand/environment.yml': 'install: python3 -m venv --system-site-packages .venv\ntest: PYTHONPATH=src python3 -m pytest -q -p no:cacheprovider\n' }, 'build nothing');
+    const snapshot = await snapshotOf('acme/pyback', around);
+    const sandbox = await sandboxOf(snapshot);
+    try {
+      const test = await sh(sandbox, snapshot.environment.test.command);
+      expect(test.output).toContain('1 passed');
+    } finally {
+      await sandbox.destroy();
+    }
+  }, 600_000);
+});

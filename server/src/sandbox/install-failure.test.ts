@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { describeInstallFailure, diagnoseInstall } from './install-failure';
+import { describeInstallFailure, diagnoseInstall, readBuildRequirementsProbe } from './install-failure';
 
 describe('install failure diagnosis', () => {
   it('names the package and script from npm --foreground-scripts output and the host the proxy refused', () => {
@@ -72,5 +72,44 @@ describe('install failure diagnosis', () => {
     const { message, hint } = describeInstallFailure({ exitCode: 127, tail: output, diagnosis, logPath: '/l.log', setupFailed: false });
     expect(message).toMatch(/^snapshot build failed \(exit 127\): node cannot start: the base image lacks the shared library libatomic\.so\.1\. To fix: install its Debian package/);
     expect(hint).toBe('install its Debian package in the base image (sandbox-images/base/install.sh), or pin an older Node with `node:` in .dockhand/environment.yml; full log: /l.log');
+  });
+
+  it("names the build backend's requirement the image does not meet, and the environment.yml way around the build", () => {
+    // BUILD_REQUIREMENTS_PROBE in dockhand/base (Debian 12: setuptools 66.1.1) on a pyproject with
+    // requires = ["setuptools>=77.0.3", "setuptools-scm[toml]>=8; python_version >= '3.8'", "hatchling"].
+    const probe = '[{"requirement": "setuptools>=77.0.3", "installed": "66.1.1"}, {"requirement": "setuptools-scm[toml]>=8; python_version >= \'3.8\'", "installed": null}]\n';
+    const unmet = readBuildRequirementsProbe(probe);
+    expect(unmet).toEqual([
+      { requirement: 'setuptools>=77.0.3', installed: '66.1.1' },
+      { requirement: "setuptools-scm[toml]>=8; python_version >= '3.8'", installed: null },
+    ]);
+    // What pip printed for it (trimmed): setuptools 66 on PEP 639's `license = "MIT"`.
+    const output = [
+      '      ValueError: invalid pyproject.toml config: `project.license`.',
+      '      configuration error: `project.license` must be valid exactly by one definition (2 matches found):',
+      '  note: This error originates from a subprocess, and is likely not a problem with pip.',
+      'error: metadata-generation-failed',
+    ].join('\n');
+    const diagnosis = { ...diagnoseInstall(output, []), unmetBuildRequirements: unmet };
+    const { message, hint } = describeInstallFailure({ exitCode: 1, tail: output, diagnosis, logPath: '/l.log', setupFailed: false });
+    expect(message).toContain(
+      "; pyproject.toml's build-system.requires asks for setuptools>=77.0.3 (installed: 66.1.1), setuptools-scm[toml]>=8; python_version >= '3.8' (not installed): " +
+        "the editable install builds it without build isolation, with the base image's Debian packages (nothing newer is fetched). To fix: skip building the project",
+    );
+    expect(message).toMatch(/^snapshot build failed \(exit 1\): the dependency install failed with ValueError: invalid pyproject\.toml config/);
+    expect(hint).toBe(
+      'skip building the project: `install: python3 -m venv --system-site-packages .venv` in .dockhand/environment.yml (with `&& .venv/bin/pip install -q -r requirements.txt` for its requirements), ' +
+        'and name a test command that imports it from its source, e.g. `test: PYTHONPATH=src python3 -m pytest` for a src/ layout; full log: /l.log',
+    );
+  });
+
+  it('reads a probe that printed nothing useful as nothing unmet, and says nothing of the backend then', () => {
+    expect(readBuildRequirementsProbe('[]\n')).toEqual([]);
+    expect(readBuildRequirementsProbe('')).toEqual([]);
+    expect(readBuildRequirementsProbe('Traceback (most recent call last):\n  ModuleNotFoundError: No module named \'tomllib\'\n')).toEqual([]);
+    expect(readBuildRequirementsProbe('[{"requirement": 3}]')).toEqual([]);
+    const { message } = describeInstallFailure({ exitCode: 1, tail: '', diagnosis: diagnoseInstall('ValueError: boom\n', []), logPath: '/l.log', setupFailed: false });
+    expect(message).not.toContain('build-system.requires');
+    expect(message).toContain('To fix: fix the install');
   });
 });

@@ -7,7 +7,7 @@ import { DockhandError } from '../errors';
 import { LABELS, ownerLabels } from './docker-driver';
 import { describeCacheStats, type DependencyCacheStats } from './dep-cache';
 import { DockerSandbox } from './docker-sandbox';
-import { describeInstallFailure, diagnoseInstall } from './install-failure';
+import { BUILD_REQUIREMENTS_PROBE, describeInstallFailure, diagnoseInstall, readBuildRequirementsProbe, type UnmetBuildRequirement } from './install-failure';
 import { SCRIPTED_PACKAGES_HELPER, SETUP_SCRIPT_PATH } from './recipe';
 import { WORKSPACE } from './paths';
 import { labelInstruction, snapshotLabelValues, type SnapshotIdentity } from './snapshot-labels';
@@ -176,6 +176,13 @@ export function buildScript(identity: SnapshotIdentity): string {
   return lines.join('\n');
 }
 
+/** After a failed install of a Python project: pyproject.toml's build requirements the build's Python lacks (none when unknown). */
+async function unmetBuildRequirements(builder: DockerSandbox): Promise<UnmetBuildRequirement[]> {
+  const script = 'py=python3; [ -x .venv/bin/python ] && py=.venv/bin/python; exec "$py" -c "$0"';
+  const probe = await builder.raw(['sh', '-c', script, BUILD_REQUIREMENTS_PROBE], { timeoutMs: 30_000 }).catch(() => undefined);
+  return probe?.exitCode === 0 ? readBuildRequirementsProbe(probe.stdout.toString('utf8')) : [];
+}
+
 /**
  * Builds the snapshot image: the base image with the toolchains mounted, the repository at `sha`
  * in /workspace, the recipe's install (lifecycle scripts under the egress allowlist), setup.sh,
@@ -270,6 +277,10 @@ export async function buildSnapshotImage(request: BuildRequest): Promise<void> {
         .slice(-3000);
       const refused = request.egress.mode === 'proxy' ? request.egress.refused : [];
       const diagnosis = diagnoseInstall(output, refused);
+      if (identity.environment.python && stage === 'install' && !diagnosis.packageName) {
+        const unmet = await unmetBuildRequirements(builder);
+        if (unmet.length > 0) diagnosis.unmetBuildRequirements = unmet;
+      }
       const { message, hint } = describeInstallFailure({ exitCode: install.exitCode, tail, diagnosis, logPath: request.logPath, setupFailed: stage === 'setup' });
       throw new SnapshotBuildFailed('sandbox_unavailable', message, { hint });
     }
