@@ -16,23 +16,40 @@ if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then
   "$here/sandbox-images/base/build.sh" >/dev/null
 fi
 
+# Installs pinned npm packages into a cache directory unless each one is there at its pin (read
+# from node_modules/<name>/package.json), so changing a pin refreshes a cache an earlier pin made.
+# Quiet when every pin is installed; saved exact, so the cache's package.json names the pins.
+install_pins() {
+  local dir=$1 name=$2 spec pkg want have stale=()
+  shift 2
+  for spec in "$@"; do
+    pkg=${spec%@*} want=${spec##*@}
+    have=$(node -p 'require(process.argv[1]).version' "$dir/node_modules/$pkg/package.json" 2>/dev/null || true)
+    [ "$have" = "$want" ] || stale+=("$pkg ${have:-missing}, pinned $want")
+  done
+  [ ${#stale[@]} -eq 0 ] && return 0
+  printf '[needs/feedback] %s: %s: installing %s\n' "$dir" "$(printf '%s; ' "${stale[@]}" | sed 's/; $//')" "$*" >&2
+  mkdir -p "$dir"
+  # npm trusts its hidden lockfile over the tree; without it, it reads what is really installed.
+  rm -f "$dir/node_modules/.package-lock.json"
+  [ -f "$dir/package.json" ] || echo "{\"name\":\"$name\",\"private\":true}" > "$dir/package.json"
+  npm install --prefix "$dir" --no-audit --no-fund --silent --save-exact "$@"
+  for spec in "$@"; do
+    pkg=${spec%@*} want=${spec##*@}
+    have=$(node -p 'require(process.argv[1]).version' "$dir/node_modules/$pkg/package.json")
+    [ "$have" = "$want" ] || { echo "[needs/feedback] $dir: $pkg is $have after the install, not $want" >&2; exit 1; }
+  done
+}
+
 # Real runners for the repository-test-command integration tests (a tape repository whose
-# `npm test` pipes into tap-spec; a uvu repository): installed once from the npm registry into a cache the tests
-# copy node_modules from. Pinned, so the cache is reused.
+# `npm test` pipes into tap-spec; a uvu repository), from the npm registry into a cache the tests
+# copy node_modules from.
 runners="${DOCKHAND_FEEDBACK_RUNNERS:-${HOME:-/root}/.cache/dockhand/feedback-runners}"
-if [ ! -x "$runners/node_modules/.bin/tape" ] || [ ! -x "$runners/node_modules/.bin/tap-spec" ] || [ ! -x "$runners/node_modules/.bin/uvu" ]; then
-  mkdir -p "$runners"
-  [ -f "$runners/package.json" ] || echo '{"name":"dockhand-feedback-runners","private":true}' > "$runners/package.json"
-  npm install --prefix "$runners" --no-audit --no-fund --silent tape@5.10.2 tap-spec@5.0.0 uvu@0.5.6
-fi
+install_pins "$runners" dockhand-feedback-runners tape@5.10.2 tap-spec@5.0.0 uvu@0.5.6
 echo "feedback runners (tape, tap-spec, uvu) in $runners"
 
 # node-tap 16 for node-tap.int.test.ts (npm/ini's runner), in a cache of its own: its 300-odd
 # packages stay out of the other runners' node_modules.
 tap16="${DOCKHAND_FEEDBACK_TAP:-${HOME:-/root}/.cache/dockhand/feedback-tap16}"
-if [ ! -x "$tap16/node_modules/.bin/tap" ]; then
-  mkdir -p "$tap16"
-  [ -f "$tap16/package.json" ] || echo '{"name":"dockhand-feedback-tap16","private":true}' > "$tap16/package.json"
-  npm install --prefix "$tap16" --no-audit --no-fund --silent tap@16.3.10
-fi
+install_pins "$tap16" dockhand-feedback-tap16 tap@16.3.10
 echo "node-tap 16 in $tap16"
