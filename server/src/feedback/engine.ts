@@ -10,7 +10,7 @@ import { detectJsRunner, type TestTarget } from './runners';
 import { selectTests, type Selection } from './selection';
 import { matchesTest, reproducingOutcomes, selectReproducingTests } from './reproducing';
 import { readBaseSnapshot, readWorkspaceChanges, workspaceDiffHash, type WorkspaceChanges } from './snapshot';
-import { customPlan, detectedPlan, selectableFiles, selectedPlan, selectedWorkspacePlans, wholeCommandPlan, wholeWorkspacePlans, type SuitePlan } from './suite-plan';
+import { customPlan, detectedPlan, selectableFiles, selectedPlan, selectedWorkspacePlans, wholeCommandPlan, wholeWorkspacePlans, type PlanContext, type SuitePlan } from './suite-plan';
 import { runSuite, type SuiteContext, type SuiteRun } from './suite-run';
 import { planTestCommand, runsInWorkspaces, type TestPlan, type WorkspaceMember } from './test-command';
 import { workspaceDirs, workspaceGlobs } from './workspaces';
@@ -174,20 +174,22 @@ export class SmartFeedbackEngine implements FeedbackEngine {
    */
   private async plan(sandbox: Sandbox, analysis: Analysis, opts: RunTestsOptions): Promise<PlannedRuns> {
     const { selection } = analysis;
-    const python = this.checks.python;
     const environment = sandbox.environment;
     if (!environment) return this.detectedPlans(sandbox, analysis, opts);
+    // The scripts' environment names the toolchain versions the recipe mounts.
+    const context: PlanContext = { toolchain: { ...(environment.node ? { node: environment.node.version } : {}), ...(environment.packageManager ? { packageManager: environment.packageManager } : {}) } };
+    if (this.checks.python) context.python = this.checks.python;
     const packageJson = await readText(sandbox, 'package.json');
     const prePr = opts.scope === 'full' && opts.prePr ? (environment.prePr ?? (this.checks.preMerge ? { command: this.checks.preMerge, source: 'checks.preMerge' } : undefined)) : undefined;
     if (prePr) {
-      return { reason: `scope full: the pre-PR command (from ${prePr.source})`, plans: [wholeCommandPlan(planTestCommand(prePr.command, packageJson), python)], whole: true };
+      return { reason: `scope full: the pre-PR command (from ${prePr.source})`, plans: [wholeCommandPlan(planTestCommand(prePr.command, packageJson), context)], whole: true };
     }
     // Members are read (one file each) only for a command that runs in them.
     const members = runsInWorkspaces(environment.test.command, packageJson) ? await workspaceMembers(sandbox, packageJson, analysis.graph.files) : [];
     const plan = planTestCommand(environment.test.command, packageJson, members);
     const source = `\`${environment.test.command}\` from ${environment.test.source}`;
-    if (plan.workspaces) return this.workspacePlan(plan, analysis, opts, source);
-    const whole = wholeCommandPlan(plan, python);
+    if (plan.workspaces) return this.workspacePlan(plan, analysis, opts, source, context);
+    const whole = wholeCommandPlan(plan, context);
     if (opts.scope === 'full') return { reason: `scope full: the repository's test command (${source})`, plans: [whole], whole: true };
     if (selection.mode === 'none') return { reason: selection.reason, plans: [], whole: false };
     if (selection.mode === 'full') return { reason: `${selection.reason}: the whole test command (${source})`, plans: [whole], whole: true };
@@ -195,21 +197,20 @@ export class SmartFeedbackEngine implements FeedbackEngine {
     if ('reason' in selectable) return { reason: `${selection.reason}; ${selectable.reason}: ran the whole command instead`, plans: [whole], whole: true };
     const left = selection.tests.length - selectable.files.length;
     const note = left > 0 ? ` (${left} selected file(s) are not run by it)` : '';
-    const chosen = selectedPlan(plan, selectable.files.map((file) => ({ file })), python);
+    const chosen = selectedPlan(plan, selectable.files.map((file) => ({ file })), context);
     return { reason: `${selection.reason}; passed to ${plan.runner} of ${source}${note}`, plans: [chosen], whole: false, fallback: [whole] };
   }
 
   /** A workspace command: each member's script in its directory; a selection goes to the members holding its files. */
-  private workspacePlan(plan: TestPlan, analysis: Analysis, opts: RunTestsOptions, source: string): PlannedRuns {
+  private workspacePlan(plan: TestPlan, analysis: Analysis, opts: RunTestsOptions, source: string, context: PlanContext): PlannedRuns {
     const { selection } = analysis;
-    const python = this.checks.python;
     const members = plan.workspaces?.members ?? [];
-    const whole = wholeWorkspacePlans(plan, python);
+    const whole = wholeWorkspacePlans(plan, context);
     const each = `${members.length} workspace package(s): ${members.map((member) => `${member.dir} (${member.plan.runner})`).join(', ')}`;
     if (opts.scope === 'full') return { reason: `scope full: the repository's test command (${source}) in ${each}`, plans: whole, whole: true };
     if (selection.mode === 'none') return { reason: selection.reason, plans: [], whole: false };
     if (selection.mode === 'full') return { reason: `${selection.reason}: the whole test command (${source}) in ${each}`, plans: whole, whole: true };
-    const selected = selectedWorkspacePlans(plan, selection.tests, python);
+    const selected = selectedWorkspacePlans(plan, selection.tests, context);
     if ('reason' in selected) return { reason: `${selection.reason}; ${selected.reason}: ran the whole command instead`, plans: whole, whole: true };
     const note = selected.left > 0 ? ` (${selected.left} selected file(s) are not run by it)` : '';
     const where = selected.plans.map((chosen) => chosen.cwd).join(', ');

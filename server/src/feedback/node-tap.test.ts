@@ -91,7 +91,7 @@ describe('node-tap commands', () => {
   it("runs npm/ini's test with the TAP reporter, then its posttest lint as written", () => {
     const plan = planTestCommand('npm test', ini);
     expect(plan.runner).toBe('tap');
-    expect(plan.after).toEqual(['eslint "**/*.js"', 'template-oss-check']);
+    expect(plan.after.map((step) => step.text)).toEqual(['eslint "**/*.js"', 'template-oss-check']);
     const whole = wholeCommandPlan(plan);
     expect(whole.command).toBe('npm test → tap --reporter=tap && eslint "**/*.js" && template-oss-check');
     // The whole command keeps the repository's coverage check.

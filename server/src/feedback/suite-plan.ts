@@ -2,7 +2,8 @@ import picomatch from 'picomatch';
 import { FILE_MARKER, REPORT_FILE, RESULT_MARKER, shellQuote, testCommand, type TestTarget } from './runners';
 import { tapCoverageOff } from './node-tap';
 import { announceUvuDir, uvuArguments } from './uvu';
-import type { RunnerInvocation, ShellWord, TestPlan } from './test-command';
+import { scriptEnvironmentShell, type ScriptPlace, type ScriptToolchain } from './script-env';
+import type { PlannedStep, RunnerInvocation, ShellWord, TestPlan } from './test-command';
 import type { TestRunner } from './types';
 
 /*
@@ -10,7 +11,21 @@ import type { TestRunner } from './types';
  * command is the source: the runner step keeps its own words (wrappers, flags, config) and only
  * gets a machine reporter added and, for a selection, its positional paths replaced by the
  * selected files. Without a recipe (test doubles) the detected runner's default command runs.
+ * Each step of the repository's scripts runs with the environment its package manager would
+ * have given it (`script-env.ts`).
  */
+
+/** A step of the chain around the runner, run as written: `text` names it (and its failing case), `script` is its shell. */
+export interface SuiteStep {
+  text: string;
+  script: string;
+}
+
+/** What the steps' script environment needs besides the plan: the recipe's toolchain. */
+export interface PlanContext {
+  python?: string;
+  toolchain?: ScriptToolchain;
+}
 
 export interface SuitePlan {
   runner: TestRunner | 'unknown' | 'custom';
@@ -19,16 +34,27 @@ export interface SuitePlan {
   /** The runner step's shell. */
   script: string;
   /** Steps of the repository's chain around the runner step, run as written (whole command only). */
-  before: string[];
-  after: string[];
+  before: SuiteStep[];
+  after: SuiteStep[];
   /** The same runner on some tests (reruns); undefined when it cannot be narrowed. */
   narrow?: (targets: TestTarget[]) => SuitePlan;
   /** A workspace member's plan runs in this directory (repo-relative); printed paths are relative to it. */
   cwd?: string;
 }
 
-/** node_modules/.bin first, as npm does for scripts, so the script's words resolve as written. */
+/** What a member's steps were named by before they ran in a script environment: their failing cases keep these ids. */
 const PATH_PREFIX = 'export PATH="$PWD/node_modules/.bin:$PATH"; ';
+
+const ROOT: ScriptPlace = { dir: '', workspaces: false };
+
+/** The shell that gives a step of `plan` its script environment (just PATH for a step outside any script). */
+function environmentOf(plan: TestPlan, origin: PlannedStep['origin'], context: PlanContext, place: ScriptPlace): string {
+  return scriptEnvironmentShell(origin, plan.packageEnv, context.toolchain ?? {}, place);
+}
+
+function suiteSteps(plan: TestPlan, steps: PlannedStep[], context: PlanContext, place: ScriptPlace): SuiteStep[] {
+  return steps.map((step) => ({ text: step.text, script: `${environmentOf(plan, step.origin, context, place)}${step.text}` }));
+}
 
 function words(list: ShellWord[]): string {
   return list.map((word) => word.raw).join(' ');
@@ -65,8 +91,8 @@ function withoutCoverage(head: ShellWord[]): ShellWord[] {
   return kept;
 }
 
-/** The runner step with its reporter; `targets` replace the script's own paths. */
-function invocationShell(invocation: RunnerInvocation, targets: TestTarget[] | undefined, python?: string): { script: string; shown: string } {
+/** The runner step with its reporter; `targets` replace the script's own paths; `environment` is its script environment's shell. */
+function invocationShell(invocation: RunnerInvocation, targets: TestTarget[] | undefined, environment: string, python?: string): { script: string; shown: string } {
   const files = targets ? [...new Set(targets.map((target) => target.file))].map(shellQuote).join(' ') : words(invocation.paths);
   const names = (targets ?? []).flatMap((target) => target.names ?? []);
   const pattern = names.length > 0 ? shellQuote(names.map(escapeRegex).join('|')) : undefined;
@@ -74,7 +100,7 @@ function invocationShell(invocation: RunnerInvocation, targets: TestTarget[] | u
   const flags = words(invocation.flags);
   const join = (...parts: Array<string | undefined>) => parts.filter((part) => part && part.length > 0).join(' ');
   const withReport = (shown: string) => ({
-    script: `rm -f ${REPORT_FILE}; ${PATH_PREFIX}${shown}; status=$?; echo ${RESULT_MARKER}; cat ${REPORT_FILE} 2>/dev/null; exit $status`,
+    script: `rm -f ${REPORT_FILE}; ${environment}${shown}; status=$?; echo ${RESULT_MARKER}; cat ${REPORT_FILE} 2>/dev/null; exit $status`,
     shown,
   });
   switch (invocation.runner) {
@@ -85,54 +111,61 @@ function invocationShell(invocation: RunnerInvocation, targets: TestTarget[] | u
     case 'mocha':
       return withReport(join(head, flags, `--reporter json --reporter-option output=${REPORT_FILE}`, pattern && `--grep ${pattern}`, files));
     case 'tape':
-      return { script: `${PATH_PREFIX}${join(head, flags, files)}`, shown: join(head, flags, files) };
+      return { script: `${environment}${join(head, flags, files)}`, shown: join(head, flags, files) };
     case 'ava':
-      return { script: `${PATH_PREFIX}${join(head, flags, '--tap', files)}`, shown: join(head, flags, '--tap', files) };
+      return { script: `${environment}${join(head, flags, '--tap', files)}`, shown: join(head, flags, '--tap', files) };
     case 'tap': {
       // A selection covers part of the code: coverage off (node-tap.ts); the whole command keeps it.
       const shown = join(head, flags, '--reporter=tap', targets && tapCoverageOff(head), files);
-      return { script: `${PATH_PREFIX}${shown}`, shown };
+      return { script: `${environment}${shown}`, shown };
     }
     case 'uvu': {
       // `uvu [dir] [pattern]`: a selection is the script's directory and a pattern naming the files.
       const dir = invocation.paths[0]?.value;
       const shown = join(head, flags, targets ? uvuArguments(dir, targets.map((target) => target.file)) : words(invocation.paths));
-      return { script: `${PATH_PREFIX}${announceUvuDir(dir)}; ${shown}`, shown };
+      return { script: `${environment}${announceUvuDir(dir)}; ${shown}`, shown };
     }
     case 'pytest': {
       const ids = targets ? (targets.flatMap((target) => target.names ?? [target.file])).map(shellQuote).join(' ') : files;
       const shown = join(python && head === 'python3 -m pytest' ? `${shellQuote(python)} -m pytest` : head, flags, '-q -rA --tb=short -p no:cacheprovider', ids);
-      return { script: `${PATH_PREFIX}${shown}`, shown };
+      return { script: `${environment}${shown}`, shown };
     }
     case 'node-test': {
       const base = join(head, '--test-reporter=tap', flags, pattern && `--test-name-pattern=${pattern}`);
-      if (!targets) return { script: `${PATH_PREFIX}${join(base, files)}`, shown: join(base, files) };
+      if (!targets) return { script: `${environment}${join(base, files)}`, shown: join(base, files) };
       // One process per file: node's TAP names the file only for failures (see runners.ts).
       const loop = `status=0; for file in ${files}; do echo "# ${FILE_MARKER} $file"; ${base} "$file" || status=1; done; exit $status`;
-      return { script: `${PATH_PREFIX}${loop}`, shown: join(base, files) };
+      return { script: `${environment}${loop}`, shown: join(base, files) };
     }
   }
 }
 
 /** The whole repository command: its chain as written around the instrumented runner step. */
-export function wholeCommandPlan(plan: TestPlan, python?: string): SuitePlan {
+export function wholeCommandPlan(plan: TestPlan, context: PlanContext = {}, place: ScriptPlace = ROOT): SuitePlan {
   const invocation = plan.invocation;
   if (!invocation) {
     return { runner: 'unknown', command: plan.command, script: plan.command, before: [], after: [] };
   }
-  const step = invocationShell(invocation, undefined, python);
-  const chain = [...plan.before, step.shown, ...plan.after].join(' && ');
+  const step = invocationShell(invocation, undefined, environmentOf(plan, invocation.origin, context, place), context.python);
+  const chain = [...plan.before.map((before) => before.text), step.shown, ...plan.after.map((after) => after.text)].join(' && ');
   const note = invocation.formatter ? `; report read without the formatter \`${invocation.formatter}\`` : '';
   const command = chain === plan.command ? plan.command : `${plan.command} → ${chain}${note}`;
-  return { runner: invocation.runner, command, script: step.script, before: plan.before, after: plan.after, narrow: (targets) => selectedPlan(plan, targets, python) };
+  return {
+    runner: invocation.runner,
+    command,
+    script: step.script,
+    before: suiteSteps(plan, plan.before, context, place),
+    after: suiteSteps(plan, plan.after, context, place),
+    narrow: (targets) => selectedPlan(plan, targets, context, place),
+  };
 }
 
-/** The runner step alone on `targets` (a selection or a rerun). */
-export function selectedPlan(plan: TestPlan, targets: TestTarget[], python?: string): SuitePlan {
+/** The runner step alone on `targets` (a selection or a rerun), with the same script environment. */
+export function selectedPlan(plan: TestPlan, targets: TestTarget[], context: PlanContext = {}, place: ScriptPlace = ROOT): SuitePlan {
   const invocation = plan.invocation;
   if (!invocation) throw new Error('a test command without a known runner cannot run a selection');
-  const step = invocationShell(invocation, targets, python);
-  return { runner: invocation.runner, command: step.shown, script: step.script, before: [], after: [], narrow: (next) => selectedPlan(plan, next, python) };
+  const step = invocationShell(invocation, targets, environmentOf(plan, invocation.origin, context, place), context.python);
+  return { runner: invocation.runner, command: step.shown, script: step.script, before: [], after: [], narrow: (next) => selectedPlan(plan, next, context, place) };
 }
 
 /**
@@ -173,11 +206,13 @@ function inside(dir: string, targets: TestTarget[]): TestTarget[] {
 
 /**
  * A member's plan run in its directory, as the package manager runs a workspace script: the
- * member's and the root's node_modules/.bin on PATH (npm and yarn hoist binaries to the root).
+ * member's and the root's node_modules/.bin on PATH (npm and yarn hoist binaries to the root);
+ * `plan` was made for the member's place, so its steps' environment names the member's package.
  */
 function inMember(dir: string, plan: SuitePlan): SuitePlan {
   const cd = `export PATH="$PWD/node_modules/.bin:$PATH"; cd ${shellQuote(dir)} || exit 127; `;
-  const step = (text: string) => `${cd}${PATH_PREFIX}${text}`;
+  // The step's name (its failing case's id) is the one it always had, so stored baselines keep matching.
+  const step = (inner: SuiteStep): SuiteStep => ({ text: `${cd}${PATH_PREFIX}${inner.text}`, script: `${cd}${inner.script}` });
   const narrow = plan.narrow;
   return {
     runner: plan.runner,
@@ -191,13 +226,13 @@ function inMember(dir: string, plan: SuitePlan): SuitePlan {
 }
 
 /** The whole command of a workspace plan: every member's script in its directory, the root's own steps around them. */
-export function wholeWorkspacePlans(plan: TestPlan, python?: string): SuitePlan[] {
+export function wholeWorkspacePlans(plan: TestPlan, context: PlanContext = {}): SuitePlan[] {
   const members = plan.workspaces?.members ?? [];
-  const plans = members.map((member) => inMember(member.dir, wholeCommandPlan(member.plan, python)));
+  const plans = members.map((member) => inMember(member.dir, wholeCommandPlan(member.plan, context, { dir: member.dir, workspaces: true })));
   const first = plans[0];
   const last = plans[plans.length - 1];
-  if (first) first.before = [...plan.before, ...first.before];
-  if (last) last.after = [...last.after, ...plan.after];
+  if (first) first.before = [...suiteSteps(plan, plan.before, context, ROOT), ...first.before];
+  if (last) last.after = [...last.after, ...suiteSteps(plan, plan.after, context, ROOT)];
   return plans;
 }
 
@@ -205,7 +240,7 @@ export function wholeWorkspacePlans(plan: TestPlan, python?: string): SuitePlan[
  * A selection over a workspace plan: each member that holds selected test files runs its runner
  * on them (its whole script when its runner cannot take files). A reason when no member does.
  */
-export function selectedWorkspacePlans(plan: TestPlan, tests: string[], python?: string): { plans: SuitePlan[]; left: number } | { reason: string } {
+export function selectedWorkspacePlans(plan: TestPlan, tests: string[], context: PlanContext = {}): { plans: SuitePlan[]; left: number } | { reason: string } {
   const plans: SuitePlan[] = [];
   let taken = 0;
   for (const member of plan.workspaces?.members ?? []) {
@@ -214,11 +249,11 @@ export function selectedWorkspacePlans(plan: TestPlan, tests: string[], python?:
     const selectable = selectableFiles(member.plan, own);
     if ('reason' in selectable) {
       if (member.plan.invocation) continue;
-      plans.push(inMember(member.dir, wholeCommandPlan(member.plan, python)));
+      plans.push(inMember(member.dir, wholeCommandPlan(member.plan, context, { dir: member.dir, workspaces: true })));
       taken += own.length;
       continue;
     }
-    plans.push(inMember(member.dir, selectedPlan(member.plan, selectable.files.map((file) => ({ file })), python)));
+    plans.push(inMember(member.dir, selectedPlan(member.plan, selectable.files.map((file) => ({ file })), context, { dir: member.dir, workspaces: true })));
     taken += selectable.files.length;
   }
   if (plans.length === 0) return { reason: `none of the selected test files is in a workspace package that \`${plan.command}\` runs` };

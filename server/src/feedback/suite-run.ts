@@ -1,7 +1,7 @@
 import type { ExecResult, Sandbox } from '../sandbox/types';
 import { classifyRun } from './infrastructure';
 import { parseTestOutput, type ParsedRun } from './runners';
-import type { SuitePlan } from './suite-plan';
+import type { SuitePlan, SuiteStep } from './suite-plan';
 import { parseFlatTap } from './tap';
 import type { TestCaseResult, TestInfrastructure } from './types';
 import { toRepoPath } from './runners';
@@ -26,8 +26,6 @@ export interface SuiteContext {
   signal?: AbortSignal;
 }
 
-const PATH_PREFIX = 'export PATH="$PWD/node_modules/.bin:$PATH"; ';
-
 async function execute(sandbox: Sandbox, script: string, context: SuiteContext): Promise<ExecResult> {
   const exec: Parameters<Sandbox['exec']>[0] = {
     cmd: ['bash', '-c', script],
@@ -47,14 +45,14 @@ function parse(plan: SuitePlan, stdout: string, files: Set<string>): ParsedRun {
   return parseTestOutput(plan.runner, stdout, files, plan.cwd);
 }
 
-/** A step of the repository's chain around the runner (build, lint) run as written. */
-async function runStep(sandbox: Sandbox, plan: SuitePlan, step: string, context: SuiteContext): Promise<SuiteRun | undefined> {
-  const result = await execute(sandbox, `${PATH_PREFIX}${step}`, context);
+/** A step of the repository's chain around the runner (build, lint) run as written, in its script environment. */
+async function runStep(sandbox: Sandbox, plan: SuitePlan, step: SuiteStep, context: SuiteContext): Promise<SuiteRun | undefined> {
+  const result = await execute(sandbox, step.script, context);
   if (result.exitCode === 0 && !result.timedOut) return undefined;
   const run: SuiteRun = { plan, cases: [], failures: [], exitCode: result.exitCode, timedOut: result.timedOut };
-  const infrastructure = classifyRun({ runner: 'custom', command: step, result, parsed: { cases: [], failures: [] }, changedFiles: context.changed, timeoutSeconds: context.timeoutSeconds });
+  const infrastructure = classifyRun({ runner: 'custom', command: step.text, result, parsed: { cases: [], failures: [] }, changedFiles: context.changed, timeoutSeconds: context.timeoutSeconds });
   if (infrastructure) run.infrastructure = infrastructure;
-  else addExitFailure(run, step, result);
+  else addExitFailure(run, step.text, result);
   return run;
 }
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { packageEnvironment, type ScriptOrigin } from './script-env';
 import type { TestRunner } from './types';
 
 /*
@@ -84,6 +85,8 @@ export function tokenize(line: string): Token[] | undefined {
 /** One command of a chain: its pipe segments, each a list of words. */
 export interface ChainStep {
   segments: ShellWord[][];
+  /** The package-manager script it is written in (undefined: the command itself, outside any script). */
+  origin?: ScriptOrigin;
 }
 
 export function stepText(step: ChainStep): string {
@@ -131,7 +134,7 @@ export function packageScripts(packageJson: string | undefined): Record<string, 
  * The script a step names (`npm test`, `npm run x`, `pnpm x`, `yarn x`), with the words after
  * it; undefined when the step is not a package-manager script call.
  */
-function scriptCall(words: ShellWord[], scripts: Record<string, string>): { name: string; extra: ShellWord[]; manager: string } | undefined {
+function scriptCall(words: ShellWord[], scripts: Record<string, string>): { name: string; extra: ShellWord[]; manager: ScriptOrigin['manager']; command: ScriptOrigin['command'] } | undefined {
   const [manager, first, second, ...rest] = words.map((word) => word.value);
   if (manager !== 'npm' && manager !== 'pnpm' && manager !== 'yarn') return undefined;
   // Workspace runs (`npm test --workspaces`, `pnpm -r test`) run other packages' scripts: not followed.
@@ -139,8 +142,11 @@ function scriptCall(words: ShellWord[], scripts: Record<string, string>): { name
   const flags = (from: number) => words.slice(from).filter((word) => !['--silent', '-s', '--if-present'].includes(word.value));
   let name: string | undefined;
   let from = 2;
-  if (first === 'test' || first === 't' || first === 'tst') name = 'test';
-  else if ((first === 'run' || first === 'run-script') && second) {
+  let command: ScriptOrigin['command'] = 'run-script';
+  if (first === 'test' || first === 't' || first === 'tst') {
+    name = 'test';
+    command = 'test';
+  } else if ((first === 'run' || first === 'run-script') && second) {
     name = second;
     from = 3;
   } else if (manager !== 'npm' && first && first in scripts) name = first;
@@ -149,7 +155,13 @@ function scriptCall(words: ShellWord[], scripts: Record<string, string>): { name
   let extra = flags(from);
   // npm/yarn classic pass what follows `--`; pnpm and yarn berry pass the words as they are.
   if (extra[0]?.value === '--') extra = extra.slice(1);
-  return { name, extra, manager };
+  return { name, extra, manager, command };
+}
+
+/** The steps of a script's own text are its (a step of a script it calls keeps that script's origin). */
+function written(steps: ChainStep[], origin: ScriptOrigin): ChainStep[] {
+  for (const step of steps) step.origin ??= origin;
+  return steps;
 }
 
 export interface ResolvedChain {
@@ -172,12 +184,13 @@ export function resolveChain(command: string, scripts: Record<string, string>, d
     }
     const pre = scripts[`pre${call.name}`];
     const script = scripts[call.name] ?? '';
+    const origin = (event: string, text: string): ScriptOrigin => ({ manager: call.manager, event, script: text, command: call.command });
     expanded.push(`${call.name}: ${script}`);
     // npm runs pre<name> first; pnpm (since v7) and yarn berry do not…
     if (pre !== undefined && call.manager === 'npm') {
       const inner = resolveChain(pre, scripts, depth + 1);
       if (!inner) return undefined;
-      out.push(...inner.steps);
+      out.push(...written(inner.steps, origin(`pre${call.name}`, pre)));
       expanded.push(...inner.expanded);
     }
     const inner = resolveChain(script, scripts, depth + 1);
@@ -185,14 +198,16 @@ export function resolveChain(command: string, scripts: Record<string, string>, d
     const last = inner.steps[inner.steps.length - 1];
     const lastSegment = last?.segments[last.segments.length - 1];
     if (call.extra.length > 0 && lastSegment) lastSegment.push(...call.extra);
-    out.push(...inner.steps);
+    // npm appends the arguments to the script it runs, and shows them in npm_lifecycle_script.
+    const withArguments = [script, ...call.extra.map((word) => word.raw)].join(' ');
+    out.push(...written(inner.steps, origin(call.name, withArguments)));
     expanded.push(...inner.expanded);
     // …and post<name> after it (npm/ini's `posttest: npm run lint`).
     const post = scripts[`post${call.name}`];
     if (post !== undefined && call.manager === 'npm') {
       const after = resolveChain(post, scripts, depth + 1);
       if (!after) return undefined;
-      out.push(...after.steps);
+      out.push(...written(after.steps, origin(`post${call.name}`, post)));
       expanded.push(...after.expanded);
     }
   }
@@ -210,6 +225,8 @@ export interface RunnerInvocation {
   paths: ShellWord[];
   /** A formatter the runner's output was piped into (`tap-spec`), dropped to read the raw report. */
   formatter?: string;
+  /** The script the runner step is written in. */
+  origin?: ScriptOrigin;
 }
 
 const WRAPPERS = new Set(['npx', 'cross-env', 'env', 'nyc', 'c8', 'dotenv', 'exec']);
@@ -310,6 +327,7 @@ export function parseInvocation(step: ChainStep): RunnerInvocation | undefined {
   }
   const invocation: RunnerInvocation = { runner, head, flags, paths };
   if (formatter) invocation.formatter = formatter;
+  if (step.origin) invocation.origin = step.origin;
   return invocation;
 }
 
@@ -378,14 +396,26 @@ export function runsInWorkspaces(command: string, packageJson: string | undefine
   return chain !== undefined && workspaceStepOf(chain) !== undefined;
 }
 
+/** A step of the chain run as written, and the script it is written in. */
+export interface PlannedStep {
+  text: string;
+  origin?: ScriptOrigin;
+}
+
+function plannedStep(step: ChainStep): PlannedStep {
+  return step.origin ? { text: stepText(step), origin: step.origin } : { text: stepText(step) };
+}
+
 /** The repository's test command as the engine understands it. */
 export interface TestPlan {
   /** The command as the repository gives it (`npm test`). */
   command: string;
   runner: TestRunner | 'unknown';
   /** The resolved chain's steps before and after the runner step, as written. */
-  before: string[];
-  after: string[];
+  before: PlannedStep[];
+  after: PlannedStep[];
+  /** The package.json fields npm puts in its scripts' environment (`npm_package_name`, …). */
+  packageEnv: Record<string, string>;
   invocation?: RunnerInvocation;
   /** The scripts followed, for the user: `test: tape test/*.js | tap-spec`. */
   expanded: string[];
@@ -399,7 +429,8 @@ export interface TestPlan {
  */
 export function planTestCommand(command: string, packageJson: string | undefined, members: readonly WorkspaceMember[] = []): TestPlan {
   const chain = resolveChain(command, packageScripts(packageJson));
-  const unknown: TestPlan = { command, runner: 'unknown', before: [], after: [], expanded: chain?.expanded ?? [] };
+  const packageEnv = packageEnvironment(packageJson);
+  const unknown: TestPlan = { command, runner: 'unknown', before: [], after: [], packageEnv, expanded: chain?.expanded ?? [] };
   if (!chain) return unknown;
   const workspace = members.length > 0 ? workspaceStepOf(chain) : undefined;
   if (workspace) {
@@ -412,8 +443,9 @@ export function planTestCommand(command: string, packageJson: string | undefined
       return {
         command,
         runner: runners.length === 1 ? (runners[0] ?? 'unknown') : 'unknown',
-        before: chain.steps.slice(0, workspaceIndex).map(stepText),
-        after: chain.steps.slice(workspaceIndex + 1).map(stepText),
+        before: chain.steps.slice(0, workspaceIndex).map(plannedStep),
+        after: chain.steps.slice(workspaceIndex + 1).map(plannedStep),
+        packageEnv,
         expanded: [...chain.expanded, ...planned.flatMap((member) => member.plan.expanded.map((line) => `${member.dir}: ${line}`))],
         workspaces: { manager: call.manager, script: call.script, members: planned },
       };
@@ -426,8 +458,9 @@ export function planTestCommand(command: string, packageJson: string | undefined
   return {
     command,
     runner: invocation.runner,
-    before: chain.steps.slice(0, index).map(stepText),
-    after: chain.steps.slice(index + 1).map(stepText),
+    before: chain.steps.slice(0, index).map(plannedStep),
+    after: chain.steps.slice(index + 1).map(plannedStep),
+    packageEnv,
     invocation,
     expanded: chain.expanded,
   };
