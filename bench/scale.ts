@@ -7,14 +7,20 @@
  * of the two replicas, approved when it reaches review, and pushed. Halfway (half the tasks in
  * review) 2 workers are killed with SIGKILL; their tasks are resumed elsewhere after the lease.
  *
- * Pacing, the design's: 300 sandboxes each taking a turn every ~20 s make ~15 model calls a second.
- * A turn here is the model's time to answer (REPLAY_LATENCY_MS, default 8 s: a real model reading a
- * long prompt) plus the tool it asked for (the sandbox stand-in's command TOOL_MS, default 8 s; the
- * verified stop's test run TEST_MS, 8 s), each 0.5–1.5 × its mean, so the 300 tasks are alive at
- * once, as at the peak, not in lockstep, and a task's claim and push come once per ~40 s of turns. The token limit is scaled to the cassette's
- * request sizes so the fleet's budget binds at the peak (turns wait; no 429s). The compressed pace
- * of earlier runs (REPLAY_LATENCY_MS=0 TOOL_MS=200 TEST_MS=400) runs each task in ~15 s: starts and
- * pushes then come ~20 times as often as the design's, and fewer tasks are alive at once.
+ * Pacing, the design's: 300 sandboxes each taking a turn every ~20 s make ~15 model calls a second,
+ * and at ~10-minute tasks ~0.5 of them reach review and push a second. A turn here is the model's
+ * time to answer (REPLAY_LATENCY_MS, default 8 s: a real model reading a long prompt) plus the tool
+ * it asked for (the sandbox stand-in's command TOOL_MS, default 12 s; the verified stop's test run
+ * TEST_MS, 8 s), each 0.5–1.5 × its mean. A task fixes the bug, explores EXPLORE_MIN–EXPLORE_MAX
+ * times (3–33, by its id: 5–35 turns, ~2–12 minutes) and finishes, so the 300 tasks are alive at
+ * once, as at the peak, not in lockstep, and reach review over ~10 minutes: pushes at the design's
+ * rate (`peak_pushes_per_s`). A run takes ~15 minutes. The token limit is scaled to the cassette's
+ * request sizes (~2,000–3,700 input tokens a call as a conversation grows) so the fleet's budget
+ * binds at the peak (turns wait; no 429s). The shape of sessions 5–7, every task three turns
+ * (`EXPLORE_MIN=1 EXPLORE_MAX=1 TOOL_MS=8000 REPLAY_TPM=1800000`), reaches review within ~20 s of
+ * the others: ~10 pushes a second, 20 times the design's, which saturated the 2 cores. The
+ * compressed pace of earlier runs (REPLAY_LATENCY_MS=0 TOOL_MS=200 TEST_MS=400 with that) runs each
+ * task in ~15 s.
  * BENCH_CPU_PROF=dir writes the workers' and the API replicas' CPU profiles there; BENCH_DEBUG
  * prints claims and fan-out per 10 s, and splits fan-out at the notice (worker and commit | replica).
  * Then the real-gVisor concurrency probe (`bench/scale/gvisor.ts`; GVISOR_PROBE=0 skips it).
@@ -35,22 +41,23 @@ import { createFixtureRepo } from '../test/support/fixture-repo';
 import { freePort, startDockhandServe, type DockhandServe } from '../test/support/local-server';
 import { startPrivatePostgres } from '../test/support/private-postgres';
 import { registerRepo } from '../test/support/register-repo';
-import { unresumablePoints } from './scale/cassette';
+import { EXPLORE_MAX, EXPLORE_MIN, unresumablePoints } from './scale/cassette';
 import { runGvisorProbe } from './scale/gvisor';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const TASKS = Number(process.env.TASKS ?? 300);
 const WORKERS = Number(process.env.WORKERS ?? 10);
 const KILLS = Number(process.env.KILLS ?? 2);
-const TOOL_MS = Number(process.env.TOOL_MS ?? 8_000);
+const TOOL_MS = Number(process.env.TOOL_MS ?? 12_000);
 const TEST_MS = Number(process.env.TEST_MS ?? 8_000);
 const REPLAY_LATENCY_MS = Number(process.env.REPLAY_LATENCY_MS ?? 8_000);
 // The product's default lease (config scheduler.leaseSeconds): on 2 shared cores a 10 s lease was lost to starved heartbeats.
 const LEASE_SECONDS = Number(process.env.LEASE_SECONDS ?? 30);
-// Scaled to the cassette (~2,000 input tokens a call): the fleet's ~900 calls in its busiest minute
-// ask ~1.76M; the replay's limit a little above that and the budget (90% of it) under it, so turns
-// at the peak wait for the budget instead of meeting 429s.
-const REPLAY_TPM = Number(process.env.REPLAY_TPM ?? 1_800_000);
+// Scaled to the cassette (~2,000 input tokens a call at a task's start, ~2,850 on average over a
+// 35-turn task): ~15 calls a second ask ~1.8M a minute at the start and more as conversations grow
+// while the tasks alive fall; the budget (90% of the replay's limit, ~2M) binds in between, so turns
+// wait for the budget instead of meeting 429s.
+const REPLAY_TPM = Number(process.env.REPLAY_TPM ?? 2_200_000);
 const BUDGET_TPM = Math.floor(REPLAY_TPM * 0.9);
 const SESSION = 'scale';
 
@@ -101,7 +108,8 @@ async function startReplayProcess(children: ChildProcess[]): Promise<{ url: stri
 
 async function main() {
   const root = mkdtempSync(join(tmpdir(), 'dockhand-bench-scale-'));
-  const postgres = await startPrivatePostgres({ listen: [], trustNetwork: '127.0.0.1/32' });
+  // BENCH_DEBUG also prints where Postgres spent its time (pg_stat_statements, Debian's package has it).
+  const postgres = await startPrivatePostgres({ listen: [], trustNetwork: '127.0.0.1/32', ...(process.env.BENCH_DEBUG ? { settings: { shared_preload_libraries: 'pg_stat_statements' } } : {}) });
   const children: ChildProcess[] = [];
   const replay = await startReplayProcess(children);
   try {
@@ -111,6 +119,9 @@ async function main() {
     if (unresumable.length > 0) throw new Error(`the bench's cassette cannot resume a task killed at every point:\n${unresumable.join('\n')}`);
     const bare = await new LocalForge({ dataDir: join(root, 'forge'), store: new InMemoryPullRequestStore() }).createRepository('calc', fixture.path);
     const setup = await PostgresStore.open({ url: postgres.url('127.0.0.1'), poolSize: 2 });
+    const statements = process.env.BENCH_DEBUG ? new pg.Client({ connectionString: postgres.url('127.0.0.1') }) : undefined;
+    await statements?.connect();
+    await statements?.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
     await setup.createUser('alice', 'user');
     const token = (await setup.createToken('alice')).token;
     await setup.createUser('root', 'admin');
@@ -129,9 +140,9 @@ async function main() {
       DOCKHAND_LOG_LEVEL: 'warn',
       DOCKHAND_RATE_LIMIT_PER_MINUTE: '100000',
     };
-    out(`starting 2 API replicas and ${WORKERS} workers (model answers in ${REPLAY_LATENCY_MS} ms, tool call ${TOOL_MS} ms, test run ${TEST_MS} ms, replay limit ${REPLAY_TPM} input tokens/min, budget ${BUDGET_TPM})…`);
+    out(`starting 2 API replicas and ${WORKERS} workers (model answers in ${REPLAY_LATENCY_MS} ms, tool call ${TOOL_MS} ms, test run ${TEST_MS} ms, ${EXPLORE_MIN}–${EXPLORE_MAX} explorations a task, replay limit ${REPLAY_TPM} input tokens/min, budget ${BUDGET_TPM})…`);
     const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', resolve(process.env.BENCH_CPU_PROF)] : [];
-    const apis: DockhandServe[] = await Promise.all([0, 1].map(async (i) => startDockhandServe(await freePort(), { ...common, DOCKHAND_DATA_DIR: dataDir(`api-${i}`), DOCKHAND_ROLE: 'api' }, profile)));
+    const apis: DockhandServe[] = await Promise.all([0, 1].map(async (i) => startDockhandServe(await freePort(), { ...common, DOCKHAND_DATA_DIR: dataDir(`api-${i}`), DOCKHAND_ROLE: 'api' }, { nodeArgs: profile })));
     children.push(...apis.map((a) => a.child));
     await registerRepo(apis[0]!.url, adminToken, 'calc', fixture.path);
     const budget = new Map<number, { budgetWaits: number; budgetWaitedMs: number }>();
@@ -245,7 +256,7 @@ async function main() {
     for (const victim of victims) victim.kill('SIGKILL');
     const killedAt = Date.now();
     out(`killed ${KILLS} workers at ${((killedAt - started) / 1000).toFixed(1)} s (${held.size} tasks held by the fleet then)`);
-    const deadline = Date.now() + Number(process.env.TIMEOUT_S ?? 900) * 1000;
+    const deadline = Date.now() + Number(process.env.TIMEOUT_S ?? 3600) * 1000;
     while (inState(['pr_open', 'failed', 'cancelled', 'budget_exhausted']).length < TASKS && Date.now() < deadline) {
       for (const task of inState(['awaiting_review'])) approve(task);
       await sleep(500);
@@ -260,6 +271,7 @@ async function main() {
     let modelRetried = 0;
     let modelCalls = 0;
     const turnTokens: Array<[number, number]> = [];
+    const pushedAt: number[] = [];
     let budgetWaitEvents = 0;
     const alive: Array<[number, number]> = [];
     for (const task of tracked.values()) {
@@ -268,6 +280,7 @@ async function main() {
       events += log.length;
       if (log.map((e) => e.seq).join() !== task.events.map((e) => e.seq).join()) gaps += 1;
       pushes.push(log.filter((e) => e.type === 'pr.opened').length);
+      for (const e of log) if (e.type === 'pr.opened') pushedAt.push(Date.parse(e.ts));
       if (log.filter((e) => e.type === 'sandbox.ready').length > 1) resumed += 1;
       if (log.some((e) => e.type === 'task.state' && e.data.state === 'queued' && (e.data.reason ?? '').includes('back in the queue'))) handedBack += 1;
       if (log.some((e) => e.type === 'task.state' && (e.data.reason ?? '').includes('unreachable'))) modelRetried += 1;
@@ -310,6 +323,13 @@ async function main() {
       peakTokensPerMinute = Math.max(peakTokensPerMinute, sum);
       peakCallsPerMinute = Math.max(peakCallsPerMinute, i - j + 1);
     }
+    // The busiest minute's pushes (the design's peak: ~0.5 a second).
+    pushedAt.sort((a, b) => a - b);
+    let peakPushesPerMinute = 0;
+    for (let i = 0, j = 0; i < pushedAt.length; i++) {
+      while (pushedAt[j]! <= pushedAt[i]! - 60_000) j++;
+      peakPushesPerMinute = Math.max(peakPushesPerMinute, i - j + 1);
+    }
     // The split: ts → the notice heard here (worker: pool wait, statement, commit) and notice → socket (replica).
     const split = { write: [] as number[], delivery: [] as number[], slowest: [] as Array<[number, number, string]> };
     for (const t of tracked.values()) for (const [i, e] of t.events.entries()) {
@@ -341,6 +361,11 @@ async function main() {
       const types = new Map<string, number>();
       for (const [, , type] of split.slowest.sort((a, b) => b[0] - a[0]).slice(0, Math.ceil(split.slowest.length / 100))) types.set(type, (types.get(type) ?? 0) + 1);
       out(`  the slowest 1% by type: ${[...types].map(([type, n]) => `${type} ${n}`).join(', ')}`);
+      const top = await statements!.query<{ calls: string; total_ms: number; mean_ms: number; rows: string; query: string }>(
+        `SELECT calls, total_exec_time::float8 AS total_ms, mean_exec_time::float8 AS mean_ms, rows, query FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 12`);
+      out('  Postgres, the statements that took longest in all:');
+      for (const row of top.rows) out(`    ${Math.round(row.total_ms)} ms in ${row.calls} calls (${row.mean_ms.toFixed(2)} ms each, ${row.rows} rows): ${row.query.replace(/\s+/g, ' ').slice(0, 160)}`);
+      await statements!.end();
       out(`  split of ${split.write.length} live events: write (ts → notice) p50 ${percentile(split.write, 50)} p99 ${percentile(split.write, 99)}; delivery (notice → socket) p50 ${percentile(split.delivery, 50)} p99 ${percentile(split.delivery, 99)}`);
     }
     const waits = [...budget.values()].reduce((sum, b) => sum + b.budgetWaits, 0);
@@ -380,6 +405,8 @@ async function main() {
       fanout_delivery_p99_ms: percentile(split.delivery, 99),
       peak_model_calls_per_s: Math.round((peakCallsPerMinute / 60) * 10) / 10,
       peak_input_tokens_per_min: peakTokensPerMinute,
+      peak_pushes_per_s: Math.round((peakPushesPerMinute / 60) * 10) / 10,
+      explorations: `${EXPLORE_MIN}-${EXPLORE_MAX}`,
       budget_tpm: BUDGET_TPM,
       max_tasks_alive: maxAlive,
       budget_waits: waits,

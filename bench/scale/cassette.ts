@@ -7,6 +7,12 @@
  * 6 resumed tasks in the first 300-task run, all 9 in a 60-task one. Now: after an interrupted
  * call the fix is done again (it fails harmlessly when it had happened), then finish, for any
  * number of kills of the same task.
+ *
+ * A task's length: after the fix it explores (`bench explore`, a command the sandbox stand-in
+ * answers) until the sandbox says "done exploring", then finishes. The stand-in decides how many
+ * explorations a task takes (`ExploringSandbox`, from the task's id), so tasks of one fleet differ
+ * in length as real ones do: 300 tasks started together then reach review over minutes, not in
+ * one burst. A sandbox made after a kill carries on from the explorations in the task's log.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -15,6 +21,7 @@ import { runAgent } from '../../server/src/agent/loop';
 import { RecordingApprover } from '../../server/src/agent/testing/context';
 import { MemoryEventSink } from '../../server/src/agent/testing/memory-sink';
 import type { FeedbackEngine, TestReport } from '../../server/src/feedback/types';
+import type { ExecOptions, ExecResult } from '../../server/src/sandbox/types';
 import { AnthropicModelClient } from '../../server/src/model/anthropic-client';
 import type { CassetteInput } from '../../server/src/model/replay/cassette';
 import { startReplayServer } from '../../server/src/model/replay/server';
@@ -42,14 +49,52 @@ export function greenTests(duration: number | (() => number)): FeedbackEngine {
 }
 
 const FIX_AGAIN = { name: 'fix again (a call was interrupted by a kill: check by redoing the edit)', when: { toolResultContains: 'Interrupted' }, content: [FIX] };
+const EXPLORE = { name: 'explore', content: [{ type: 'tool_use', name: 'run_command', input: { command: 'bench explore' } } as const] };
+const FINISH_WHEN_EXPLORED = { name: 'finish', when: { toolResultContains: 'done exploring' }, content: [FINISH] };
+
+/**
+ * How many explorations a task takes: EXPLORE_MIN–EXPLORE_MAX (3–33: tasks of 5–35 turns, under the
+ * default budget of 40 with room for a resume; the script is sized by the maximum).
+ */
+export const EXPLORE_MAX = Number(process.env.EXPLORE_MAX ?? 33);
+export const EXPLORE_MIN = Math.min(EXPLORE_MAX, Number(process.env.EXPLORE_MIN ?? 3));
+
+/**
+ * A memory sandbox that answers `bench explore` with "keep exploring" until it has been asked
+ * `explorations` times, then "done exploring". `explorationsFor` spreads a fleet's tasks evenly
+ * between EXPLORE_MIN and EXPLORE_MAX by their ids.
+ */
+export class ExploringSandbox extends MemorySandbox {
+  constructor(id: string, baseSha: string, files: Record<string, string>, private readonly explorations: number, private explored = 0) {
+    super(id, baseSha, files);
+  }
+
+  override async exec(options: ExecOptions): Promise<ExecResult> {
+    if (!options.cmd.some((arg) => arg.includes('bench explore'))) return super.exec(options);
+    this.explored += 1;
+    const stdout = this.explored < this.explorations ? `explored ${this.explored} of ${this.explorations}: keep exploring\n` : 'done exploring\n';
+    return { exitCode: 0, stdout, stderr: '', truncated: false, timedOut: false, durationMs: 0 };
+  }
+}
+
+/** The explorations a task's log holds (answered ones), where a sandbox made after a kill carries on. */
+export function exploredIn(events: readonly TaskEvent[]): number {
+  return events.filter((e) => e.type === 'tool.finished' && e.data.name === 'run_command' && e.data.output.includes('explor')).length;
+}
+
+export function explorationsFor(taskId: string): number {
+  let hash = 0;
+  for (const char of taskId) hash = (hash * 31 + char.charCodeAt(0)) >>> 0;
+  return EXPLORE_MIN + (hash % (EXPLORE_MAX - EXPLORE_MIN + 1));
+}
 
 export const SCALE_CASSETTE: CassetteInput = {
   turns: [
     { name: 'fix', content: [FIX] },
-    { oneOf: [FIX_AGAIN, { name: 'run the tests', content: [{ type: 'tool_use', name: 'run_command', input: { command: 'npm test' } }] }] },
-    // From here on, any number of kills: an interrupted call is checked by redoing the fix (an edit
-    // already made fails harmlessly), then finish — a finish cut off in its verification included.
-    ...Array.from({ length: 6 }, () => ({ oneOf: [FIX_AGAIN, { name: 'finish', content: [FINISH] }] })),
+    // Then explore until the sandbox says done, and finish; after a kill, an interrupted call is
+    // checked by redoing the fix (an edit already made fails harmlessly) and the exploring goes on
+    // — a finish cut off in its verification included.
+    ...Array.from({ length: EXPLORE_MAX + 12 }, () => ({ oneOf: [FIX_AGAIN, FINISH_WHEN_EXPLORED, EXPLORE] })),
   ],
 };
 
@@ -66,7 +111,8 @@ export async function unresumablePoints(fixturePath: string): Promise<string[]> 
   const run = async (prior: TaskEvent[]) => {
     const events = new MemoryEventSink('t');
     events.events.push(...prior);
-    const sandbox = new MemorySandbox('s', 'a'.repeat(40), files);
+    // Two explorations: the loop's both answers (keep exploring, done) at every kill point.
+    const sandbox = new ExploringSandbox('s', 'a'.repeat(40), files, 2, exploredIn(prior));
     await replayFileChanges(sandbox, prior);
     const model = new AnthropicModelClient({ apiKey: 'replay:scale', baseURL: replay.url, model: 'claude-sonnet-4-6', retry: { maxAttempts: 1 } });
     const outcome = await runAgent({

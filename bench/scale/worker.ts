@@ -2,7 +2,7 @@
  * One worker process of `npm run bench:scale`: `startServer` with role worker on the bench's
  * Postgres, the real runner, agent loop, policy, local forge and Anthropic SDK against the replay
  * server — and a sandbox stand-in whose commands take BENCH_TOOL_MS (the scaled time of a real
- * tool call) and a test runner stand-in that reports green after BENCH_TEST_MS. The model client
+ * tool call; it decides how long each task explores, `ExploringSandbox`) and a test runner stand-in that reports green after BENCH_TEST_MS. The model client
  * asks the fleet's rate budget in Postgres before each turn (BENCH_BUDGET_TPM input tokens a
  * minute). Every second it prints `{"budgetWaits":n,"budgetWaitedMs":ms}` for the orchestrator.
  */
@@ -13,11 +13,10 @@ import { loadConfig } from '../../server/src/config';
 import { BudgetedModelClient } from '../../server/src/model/budgeted-client';
 import { modelFromConfig } from '../../server/src/runner/fleet';
 import type { SandboxProvider } from '../../server/src/runner/ports';
-import { MemorySandbox } from '../../server/src/runner/testing/fakes';
 import type { ExecOptions, ExecResult, Sandbox } from '../../server/src/sandbox/types';
 import { startServer } from '../../server/src/server';
 import { PostgresStore } from '../../server/src/store/postgres';
-import { greenTests } from './cassette';
+import { ExploringSandbox, explorationsFor, exploredIn, greenTests } from './cassette';
 
 const TOOL_MS = Number(process.env.BENCH_TOOL_MS ?? 200);
 const TEST_MS = Number(process.env.BENCH_TEST_MS ?? 400);
@@ -27,7 +26,7 @@ const BASE_FILES: Record<string, string> = Object.fromEntries(
 );
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-class ScaledSandbox extends MemorySandbox {
+class ScaledSandbox extends ExploringSandbox {
   override async exec(options: ExecOptions): Promise<ExecResult> {
     // 0.5–1.5 × the mean: real commands vary, and tasks do not move in lockstep.
     await sleep(TOOL_MS * (0.5 + Math.random()));
@@ -36,15 +35,18 @@ class ScaledSandbox extends MemorySandbox {
 }
 
 let sandboxes = 0;
-const standInSandboxes: SandboxProvider = {
+/** Sandboxes that explore as long as their task's id says, carrying on from its log after a kill. */
+const standInSandboxes = (store: PostgresStore): SandboxProvider => ({
   async acquire(input: { baseSha: string; taskId: string }) {
     sandboxes += 1;
-    return { sandbox: new ScaledSandbox(`bench-${process.pid}-${sandboxes}`, input.baseSha, BASE_FILES), source: 'snapshot' as const, startMs: 0 };
+    const explored = exploredIn(await store.listEvents(input.taskId));
+    const sandbox = new ScaledSandbox(`bench-${process.pid}-${sandboxes}`, input.baseSha, BASE_FILES, explorationsFor(input.taskId), explored);
+    return { sandbox, source: 'snapshot' as const, startMs: 0 };
   },
   async release(sandbox: Sandbox) {
     await sandbox.destroy();
   },
-};
+});
 
 async function main() {
   const config = loadConfig(process.env, { role: 'worker' });
@@ -61,7 +63,7 @@ async function main() {
     return budget ? new BudgetedModelClient(inner, budget, (wait) => { waits.turns += 1; waits.ms += wait.waitedMs; }) : inner;
   };
   const running = await startServer(config, {
-    parts: { sandboxes: standInSandboxes, feedback: greenTests(() => TEST_MS * (0.5 + Math.random())), modelFor, agentConfig: { review: false } },
+    parts: { sandboxes: standInSandboxes(budgetStore), feedback: greenTests(() => TEST_MS * (0.5 + Math.random())), modelFor, agentConfig: { review: false } },
   });
   const report = setInterval(() => {
     process.stdout.write(`${JSON.stringify({ budgetWaits: waits.turns, budgetWaitedMs: waits.ms })}\n`);

@@ -75,13 +75,16 @@ const START_LIMIT_MS = 600_000;
  * over this process's environment; resolves once /healthz answers. It waits as long as the server
  * makes progress (a new output line within 3 minutes, each start-up stage logs one), and fails with
  * the server's output if it exits first, goes quiet, or takes over 10 minutes (then it is killed).
- * Stopping it is the caller's. `nodeArgs` go to node before the bundle (a bench's `--cpu-prof`).
+ * Stopping it is the caller's. `nodeArgs` go to node before the bundle (a bench's `--cpu-prof`);
+ * `ownSession` starts it in a session of its own (`setsid`), as a service of its own would be: where
+ * the kernel schedules by session (autogroup), processes of one session share one group's CPU.
  */
-export async function startDockhandServe(port: number, env: Record<string, string>, nodeArgs: string[] = []): Promise<DockhandServe> {
-  const child = spawn(process.execPath, [...nodeArgs, serverBundle(), 'serve'], {
+export async function startDockhandServe(port: number, env: Record<string, string>, options: { nodeArgs?: string[]; ownSession?: boolean } = {}): Promise<DockhandServe> {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), serverBundle(), 'serve'], {
     cwd: ROOT,
     env: { ...process.env, DOCKHAND_PORT: String(port), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: options.ownSession === true,
   });
   const started = Date.now();
   let output = '';

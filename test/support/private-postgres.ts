@@ -27,7 +27,8 @@ function binDir(): string {
   throw new Error('PostgreSQL is not installed: run .ci/needs/postgres.sh (it installs Debian\'s postgresql package)');
 }
 
-export async function startPrivatePostgres(options: { listen: string[]; trustNetwork: string }): Promise<PrivatePostgres> {
+/** `settings`: more server settings (`-c name=value`), such as `shared_preload_libraries`. */
+export async function startPrivatePostgres(options: { listen: string[]; trustNetwork: string; settings?: Record<string, string> }): Promise<PrivatePostgres> {
   const bin = binDir();
   const dir = mkdtempSync('/var/tmp/dockhand-pg-');
   chmodSync(dir, 0o755);
@@ -41,8 +42,9 @@ export async function startPrivatePostgres(options: { listen: string[]; trustNet
   appendFileSync(join(data, 'pg_hba.conf'), `host all all ${options.trustNetwork} trust\n`);
   const port = await freePort();
   const listen = ['127.0.0.1', ...options.listen].join(',');
+  const settings = Object.entries(options.settings ?? {}).map(([name, value]) => ` -c ${name}=${value}`).join('');
   try {
-    asOwner('pg_ctl', '-D', data, '-l', join(dir, 'server.log'), '-w', '-t', '60', '-o', `-p ${port} -k ${dir} -c listen_addresses=${listen} -c max_connections=400 -c fsync=off`, 'start');
+    asOwner('pg_ctl', '-D', data, '-l', join(dir, 'server.log'), '-w', '-t', '60', '-o', `-p ${port} -k ${dir} -c listen_addresses=${listen} -c max_connections=400 -c fsync=off${settings}`, 'start');
   } catch (error) {
     rmSync(dir, { recursive: true, force: true });
     throw error;
