@@ -1,5 +1,8 @@
 import { defineConfig } from 'vitest/config';
 
+/** In every project: removes the scratch directories test/support/temporary-dirs.ts made, as each test file ends. */
+const SETUP = 'test/support/vitest-setup.ts';
+
 /**
  * One runner, three projects, run one after another (groupOrder) so that the Docker-heavy ones
  * never compete with each other for the machine's cores:
@@ -17,6 +20,7 @@ export default defineConfig({
           include: ['{protocol,server,extension,webview-ui}/src/**/*.test.ts', 'scripts/**/*.test.ts'],
           exclude: ['**/*.int.test.ts', '**/node_modules/**'],
           environment: 'node',
+          setupFiles: [SETUP],
         },
       },
       {
@@ -24,6 +28,7 @@ export default defineConfig({
           name: 'integration',
           sequence: { groupOrder: 1 },
           include: ['{protocol,server,extension,webview-ui}/src/**/*.int.test.ts'],
+          setupFiles: [SETUP],
           fileParallelism: false,
           testTimeout: 180_000,
           hookTimeout: 600_000,
@@ -34,6 +39,7 @@ export default defineConfig({
           name: 'e2e',
           sequence: { groupOrder: 2 },
           include: ['test/e2e/**/*.test.ts', 'test/corpus/**/*.test.ts', 'test/attacks/**/*.test.ts'],
+          setupFiles: [SETUP],
           fileParallelism: false,
           testTimeout: 300_000,
           hookTimeout: 900_000,

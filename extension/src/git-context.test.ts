@@ -1,9 +1,9 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createFixtureRepo } from '../../test/support/fixture-repo';
+import { temporaryDir } from '../../test/support/temporary-dirs';
 import { readGitState } from './git-context';
 
 const git = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd, encoding: 'utf8' }).trim();
@@ -17,7 +17,7 @@ describe('readGitState (real git)', () => {
 
   it('notices uncommitted changes and whether HEAD is on the remote', async () => {
     const repo = createFixtureRepo('buggy-calc');
-    const remote = mkdtempSync(join(tmpdir(), 'dockhand-remote-'));
+    const remote = temporaryDir('dockhand-remote-');
     git(remote, 'init', '-q', '--bare');
     git(repo.path, 'remote', 'add', 'origin', remote);
     git(repo.path, 'push', '-q', 'origin', 'main');
@@ -29,7 +29,7 @@ describe('readGitState (real git)', () => {
   });
 
   it('explains a folder that is not a repository', async () => {
-    await expect(readGitState(mkdtempSync(join(tmpdir(), 'not-a-repo-')))).rejects.toThrow(/is not inside a git repository/);
+    await expect(readGitState(temporaryDir('not-a-repo-'))).rejects.toThrow(/is not inside a git repository/);
   });
 });
 

@@ -1,13 +1,13 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { temporaryDir } from '../../test/support/temporary-dirs';
 import { withBuildLock } from './build';
 
 /* Two corpus builders of one repository on one machine: the second waits for the first. */
 
-const scratch = mkdtempSync(join(tmpdir(), 'corpus-lock-'));
+const scratch = temporaryDir('corpus-lock-');
 afterEach(() => rmSync(join(scratch, 'repo.lock'), { force: true }));
 
 describe('the corpus build lock', () => {

@@ -1,11 +1,10 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runTests } from '@vscode/test-electron';
 import { build } from 'esbuild';
 import { describe, expect, it } from 'vitest';
 import { createFixtureRepo } from '../support/fixture-repo';
+import { temporaryDir } from '../support/temporary-dirs';
 import { codeServerBinary, REPO_ROOT } from '../vscode/code-server';
 
 /*
@@ -31,7 +30,7 @@ describe('extension-host suite (runTests)', () => {
       logLevel: 'warning',
     });
     const folder = createFixtureRepo('buggy-calc').path;
-    const profile = mkdtempSync(join(tmpdir(), 'dockhand-vscode-profile-'));
+    const profile = temporaryDir('dockhand-vscode-profile-');
     process.env.CODE_SERVER_BIN = codeServerBinary();
     const code = await runTests({
       vscodeExecutablePath: join(REPO_ROOT, 'test/vscode/code-stand-in.mjs'),

@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
+import { temporaryDir } from './temporary-dirs';
 
 export const FIXTURES_DIR = resolve(import.meta.dirname, '../fixtures');
 
@@ -33,10 +33,11 @@ export interface FixtureRepo {
 /**
  * Copies test/fixtures/<name> into a fresh temporary git repository with one commit on `main`.
  * Fixtures are plain folders in this repo (a nested .git cannot be committed); the commit date is
- * fixed so the SHA of an unchanged fixture is the same on every machine.
+ * fixed so the SHA of an unchanged fixture is the same on every machine. Without `into`, the
+ * repository is a temporaryDir: removed when the test file ends.
  */
 export function createFixtureRepo(name: string, into?: string): FixtureRepo {
-  const dir = into ?? mkdtempSync(join(tmpdir(), `dockhand-fixture-${name}-`));
+  const dir = into ?? temporaryDir(`dockhand-fixture-${name}-`);
   cpSync(join(FIXTURES_DIR, name), dir, { recursive: true });
   return commitRepo(dir, `fixture ${name}`);
 }
@@ -45,9 +46,10 @@ export function createFixtureRepo(name: string, into?: string): FixtureRepo {
  * A fresh temporary git repository of `files` (paths relative to its root), committed on `main`
  * with `message`: a repository a test writes out instead of a fixture folder. Dated as the
  * fixtures are, so the same files and message give the same SHA on every run and machine.
+ * Removed when the test file ends, as createFixtureRepo's.
  */
 export function createRepoOfFiles(name: string, files: Record<string, string>, message: string): FixtureRepo {
-  const dir = mkdtempSync(join(tmpdir(), `dockhand-${name}-`));
+  const dir = temporaryDir(`dockhand-${name}-`);
   writeFiles(dir, files);
   return commitRepo(dir, message);
 }

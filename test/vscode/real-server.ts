@@ -1,6 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createTwoFilesPatch } from 'diff';
 import { loadConfig } from '../../server/src/config';
@@ -9,6 +8,7 @@ import { createFleet, type Fleet } from '../../server/src/runner/fleet';
 import type { AgentInput, AgentResult } from '../../server/src/runner/ports';
 import { FakeSandboxProvider, ScriptedAgent } from '../../server/src/runner/testing/fakes';
 import type { FixtureRepo } from '../support/fixture-repo';
+import { temporaryDir } from '../support/temporary-dirs';
 import { FIXED_FILE } from './fixture';
 import type { ServerUnderTest } from './flows';
 
@@ -110,7 +110,7 @@ async function runSecondRound(input: AgentInput): Promise<AgentResult> {
 }
 
 export async function startRealServer(repo: FixtureRepo, options: { stepDelayMs?: number } = {}): Promise<RealServer> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'dockhand-server-'));
+  const dataDir = temporaryDir('dockhand-server-');
   const config = loadConfig({}, { dataDir, logLevel: 'silent', 'scheduler.pollMs': 50 });
   const base = { [FIXED_FILE]: readFileSync(join(repo.path, FIXED_FILE), 'utf8'), [NOTES_FILE]: readFileSync(join(repo.path, NOTES_FILE), 'utf8') };
   const fleet = await createFleet(config, { sandboxes: new FakeSandboxProvider(base), agent: new ScriptedAgent(fixAverage(options.stepDelayMs ?? 0)) });

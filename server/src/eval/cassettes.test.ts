@@ -1,14 +1,14 @@
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { temporaryDir } from '../../../test/support/temporary-dirs';
 import { parseCassette } from '../model/replay/cassette';
 import { exactOnceReplacement, InvalidInstanceError, synthesizeCassettes } from './cassettes';
 import type { EvalInstance } from './formats';
 import { commitPatches, diffCommits, git } from './git-tree';
 
 function repoWith(files: Record<string, string>): { path: string; sha: string } {
-  const path = mkdtempSync(join(tmpdir(), 'dockhand-eval-cassette-'));
+  const path = temporaryDir('dockhand-eval-cassette-');
   git(path, ['init', '-q', '-b', 'main']);
   for (const [name, text] of Object.entries(files)) {
     const target = join(path, name);

@@ -1,8 +1,8 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createFixtureRepo } from '../../../test/support/fixture-repo';
+import { temporaryDir } from '../../../test/support/temporary-dirs';
 import type { ExecOptions } from '../sandbox/types';
 import { feedbackVerdict } from './checks';
 import { SmartFeedbackEngine } from './engine';
@@ -81,7 +81,7 @@ describe('test-impact analysis on the TypeScript/JavaScript fixture', { timeout:
 
   it('a flaky test (fails, then passes on the same code) is quarantined, reported, listable and clearable', async () => {
     const w = workspace('tia-ts');
-    const marker = join(mkdtempSync(join(tmpdir(), 'dockhand-flaky-')), 'ran-once');
+    const marker = join(temporaryDir('dockhand-flaky-'), 'ran-once');
     w.write(
       'test/flaky.test.js',
       `import { test } from 'node:test';
@@ -162,7 +162,7 @@ describe('test-impact analysis on the Python fixture', { timeout: 120_000 }, () 
 
   it('scope full runs the whole suite; a flaky pytest test is quarantined', async () => {
     const w = workspace('tia-py');
-    const marker = join(mkdtempSync(join(tmpdir(), 'dockhand-flaky-')), 'ran-once');
+    const marker = join(temporaryDir('dockhand-flaky-'), 'ran-once');
     w.write('tests/test_flaky.py', `import os\n\n\ndef test_sometimes():\n    if not os.path.exists(${JSON.stringify(marker)}):\n        open(${JSON.stringify(marker)}, "w").close()\n        assert False, "first run fails"\n`);
     const store = new InMemoryFlakyStore();
     const report = await new SmartFeedbackEngine({ repo: 'tia-py', flakyStore: store }).runTests(w.sandbox, { scope: 'full' });
@@ -180,7 +180,7 @@ describe('test-impact analysis on the Python fixture', { timeout: 120_000 }, () 
 
 describe('graph cache', { timeout: 60_000 }, () => {
   it('persists the parsed base per (repo, SHA) and reuses it without reading the base again', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'dockhand-graph-cache-'));
+    const dir = temporaryDir('dockhand-graph-cache-');
     const w = workspace('tia-ts');
     w.edit('src/strings.js', 'toUpperCase()', 'toLowerCase()');
     await new SmartFeedbackEngine({ repo: 'tia-ts', cache: new GraphCache(dir) }).analyze(w.sandbox);

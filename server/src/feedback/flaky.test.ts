@@ -1,7 +1,6 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { temporaryDir } from '../../../test/support/temporary-dirs';
 import { clearQuarantine, InMemoryFlakyStore, listQuarantine, quarantineMarkdown, SqliteFlakyStore } from './flaky';
 import type { FlakyStore } from './types';
 
@@ -33,11 +32,11 @@ function storeContract(name: string, make: () => FlakyStore) {
 }
 
 storeContract('InMemoryFlakyStore', () => new InMemoryFlakyStore());
-storeContract('SqliteFlakyStore', () => new SqliteFlakyStore(join(mkdtempSync(join(tmpdir(), 'dockhand-flaky-')), 'flaky.db')));
+storeContract('SqliteFlakyStore', () => new SqliteFlakyStore(join(temporaryDir('dockhand-flaky-'), 'flaky.db')));
 
 describe('SqliteFlakyStore persistence', () => {
   it('survives reopening the file', async () => {
-    const file = join(mkdtempSync(join(tmpdir(), 'dockhand-flaky-')), 'flaky.db');
+    const file = join(temporaryDir('dockhand-flaky-'), 'flaky.db');
     const first = new SqliteFlakyStore(file);
     await first.quarantine('acme/shop', 't1', evidence('t1'));
     first.close();

@@ -1,13 +1,13 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { temporaryDir } from '../../../../test/support/temporary-dirs';
 import { DockhandError } from '../../errors';
 import { loadCassette, parseCassette, stopReasonOf } from './cassette';
 
 describe('cassettes', () => {
   it('loads YAML with defaults filled in', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cassette-'));
+    const dir = temporaryDir('cassette-');
     const path = join(dir, 'fix.yaml');
     writeFileSync(
       path,

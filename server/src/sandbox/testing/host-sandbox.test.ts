@@ -1,8 +1,8 @@
-import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { createFixtureRepo } from '../../../../test/support/fixture-repo';
+import { temporaryDir } from '../../../../test/support/temporary-dirs';
 import { HostSandbox } from './host-sandbox';
 
 let sandbox: HostSandbox;
@@ -15,7 +15,7 @@ beforeEach(() => {
 describe('HostSandbox (the host-directory test double)', () => {
   it('runs commands with an allowlisted environment, extra PATH entries first, and a HOME of its own', async () => {
     process.env.DOCKHAND_TEST_HOST_SECRET = 'must-not-leak';
-    const bin = mkdtempSync(join(tmpdir(), 'dockhand-bin-'));
+    const bin = temporaryDir('dockhand-bin-');
     writeFileSync(join(bin, 'hello-tool'), '#!/bin/sh\necho tool ran\n', { mode: 0o755 });
     const withBin = new HostSandbox(sandbox.root, sandbox.baseSha, [bin]);
     const result = await withBin.exec({ cmd: ['sh', '-c', 'hello-tool; env; test -d "$HOME" && echo "home=$HOME"'], env: { EXTRA: 'yes' } });
