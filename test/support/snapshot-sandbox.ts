@@ -1,7 +1,7 @@
 import type { EnvironmentRecipe } from '@dockhand/protocol';
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { cpSync, existsSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, readFileSync, rmSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import Docker from 'dockerode';
@@ -25,7 +25,7 @@ import { createFixtureRepo, createRepoOfFiles } from './fixture-repo';
 const ROOT = resolve(import.meta.dirname, '../..');
 const IMAGE = 'dockhand/base:latest';
 
-/** Where .ci/needs/feedback.sh installs real runners from the npm registry, and the binaries it checks for. */
+/** Where .ci/needs/feedback.sh installs real runners from the npm registry, and the binaries it checks for (each its package's name). */
 const RUNNER_CACHES = {
   /** tape, tap-spec and uvu. */
   runners: { dir: process.env.DOCKHAND_FEEDBACK_RUNNERS ?? join(homedir(), '.cache/dockhand/feedback-runners'), bins: ['tape', 'tap-spec', 'uvu'] },
@@ -34,7 +34,10 @@ const RUNNER_CACHES = {
 };
 
 export interface RepositoryImage {
-  /** Tagged `dockhand-test/<name>:<first 12 of the SHA>-<12 of a hash of the base image's id and the install step>`. */
+  /**
+   * Tagged `dockhand-test/<name>:<first 12 of the SHA>-<12 of a hash of the base image's id, the
+   * install step and the runner cache's installed versions>`; a build removes the name's other tags.
+   */
   name: string;
   /** A folder of test/fixtures, or files written by the test and the message they are committed with. */
   repo: { fixture: string } | { files: Record<string, string>; message: string };
@@ -45,8 +48,9 @@ export interface RepositoryImage {
 export interface SnapshotSandboxes {
   /**
    * A sandbox of the repository's image at its commit, labelled `dockhand.task: <task>`, with
-   * `environment` as its recipe. An image of the same commit, base image and install step is
-   * reused, from an earlier run too (the runner caches are pinned); a change to any of them builds anew.
+   * `environment` as its recipe. An image of the same commit, base image, install step and runner
+   * versions is reused, from an earlier run too; a change to any of them (a new pin in
+   * .ci/needs/feedback.sh once it has run) builds anew and removes the images it replaces.
    */
   create(image: RepositoryImage, options: { task: string; environment?: EnvironmentRecipe }): Promise<DockerSandbox>;
   /** Destroys every sandbox `create` made. */
@@ -95,15 +99,41 @@ function buildImage({ name, repo, nodeModules }: RepositoryImage): { image: stri
   const install = buildScript({ repo: name, recipeHash: '0'.repeat(16), environment: { ...npmTestRecipe(name), install: { command: 'true', source: 'default' } }, toolchains: [] });
   const checkout = 'fixture' in repo ? createFixtureRepo(repo.fixture) : createRepoOfFiles(name, repo.files, repo.message);
   try {
-    const image = `dockhand-test/${name}:${checkout.sha.slice(0, 12)}-${createHash('sha256').update(`${base}\n${install}`).digest('hex').slice(0, 12)}`;
+    const key = [base, install, ...(cache ? [cache.bins.map((bin) => `${bin}@${installedVersion(cache.dir, bin)}`).join(' ')] : [])].join('\n');
+    const image = `dockhand-test/${name}:${checkout.sha.slice(0, 12)}-${createHash('sha256').update(key).digest('hex').slice(0, 12)}`;
     if (!imageExists(image)) {
       execFileSync('bash', ['-c', install], { cwd: checkout.path, stdio: 'ignore' });
       if (cache) cpSync(join(cache.dir, 'node_modules'), join(checkout.path, 'node_modules'), { recursive: true, verbatimSymlinks: true });
       execFileSync('docker', ['build', '-q', '-t', image, '-f-', checkout.path], { input: `FROM ${IMAGE}\nCOPY --chown=1000:1000 . /workspace\n`, stdio: ['pipe', 'ignore', 'inherit'] });
+      removeOtherTags(image);
     }
     return { image, sha: checkout.sha };
   } finally {
     rmSync(checkout.path, { recursive: true, force: true });
+  }
+}
+
+/** The version in a runner cache's node_modules/<name>/package.json. */
+function installedVersion(dir: string, name: string): string {
+  const manifest: unknown = JSON.parse(readFileSync(join(dir, 'node_modules', name, 'package.json'), 'utf8'));
+  const version = typeof manifest === 'object' && manifest !== null && 'version' in manifest ? manifest.version : undefined;
+  if (typeof version !== 'string') throw new Error(`${join(dir, 'node_modules', name, 'package.json')} has no version: run .ci/needs/feedback.sh`);
+  return version;
+}
+
+/**
+ * Removes the repository name's other tags: images of an earlier commit, base image, install step
+ * or runner version, which no run uses again. One a container still runs is left (no force).
+ */
+function removeOtherTags(image: string): void {
+  const [repository] = image.split(':');
+  const tags = execFileSync('docker', ['image', 'ls', '--format', '{{.Repository}}:{{.Tag}}', repository ?? image], { encoding: 'utf8' }).split('\n');
+  for (const tag of tags.filter((line) => line && line !== image)) {
+    try {
+      execFileSync('docker', ['image', 'rm', tag], { stdio: 'ignore' });
+    } catch {
+      // In use by a container: the next build removes it.
+    }
   }
 }
 
