@@ -1,42 +1,23 @@
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname, networkInterfaces } from 'node:os';
-import Docker from 'dockerode';
+import type Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DockerSandboxDriver, LABELS } from './docker-driver';
+import { startWorkspaceImage, type WorkspaceImage } from '../../../test/support/workspace-image';
+import { type DockerSandboxDriver, LABELS } from './docker-driver';
 import type { DockerSandbox } from './docker-sandbox';
-import { checkSandboxHost } from './host-check';
-import { ensureBaseImage } from './test-support';
 
 /*
  * The isolation promises of a task sandbox, checked against the real engine under gVisor. One
  * sandbox is shared by the read-mostly checks; the destructive ones (fork bomb, memory hog, wall
  * clock) get their own.
  */
-const docker = new Docker();
-const ownerId = `test-driver-${process.pid}`;
-const image = `dockhand/test-workspace:${process.pid}`;
 const marker = `/root/dockhand-host-marker-${process.pid}`;
-let sha: string;
+let workspace: WorkspaceImage;
+let docker: Docker;
 let driver: DockerSandboxDriver;
+let image: string;
+let sha: string;
 let sandbox: DockerSandbox;
-
-/** A small image whose /workspace is a git repo with one commit (snapshots are tested elsewhere). */
-async function buildWorkspaceImage(): Promise<string> {
-  const container = await docker.createContainer({
-    Image: 'dockhand/base:latest',
-    Cmd: ['sh', '-c', 'cd /workspace && git init -q && printf "hello\\n" > README.md && printf "node_modules/\\n" > .gitignore && git add -A && git commit -qm init && git rev-parse HEAD'],
-    User: '1000:1000',
-    HostConfig: { Runtime: 'runsc', NetworkMode: 'none' },
-  });
-  await container.start();
-  await container.wait();
-  const logs = await container.logs({ stdout: true, stderr: true });
-  const head = /[0-9a-f]{40}/.exec(logs.toString('latin1'))?.[0];
-  await container.commit({ repo: image.split(':')[0], tag: image.split(':')[1], changes: 'CMD ["sleep", "infinity"]' });
-  await container.remove({ force: true });
-  if (!head) throw new Error(`could not read the workspace commit: ${logs.toString('latin1')}`);
-  return head;
-}
 
 function hostAddress(): string {
   for (const list of Object.values(networkInterfaces())) {
@@ -46,20 +27,16 @@ function hostAddress(): string {
 }
 
 beforeAll(async () => {
-  ensureBaseImage();
   writeFileSync(marker, 'host secret\n');
   process.env.DOCKHAND_TEST_SERVER_SECRET = 'must-not-leak';
-  const host = await checkSandboxHost(docker);
-  expect(host.runtime).toBe('runsc');
-  sha = await buildWorkspaceImage();
-  driver = new DockerSandboxDriver({ docker, ownerId, runtime: host.runtime, limits: { memoryMiB: 1024, pids: 128 } });
+  workspace = await startWorkspaceImage('driver');
+  ({ docker, driver, image, sha } = workspace);
   sandbox = await driver.create({ image, baseSha: sha, labels: { [LABELS.task]: 'isolation' } });
 });
 
 afterAll(async () => {
-  await driver?.destroyAll();
+  await workspace?.close();
   rmSync(marker, { force: true });
-  await docker.getImage(image).remove({ force: true }).catch(() => undefined);
 });
 
 describe('DockerSandboxDriver isolation (runsc)', () => {

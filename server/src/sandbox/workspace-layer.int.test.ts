@@ -1,9 +1,8 @@
-import Docker from 'dockerode';
+import type Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DockerSandboxDriver, LABELS } from './docker-driver';
+import { startWorkspaceImage, type WorkspaceImage } from '../../../test/support/workspace-image';
+import { type DockerSandboxDriver, LABELS } from './docker-driver';
 import type { DockerSandbox } from './docker-sandbox';
-import { checkSandboxHost } from './host-check';
-import { ensureBaseImage } from './test-support';
 
 /*
  * A sandbox of a snapshot whose workspace holds a large ignored tree (like node_modules) gets the
@@ -11,34 +10,17 @@ import { ensureBaseImage } from './test-support';
  * one sandbox writes (into the tree or a tracked file) no other sandbox of the same snapshot sees,
  * and outside /workspace only tmpfs directories are writable.
  */
-const docker = new Docker();
-const ownerId = `test-workspace-layer-${process.pid}`;
-const image = `dockhand/test-big-workspace:${process.pid}`;
 const FILES = 20_000;
-let sha: string;
+let workspace: WorkspaceImage;
+let docker: Docker;
 let driver: DockerSandboxDriver;
+let image: string;
+let sha: string;
 
-/** /workspace: a git repo with one tracked file and FILES small files in an ignored node_modules. */
-async function buildBigWorkspaceImage(): Promise<string> {
-  const writeTree =
-    `const fs = require('fs'); for (let d = 0; d < ${FILES / 100}; d++) { const dir = 'node_modules/pkg-' + d; ` +
-    `fs.mkdirSync(dir, { recursive: true }); for (let f = 0; f < 100; f++) fs.writeFileSync(dir + '/file-' + f + '.js', 'module.exports = ' + f + ';\\n'); }`;
-  // The fixture is built with the engine's default runtime: only the sandboxes under test need gVisor.
-  const container = await docker.createContainer({
-    Image: 'dockhand/base:latest',
-    Cmd: ['sh', '-c', `cd /workspace && git init -q && printf "hello\\n" > README.md && printf "node_modules/\\n" > .gitignore && git add -A && git commit -qm init && node -e "${writeTree}" && git rev-parse HEAD`],
-    User: '1000:1000',
-    HostConfig: { NetworkMode: 'none' },
-  });
-  await container.start();
-  await container.wait();
-  const logs = await container.logs({ stdout: true, stderr: true });
-  const head = /[0-9a-f]{40}/.exec(logs.toString('latin1'))?.[0];
-  await container.commit({ repo: image.split(':')[0], tag: image.split(':')[1], changes: 'CMD ["sleep", "infinity"]' });
-  await container.remove({ force: true });
-  if (!head) throw new Error(`could not build the big-workspace fixture: ${logs.toString('latin1')}`);
-  return head;
-}
+/** FILES small files in an ignored node_modules, beside the workspace's one tracked file. */
+const WRITE_TREE =
+  `node -e "const fs = require('fs'); for (let d = 0; d < ${FILES / 100}; d++) { const dir = 'node_modules/pkg-' + d; ` +
+  `fs.mkdirSync(dir, { recursive: true }); for (let f = 0; f < 100; f++) fs.writeFileSync(dir + '/file-' + f + '.js', 'module.exports = ' + f + ';\\n'); }"`;
 
 async function shell(sandbox: DockerSandbox, script: string): Promise<string> {
   const result = await sandbox.raw(['sh', '-c', script]);
@@ -47,16 +29,12 @@ async function shell(sandbox: DockerSandbox, script: string): Promise<string> {
 }
 
 beforeAll(async () => {
-  ensureBaseImage();
-  const host = await checkSandboxHost(docker);
-  expect(host.runtime).toBe('runsc');
-  sha = await buildBigWorkspaceImage();
-  driver = new DockerSandboxDriver({ docker, ownerId, runtime: host.runtime, limits: { memoryMiB: 1024, pids: 128 } });
+  workspace = await startWorkspaceImage('big-workspace', { after: WRITE_TREE });
+  ({ docker, driver, image, sha } = workspace);
 }, 300_000);
 
 afterAll(async () => {
-  await driver?.destroyAll();
-  await docker.getImage(image).remove({ force: true }).catch(() => undefined);
+  await workspace?.close();
 });
 
 describe('sandbox workspace from a snapshot with a large ignored tree (runsc)', () => {
