@@ -8,7 +8,7 @@ import { DockerSandboxDriver } from './docker-driver';
 import type { DockerSandbox } from './docker-sandbox';
 import { RepoMirror } from './mirror';
 import { WarmPool } from './pool';
-import { SNAPSHOT_LABELS } from './snapshot-labels';
+import { SNAPSHOT_KEY_VERSION, SNAPSHOT_LABELS } from './snapshot-labels';
 import { SnapshotManager, type Snapshot, type SnapshotProgress } from './snapshots';
 import { createRepoFromFiles, ensureBaseImage, TEST_TOOLCHAIN_DIR } from './test-support';
 import { ToolchainStore } from './toolchains';
@@ -88,7 +88,7 @@ describe('a snapshot belongs to one repository and one recipe', () => {
     const labels = (await docker.getImage(a.image).inspect()).Config?.Labels ?? {};
     expect(labels[SNAPSHOT_LABELS.repo]).toBe('acme/alpha');
     expect(labels[SNAPSHOT_LABELS.recipe]).toBe(a.identity.recipeHash);
-    expect(labels[SNAPSHOT_LABELS.keyVersion]).toBe('3');
+    expect(labels[SNAPSHOT_LABELS.keyVersion]).toBe(String(SNAPSHOT_KEY_VERSION));
 
     const inAlpha = await sandboxOf(a);
     const inBeta = await sandboxOf(b);
@@ -117,7 +117,7 @@ describe('a snapshot belongs to one repository and one recipe', () => {
     // An image without the current key's labels (e.g. built under the old lockfile-only key) is never started.
     const old = `${repository}:old-key`;
     await docker.getImage('dockhand/base:latest').tag({ repo: repository, tag: 'old-key' });
-    await expect(driver.create({ image: old, baseSha: a.sha, snapshot: a.identity })).rejects.toThrow(/not a snapshot of key version 2/);
+    await expect(driver.create({ image: old, baseSha: a.sha, snapshot: a.identity })).rejects.toThrow(`not a snapshot of key version ${SNAPSHOT_KEY_VERSION} `);
     await Promise.all([inAlpha.destroy(), inBeta.destroy()]);
   }, 600_000);
 });
