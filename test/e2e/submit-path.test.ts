@@ -99,6 +99,6 @@ describe('submit --repo /path/to/repo (README)', () => {
     expect(report.snapshot?.startSeconds).toBeGreaterThan(0);
     const table = await cli(['repo', 'check', 'buggy-calc']);
     expect(table.output).toMatch(/^tests at base\s+ok\s+/m);
-    expect(table.output).toMatch(/buggy-calc at [0-9a-f]{12}: READY/);
+    expect(table.output).toMatch(/buggy-calc at [0-9a-f]{12} \(the head of master at dockhand-local:\/\/buggy-calc\): READY/);
   }, 20 * 60_000);
 });

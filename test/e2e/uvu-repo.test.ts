@@ -109,6 +109,6 @@ describe('a dequal-shaped repository (no lockfile, master, engines >=6, CI matri
     const table = await cli(['repo', 'check', 'dequal-shaped']);
     process.stdout.write(`${table.output}\n`);
     expect(table.output).toMatch(/node 18\.\d+\.\d+ \(\.github\/workflows\/ci\.yml matrix\.nodejs/);
-    expect(table.output).toMatch(/dequal-shaped at [0-9a-f]{12}: READY/);
+    expect(table.output).toMatch(/dequal-shaped at [0-9a-f]{12} \(the head of master at \S+dequal-shaped\): READY/);
   }, 25 * 60_000);
 });

@@ -167,6 +167,20 @@ export class LocalForge implements Forge {
     return branches;
   }
 
+  /**
+   * The commit `branch` holds where it is ahead of `sha` (descends from it: PRs merged here on top
+   * of the source's head), else undefined (the same commit, gone another way, or no branch).
+   */
+  async branchAheadOf(repo: string, branch: string, sha: string, options: ImportOptions = {}): Promise<string | undefined> {
+    const current = await this.branchSha(repo, branch);
+    if (current === undefined || current === sha) return undefined;
+    const children = options.children ?? new GitChildren();
+    const ahead = await children
+      .run(['merge-base', '--is-ancestor', sha, current], { cwd: this.existingRepository(repo), timeoutMs: options.timeoutMs ?? 120_000, what: 'comparing branches', ...(options.signal ? { signal: options.signal } : {}) })
+      .then(() => true, () => false);
+    return ahead ? current : undefined;
+  }
+
   /** True when `branch` exists in the repository. */
   async hasBranch(repo: string, branch: string): Promise<boolean> {
     return (await this.branchSha(repo, branch)) !== undefined;

@@ -102,6 +102,16 @@ describe('readiness: the commit a check without a SHA checks', () => {
     expect(git(forge, 'rev-parse', 'refs/heads/main')).toBe(merged);
   });
 
+  it("checks the forge copy's head where it is ahead of the source's (a PR merged there on top of it)", async () => {
+    const { source, first, registration, localForge, checks } = await registered();
+    const forge = localForge.repositoryPath('shop');
+    const merged = git(forge, 'commit-tree', `${first}^{tree}`, '-p', first, '-m', 'merged on the forge');
+    git(forge, 'update-ref', 'refs/heads/main', merged);
+
+    expect(await checks.start(registration)).toMatchObject({ sha: merged, head: { branch: 'main', source: 'dockhand-local://shop' } });
+    expect(git(source, 'rev-parse', 'main')).toBe(first);
+  });
+
   it('follows a source whose default branch changed', async () => {
     const { source, registration, checks } = await registered();
     git(source, 'checkout', '-q', '-b', 'trunk');

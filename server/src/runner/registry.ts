@@ -173,10 +173,14 @@ export class RepoRegistry {
       if (!localForge || !registration.mirrorSource) {
         return { sha: await mirror.branchHead(registration.name, branch, git), branch, source: registration.source };
       }
-      const sha = (await localForge.refreshFrom(registration.name, registration.source, git)).get(branch);
-      if (!sha) throw new DockhandError('not_found', `branch ${branch} is not in ${registration.source}`, { field: 'branch', hint: 'pass a commit SHA instead (--sha)' });
+      const sourceSha = (await localForge.refreshFrom(registration.name, registration.source, git)).get(branch);
+      if (!sourceSha) throw new DockhandError('not_found', `branch ${branch} is not in ${registration.source}`, { field: 'branch', hint: 'pass a commit SHA instead (--sha)' });
+      // Where the copy's branch is ahead of the source's (PRs merged on the forge on top of it), its
+      // head is the branch's newest state; where it went another way, the source's head is checked.
+      const forgeSha = await localForge.branchAheadOf(registration.name, branch, sourceSha, git);
+      const sha = forgeSha ?? sourceSha;
       await this.ensureCommit(registration, sha, options);
-      return { sha, branch, source: registration.source };
+      return { sha, branch, source: forgeSha ? `dockhand-local://${registration.name}` : registration.source };
     } catch (error) {
       throw this.sourceFailure(registration.source, error, 'repo');
     }
