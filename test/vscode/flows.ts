@@ -142,7 +142,8 @@ export function describeVsCodeFlows(name: string, options: FlowOptions): void {
         const reloaded = workbench.webview();
         await reloaded.locator('.badge.state', { hasText: 'pr open' }).waitFor({ timeout: 30_000 });
         await reloaded.locator('button.open-pr').waitFor({ timeout: 45_000 });
-        expect(await reloaded.locator('.trajectory').textContent()).toContain('Pull request #1 opened');
+        // The state badge can show before the replayed trajectory is drawn (seen under load): wait for it.
+        await reloaded.locator('.trajectory', { hasText: 'Pull request #1 opened' }).waitFor({ timeout: 30_000 });
         await shot(workbench, '06-after-reload');
       } catch (error) {
         await shot(workbench, 'failure').catch(() => undefined);
