@@ -59,22 +59,29 @@ describe('Postgres store shared by several processes', () => {
     await dropSchema(url, schema);
   });
 
-  it('a token from a database made before expiry and scopes keeps working: no expiry, every scope of its role', async () => {
+  /** The test's schema as a database made before migration `id` had it, then `fill` writes its rows. */
+  async function databaseBefore(id: number, fill: (client: pg.Client) => Promise<void>): Promise<void> {
     const client = new pg.Client({ connectionString: url });
     await client.connect();
     try {
       await client.query(`CREATE SCHEMA ${schema}`);
       await client.query(`SET search_path TO ${schema}`);
       await client.query('CREATE TABLE migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)');
-      for (const migration of POSTGRES_MIGRATIONS.filter((m) => m.id < 5)) {
+      for (const migration of POSTGRES_MIGRATIONS.filter((m) => m.id < id)) {
         await client.query(migration.sql);
         await client.query('INSERT INTO migrations (id, name, applied_at) VALUES ($1, $2, $3)', [migration.id, migration.name, '2026-01-01T00:00:00.000Z']);
       }
-      await client.query("INSERT INTO users (name, role, created_at) VALUES ('root', 'admin', '2026-01-01T00:00:00.000Z')");
-      await client.query("INSERT INTO tokens (id, user_name, hash, label, created_at) VALUES ('tok_old', 'root', $1, '', '2026-01-01T00:00:00.000Z')", [hashToken('dh_from_before')]);
+      await fill(client);
     } finally {
       await client.end();
     }
+  }
+
+  it('a token from a database made before expiry and scopes keeps working: no expiry, every scope of its role', async () => {
+    await databaseBefore(5, async (client) => {
+      await client.query("INSERT INTO users (name, role, created_at) VALUES ('root', 'admin', '2026-01-01T00:00:00.000Z')");
+      await client.query("INSERT INTO tokens (id, user_name, hash, label, created_at) VALUES ('tok_old', 'root', $1, '', '2026-01-01T00:00:00.000Z')", [hashToken('dh_from_before')]);
+    });
     const store = await open();
     const auth = await store.authenticate('dh_from_before');
     expect(auth?.user).toMatchObject({ name: 'root', role: 'admin' });
@@ -82,25 +89,14 @@ describe('Postgres store shared by several processes', () => {
   });
 
   it('pull requests made before the counter: found by branch, and the next number follows them', async () => {
-    const client = new pg.Client({ connectionString: url });
-    await client.connect();
     const record = (number: number, branch: string) => JSON.stringify({
       repo: 'r', number, title: 'Fix', body: 'b', branch, base: 'main', headSha: 'c'.repeat(40), draft: false, state: 'open', createdAt: '2026-01-01T00:00:00.000Z',
     });
-    try {
-      await client.query(`CREATE SCHEMA ${schema}`);
-      await client.query(`SET search_path TO ${schema}`);
-      await client.query('CREATE TABLE migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)');
-      for (const migration of POSTGRES_MIGRATIONS.filter((m) => m.id < 6)) {
-        await client.query(migration.sql);
-        await client.query('INSERT INTO migrations (id, name, applied_at) VALUES ($1, $2, $3)', [migration.id, migration.name, '2026-01-01T00:00:00.000Z']);
-      }
+    await databaseBefore(6, async (client) => {
       for (const [number, branch] of [[1, 'dockhand/1-a'], [2, 'dockhand/2-b'], [3, 'dockhand/1-a']] as const) {
         await client.query('INSERT INTO pull_requests (repo, number, record) VALUES ($1, $2, $3)', ['r', number, record(number, branch)]);
       }
-    } finally {
-      await client.end();
-    }
+    });
     const store = await open();
     expect(await store.pullRequests.findByBranch('r', 'dockhand/1-a')).toMatchObject({ number: 3, branch: 'dockhand/1-a' });
     expect(await store.pullRequests.findByBranch('r', 'dockhand/2-b')).toMatchObject({ number: 2 });
