@@ -160,8 +160,7 @@ export class LocalForge implements Forge {
       branches.set(branch, sha);
       const current = await this.branchSha(name, branch);
       if (current === sha) continue;
-      const forward = current === undefined
-        || (await run(['merge-base', '--is-ancestor', current, sha], 'comparing branches').then(() => true, () => false));
+      const forward = current === undefined || (await this.isAncestor(name, current, sha, options));
       if (forward) await run(['update-ref', `refs/heads/${branch}`, sha, current ?? ''], `updating ${branch}`).catch(() => undefined);
     }
     return branches;
@@ -174,11 +173,15 @@ export class LocalForge implements Forge {
   async branchAheadOf(repo: string, branch: string, sha: string, options: ImportOptions = {}): Promise<string | undefined> {
     const current = await this.branchSha(repo, branch);
     if (current === undefined || current === sha) return undefined;
+    return (await this.isAncestor(repo, sha, current, options)) ? current : undefined;
+  }
+
+  /** True when `ancestor` is `sha` or one of its ancestors in the repository. */
+  private async isAncestor(repo: string, ancestor: string, sha: string, options: ImportOptions): Promise<boolean> {
     const children = options.children ?? new GitChildren();
-    const ahead = await children
-      .run(['merge-base', '--is-ancestor', sha, current], { cwd: this.existingRepository(repo), timeoutMs: options.timeoutMs ?? 120_000, what: 'comparing branches', ...(options.signal ? { signal: options.signal } : {}) })
+    return children
+      .run(['merge-base', '--is-ancestor', ancestor, sha], { cwd: this.existingRepository(repo), timeoutMs: options.timeoutMs ?? 120_000, what: 'comparing branches', ...(options.signal ? { signal: options.signal } : {}) })
       .then(() => true, () => false);
-    return ahead ? current : undefined;
   }
 
   /** True when `branch` exists in the repository. */
