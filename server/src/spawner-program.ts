@@ -38,13 +38,15 @@ function killTree(child, signal) {
 // group of its own that competes with the server's whole session as an equal, whatever its nice
 // value: the group's own nice is what counts there, and it covers every process of the session,
 // however early it forked. Writing it may be refused (unprivileged: at most 10 a second), and a
-// child that has already exited cannot be found; both are harmless.
+// child that has already exited cannot be found; both are harmless. A server outside any autogroup
+// (in the root task group, as under an init that never starts a session: the file is empty there)
+// counts as nice 0, the weight one such group gets.
 let ownGroupNice;
 function lower(child, nice) {
   try { os.setPriority(child.pid, Math.min(19, os.getPriority() + nice)); } catch {}
   if (!child.detached) return;
   try {
-    if (ownGroupNice === undefined) ownGroupNice = Number(/nice (-?\d+)/.exec(fs.readFileSync('/proc/self/autogroup', 'utf8'))[1]);
+    if (ownGroupNice === undefined) ownGroupNice = Number((/nice (-?\d+)/.exec(fs.readFileSync('/proc/self/autogroup', 'utf8')) || [])[1] || 0);
     fs.writeFileSync('/proc/' + child.pid + '/autogroup', String(Math.min(19, ownGroupNice + nice)));
   } catch {}
 }
