@@ -118,6 +118,33 @@ test('sometimes fails', () => {
     expect(third.ok).toBe(false);
   });
 
+  it('a test that passes on its rerun only because its first run changed the workspace is not judged flaky', async () => {
+    // The set of changed files stays the same (state.txt was already there): only a file's bytes
+    // tell the workspace before the first run from the one the rerun saw.
+    const w = workspace('tia-ts');
+    w.write('test/state.txt', 'before\n');
+    w.write(
+      'test/writes.test.js',
+      `import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
+test('needs its state written', () => {
+  const state = new URL('./state.txt', import.meta.url);
+  if (readFileSync(state, 'utf8') === 'before\\n') {
+    writeFileSync(state, 'after\\n');
+    assert.fail('state was not written yet');
+  }
+});
+`,
+    );
+    const store = new InMemoryFlakyStore();
+    const report = await new SmartFeedbackEngine({ repo: 'acme/tia-ts', flakyStore: store }).runTests(w.sandbox, { scope: 'selected' });
+    expect(report.output).toContain('workspace changed during the run: no flakiness judged');
+    expect(report.ok).toBe(false);
+    expect(report.quarantined).toEqual([]);
+    expect(await store.list('acme/tia-ts')).toEqual([]);
+  });
+
   it('a type error introduced by an edit comes back as a tsc diagnostic and turns the verdict red', async () => {
     const w = workspace('tia-ts');
     w.edit('src/cart.js', 'total = add(total,', "total = add('zero',");

@@ -9,7 +9,7 @@ import { compactOutput } from './report-output';
 import { detectJsRunner, type TestTarget } from './runners';
 import { selectTests, type Selection } from './selection';
 import { matchesTest, reproducingOutcomes, selectReproducingTests } from './reproducing';
-import { readBaseSnapshot, readWorkspaceChanges, workspaceDiffHash, type WorkspaceChanges } from './snapshot';
+import { readBaseSnapshot, readWorkspaceChanges, workspaceHash, type WorkspaceChanges } from './snapshot';
 import { customPlan, detectedPlan, selectableFiles, selectedPlan, selectedWorkspacePlans, wholeCommandPlan, wholeWorkspacePlans, type PlanContext, type SuitePlan } from './suite-plan';
 import { runSuite, type SuiteContext, type SuiteRun } from './suite-run';
 import { planTestCommand, runsInWorkspaces, type TestPlan, type WorkspaceMember } from './test-command';
@@ -113,7 +113,7 @@ export class SmartFeedbackEngine implements FeedbackEngine {
       timeoutSeconds: this.checks.timeoutSeconds ?? 600,
       ...(opts.signal ? { signal: opts.signal } : {}),
     };
-    const diffBefore = await workspaceDiffHash(sandbox);
+    const diffBefore = await workspaceHash(sandbox, analysis.changes);
     let runs: SuiteRun[] = [];
     for (const plan of planned.plans) runs.push(await runSuite(sandbox, plan, context));
     // The runner's own configuration decides what a test is: a selection it found nothing in runs whole.
@@ -288,7 +288,7 @@ export class SmartFeedbackEngine implements FeedbackEngine {
     const outcomes = rounds.map((runs) => new Map(runs.flatMap((run) => run.cases).map((testCase) => [testCase.id, testCase.outcome])));
     const [first, second] = [outcomes[0] ?? new Map(), outcomes[1] ?? new Map()];
     const flaky = [...first.keys()].filter((id) => second.has(id) && first.get(id) !== second.get(id) && first.get(id) !== 'skipped' && second.get(id) !== 'skipped');
-    const diffHash = await workspaceDiffHash(sandbox);
+    const diffHash = await workspaceHash(sandbox, await readWorkspaceChanges(sandbox, sandbox.baseSha));
     const at = (this.options.now?.() ?? new Date()).toISOString();
     for (const id of flaky) {
       const observation = (outcome: string | undefined): FlakyObservation => ({ testId: id, diffHash, outcome: outcome === 'passed' ? 'passed' : 'failed', at });
@@ -307,7 +307,7 @@ export class SmartFeedbackEngine implements FeedbackEngine {
 
   /**
    * Reruns failing tests once (not quarantined, not failing at the base already). A test that
-   * fails and then passes while the workspace diff hash stays the same is flaky: quarantined
+   * fails and then passes while the workspace hash (`workspaceHash`) stays the same is flaky: quarantined
    * with both observations as evidence.
    */
   private async rerunFailures(
@@ -331,7 +331,7 @@ export class SmartFeedbackEngine implements FeedbackEngine {
         continue;
       }
       const rerun = await runSuite(sandbox, narrow(rerunTargets(runner, failing)), context);
-      const diffAfter = await workspaceDiffHash(sandbox);
+      const diffAfter = await workspaceHash(sandbox, await readWorkspaceChanges(sandbox, sandbox.baseSha));
       if (diffAfter !== diffBefore) {
         notes.push('workspace changed during the run: no flakiness judged');
         continue;

@@ -112,7 +112,35 @@ export async function readWorkspaceChanges(sandbox: Sandbox, baseSha: string): P
   return { changed: [...new Set(changed)].sort(), deleted: deleted.sort(), contents };
 }
 
-/** Identifies the workspace state: two runs with the same hash ran on the same code. */
-export async function workspaceDiffHash(sandbox: Sandbox): Promise<string> {
+/** Beyond this many changed files the workspace is identified by its whole diff instead. */
+const MAX_HASHED_FILES = 500;
+
+/**
+ * Identifies the workspace state: two runs with the same hash ran on the same code. Taken from
+ * the changes `readWorkspaceChanges` listed against the base: the deleted paths, and each changed
+ * path with its bytes, read through the sandbox's file channel. That costs no process in the
+ * sandbox, where the whole diff (`Sandbox.diff`: a throwaway index, `git add -A`, `git diff`) cost
+ * five processes, about 0.4 s under gVisor, on every test run. A change of mode alone tells two
+ * states from the base but not from each other. Many changed files, or one that cannot be read:
+ * the whole diff's hash.
+ */
+export async function workspaceHash(sandbox: Sandbox, changes: WorkspaceChanges): Promise<string> {
+  if (changes.changed.length + changes.deleted.length <= MAX_HASHED_FILES) {
+    try {
+      const hash = createHash('sha256').update(`${sandbox.baseSha}\0`);
+      for (const path of changes.deleted) hash.update(`D\0${path}\0`);
+      for (let start = 0; start < changes.changed.length; start += 16) {
+        const paths = changes.changed.slice(start, start + 16);
+        const contents = await Promise.all(paths.map((path) => sandbox.readFile(path)));
+        paths.forEach((path, index) => {
+          const bytes = contents[index] ?? Buffer.alloc(0);
+          hash.update(`M\0${path}\0${bytes.length}\0`).update(bytes);
+        });
+      }
+      return hash.digest('hex').slice(0, 16);
+    } catch {
+      // A file that went away or cannot be read (a link out of the workspace): the whole diff.
+    }
+  }
   return createHash('sha256').update(await sandbox.diff()).digest('hex').slice(0, 16);
 }
