@@ -7,7 +7,10 @@
  * The suite runs as a worker runs it: the feedback engine's full run, whose steps run directly with
  * npm's script environment. It ran `npm test` until session 8, whose npm CLI start under gVisor's
  * ptrace platform (the only one here: KVM hangs in this VM) cost more than the suite: 2.4 s a run
- * alone against 1.5 s, which put 20 sandboxes past the 2 cores.
+ * alone against 1.5 s, which put 20 sandboxes past the 2 cores. Until session 9 each full run
+ * also took a whole `git diff` for the flaky judgment's workspace hash (five processes, ~0.45 s
+ * under ptrace); the hash now comes from the changes already listed, and the probe went from 10
+ * sandboxes to 20.
  *
  * A task's sandbox is mostly idle: it waits for the model, then runs a tool call. So each level N
  * starts N sandboxes at once (timed), then each runs the suite ROUNDS times with a pause of
