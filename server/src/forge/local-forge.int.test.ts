@@ -1,5 +1,6 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULT_REPO_POLICY, parseRepoPolicy } from '../policy/repo-policy';
@@ -211,6 +212,25 @@ describe('LocalForge with real git', () => {
     ]);
     await expect(forge.listOpenIssues('missing')).rejects.toMatchObject({ code: 'not_found' });
     await expect(forge.listOpenIssues('../etc')).rejects.toMatchObject({ code: 'bad_request' });
+  });
+
+  it("keeps a push's scratch files in the clone and removes those a killed process of this host left there", async () => {
+    const cloneDir = join(root, 'clone');
+    const input = { cloneDir, remoteUrl: bare(), baseSha: source.sha, diff: diffOf(source.path, { 'src/paginate.js': PAGINATE_FIXED }), message: 'fix' };
+    await pushChange({ ...input, branch: branchName('44', 'fix') });
+    const parent = join(cloneDir, '.git', 'dockhand-scratch');
+    expect(readdirSync(parent)).toEqual([]);
+
+    // A process that is gone (a worker killed mid-push), one that still runs, and another host's.
+    const gone = spawnSync('true').pid;
+    const host = hostname().replace(/[^A-Za-z0-9.]/g, '_');
+    const left = [`${host}-${gone}-aB3dE1`, `${host}-${process.ppid}-fG5hI7`, `elsewhere-${gone}-jK9lM1`];
+    for (const name of left) {
+      mkdirSync(join(parent, name));
+      writeFileSync(join(parent, name, 'index'), 'x');
+    }
+    await pushChange({ ...input, branch: branchName('45', 'fix') });
+    expect(readdirSync(parent).sort()).toEqual(left.slice(1).sort());
   });
 
   it('pushes nothing past the gate: violations need an owner override, pushes need the required approvals', async () => {

@@ -58,8 +58,6 @@ describe('push over authenticated smart HTTP', () => {
     const diff = diffOf(source.path, { 'src/paginate.js': PAGINATE_FIXED });
     const remoteUrl = `${server.baseUrl}sample.git`;
 
-    // Other processes on the host (a worker killed mid-push) may have left their own; only this push's count.
-    const scratchBefore = new Set(readdirSync(tmpdir()).filter((name) => name.startsWith('dockhand-push-')));
     const result = await pushChange({
       cloneDir,
       remoteUrl,
@@ -83,8 +81,8 @@ describe('push over authenticated smart HTTP', () => {
     expect(filesContaining(join(root, 'forge'), tokenForms)).toEqual([]);
     const store = join(homedir(), '.git-credentials');
     if (existsSync(store) && statSync(store).isFile()) expect(readFileSync(store, 'utf8')).not.toContain(token);
-    // No temporary worktree left behind.
-    expect(readdirSync(tmpdir()).filter((name) => name.startsWith('dockhand-push-') && !scratchBefore.has(name))).toEqual([]);
+    // No scratch index or patch left behind.
+    expect(readdirSync(join(cloneDir, '.git', 'dockhand-scratch'))).toEqual([]);
 
     // Not in the captured output, nor in a PR body whose test log echoed it.
     expect(result.output).not.toContain(token);

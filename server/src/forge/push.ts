@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { DockhandError } from '../errors';
 import { createGit, gitFailure, tryRaw, type GitOptions } from './git';
@@ -137,6 +137,33 @@ async function ensureClone(cloneDir: string): Promise<void> {
 
 const clones = new KeyedQueue();
 
+/**
+ * A push's scratch files (index, patch, message) live in the clone's git directory, named by the
+ * host and process that made them, so that a process killed mid-push leaves them where the next
+ * push into that clone finds them: those of a process of this host that is gone are removed.
+ * Another host's (a container sharing the volume, its own pid space) are left alone.
+ */
+async function scratchDir(cloneDir: string): Promise<string> {
+  const parent = join(cloneDir, '.git', 'dockhand-scratch');
+  await mkdir(parent, { recursive: true });
+  const host = hostname().replace(/[^A-Za-z0-9.]/g, '_');
+  for (const name of await readdir(parent)) {
+    const match = /^(.+)-(\d+)-[^-]+$/.exec(name);
+    if (!match || match[1] !== host || Number(match[2]) === process.pid || alive(Number(match[2]))) continue;
+    await rm(join(parent, name), { recursive: true, force: true });
+  }
+  return mkdtemp(join(parent, `${host}-${process.pid}-`));
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 export async function pushChange(input: PushChangeInput): Promise<PushChangeResult> {
   validate(input);
   return clones.run(resolve(input.cloneDir), () => pushInClone(input));
@@ -169,7 +196,7 @@ async function pushInClone(input: PushChangeInput): Promise<PushChangeResult> {
   // repository costs no checkout and the clone is never dirty): the base tree read into the
   // index, the diff applied to it, the tree written and committed with the base as parent. Five
   // git children where a worktree took nine, and each is a fork of the server.
-  const scratch = await mkdtemp(join(tmpdir(), 'dockhand-push-'));
+  const scratch = await scratchDir(input.cloneDir);
   const patchFile = join(scratch, 'change.diff');
   const messageFile = join(scratch, 'message.txt');
   let headSha: string;
