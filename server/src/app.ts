@@ -1,3 +1,5 @@
+import { maxHeaderSize, STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
@@ -216,10 +218,29 @@ export async function buildApp(deps: AppDeps, options: { logger?: Logger } = {})
       const failure = new DockhandError('bad_request', `path: ${error.message}`, { field: 'path', hint: 'percent-encode the URL as UTF-8 and keep each path segment under 1000 characters' });
       void reply.code(failure.status).send(failure.toBody());
     },
+    // Requests Node's HTTP parser refuses before Fastify sees them (a URL or headers past
+    // maxHeaderSize, malformed HTTP): the API's error body too, not Fastify's default one.
+    clientErrorHandler: answerClientError,
   });
   await fastify.register(app, deps);
   await fastify.ready();
   return fastify;
+}
+
+function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
+  // A reset connection has nobody to answer.
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const failure = error.code === 'HPE_HEADER_OVERFLOW'
+    ? new DockhandError('bad_request', `headers: the request line and headers are larger than this server reads (${maxHeaderSize} bytes)`, {
+        field: 'headers',
+        hint: 'shorten the URL (an id is at most 1000 characters) or the headers',
+      })
+    : new DockhandError('bad_request', `the request is not HTTP/1.1 this server can read (${error.code ?? error.message})`, { hint: 'send a well-formed HTTP/1.1 request' });
+  const body = JSON.stringify(failure.toBody());
+  if (socket.writable) {
+    socket.write(`HTTP/1.1 ${failure.status} ${STATUS_CODES[failure.status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  }
+  socket.destroy(error);
 }
 
 // Like fastify-plugin: the API's decorations (injectWS, swagger) and handlers belong to the

@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ErrorBody, ServerFrame, Task, TaskListResponse, type TaskEvent } from '@dockhand/protocol';
 import { secretFormats } from '../policy/testing/secret-formats';
@@ -244,6 +245,23 @@ describe('tasks API', () => {
     const long = await h.app.inject({ url: `/v1/tasks/${'x'.repeat(300)}`, headers: h.auth('alice') });
     expect(long.statusCode).toBe(400);
     expect(JSON.parse(long.body).error).toMatchObject({ code: 'bad_request', field: 'id' });
+  });
+
+  it('answers requests the HTTP parser refuses (a URL past the header limit, broken HTTP) with the API error body', async () => {
+    const url = await h.app.listen({ host: '127.0.0.1', port: 0 });
+    const long = await fetch(`${url}/v1/tasks/${'x'.repeat(20_000)}`, { headers: h.auth('alice') });
+    expect(long.status).toBe(400);
+    expect(ErrorBody.parse(await long.json()).error).toMatchObject({ code: 'bad_request', field: 'headers', message: expect.stringContaining('larger than this server reads') });
+    const { port } = new URL(url);
+    const raw = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(port), '127.0.0.1', () => socket.write('NOT HTTP AT ALL\r\n\r\n'));
+      let text = '';
+      socket.on('data', (chunk) => (text += chunk.toString()));
+      socket.on('close', () => resolve(text));
+      socket.on('error', reject);
+    });
+    expect(raw).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+    expect(JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4)).error).toMatchObject({ code: 'bad_request', hint: 'send a well-formed HTTP/1.1 request' });
   });
 
   it('scopes metrics to the caller (admins see all) and labels only registered repositories', async () => {
