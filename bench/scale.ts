@@ -22,7 +22,8 @@
  * compressed pace of earlier runs (REPLAY_LATENCY_MS=0 TOOL_MS=200 TEST_MS=400 with that) runs each
  * task in ~15 s.
  * BENCH_CPU_PROF=dir writes the workers' and the API replicas' CPU profiles there; BENCH_DEBUG
- * prints claims and fan-out per 10 s, and splits fan-out at the notice (worker and commit | replica).
+ * prints claims and fan-out per 10 s, the slowest statements and the fan-out split at the notice
+ * (worker and commit | replica): `bench/scale/debug.ts`.
  * Then the real-gVisor concurrency probe (`bench/scale/gvisor.ts`; GVISOR_PROBE=0 skips it).
  * The LAST line is one JSON object.
  */
@@ -42,6 +43,7 @@ import { freePort, startDockhandServe, type DockhandServe } from '../test/suppor
 import { startPrivatePostgres } from '../test/support/private-postgres';
 import { registerRepo } from '../test/support/register-repo';
 import { EXPLORE_MAX, EXPLORE_MIN, unresumablePoints } from './scale/cassette';
+import { openStatements, printDebug, type FanoutSplit } from './scale/debug';
 import { runGvisorProbe } from './scale/gvisor';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -119,9 +121,7 @@ async function main() {
     if (unresumable.length > 0) throw new Error(`the bench's cassette cannot resume a task killed at every point:\n${unresumable.join('\n')}`);
     const bare = await new LocalForge({ dataDir: join(root, 'forge'), store: new InMemoryPullRequestStore() }).createRepository('calc', fixture.path);
     const setup = await PostgresStore.open({ url: postgres.url('127.0.0.1'), poolSize: 2 });
-    const statements = process.env.BENCH_DEBUG ? new pg.Client({ connectionString: postgres.url('127.0.0.1') }) : undefined;
-    await statements?.connect();
-    await statements?.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+    const statements = process.env.BENCH_DEBUG ? await openStatements(postgres.url('127.0.0.1')) : undefined;
     await setup.createUser('alice', 'user');
     const token = (await setup.createToken('alice')).token;
     await setup.createUser('root', 'admin');
@@ -331,7 +331,7 @@ async function main() {
       peakPushesPerMinute = Math.max(peakPushesPerMinute, i - j + 1);
     }
     // The split: ts → the notice heard here (worker: pool wait, statement, commit) and notice → socket (replica).
-    const split = { write: [] as number[], delivery: [] as number[], slowest: [] as Array<[number, number, string]> };
+    const split: FanoutSplit = { write: [], delivery: [], slowest: [] };
     for (const t of tracked.values()) for (const [i, e] of t.events.entries()) {
       const age = t.fanoutAt?.[i];
       const heard = noticedAt.get(`${t.id}:${e.seq}`);
@@ -341,32 +341,9 @@ async function main() {
       split.delivery.push(age - write);
       split.slowest.push([age, write, e.type]);
     }
-    if (process.env.BENCH_DEBUG) {
-      const order = [...tracked.values()];
-      for (let b = 0; b < order.length; b += 30) {
-        const bucket = order.slice(b, b + 30).flatMap((t) => {
-          const first = t.events.find((e) => e.type === 'task.state' && e.data.state === 'provisioning');
-          return first ? [Date.parse(first.ts) - t.createdAt] : [];
-        });
-        out(`  tasks ${b}-${b + 29}: submitted at ${((order[b]!.createdAt - started) / 1000).toFixed(1)} s, claim p50 ${percentile(bucket, 50)} max ${percentile(bucket, 100)}`);
-      }
-      const byTime = new Map<number, number[]>();
-      for (const t of order) for (const [i, e] of t.events.entries()) {
-        const age = t.fanoutAt?.[i];
-        if (age === undefined) continue;
-        const slot = Math.floor((Date.parse(e.ts) - started) / 10_000);
-        byTime.set(slot, [...(byTime.get(slot) ?? []), age]);
-      }
-      for (const [slot, ages] of [...byTime].sort((a, b) => a[0] - b[0])) out(`  events at ${slot * 10}-${slot * 10 + 10} s: ${ages.length}, fan-out p50 ${percentile(ages, 50)} p99 ${percentile(ages, 99)}`);
-      const types = new Map<string, number>();
-      for (const [, , type] of split.slowest.sort((a, b) => b[0] - a[0]).slice(0, Math.ceil(split.slowest.length / 100))) types.set(type, (types.get(type) ?? 0) + 1);
-      out(`  the slowest 1% by type: ${[...types].map(([type, n]) => `${type} ${n}`).join(', ')}`);
-      const top = await statements!.query<{ calls: string; total_ms: number; mean_ms: number; rows: string; query: string }>(
-        `SELECT calls, total_exec_time::float8 AS total_ms, mean_exec_time::float8 AS mean_ms, rows, query FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 12`);
-      out('  Postgres, the statements that took longest in all:');
-      for (const row of top.rows) out(`    ${Math.round(row.total_ms)} ms in ${row.calls} calls (${row.mean_ms.toFixed(2)} ms each, ${row.rows} rows): ${row.query.replace(/\s+/g, ' ').slice(0, 160)}`);
-      await statements!.end();
-      out(`  split of ${split.write.length} live events: write (ts → notice) p50 ${percentile(split.write, 50)} p99 ${percentile(split.write, 99)}; delivery (notice → socket) p50 ${percentile(split.delivery, 50)} p99 ${percentile(split.delivery, 99)}`);
+    if (statements) {
+      await printDebug({ tasks: [...tracked.values()], started, split, statements, out, percentile });
+      await statements.end();
     }
     const waits = [...budget.values()].reduce((sum, b) => sum + b.budgetWaits, 0);
     out(`${finals}/${TASKS} PRs open, ${failed} failed, ${events} events in ${elapsedS.toFixed(1)} s; ${resumed} tasks resumed on another worker; clients with a log unlike the store's: ${gaps}`);
