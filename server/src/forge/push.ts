@@ -3,6 +3,7 @@ import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { DockhandError } from '../errors';
+import { processAlive } from '../process-alive';
 import { createGit, gitFailure, tryRaw, type GitOptions } from './git';
 import { KeyedQueue } from './keyed-queue';
 import { redact } from './redact';
@@ -149,19 +150,10 @@ async function scratchDir(cloneDir: string): Promise<string> {
   const host = hostname().replace(/[^A-Za-z0-9.]/g, '_');
   for (const name of await readdir(parent)) {
     const match = /^(.+)-(\d+)-[^-]+$/.exec(name);
-    if (!match || match[1] !== host || Number(match[2]) === process.pid || alive(Number(match[2]))) continue;
+    if (!match || match[1] !== host || Number(match[2]) === process.pid || processAlive(Number(match[2]))) continue;
     await rm(join(parent, name), { recursive: true, force: true });
   }
   return mkdtemp(join(parent, `${host}-${process.pid}-`));
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 export async function pushChange(input: PushChangeInput): Promise<PushChangeResult> {

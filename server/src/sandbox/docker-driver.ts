@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import type Docker from 'dockerode';
 import type { Logger } from 'pino';
 import { DockhandError } from '../errors';
+import { processAlive } from '../process-alive';
 import { DockerSandbox, isNotFound } from './docker-sandbox';
 import { SANDBOX_HOME, SANDBOX_PATH } from './environment';
 import type { SandboxRuntime } from './host-check';
@@ -245,16 +246,6 @@ export function isOrphan(labels: Record<string, string>, ownerId: string, now = 
   const pid = Number(labels[LABELS.ownerPid] ?? Number.NaN);
   if (host === undefined || !Number.isInteger(pid)) return true;
   return host === hostname() && !processAlive(pid);
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: alive but not ours to signal.
-    return typeof error === 'object' && error !== null && 'code' in error && error.code === 'EPERM';
-  }
 }
 
 function isConflict(error: unknown): boolean {
