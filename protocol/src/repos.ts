@@ -34,7 +34,31 @@ export const EnvironmentRecipe = z.object({
   skipScripts: z.array(z.string()).default([]),
   /** Hosts the install may reach besides the package registries. */
   egressHosts: z.array(z.string()).default([]),
-  test: z.object({ command: z.string().min(1), source: Source }),
+  test: z.object({
+    command: z.string().min(1),
+    source: Source,
+    /**
+     * The test command as separate steps, in order, when the repository's CI runs it that way
+     * (one workflow `run:` step each, with its `working-directory`). Each step runs as written,
+     * has its own baseline at the base commit, and a step that fails there is pre-existing while
+     * the later steps still run. Absent: `command` is the one step (its `&&` chain is split by
+     * the feedback engine). `command` always shows the whole, e.g. the steps joined with ` && `.
+     */
+    steps: z
+      .array(
+        z.object({
+          /** The CI step's name, or the command itself when it has none. */
+          name: z.string().min(1).max(200),
+          command: z.string().min(1),
+          /** Relative to the repository root; absent = the root. */
+          cwd: z.string().min(1).max(500).optional(),
+          /** Environment the CI step sets (`env:` of the workflow, job and step), never secrets. */
+          env: z.record(z.string(), z.string()).optional(),
+        }),
+      )
+      .max(50)
+      .optional(),
+  }),
   /** Run once, instead of the full test command, before a PR is opened. */
   prePr: z.object({ command: z.string().min(1), source: Source }).optional(),
   /** `.dockhand/setup.sh`: 'after' runs it after the default install, 'replace' instead of it. */
