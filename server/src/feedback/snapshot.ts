@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { gunzipSync } from 'node:zlib';
+import { INSTALL_MADE_FUNCTION, INSTALL_MADE_SEPARATOR, installMadeSet } from '../sandbox/install-made';
 import type { Sandbox } from '../sandbox/types';
 
 /** Files whose text the import analysis reads. Everything else is only listed. */
@@ -80,29 +81,36 @@ export interface WorkspaceChanges {
   contents: Map<string, string>;
 }
 
-/** What the workspace changed against the base: `git diff --name-status <base>` plus untracked files. */
+/**
+ * What the workspace changed against the base: `git diff --name-status <base>` plus untracked
+ * files, less the paths the snapshot's install made that still hold what it made (install-made.ts).
+ */
 export async function readWorkspaceChanges(sandbox: Sandbox, baseSha: string): Promise<WorkspaceChanges> {
   const result = await sandbox.exec({
     cmd: [
       'bash',
       '-c',
-      'set -e; git diff --name-status -z --no-renames "$0"; printf "\\0--untracked--\\0"; git ls-files -z --others --exclude-standard',
+      `set -e; ${INSTALL_MADE_FUNCTION}\n` +
+        `git diff --name-status -z --no-renames "$0"; printf "\\0--untracked--\\0"; git ls-files -z --others --exclude-standard; printf '\\0${INSTALL_MADE_SEPARATOR}\\0'; dockhand_install_made`,
       baseSha,
     ],
     outputCapBytes: 16 * 1024 * 1024,
   });
   if (result.exitCode !== 0) throw new Error(`git diff against ${baseSha} failed: ${result.stderr.slice(0, 500)}`);
-  const [tracked = '', untracked = ''] = result.stdout.split('\0--untracked--\0');
+  const [listed = '', installMade = ''] = result.stdout.split(`\0${INSTALL_MADE_SEPARATOR}\0`);
+  const [tracked = '', untracked = ''] = listed.split('\0--untracked--\0');
+  const made = installMadeSet(installMade);
   const changed: string[] = [];
   const deleted: string[] = [];
   const parts = tracked.split('\0').filter(Boolean);
   for (let index = 0; index + 1 < parts.length; index += 2) {
     const status = parts[index] ?? '';
     const path = parts[index + 1] ?? '';
+    if (made.has(path)) continue;
     if (status.startsWith('D')) deleted.push(path);
     else changed.push(path);
   }
-  changed.push(...untracked.split('\0').filter(Boolean));
+  changed.push(...untracked.split('\0').filter((path) => path !== '' && !made.has(path)));
   const contents = new Map<string, string>();
   for (const path of changed) {
     if (isSourcePath(path) || /(^|\/)(package\.json|tsconfig[^/]*\.json|jsconfig\.json)$/.test(path)) {

@@ -7,6 +7,7 @@ import { ChannelClosed, ChannelFailure, openDockerChannel, type SandboxChannel }
 import { DockerStreamDemuxer } from './demux';
 import { sliceLines, type LineRequest, type LineSlice } from './lines';
 import { sandboxEnvironment } from './environment';
+import { INSTALL_MADE_FUNCTION, INSTALL_MADE_SEPARATOR, installMadeSet, withoutInstallMade } from './install-made';
 import { CappedOutput } from './output';
 import { RESOLVE_INSIDE_WORKSPACE, WORKSPACE, pathError, workspacePath } from './paths';
 import type { ContentAnswer, ContentQuery, ExecOptions, ExecResult, FileEntry, Sandbox } from './types';
@@ -262,25 +263,35 @@ export class DockerSandbox implements Sandbox {
   }
 
   /**
-   * The workspace against baseSha, tracked and untracked files, ignored files left out. A throwaway
-   * index keeps the sandbox's own git index (which the agent may be using) untouched.
+   * The workspace against baseSha, tracked and untracked files, ignored files left out, and so are
+   * the paths the snapshot's install made that still hold what it made (install-made.ts). A
+   * throwaway index keeps the sandbox's own git index (which the agent may be using) untouched.
    */
   async diff(): Promise<string> {
     const script =
-      'set -e; export GIT_INDEX_FILE=$(mktemp /tmp/.dockhand-index.XXXXXX); trap \'rm -f "$GIT_INDEX_FILE"\' EXIT; ' +
-      'git read-tree "$0"; git add -A .; git diff --cached --binary --no-color --no-ext-diff "$0"';
-    const result = await this.raw(['sh', '-c', script, this.baseSha]);
+      `set -e; export GIT_INDEX_FILE=$(mktemp /tmp/.dockhand-index.XXXXXX); trap 'rm -f "$GIT_INDEX_FILE"' EXIT; ${INSTALL_MADE_FUNCTION}\n` +
+      'git read-tree "$0"; git add -A .; made=$(mktemp /tmp/.dockhand-made.XXXXXX); dockhand_install_made > "$made"; ' +
+      'if [ -s "$made" ]; then GIT_LITERAL_PATHSPECS=1 git reset -q "$0" --pathspec-from-file="$made" --pathspec-file-nul; fi; rm -f "$made"; ' +
+      'git diff --cached --binary --no-color --no-ext-diff "$0"';
+    const result = await this.raw(['bash', '-c', script, this.baseSha]);
     if (result.exitCode !== 0) {
       throw new DockhandError('internal', `git diff in sandbox ${this.id} failed: ${result.stderr.toString('utf8').trim()}`);
     }
     return result.stdout.toString('utf8');
   }
 
-  /** Returns HEAD and whether the tree is clean (tracked and untracked, ignored files aside). */
+  /**
+   * Returns HEAD and whether the tree is clean (tracked and untracked, ignored files aside, and
+   * the install's own changes while they hold what it made).
+   */
   async workspaceState(): Promise<{ head: string; clean: boolean; status: string }> {
-    const result = await this.raw(['sh', '-c', 'git rev-parse HEAD && git status --porcelain --untracked-files=all']);
-    const [head = '', ...rest] = result.stdout.toString('utf8').split('\n');
-    const status = rest.join('\n').trim();
+    const script = `${INSTALL_MADE_FUNCTION}\ngit rev-parse HEAD && git status --porcelain -z --untracked-files=all --no-renames && printf '\\0${INSTALL_MADE_SEPARATOR}\\0' && dockhand_install_made`;
+    const result = await this.raw(['bash', '-c', script]);
+    const output = result.stdout.toString('utf8');
+    const newline = output.indexOf('\n');
+    const head = newline < 0 ? output : output.slice(0, newline);
+    const [entries = '', made = ''] = output.slice(newline + 1).split(`\0${INSTALL_MADE_SEPARATOR}\0`);
+    const status = withoutInstallMade(entries, installMadeSet(made));
     return { head: head.trim(), clean: result.exitCode === 0 && status === '', status };
   }
 

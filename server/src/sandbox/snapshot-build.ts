@@ -7,6 +7,7 @@ import { DockhandError } from '../errors';
 import { LABELS, ownerLabels } from './docker-driver';
 import { describeCacheStats, type DependencyCacheStats } from './dep-cache';
 import { DockerSandbox } from './docker-sandbox';
+import { describeInstallChanges, readInstallChanges, RECORD_INSTALL_MADE_SCRIPT } from './install-made';
 import { BUILD_REQUIREMENTS_PROBE, describeInstallFailure, diagnoseInstall, readBuildRequirementsProbe, type UnmetBuildRequirement } from './install-failure';
 import { SCRIPTED_PACKAGES_HELPER, SETUP_SCRIPT_PATH } from './recipe';
 import { WORKSPACE } from './paths';
@@ -176,6 +177,23 @@ export function buildScript(identity: SnapshotIdentity): string {
   return lines.join('\n');
 }
 
+/**
+ * What the install wrote or rewrote stays in the image as part of the environment and is recorded
+ * there (install-made.ts), so no task's diff shows it. The build log lists each path with the blob
+ * the install left; the progress line names them.
+ */
+async function recordInstallMade(builder: DockerSandbox, request: BuildRequest, log: WriteStream, progress: (force: boolean) => void, setLine: (line: string) => void): Promise<void> {
+  const record = await builder.raw(['bash', '-c', RECORD_INSTALL_MADE_SCRIPT], { timeoutMs: 300_000 });
+  if (record.exitCode !== 0) throw new DockhandError('internal', `recording what the install changed failed (exit ${record.exitCode}): ${record.stderr.toString('utf8').trim().slice(0, 2000)}`);
+  const changes = readInstallChanges(record.stdout.toString('utf8'));
+  if (changes.length === 0) return;
+  log.write(`\n# the install changed ${changes.length} file(s); kept in the snapshot as part of the environment, left out of every task's diff while unchanged:\n`);
+  for (const change of changes) log.write(`#   ${change.change} ${change.path}${change.blob ? ` ${change.blob}` : ''}\n`);
+  setLine(`the install changed ${describeInstallChanges(changes)}: kept as part of the environment, not of any diff`);
+  progress(true);
+  request.logger?.info({ image: request.image, files: changes.length }, 'snapshot install changed tracked or unignored files; recorded as install-made');
+}
+
 /** After a failed install of a Python project: pyproject.toml's build requirements the build's Python lacks (none when unknown). */
 async function unmetBuildRequirements(builder: DockerSandbox): Promise<UnmetBuildRequirement[]> {
   const script = 'py=python3; [ -x .venv/bin/python ] && py=.venv/bin/python; exec "$py" -c "$0"';
@@ -284,12 +302,14 @@ export async function buildSnapshotImage(request: BuildRequest): Promise<void> {
       const { message, hint } = describeInstallFailure({ exitCode: install.exitCode, tail, diagnosis, logPath: request.logPath, setupFailed: stage === 'setup' });
       throw new SnapshotBuildFailed('sandbox_unavailable', message, { hint });
     }
+    await recordInstallMade(builder, request, log, progress, (line) => (lastLine = line));
     const status = await builder.workspaceState();
-    if (!status.clean || status.head !== request.sha) {
-      throw new SnapshotBuildFailed('sandbox_unavailable', `snapshot workspace is not clean at ${request.sha} after the install:\n${status.status}`, {
-        hint: `add the files the install creates to .gitignore; full log: ${request.logPath}`,
+    if (status.head !== request.sha) {
+      throw new SnapshotBuildFailed('sandbox_unavailable', `the install moved the workspace's HEAD from ${request.sha} to ${status.head || 'no commit'}`, {
+        hint: `make the install leave the checked-out commit alone (it may write files, not commit or check out); full log: ${request.logPath}`,
       });
     }
+    if (!status.clean) throw new DockhandError('internal', `snapshot workspace at ${request.sha} still shows changes after the install's were recorded:\n${status.status}`);
     stage = 'commit';
     progress(true);
     const [repository, tag] = request.image.split(':');

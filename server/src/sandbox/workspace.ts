@@ -11,7 +11,10 @@ export async function checkoutFromBundle(sandbox: DockerSandbox, baseSha: string
   const script =
     'set -e; cat > "$0"; ' +
     'git fetch -q --no-tags "$0" "+refs/dockhand/*:refs/dockhand/*"; rm -f "$0"; ' +
-    'git checkout -q --detach "$1"; git clean -fdq';
+    // A snapshot whose install changed the workspace (install-made.ts) keeps those changes where
+    // the commit allows: its files are carried over, tracked ones reset where the commit differs.
+    'if [ -e .git/dockhand-install-made ]; then git checkout -q --detach "$1" 2>/dev/null || git checkout -q -f --detach "$1"; ' +
+    'else git checkout -q --detach "$1"; git clean -fdq; fi';
   const result = await sandbox.raw(['sh', '-c', script, path, baseSha], { stdin: bundle, timeoutMs: 120_000 });
   if (result.exitCode !== 0) {
     throw new DockhandError('sandbox_unavailable', `moving the workspace to ${baseSha} failed (exit ${result.exitCode}): ${result.stderr.toString('utf8').trim()}`);
