@@ -19,6 +19,7 @@ import {
 import { DockhandError } from '../errors';
 import { pathEndsWith, testFileOf } from '../feedback/reproducing';
 import { maskSecrets } from '../policy/mask';
+import { policyWorkers } from '../policy/pool';
 import { issueTestEditsLabel } from '../policy/test-edits';
 import { applyReview, decideApproval, type DecisionDeps } from '../runner/review';
 import { fileAfter, reviewRounds, roundDiff } from '../runner/review-files';
@@ -265,10 +266,10 @@ export async function taskRoutes(app: FastifyInstance, deps: AppDeps): Promise<v
   async function currentDiff(task: Task): Promise<string> {
     const working = !isFinalState(task.state) && !['awaiting_review', 'pushing', 'pr_open'].includes(task.state);
     const live = working ? await deps.control.liveDiff?.(task.id) : undefined;
-    if (live !== undefined) return deps.events.maskResult({ diff: live, summary: '' }).diff;
+    if (live !== undefined) return (await deps.events.maskResult({ diff: live, summary: '' })).diff;
     const result = await deps.store.getResult(task.id);
     if (result) return result.diff;
-    return deps.events.maskResult({ diff: (await deps.control.liveDiff?.(task.id)) ?? '', summary: '' }).diff;
+    return (await deps.events.maskResult({ diff: (await deps.control.liveDiff?.(task.id)) ?? '', summary: '' })).diff;
   }
 
   api.get('/tasks/:id/diff', {
@@ -288,7 +289,7 @@ export async function taskRoutes(app: FastifyInstance, deps: AppDeps): Promise<v
   async function maskedBase(task: Task, path: string): Promise<string | null> {
     if (!deps.baseFiles) throw new DockhandError('internal', 'this server cannot read base files');
     const raw = await deps.baseFiles.read(task.context.repo, task.context.baseSha, path);
-    return raw === null ? null : maskSecrets(raw, { path, known: deps.events.knownSecrets });
+    return raw === null ? null : policyWorkers.run('maskSecrets', raw, { path, known: [...deps.events.knownSecrets] });
   }
 
   api.get('/tasks/:id/files', {

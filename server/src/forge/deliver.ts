@@ -1,10 +1,11 @@
 import type { NewEvent } from '@dockhand/protocol';
 import { DockhandError } from '../errors';
 import { pushApprovalStatus, type PushDecision } from '../policy/approvals';
-import { checkPolicy, type PolicyCheckResult } from '../policy/check';
+import type { PolicyCheckResult } from '../policy/check';
 import { maskSecrets } from '../policy/mask';
-import { gateOutbound, type OutboundText } from '../policy/outbound';
-import { blockedReason, isBlocked } from '../policy/override';
+import { gateOutbound, type OutboundInput, type OutboundText } from '../policy/outbound';
+import { blockedReason, isBlocked, type GatedPolicyResult } from '../policy/override';
+import { policyWorkers } from '../policy/pool';
 import type { RepoPolicy } from '../policy/repo-policy';
 import { pushChange, type Person, type PushChangeResult } from './push';
 import { redact } from './redact';
@@ -67,7 +68,19 @@ export interface DeliverResult {
  * with it (PR title and body, commit message): the same content gate as the runner's (`gateOutbound`).
  */
 export function enforcePushGate(diff: string, gate: PushGate, text: OutboundText = {}): PolicyCheckResult & { overridden: boolean } {
-  const result = gateOutbound({ diff, policy: gate.policy, allowTestEdits: gate.allowTestEdits, stage: 'push', overrides: gate.overrides ?? [], text });
+  return pushVerdict(gateOutbound(gateInput(diff, gate, text)), gate);
+}
+
+/** `enforcePushGate` with the gate's reading of the diff on a policy worker thread (`deliverPullRequest`). */
+export async function enforcePushGateOffThread(diff: string, gate: PushGate, text: OutboundText = {}): Promise<PolicyCheckResult & { overridden: boolean }> {
+  return pushVerdict(await policyWorkers.run('gateOutbound', gateInput(diff, gate, text)), gate);
+}
+
+function gateInput(diff: string, gate: PushGate, text: OutboundText): OutboundInput {
+  return { diff, policy: gate.policy, allowTestEdits: gate.allowTestEdits, stage: 'push', overrides: [...(gate.overrides ?? [])], text };
+}
+
+function pushVerdict(result: GatedPolicyResult, gate: PushGate): PolicyCheckResult & { overridden: boolean } {
   if (isBlocked(result)) {
     throw new DockhandError('policy_violation', `push blocked by policy: ${blockedReason(result)}`, {
       hint: 'fix the violations, or ask a repo owner to override them',
@@ -87,11 +100,11 @@ export function enforcePushGate(diff: string, gate: PushGate, text: OutboundText
  * The commit git built must not carry a violation the checked diff did not: guards against any
  * difference between how the gate parsed the diff and how `git apply` applied it.
  */
-function verifyCommitted(checked: PolicyCheckResult, gate: PushGate): (committedDiff: string) => void {
+function verifyCommitted(checked: PolicyCheckResult, gate: PushGate): (committedDiff: string) => Promise<void> {
   const key = (violation: { rule: string; path: string }) => `${violation.rule}\u0000${violation.path}`;
   const known = new Set(checked.violations.map(key));
-  return (committedDiff) => {
-    const actual = checkPolicy({ diff: committedDiff, policy: gate.policy, allowTestEdits: gate.allowTestEdits, stage: 'push' });
+  return async (committedDiff) => {
+    const actual = await policyWorkers.run('checkPolicy', { diff: committedDiff, policy: gate.policy, allowTestEdits: gate.allowTestEdits, stage: 'push' });
     const extra = actual.violations.filter((violation) => !known.has(key(violation)));
     if (extra.length > 0) {
       throw new DockhandError('policy_violation', `the commit differs from the checked diff: ${extra.map((v) => `${v.rule} ${v.path}`.trim()).join(', ')}`);
@@ -101,7 +114,7 @@ function verifyCommitted(checked: PolicyCheckResult, gate: PushGate): (committed
 
 export async function deliverPullRequest(input: DeliverInput): Promise<DeliverResult> {
   const message = input.commitMessage ?? input.title;
-  const policy = enforcePushGate(input.diff, input.gate, { title: input.title, body: input.body, commitMessage: message });
+  const policy = await enforcePushGateOffThread(input.diff, input.gate, { title: input.title, body: input.body, commitMessage: message });
   const target = await input.forge.pushTarget(input.repo);
   // Masked even after the gate: an owner's override may let a finding through, never its value.
   const known = [target.token];

@@ -1,5 +1,6 @@
 import { TaskEvent, type NewEvent } from '@dockhand/protocol';
 import type { AddedLine } from './diff';
+import { replaceMany } from './replace-many';
 import { scanSecrets, scanText, secretMarker, type SecretFinding } from './secrets';
 
 /**
@@ -30,10 +31,6 @@ function knownForms(secret: string): string[] {
   return [...forms].filter((form) => form.length >= MIN_KNOWN_LENGTH);
 }
 
-function replaceAll(text: string, secret: string, marker: string): string {
-  return text.includes(secret) ? text.split(secret).join(marker) : text;
-}
-
 /** The pieces of a finding to replace: a key block's body lines, or the secret itself. */
 function piecesOf(finding: SecretFinding): string[] {
   if (finding.secret.startsWith('[secret:')) return []; // already a marker
@@ -41,23 +38,18 @@ function piecesOf(finding: SecretFinding): string[] {
   return finding.secret.split('\n').map((part) => part.trim()).filter((part) => part.length >= 8 && !part.startsWith('-----'));
 }
 
+/** Every piece of every finding replaced by its marker, wherever it occurs, in one pass (`replaceMany`). */
 function applyFindings(text: string, findings: SecretFinding[]): string {
-  // Longest first, so a secret that contains another is replaced whole.
-  const pieces = findings.flatMap((finding) => piecesOf(finding).map((piece) => ({ piece, rule: finding.rule })));
-  pieces.sort((a, b) => b.piece.length - a.piece.length);
-  let out = text;
-  for (const { piece, rule } of pieces) out = replaceAll(out, piece, secretMarker(rule, piece));
-  return out;
+  const replacements = new Map<string, string>();
+  for (const finding of findings) {
+    for (const piece of piecesOf(finding)) if (!replacements.has(piece)) replacements.set(piece, secretMarker(finding.rule, piece));
+  }
+  return replaceMany(text, replacements);
 }
 
 function maskKnown(text: string, known: MaskOptions['known']): string {
-  let out = text;
-  const forms = (known ?? [])
-    .filter((secret): secret is string => secret !== undefined && secret.length >= MIN_KNOWN_LENGTH)
-    .flatMap(knownForms)
-    .sort((a, b) => b.length - a.length);
-  for (const form of forms) out = replaceAll(out, form, secretMarker(KNOWN_SECRET_RULE, form));
-  return out;
+  const forms = (known ?? []).filter((secret): secret is string => secret !== undefined && secret.length >= MIN_KNOWN_LENGTH).flatMap(knownForms);
+  return replaceMany(text, new Map(forms.map((form) => [form, secretMarker(KNOWN_SECRET_RULE, form)])));
 }
 
 /** Masks the secrets in free text (a message, a summary, a tool's output, a file's content). */
@@ -79,13 +71,21 @@ export function maskDiff(diff: string, options: Pick<MaskOptions, 'known'> = {})
   // Lines grouped by the file they belong to, numbered by position so key blocks stay contiguous.
   const files = new Map<string, AddedLine[]>();
   let path = '';
+  // A binary patch's payload (base85 of deflated bytes) is no text a secret can be read in: it is
+  // skipped here, and the policy lists the file by name, size and hash (`binary-files.ts`).
+  let binary = false;
   known.split('\n').forEach((text, index) => {
     const header = /^diff --git a\/.* b\/(.*)$/.exec(text) ?? /^\+\+\+ b\/(.*)$/.exec(text);
-    if (header) path = unquote(header[1] ?? '');
-    const lines = files.get(path) ?? [];
+    if (header) {
+      path = unquote(header[1] ?? '');
+      binary = false;
+    }
+    if (text === 'GIT binary patch') binary = true;
+    if (binary) return;
+    let lines = files.get(path);
+    if (!lines) files.set(path, (lines = []));
     const isBody = /^[-+ ]/.test(text) && !/^(?:---|\+\+\+) /.test(text);
     lines.push({ line: index + 1, text: isBody ? text.slice(1) : text });
-    files.set(path, lines);
   });
   return applyFindings(known, [...files].flatMap(([file, lines]) => scanSecrets(file, lines)));
 }

@@ -99,13 +99,50 @@ function toBlocks(added: AddedLine[]): Block[] {
   return blocks;
 }
 
-function lineAt(block: Block, offset: number): AddedLine {
-  let found = block.starts[0]!.line;
-  for (const start of block.starts) {
-    if (start.offset > offset) break;
-    found = start.line;
+/** Index in `block.starts` of the line holding `offset` (binary search: a block may have 100,000 lines). */
+function lineIndexAt(block: Block, offset: number): number {
+  let low = 0;
+  let high = block.starts.length - 1;
+  while (low < high) {
+    const mid = (low + high + 1) >> 1;
+    if (block.starts[mid]!.offset <= offset) low = mid;
+    else high = mid - 1;
   }
-  return found;
+  return low;
+}
+
+function lineAt(block: Block, offset: number): AddedLine {
+  return block.starts[lineIndexAt(block, offset)]!.line;
+}
+
+/**
+ * Spans already claimed by a finding (or an earlier marker), kept per line so that checking a
+ * new span costs what its own lines hold, not every finding of the block (a big random file has
+ * one finding per line; one list made the scan quadratic).
+ */
+class Taken {
+  private readonly byLine = new Map<number, Span[]>();
+  constructor(private readonly block: Block) {}
+
+  private lines(span: Span): number[] {
+    const first = lineIndexAt(this.block, span.start);
+    const last = lineIndexAt(this.block, Math.max(span.start, span.end - 1));
+    const out: number[] = [];
+    for (let i = first; i <= last; i += 1) out.push(i);
+    return out;
+  }
+
+  overlaps(span: Span): boolean {
+    return this.lines(span).some((line) => this.byLine.get(line)?.some((other) => span.start < other.end && other.start < span.end) ?? false);
+  }
+
+  add(span: Span): void {
+    for (const line of this.lines(span)) {
+      const spans = this.byLine.get(line);
+      if (spans) spans.push(span);
+      else this.byLine.set(line, [span]);
+    }
+  }
 }
 
 function passesRuleFilters(rule: SecretRule, secret: string, name: string | undefined): boolean {
@@ -127,10 +164,6 @@ function secretParts(secret: string): string[] {
 interface Span {
   start: number;
   end: number;
-}
-
-function overlaps(spans: Span[], span: Span): boolean {
-  return spans.some((other) => span.start < other.end && other.start < span.end);
 }
 
 /** Minimum entropy for a random-looking string of this length (about the 1st percentile of random base62). */
@@ -163,6 +196,7 @@ export function classSwitchRate(value: string): number {
 const ENTROPY_CANDIDATE = /(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/=_-]{32,}/g;
 const ENTROPY_MIN_LENGTH = 32;
 const URL_BEFORE = /[a-z][a-z0-9+.-]*:\/\/[^\s'"`]*$/i;
+const URL_LOOKBACK = 2048;
 
 /** A long string that looks randomly generated: mixed case and digits, busy, high entropy. */
 export function looksRandom(candidate: string): boolean {
@@ -175,18 +209,19 @@ export function looksRandom(candidate: string): boolean {
   return shannonEntropy(value) >= entropyThreshold(value.length);
 }
 
-function scanEntropy(line: AddedLine, taken: Span[], lineStart: number): SecretFinding[] {
+function scanEntropy(line: AddedLine, taken: Taken, lineStart: number): SecretFinding[] {
   const findings: SecretFinding[] = [];
   ENTROPY_CANDIDATE.lastIndex = 0;
   for (const match of line.text.matchAll(ENTROPY_CANDIDATE)) {
     const candidate = match[0];
     const start = lineStart + match.index;
-    if (overlaps(taken, { start, end: start + candidate.length })) continue;
+    if (taken.overlaps({ start, end: start + candidate.length })) continue;
     const before = line.text.slice(Math.max(0, match.index - 8), match.index);
     if (/base64,$/.test(before) || /sha(?:1|256|384|512)-$/.test(before)) continue; // data URIs, SRI hashes
     // Inside a URL, path segments are judged one by one: `owner/repo/blob/<sha>/src` is a link,
     // while a token as one segment or query value is still caught.
-    const inUrl = URL_BEFORE.test(line.text.slice(0, match.index));
+    // Only a bounded stretch before the candidate is read: a minified line holds thousands of them.
+    const inUrl = URL_BEFORE.test(line.text.slice(Math.max(0, match.index - URL_LOOKBACK), match.index));
     const random = inUrl ? candidate.split('/').some(looksRandom) : looksRandom(candidate);
     if (!random) continue;
     findings.push({
@@ -217,20 +252,22 @@ export function mayHoldSecret(text: string): boolean {
 
 const MULTILINE_RULES = SECRET_RULES.filter((rule) => rule.multiline === true);
 const LINE_RULES = SECRET_RULES.filter((rule) => rule.multiline !== true);
+/** Any line rule's keyword: one test that lets most lines skip the per-rule keyword checks. */
+const ANY_LINE_KEYWORD = new RegExp([...new Set(LINE_RULES.flatMap((rule) => rule.keywords))].map((word) => word.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|'));
 
 /**
  * Runs one rule over `text` (which starts at `offset` within its block) and records findings
  * whose span is not already taken by an earlier rule.
  */
-function applyRule(rule: SecretRule, block: Block, text: string, offset: number, taken: Span[], findings: SecretFinding[]): void {
+function applyRule(rule: SecretRule, block: Block, text: string, offset: number, taken: Taken, findings: SecretFinding[]): void {
   rule.regex.lastIndex = 0;
   for (const match of text.matchAll(rule.regex)) {
     const secret = match.groups?.['secret'] ?? match[0];
     const start = offset + match.index + Math.max(0, match[0].indexOf(secret));
     const span = { start, end: start + secret.length };
-    if (overlaps(taken, span)) continue;
+    if (taken.overlaps(span)) continue;
     if (!passesRuleFilters(rule, secret, match.groups?.['name'])) continue;
-    taken.push(span);
+    taken.add(span);
     const line = lineAt(block, start);
     findings.push({ rule: rule.id, description: rule.description, line: line.line, excerpt: excerptOf(line.text, secretParts(secret).map((part) => ({ rule: rule.id, secret: part }))), secret });
   }
@@ -242,14 +279,15 @@ export function scanSecrets(path: string, added: AddedLine[]): SecretFinding[] {
   const findings: SecretFinding[] = [];
   for (const block of toBlocks(added)) {
     // Markers of secrets masked earlier are not scanned again (`[secret:github-pat …]` is no `secret: …` assignment).
-    const taken: Span[] = block.text.includes('[secret:') ? [...block.text.matchAll(SECRET_MARKER)].map((match) => ({ start: match.index, end: match.index + match[0].length })) : [];
+    const taken = new Taken(block);
+    if (block.text.includes('[secret:')) for (const match of block.text.matchAll(SECRET_MARKER)) taken.add({ start: match.index, end: match.index + match[0].length });
     const lowerBlock = block.text.toLowerCase();
     for (const rule of MULTILINE_RULES) {
       if (matchesKeywords(rule, lowerBlock)) applyRule(rule, block, block.text, 0, taken, findings);
     }
     for (const start of block.starts) {
       const lower = start.line.text.toLowerCase();
-      for (const rule of LINE_RULES) {
+      if (ANY_LINE_KEYWORD.test(lower)) for (const rule of LINE_RULES) {
         if (exempt && ASSIGNMENT_RULE_IDS.has(rule.id)) continue;
         if (matchesKeywords(rule, lower)) applyRule(rule, block, start.line.text, start.offset, taken, findings);
       }

@@ -1,6 +1,7 @@
 import type { Task, TaskEvent, TaskEventOf } from '@dockhand/protocol';
 import { DockhandError } from '../errors';
-import { blockedReason, canOverridePolicy, checkPolicy, diffDigest, policyOverrideComment, policyOverrideReason, type PolicyCheckResult, type RepoPolicy } from '../policy';
+import { policyWorkers } from '../policy/pool';
+import { blockedReason, canOverridePolicy, diffDigest, policyOverrideComment, policyOverrideReason, type PolicyCheckResult, type RepoPolicy } from '../policy';
 import type { EventLog } from '../store/hub';
 import type { Approval, Store, User } from '../store/types';
 
@@ -62,7 +63,7 @@ async function currentBlockedDiff(deps: OverrideDecisionDeps, task: Task, approv
       hint: 'decide the override the task asks for now (GET the task\'s approvals)',
     });
   }
-  return checkPolicy({ diff: result.diff, policy, allowTestEdits: task.allowTestEdits, stage: 'review' });
+  return policyWorkers.run('checkPolicy', { diff: result.diff, policy, allowTestEdits: task.allowTestEdits, stage: 'review' });
 }
 
 /**

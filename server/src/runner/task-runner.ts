@@ -185,7 +185,7 @@ export class TaskRunner {
   private async afterFinish(task: Task, rawDiff: string, rawSummary: string): Promise<void> {
     // Checked, stored and bound to an override in the masked form: the diff a person reviews and
     // the server pushes is the one the store holds (a masked secret is still a violation).
-    const { diff, summary } = this.deps.log.maskResult({ diff: rawDiff, summary: rawSummary });
+    const { diff, summary } = await this.deps.log.maskResult({ diff: rawDiff, summary: rawSummary });
     const policy = await this.deps.policy.check({ task, diff, summary, stage: 'review', events: await this.deps.log.store.listEvents(task.id) });
     await this.emit(task.id, policyCheckedEvent(policy));
     if (isBlocked(policy)) {

@@ -8,7 +8,8 @@ import { GitChildren } from '../git-child';
 import type { FeedbackEngine } from '../feedback/types';
 import { buildPullRequestBody, branchName, deliverPullRequest, type Forge } from '../forge';
 import type { ModelClient } from '../model/types';
-import { gateOutbound, parseRepoPolicy, POLICY_FILE_PATH, type RepoPolicy } from '../policy';
+import { parseRepoPolicy, POLICY_FILE_PATH, type RepoPolicy } from '../policy';
+import { policyWorkers } from '../policy/pool';
 import type { BaseFiles, TicketSource } from '../api/deps';
 import type { AgentPort, AgentResult, PolicyPort, PublisherPort } from './ports';
 import { rejectedThisRound } from './review-files';
@@ -88,7 +89,8 @@ export function policyPort(baseFiles: BaseFiles): PolicyPort {
       const policy = await repoPolicy(baseFiles, task);
       // The same gate as the forge's push: the diff and the words that go with it into the PR.
       const text = { title: task.ticket.title, ...(summary !== undefined ? { summary } : {}) };
-      const { stats: _stats, ...result } = gateOutbound({ diff, policy, allowTestEdits: task.allowTestEdits, stage, overrides: events, text });
+      // On a policy worker thread: the gate reads the whole diff, which may be tens of megabytes.
+      const { stats: _stats, ...result } = await policyWorkers.run('gateOutbound', { diff, policy, allowTestEdits: task.allowTestEdits, stage, overrides: [...events], text });
       return { ...result, owners: policy.owners };
     },
   };

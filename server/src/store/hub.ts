@@ -1,6 +1,7 @@
 import type { NewEvent, TaskEvent } from '@dockhand/protocol';
 import type { EventSink } from '../agent/ports';
-import { maskDiff, maskEvent, maskSecrets } from '../policy/mask';
+import { maskEvent } from '../policy/mask';
+import { policyWorkers } from '../policy/pool';
 import type { Store } from './types';
 
 export type EventListener = (event: TaskEvent) => void;
@@ -65,14 +66,18 @@ export class EventLog {
     return stored;
   }
 
-  /** A task's final diff and summary as they may be stored: every secret masked (see `append`). */
-  maskResult(result: { diff: string; summary: string }): { diff: string; summary: string } {
-    return { diff: maskDiff(result.diff, { known: this.knownSecrets }), summary: maskSecrets(result.summary, { known: this.knownSecrets }) };
+  /**
+   * A task's final diff and summary as they may be stored: every secret masked (see `append`).
+   * On a policy worker thread: a diff can be tens of megabytes, and masking it on the event loop
+   * stalled every other request.
+   */
+  maskResult(result: { diff: string; summary: string }): Promise<{ diff: string; summary: string }> {
+    return policyWorkers.run('maskResult', result, [...this.knownSecrets]);
   }
 
   /** Stores a task's final diff and summary, masked (`maskResult`). */
   async setResult(taskId: string, result: { diff: string; summary: string }): Promise<void> {
-    await this.store.setResult(taskId, this.maskResult(result));
+    await this.store.setResult(taskId, await this.maskResult(result));
   }
 
   /** Publishes events the store appended itself inside a larger transaction. */
