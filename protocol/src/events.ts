@@ -123,12 +123,13 @@ export const EventData = {
     durationMs: z.number().min(0),
   }),
   /**
-   * The test runner itself failed (missing, could not start, crashed, timed out, gave no report):
+   * The test runner itself failed (missing, could not start, crashed, timed out, gave no report),
+   * or the full suite ran no test where the base commit ran none either (no_tests):
    * an infrastructure result, never a red test and never something the model is asked to fix.
    */
   'tests.runner_failed': z.object({
     command: z.string(),
-    kind: z.enum(['missing', 'start', 'crash', 'timeout', 'no_report']),
+    kind: z.enum(['missing', 'start', 'crash', 'timeout', 'no_report', 'no_tests']),
     message: z.string(),
     output: z.string().default(''),
   }),

@@ -177,6 +177,7 @@ const RUNNER_FAILURES: Record<string, string> = {
   crash: 'the test runner crashed',
   timeout: 'the test runner timed out',
   no_report: 'the test runner gave no report',
+  no_tests: 'the test suite ran no test',
 };
 
 function renderRunner(row: Extract<Row, { kind: 'runner' }>, context: RowContext): HTMLElement {

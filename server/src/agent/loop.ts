@@ -236,6 +236,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
     const explicit = task.reproducingTests ?? [];
     let reproducing: ReproducingSelection = { tests: [...explicit], from: Object.fromEntries(explicit.map((test) => [test, 'explicit'] as const)), unknown: [] };
     let baselineNote: string | undefined;
+    let baselineRan: number | undefined;
     if (feedback.baseline) {
       const baseline = await feedback.baseline(sandbox, { signal }).catch(() => undefined);
       if (signal.aborted) return await stopForAbort();
@@ -244,6 +245,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
         return await stopForInfrastructure(baseline.infrastructure);
       }
       if (baseline) {
+        baselineRan = baseline.ran;
         if (feedback.reproducingTests) reproducing = feedback.reproducingTests({ ticket: task.ticket, explicit, baseline });
         baselineNote = describeBaseline(baseline);
       }
@@ -337,7 +339,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
             try {
               const verification = await verifyFinish({
                 sandbox, feedback, model: options.reviewModel ?? model, events, ticket: task.ticket, allowTestEdits, reproducingTests,
-                unknownReproducingTests: reproducing.unknown,
+                unknownReproducingTests: reproducing.unknown, ...(baselineRan !== undefined ? { baselineRan } : {}),
                 summary: finish.data.summary, signal, review: config.review, turn, maxTokens: config.maxTokens,
               });
               output = verification.feedback;

@@ -17,6 +17,7 @@ import { isCiConfigPath, isTestPath } from './tools/paths';
  * quarantined flaky tests do not count — except the task's reproducing tests (the ones its ticket
  * names, or given at submission): they fail at the base, but must have run and passed. A runner that cannot run is not a red test: the result
  * carries `infrastructure` and the loop stops the task instead of asking the model to fix it.
+ * A full suite that ran no test, or fewer than at the base, verifies nothing (`ranTooFew`).
  */
 
 export interface VerifyInput {
@@ -35,6 +36,8 @@ export interface VerifyInput {
   reproducingTests?: readonly string[];
   /** Named ones the suite at the base does not have: they decide when they run, but need not run. */
   unknownReproducingTests?: readonly string[];
+  /** Tests the full suite ran at the base commit (the baseline's `ran`); absent when not known. */
+  baselineRan?: number;
 }
 
 export interface VerifyResult {
@@ -149,26 +152,67 @@ async function infrastructureStop(input: VerifyInput, diff: string, tests: TestR
 
 /**
  * The full suite (or the recipe's pre-PR command) once before a PR. Skipped when the selected run
- * already was the whole command and there is no separate pre-PR command.
+ * already was the whole command and there is no separate pre-PR command. A run of the test
+ * command counts only when it ran tests, as many as at the base (`ranTooFew`).
  */
 async function fullSuite(input: VerifyInput, diff: string, selected: TestReport): Promise<VerifyResult> {
-  if (selected.wholeCommand && !input.sandbox.environment?.prePr) return reproducingRan(input, diff, selected, [selected]);
+  const prePr = input.sandbox.environment?.prePr;
+  if (selected.wholeCommand && !prePr) return (await ranTooFew(input, diff, selected)) ?? reproducingRan(input, diff, selected, [selected]);
   const full = await input.feedback.runTests(input.sandbox, { scope: 'full', prePr: true, signal: input.signal, ...reproducingOption(input) });
   const stopped = await infrastructureStop(input, diff, full);
   if (stopped) return stopped;
-  if (full.ok) {
-    const runs = [selected, full];
-    // A pre-PR command that ran none of them (a lint-only `prePr`): the test command itself, once.
-    if (unrun(input, runs).length > 0 && input.sandbox.environment?.prePr) {
-      const suite = await input.feedback.runTests(input.sandbox, { scope: 'full', signal: input.signal, ...reproducingOption(input) });
-      const suiteStopped = await infrastructureStop(input, diff, suite);
-      if (suiteStopped) return suiteStopped;
-      if (!suite.ok) return fullSuiteRefusal(diff, suite);
-      runs.push(suite);
-    }
-    return reproducingRan(input, diff, full, runs);
+  if (!full.ok) return fullSuiteRefusal(diff, full);
+  const runs = [selected, full];
+  if (!prePr) return (await ranTooFew(input, diff, full)) ?? reproducingRan(input, diff, full, runs);
+  // A pre-PR command that ran none of the reproducing tests, or no test at all (a lint-only `prePr`): the test command itself, once.
+  if (unrun(input, runs).length > 0 || full.ran === 0) {
+    const suite = await input.feedback.runTests(input.sandbox, { scope: 'full', signal: input.signal, ...reproducingOption(input) });
+    const suiteStopped = await infrastructureStop(input, diff, suite);
+    if (suiteStopped) return suiteStopped;
+    if (!suite.ok) return fullSuiteRefusal(diff, suite);
+    const few = await ranTooFew(input, diff, suite);
+    if (few) return few;
+    runs.push(suite);
   }
-  return fullSuiteRefusal(diff, full);
+  return reproducingRan(input, diff, full, runs);
+}
+
+/**
+ * A run of the whole test command is a verification only when it ran tests, at least as many as
+ * the suite ran at the base commit (pytest stops at a collection error and runs nothing; every
+ * failure it reports is then pre-existing, and "0 passed" would pass). Fewer than at the base: the
+ * change stopped them, and the model is told. None where the base ran none either (or the base is
+ * not known): the suite does not run in this sandbox, which no change fixes — infrastructure.
+ * A command that gives no count (`ran` absent) is not judged.
+ */
+async function ranTooFew(input: VerifyInput, diff: string, tests: TestReport): Promise<VerifyResult | undefined> {
+  const ran = tests.ran;
+  const base = input.baselineRan;
+  if (ran === undefined || (ran > 0 && (base === undefined || ran >= base))) return undefined;
+  const unloaded = tests.cases.filter((testCase) => testCase.kind === 'load_error');
+  const listed = unloaded.slice(0, 5).map((testCase) => `${testCase.id}${testCase.message ? ` (${testCase.message})` : ''}`);
+  const why = unloaded.length > 0 ? `; ${unloaded.length} test file(s) could not be collected or loaded: ${listed.join('; ')}${unloaded.length > 5 ? '; …' : ''}` : '';
+  if (base !== undefined && ran < base) {
+    return {
+      verified: false,
+      diff,
+      tests,
+      feedback:
+        `Finish refused: the full suite ran ${ran} test(s), fewer than the ${base} it ran at the base commit${why}. ` +
+        'A run that leaves tests out verifies nothing: make them run again (an import error at collection, a removed or skipped test), then call finish again.',
+    };
+  }
+  const infrastructure: TestInfrastructure = {
+    kind: 'no_tests',
+    command: tests.command,
+    message: `the test suite ran no test: \`${tests.command}\`${why}; ${base === undefined ? 'what it ran at the base commit is not known' : 'it ran none at the base commit either'}`,
+    action:
+      "This is not caused by the change: the repository's suite runs no test in the sandbox. Make it collect its tests there (a test dependency missing from the install, " +
+      'a warnings filter that turns an import-time warning into an error), e.g. through `install` or `test` in `.dockhand/environment.yml`, then run `dockhand repo check <repo>`.',
+    output: tests.output,
+  };
+  await input.events.append({ type: 'tests.runner_failed', data: runnerFailedData(infrastructure) });
+  return { verified: false, diff, tests, infrastructure, feedback: `Finish could not be verified: ${describeInfrastructure(infrastructure)}` };
 }
 
 function reproducingOption(input: VerifyInput): { reproducing?: readonly string[] } {

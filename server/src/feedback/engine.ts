@@ -12,6 +12,7 @@ import { matchesTest, reproducingOutcomes, selectReproducingTests } from './repr
 import { readBaseSnapshot, readWorkspaceChanges, workspaceHash, type WorkspaceChanges } from './snapshot';
 import { customPlan, detectedPlan, selectableFiles, selectedPlan, selectedWorkspacePlans, wholeCommandPlan, wholeWorkspacePlans, type PlanContext, type SuitePlan } from './suite-plan';
 import { runSuite, type SuiteContext, type SuiteRun } from './suite-run';
+import { ranOf } from './tests-ran';
 import { planTestCommand, runsInWorkspaces, type TestPlan, type WorkspaceMember } from './test-command';
 import { workspaceDirs, workspaceGlobs } from './workspaces';
 import type {
@@ -149,6 +150,7 @@ export class SmartFeedbackEngine implements FeedbackEngine {
       passed: cases.filter((testCase) => testCase.outcome === 'passed').length,
       failed: failing.length,
       skipped: cases.filter((testCase) => testCase.outcome === 'skipped').length,
+      ...ranOf(runs),
       ok: !infrastructure && failing.every((testCase) => excusedIds.has(testCase.id)),
       quarantined,
       output: '',
@@ -302,7 +304,7 @@ export class SmartFeedbackEngine implements FeedbackEngine {
     for (const testCase of firstCases) if (testCase.file && preExistingFailures.includes(testCase.id)) failureFiles[testCase.id] = testCase.file;
     const testIds = [...first.keys()].slice(0, MAX_BASELINE_IDS);
     const testFiles = [...new Set(firstCases.flatMap((testCase) => (testCase.file ? [testCase.file] : [])))];
-    return { command, runner, passed: both('passed').length, failed: preExistingFailures.length, flaky, preExistingFailures, failureFiles, testIds, testFiles, seconds };
+    return { command, runner, passed: both('passed').length, failed: preExistingFailures.length, ...ranOf(rounds[0] ?? []), flaky, preExistingFailures, failureFiles, testIds, testFiles, seconds };
   }
 
   /**
@@ -375,7 +377,7 @@ const MAX_BASELINE_IDS = 20_000;
 /** A timeout turned into a red case: the suite finished at the base, so the change made it hang. */
 function blameTimeout(run: SuiteRun, baseSeconds: number): void {
   const message = `timed out; at the base commit the whole suite finished in ${baseSeconds.toFixed(1)} s, so the change makes a test hang`;
-  run.cases.push({ id: `${run.plan.command} (timed out)`, outcome: 'failed', message });
+  run.cases.push({ id: `${run.plan.command} (timed out)`, outcome: 'failed', message, kind: 'exit_status' });
   run.failures.push(`✗ ${run.plan.command} (timed out)\n${message}\n${run.infrastructure?.output ?? ''}`);
   delete run.infrastructure;
 }

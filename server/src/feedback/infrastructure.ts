@@ -74,6 +74,7 @@ function infrastructure(kind: InfrastructureKind, command: string, detail: strin
     crash: 'the test runner crashed',
     timeout: 'the test runner timed out',
     no_report: 'the test runner gave no report',
+    no_tests: 'the test suite ran no test',
   };
   return { kind, command, message: `${lead[kind]}: \`${command}\`: ${detail}`, action: infrastructureAction(), output: lastLines(output, 40).slice(-4000) };
 }

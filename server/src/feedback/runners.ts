@@ -260,6 +260,8 @@ export function parsePytest(stdout: string): ParsedRun {
     const outcome = status === 'PASSED' || status === 'XFAIL' ? 'passed' : status === 'SKIPPED' ? 'skipped' : 'failed';
     const testCase: TestCaseResult = { id, file: id.split('::')[0] ?? id, outcome };
     if (message && outcome !== 'passed') testCase.message = message;
+    // `ERROR tests/test_x.py`: the file could not be collected, so none of its tests ran.
+    if (status === 'ERROR' && !id.includes('::')) testCase.kind = 'load_error';
     cases.push(testCase);
   }
   const failures: string[] = [];
@@ -297,7 +299,7 @@ export function parseJestJson(text: string, files: Set<string>, cwd?: string): P
   for (const suite of parsed.data.testResults) {
     const file = toRepoPath(suite.name, files, cwd);
     if (suite.assertionResults.length === 0 && suite.status === 'failed') {
-      cases.push({ id: file, file, outcome: 'failed', message: firstLine(suite.message ?? 'suite failed') });
+      cases.push({ id: file, file, outcome: 'failed', message: firstLine(suite.message ?? 'suite failed'), kind: 'load_error' });
       failures.push(`✗ ${file}\n${suite.message ?? ''}`);
     }
     for (const assertion of suite.assertionResults) {

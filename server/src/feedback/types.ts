@@ -5,6 +5,12 @@ export interface TestCaseResult {
   file?: string;
   outcome: 'passed' | 'failed' | 'skipped';
   message?: string;
+  /**
+   * A case that is not one test: `load_error`, a test file that failed to load or collect (pytest's
+   * collection `ERROR file`, jest's suite that failed to load): none of its tests ran;
+   * `exit_status`, a command's red exit that no report explains. Absent: a test the runner ran.
+   */
+  kind?: 'load_error' | 'exit_status';
 }
 
 export interface TestReport {
@@ -15,6 +21,11 @@ export interface TestReport {
   passed: number;
   failed: number;
   skipped: number;
+  /**
+   * Tests the runners ran (passed or failed; not skipped, not a `kind` case). Absent when a run's
+   * command gives no count (a command Dockhand does not know that printed no TAP).
+   */
+  ran?: number;
   /** Green/red as the agent and the verified stop should treat it (quarantined tests excluded). */
   ok: boolean;
   quarantined: string[];
@@ -47,7 +58,7 @@ export interface ReproducingOutcome {
   outcome: 'passed' | 'failed' | 'not_run';
 }
 
-export type InfrastructureKind = 'missing' | 'start' | 'crash' | 'timeout' | 'no_report';
+export type InfrastructureKind = 'missing' | 'start' | 'crash' | 'timeout' | 'no_report' | 'no_tests';
 
 export interface TestInfrastructure {
   kind: InfrastructureKind;
@@ -113,6 +124,8 @@ export interface BaselineResult {
   runner: TestRunner | 'unknown';
   passed: number;
   failed: number;
+  /** Tests the first run ran (`TestReport.ran`); absent when the command gives no count (and in baselines stored before it). */
+  ran?: number;
   /** Tests whose outcome differed between the two runs (quarantined). */
   flaky: string[];
   /** Tests that failed in both runs: pre-existing, not the agent's to fix. */

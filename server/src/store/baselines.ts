@@ -9,6 +9,8 @@ export const StoredBaseline = z.object({
   runner: z.enum([...TEST_RUNNERS, 'unknown']),
   passed: z.number().int().min(0),
   failed: z.number().int().min(0),
+  /** Tests the suite ran (absent in rows stored before it was kept: unknown). */
+  ran: z.number().int().min(0).optional(),
   flaky: z.array(z.string()),
   preExistingFailures: z.array(z.string()),
   /** Files, suite ids and test files: what a task's named reproducing tests are matched against. */
