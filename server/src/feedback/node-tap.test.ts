@@ -130,7 +130,7 @@ describe('node-tap commands', () => {
       expect(run.infrastructure).toBeUndefined();
       expect(run.cases.filter((testCase) => testCase.outcome === 'passed')).toHaveLength(3);
       expect(run.cases.filter((testCase) => testCase.outcome === 'failed')).toEqual([
-        { id: 'tap → tap --reporter=tap (exited with 1)', outcome: 'failed', message: 'exited with 1' },
+        { id: 'tap → tap --reporter=tap (exited with 1)', outcome: 'failed', message: 'exited with 1', kind: 'exit_status' },
       ]);
       expect(run.failures[0]).toContain(stderr);
     } finally {

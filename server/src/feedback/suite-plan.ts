@@ -3,6 +3,7 @@ import { FILE_MARKER, REPORT_FILE, RESULT_MARKER, shellQuote, testCommand, type 
 import { tapCoverageOff } from './node-tap';
 import { announceUvuDir, uvuArguments } from './uvu';
 import { scriptEnvironmentShell, type ScriptPlace, type ScriptToolchain } from './script-env';
+import { nodeTestReporterAccepted, withSideChannel, type SideChannelOptions } from './side-channel';
 import type { PlannedStep, RunnerInvocation, ShellWord, TestPlan } from './test-command';
 import type { TestRunner } from './types';
 
@@ -29,6 +30,8 @@ export interface PlanContext {
 
 export interface SuitePlan {
   runner: TestRunner | 'unknown' | 'custom';
+  /** The runner step runs as written and its results come through the side channel (`side-channel.ts`). */
+  sideChannel?: boolean;
   /** What the user sees: the repository's command and what of it ran. */
   command: string;
   /** The runner step's shell. */
@@ -52,8 +55,51 @@ function environmentOf(plan: TestPlan, origin: PlannedStep['origin'], context: P
   return scriptEnvironmentShell(origin, plan.packageEnv, context.toolchain ?? {}, place);
 }
 
+/** Where a step after a `cd` of the chain runs (it failing to get there is its failure, exit 1). */
+function cdOf(step: PlannedStep): string {
+  return step.cwd ? `cd ${shellQuote(step.cwd)} || exit 1; ` : '';
+}
+
+/** A step's name, its failing case's id: as written, with the chain's `cd` in front when there was one. */
+function nameOf(step: PlannedStep): string {
+  return step.cwd ? `cd ${step.cwd} && ${step.text}` : step.text;
+}
+
+/** A step as written, in its script environment, with the side channel around it. */
+function sideChannelStep(plan: TestPlan, step: PlannedStep, context: PlanContext, place: ScriptPlace): string {
+  return withSideChannel(`${cdOf(step)}${environmentOf(plan, step.origin, context, place)}${step.text}`, sideChannelOptions(context));
+}
+
+function sideChannelOptions(context: PlanContext): SideChannelOptions {
+  return context.toolchain?.node ? { node: context.toolchain.node } : {};
+}
+
 function suiteSteps(plan: TestPlan, steps: PlannedStep[], context: PlanContext, place: ScriptPlace): SuiteStep[] {
-  return steps.map((step) => ({ text: step.text, script: `${environmentOf(plan, step.origin, context, place)}${step.text}` }));
+  return steps.map((step) => ({ text: nameOf(step), script: sideChannelStep(plan, step, context, place) }));
+}
+
+/**
+ * Does the side channel read this runner step's results, so it can run as written? jest, vitest,
+ * mocha and pytest always; node:test where the Node version takes reporters in NODE_OPTIONS. tape,
+ * uvu, ava and node-tap are read from their own output (ava and node-tap with their TAP flag);
+ * a formatter pipe (`tape | tap-spec`) is left out to read the raw TAP; a configured Python
+ * interpreter replaces `python3 -m pytest`.
+ */
+function sideChannelCovers(invocation: RunnerInvocation, step: PlannedStep, context: PlanContext): boolean {
+  if (invocation.formatter) return false;
+  switch (invocation.runner) {
+    case 'jest':
+    case 'vitest':
+    case 'mocha':
+      return true;
+    case 'pytest':
+      return !(context.python && words(invocation.head) === 'python3 -m pytest');
+    case 'node-test':
+      // A step naming its own reporter is read through its TAP, as before (side-channel.ts).
+      return nodeTestReporterAccepted(context.toolchain?.node) && !/--test-reporter/.test(step.text);
+    default:
+      return false;
+  }
 }
 
 function words(list: ShellWord[]): string {
@@ -143,8 +189,22 @@ function invocationShell(invocation: RunnerInvocation, targets: TestTarget[] | u
 /** The whole repository command: its chain as written around the instrumented runner step. */
 export function wholeCommandPlan(plan: TestPlan, context: PlanContext = {}, place: ScriptPlace = ROOT): SuitePlan {
   const invocation = plan.invocation;
-  if (!invocation) {
-    return { runner: 'unknown', command: plan.command, script: plan.command, before: [], after: [] };
+  const written = plan.step;
+  if (!written) {
+    // A line Dockhand does not split (`||`, `$(…)`, a redirect): whole, in a subshell, still observed.
+    return { runner: 'unknown', sideChannel: true, command: plan.command, script: withSideChannel(plan.command, sideChannelOptions(context), true), before: [], after: [] };
+  }
+  if (!invocation || sideChannelCovers(invocation, written, context)) {
+    const chain = [...plan.before, written, ...plan.after].map(nameOf).join(' && ');
+    return {
+      runner: invocation?.runner ?? 'unknown',
+      sideChannel: true,
+      command: chain === plan.command ? plan.command : `${plan.command} → ${chain}`,
+      script: sideChannelStep(plan, written, context, place),
+      before: suiteSteps(plan, plan.before, context, place),
+      after: suiteSteps(plan, plan.after, context, place),
+      ...(invocation ? { narrow: (targets: TestTarget[]) => selectedPlan(plan, targets, context, place) } : {}),
+    };
   }
   const step = invocationShell(invocation, undefined, environmentOf(plan, invocation.origin, context, place), context.python);
   const chain = [...plan.before.map((before) => before.text), step.shown, ...plan.after.map((after) => after.text)].join(' && ');

@@ -1,7 +1,8 @@
 import type { ExecResult, Sandbox } from '../sandbox/types';
 import { classifyRun } from './infrastructure';
 import { parseTestOutput, type ParsedRun } from './runners';
-import type { SuitePlan, SuiteStep } from './suite-plan';
+import type { SuitePlan } from './suite-plan';
+import { readSideChannel } from './side-channel';
 import { parseFlatTap } from './tap';
 import type { TestCaseResult, TestInfrastructure } from './types';
 import { toRepoPath } from './runners';
@@ -15,6 +16,8 @@ export interface SuiteRun {
   exitCode: number;
   timedOut: boolean;
   infrastructure?: TestInfrastructure;
+  /** Each step of the chain, in order. */
+  steps: StepOutcome[];
 }
 
 export interface SuiteContext {
@@ -45,62 +48,91 @@ function parse(plan: SuitePlan, stdout: string, files: Set<string>): ParsedRun {
   return parseTestOutput(plan.runner, stdout, files, plan.cwd);
 }
 
-/** A step of the repository's chain around the runner (build, lint) run as written, in its script environment. */
-async function runStep(sandbox: Sandbox, plan: SuitePlan, step: SuiteStep, context: SuiteContext): Promise<SuiteRun | undefined> {
-  const result = await execute(sandbox, step.script, context);
-  if (result.exitCode === 0 && !result.timedOut) return undefined;
-  const run: SuiteRun = { plan, cases: [], failures: [], exitCode: result.exitCode, timedOut: result.timedOut };
-  const infrastructure = classifyRun({ runner: 'custom', command: step.text, result, parsed: { cases: [], failures: [] }, changedFiles: context.changed, timeoutSeconds: context.timeoutSeconds });
-  if (infrastructure) run.infrastructure = infrastructure;
-  else addExitFailure(run, step.text, result);
-  return run;
+/** One step's outcome, for the report: how it was counted, and what it counted. */
+export interface StepOutcome {
+  name: string;
+  exitCode: number;
+  /** 'tests': a runner reported per-test results; 'exit status': the step's exit status is its result. */
+  counted: 'tests' | 'exit status';
+  passed: number;
+  failed: number;
 }
 
-function addExitFailure(run: SuiteRun, command: string, result: ExecResult): void {
-  const tail = `${result.stdout}\n${result.stderr}`.trim().slice(-3000);
-  const why = `exited with ${result.exitCode}`;
-  run.cases.push({ id: `${command} (${why})`, outcome: 'failed', message: why });
-  run.failures.push(`✗ ${command} ${why}\n${tail}`);
+/** What a step's output says: the side channel's reports, else its runner's own output (tape, uvu, TAP), else nothing. */
+function parseStep(plan: SuitePlan, stdout: string, files: Set<string>, runnerStep: boolean): { parsed: ParsedRun; output: string; reported: boolean } {
+  if (runnerStep && !plan.sideChannel) {
+    const parsed = parse(plan, stdout, files);
+    return { parsed, output: stdout, reported: parsed.reported ?? parsed.cases.length > 0 };
+  }
+  const side = readSideChannel(stdout, files, plan.cwd);
+  if (side.parsed) return { parsed: side.parsed, output: side.output, reported: true };
+  // An unknown command may still print TAP.
+  if (runnerStep && plan.runner === 'unknown') {
+    const parsed = parse(plan, side.output, files);
+    if (parsed.cases.length > 0) return { parsed, output: side.output, reported: true };
+  }
+  return { parsed: { cases: [], failures: [], reported: false }, output: side.output, reported: false };
 }
 
 /**
- * Runs a plan: the chain's steps before the runner as written, the runner with its report, the
- * steps after. A step or runner that fails as infrastructure ends the run with that result and
- * no red test; a red exit the report does not explain is one failing case named after the command.
+ * One step: run, read, classified. A step that times out ends the run (infrastructure); any other
+ * step that fails — a linter, a typecheck, a command that is not installed — is a failing case
+ * named after it (`<step> (exited with N)`, stable across runs, so the baseline records it as
+ * pre-existing) and the later steps still run. The runner step (the one Dockhand reads without
+ * the side channel) keeps the runner's own infrastructure verdicts.
  */
-export async function runSuite(sandbox: Sandbox, plan: SuitePlan, context: SuiteContext): Promise<SuiteRun> {
-  for (const step of plan.before) {
-    const failed = await runStep(sandbox, plan, step, context);
-    if (failed) return failed;
-  }
-  const result = await execute(sandbox, plan.script, context);
-  const parsed = parse(plan, result.stdout, context.files);
-  const run: SuiteRun = { plan, cases: parsed.cases, failures: parsed.failures, exitCode: result.exitCode, timedOut: result.timedOut };
-  const infrastructure = classifyRun({
-    runner: plan.runner,
-    command: plan.command,
-    result,
-    parsed,
-    changedFiles: context.changed,
-    timeoutSeconds: context.timeoutSeconds,
-  });
-  if (infrastructure) {
-    run.infrastructure = infrastructure;
-    run.cases = [];
-    run.failures = [];
-    return run;
-  }
+async function runOne(sandbox: Sandbox, plan: SuitePlan, name: string, script: string, runnerStep: boolean, run: SuiteRun, context: SuiteContext): Promise<TestInfrastructure | undefined> {
+  const result = await execute(sandbox, script, context);
+  const { parsed, output, reported } = parseStep(plan, result.stdout, context.files, runnerStep);
+  const shown: ExecResult = { ...result, stdout: output };
+  const runner = runnerStep && (reported || !plan.sideChannel) ? plan.runner : 'custom';
+  const infrastructure = classifyRun({ runner, command: name, result: shown, parsed, changedFiles: context.changed, timeoutSeconds: context.timeoutSeconds });
+  // The runner step not installed, or crashed before any report, says nothing about the code; another step that fails is that step's failure.
+  if (infrastructure && (result.timedOut || runnerStep || infrastructure.kind === 'start')) return infrastructure;
+  run.cases.push(...parsed.cases);
+  run.failures.push(...parsed.failures);
   // A report with no tests in it (jest's "No tests found", pytest's exit 5) is no failure: the
   // engine runs the whole command instead of a selection the runner's configuration excludes.
-  const empty = parsed.reported === true && parsed.cases.length === 0;
-  if (result.exitCode !== 0 && !empty && !parsed.cases.some((testCase) => testCase.outcome === 'failed')) addExitFailure(run, plan.command, result);
+  const empty = reported && parsed.cases.length === 0;
+  const failedCase = parsed.cases.some((testCase) => testCase.outcome === 'failed');
+  if (result.exitCode !== 0 && !empty && !failedCase) addExitFailure(run, name, shown, infrastructure?.message);
+  if (runnerStep) run.exitCode = result.exitCode;
+  run.steps.push({
+    name,
+    exitCode: result.exitCode,
+    counted: reported ? 'tests' : 'exit status',
+    passed: parsed.cases.filter((testCase) => testCase.outcome === 'passed').length,
+    failed: parsed.cases.filter((testCase) => testCase.outcome === 'failed').length + (result.exitCode !== 0 && !empty && !failedCase ? 1 : 0),
+  });
+  return undefined;
+}
+
+function addExitFailure(run: SuiteRun, command: string, result: ExecResult, why = `exited with ${result.exitCode}`): void {
+  const tail = `${result.stdout}\n${result.stderr}`.trim().slice(-3000);
+  const status = `exited with ${result.exitCode}`;
+  run.cases.push({ id: `${command} (${status})`, outcome: 'failed', message: why, kind: 'exit_status' });
+  run.failures.push(`✗ ${command} ${status}\n${tail}`);
+}
+
+/**
+ * Runs a plan: every step of the chain as written, in order — the steps before the runner, the
+ * runner step, the steps after — each read on its own. A step that fails does not stop the ones
+ * after it (a linter red at the base must not hide the tests); only a timeout, or the runner
+ * step failing as infrastructure (not installed, crashed before any report), ends the run with
+ * that result and no red test.
+ */
+export async function runSuite(sandbox: Sandbox, plan: SuitePlan, context: SuiteContext): Promise<SuiteRun> {
+  const run: SuiteRun = { plan, cases: [], failures: [], exitCode: 0, timedOut: false, steps: [] };
+  const stopped = (infrastructure: TestInfrastructure): SuiteRun => ({ ...run, cases: [], failures: [], infrastructure, timedOut: infrastructure.kind === 'timeout' });
+  for (const step of plan.before) {
+    const infrastructure = await runOne(sandbox, plan, step.text, step.script, false, run, context);
+    if (infrastructure) return stopped(infrastructure);
+  }
+  const infrastructure = await runOne(sandbox, plan, plan.command, plan.script, true, run, context);
+  if (infrastructure) return stopped(infrastructure);
   for (const step of plan.after) {
-    const failed = await runStep(sandbox, plan, step, context);
-    if (failed?.infrastructure) return { ...run, infrastructure: failed.infrastructure, cases: [], failures: [] };
-    if (failed) {
-      run.cases.push(...failed.cases);
-      run.failures.push(...failed.failures);
-    }
+    const failed = await runOne(sandbox, plan, step.text, step.script, false, run, context);
+    if (failed) return stopped(failed);
   }
   return run;
 }

@@ -87,6 +87,8 @@ export interface ChainStep {
   segments: ShellWord[][];
   /** The package-manager script it is written in (undefined: the command itself, outside any script). */
   origin?: ScriptOrigin;
+  /** The directory an earlier `cd <dir>` of the chain moved to (repo-relative): the step runs there, as written. */
+  cwd?: string;
 }
 
 export function stepText(step: ChainStep): string {
@@ -176,7 +178,18 @@ export function resolveChain(command: string, scripts: Record<string, string>, d
   if (!steps || depth > 5) return undefined;
   const out: ChainStep[] = [];
   const expanded: string[] = [];
+  let cwd: string | undefined;
   for (const step of steps) {
+    // `cd packages/x && pnpm test`: the later steps run in that directory, as written (the root's scripts are not theirs).
+    const words = step.segments.length === 1 ? (step.segments[0] ?? []) : [];
+    if (words.length === 2 && words[0]?.value === 'cd' && words[1] && !/^[-~/]/.test(words[1].value)) {
+      cwd = [cwd, words[1].value.replace(/^\.\/|\/$/g, '')].filter(Boolean).join('/');
+      continue;
+    }
+    if (cwd !== undefined) {
+      out.push({ ...step, cwd });
+      continue;
+    }
     const call = step.segments.length === 1 ? scriptCall(step.segments[0] ?? [], scripts) : undefined;
     if (!call) {
       out.push(step);
@@ -384,7 +397,7 @@ export function workspaceCall(words: ShellWord[]): { manager: WorkspacePlan['man
 /** The first step of the chain that runs a script in every workspace package, and where it is. */
 function workspaceStepOf(chain: ResolvedChain): { call: NonNullable<ReturnType<typeof workspaceCall>>; index: number } | undefined {
   for (const [index, step] of chain.steps.entries()) {
-    const call = step.segments.length === 1 ? workspaceCall(step.segments[0] ?? []) : undefined;
+    const call = step.segments.length === 1 && step.cwd === undefined ? workspaceCall(step.segments[0] ?? []) : undefined;
     if (call) return { call, index };
   }
   return undefined;
@@ -396,14 +409,15 @@ export function runsInWorkspaces(command: string, packageJson: string | undefine
   return chain !== undefined && workspaceStepOf(chain) !== undefined;
 }
 
-/** A step of the chain run as written, and the script it is written in. */
+/** A step of the chain run as written, the script it is written in, and the directory a `cd` of the chain moved it to. */
 export interface PlannedStep {
   text: string;
   origin?: ScriptOrigin;
+  cwd?: string;
 }
 
 function plannedStep(step: ChainStep): PlannedStep {
-  return step.origin ? { text: stepText(step), origin: step.origin } : { text: stepText(step) };
+  return { text: stepText(step), ...(step.origin ? { origin: step.origin } : {}), ...(step.cwd ? { cwd: step.cwd } : {}) };
 }
 
 /** The repository's test command as the engine understands it. */
@@ -417,6 +431,12 @@ export interface TestPlan {
   /** The package.json fields npm puts in its scripts' environment (`npm_package_name`, …). */
   packageEnv: Record<string, string>;
   invocation?: RunnerInvocation;
+  /**
+   * The runner step as written (with `invocation`), or the chain's last step when no step is a
+   * runner Dockhand knows (`tsc && xo && ts-scripts test`: `before` holds the others). Undefined
+   * only for a line that is not modelled: it then runs whole.
+   */
+  step?: PlannedStep;
   /** The scripts followed, for the user: `test: tape test/*.js | tap-spec`. */
   expanded: string[];
   /** The chain's step runs a script in every workspace package: each member's plan (no `invocation` then). */
@@ -451,10 +471,15 @@ export function planTestCommand(command: string, packageJson: string | undefined
       };
     }
   }
-  const index = chain.steps.findIndex((step) => parseInvocation(step) !== undefined);
+  // A step after a `cd` runs where the root's paths do not apply: counted through the side channel, never narrowed.
+  const index = chain.steps.findIndex((step) => step.cwd === undefined && parseInvocation(step) !== undefined);
   const step = chain.steps[index];
   const invocation = step ? parseInvocation(step) : undefined;
-  if (!invocation) return unknown;
+  if (!step || !invocation) {
+    const last = chain.steps[chain.steps.length - 1];
+    if (!last) return unknown;
+    return { ...unknown, before: chain.steps.slice(0, -1).map(plannedStep), step: plannedStep(last) };
+  }
   return {
     command,
     runner: invocation.runner,
@@ -462,6 +487,7 @@ export function planTestCommand(command: string, packageJson: string | undefined
     after: chain.steps.slice(index + 1).map(plannedStep),
     packageEnv,
     invocation,
+    step: plannedStep(step),
     expanded: chain.expanded,
   };
 }

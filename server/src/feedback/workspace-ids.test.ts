@@ -38,7 +38,7 @@ describe('test ids in a workspace carry the member', () => {
   it("a quarantined member test is left out of the model's output by its prefixed id", () => {
     const a = parseTestOutput('tape', memberTap('packages/a'), files, 'packages/a');
     const b = parseTestOutput('tape', memberTap('packages/b'), files, 'packages/b');
-    const run = (parsed: typeof a): SuiteRun => ({ plan: { runner: 'tape', command: 'tape', script: 'tape', before: [], after: [] }, cases: parsed.cases, failures: parsed.failures, exitCode: 1, timedOut: false });
+    const run = (parsed: typeof a): SuiteRun => ({ plan: { runner: 'tape', command: 'tape', script: 'tape', before: [], after: [] }, cases: parsed.cases, failures: parsed.failures, exitCode: 1, timedOut: false, steps: [] });
     const report: TestReport = { command: 'npm test', ok: false, passed: 10, failed: 2, skipped: 2, scope: 'full', selectionReason: 'full suite', quarantined: ['packages/a > subtracts > three minus one'], output: '', durationMs: 1, cases: [] };
     const output = compactOutput(report, [run(a), run(b)], new Set(['packages/a > subtracts > three minus one']), new Set(), [], 10_000);
     expect(output).toContain('✗ packages/b > subtracts > three minus one');

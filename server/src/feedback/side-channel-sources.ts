@@ -1,0 +1,132 @@
+/*
+ * The side channel's two files, written into the sandbox before a step runs (`side-channel.ts`).
+ * They leave the repository's command as written: Node loads the preload into every process of
+ * the step through NODE_OPTIONS, pytest loads the plugin through PYTEST_PLUGINS, and each adds a
+ * machine report only in the runner's own process, however the runner was started (an npm script,
+ * a wrapper such as run-s, turbo or lerna, a workspace run).
+ *
+ * The preload recognises the runner by the script the process runs (`process.argv[1]`, symlinks
+ * resolved): jest and vitest get their own JSON reporter, added to the process's own argv before
+ * their CLI parses it (the shell command, its `&&` chain and any wrapper are untouched); mocha's
+ * runner events are observed (`Runner.prototype.emit`), which keeps the repository's reporter and
+ * writes mocha's JSON reporter's shape; node:test's reporter comes from NODE_OPTIONS itself
+ * (`--test-reporter=tap` to a file, set by side-channel.ts where the Node version accepts it).
+ * Every report lands in RESULTS_DIR as `<runner>-<pid>.json`. Plain CommonJS that runs on Node
+ * 14 and up; any error inside it is swallowed, so it can never break the step it observes.
+ */
+
+export const SIDE_CHANNEL_DIR = '/tmp/dockhand';
+export const RESULTS_DIR = `${SIDE_CHANNEL_DIR}/results`;
+export const PRELOAD_FILE = `${SIDE_CHANNEL_DIR}/preload.cjs`;
+export const PYTEST_PLUGIN_MODULE = 'dockhand_results';
+
+export const PRELOAD_SOURCE = String.raw`'use strict';
+// Dockhand's side channel (server/src/feedback/side-channel-sources.ts): a machine report from the test runner's own process.
+(function () {
+  var fs = require('fs');
+  var path = require('path');
+  var dir = process.env.DOCKHAND_RESULTS_DIR || '${RESULTS_DIR}';
+  var main = process.argv[1] || '';
+  try { main = fs.realpathSync(main); } catch (error) { /* a path inside a zip (Yarn PnP) stays as given */ }
+  main = main.replace(/\\/g, '/');
+  function file(runner) {
+    try { fs.mkdirSync(dir, { recursive: true }); } catch (error) { /* reported by the write */ }
+    return path.join(dir, runner + '-' + process.pid + '.json');
+  }
+  function has(names) {
+    return process.argv.slice(2).some(function (arg) { return names.some(function (name) { return arg === name || arg.indexOf(name + '=') === 0; }); });
+  }
+  try {
+    if (/\/(jest|jest-cli)\/bin\/jest(\.js)?$/.test(main)) {
+      if (!has(['--json', '--outputFile', '--watch', '--watchAll', '--listTests', '--showConfig'])) process.argv.push('--json', '--outputFile=' + file('jest'));
+    } else if (/\/vitest\/vitest\.mjs$/.test(main)) {
+      if (!has(['--reporter', '--outputFile'])) process.argv.push('--reporter=default');
+      if (!has(['--outputFile'])) process.argv.push('--reporter=json', '--outputFile.json=' + file('vitest'));
+    } else if (/\/mocha\/bin\/_?mocha(\.js)?$/.test(main)) {
+      observeMocha(file('mocha'));
+    }
+  } catch (error) { /* never the step's failure */ }
+
+  function observeMocha(target) {
+    var Module = require('module');
+    var load = Module._load;
+    var done = false;
+    Module._load = function (request) {
+      var exported = load.apply(this, arguments);
+      try {
+        if (!done && typeof exported === 'function' && exported.Runner && exported.Runner.prototype && typeof exported.prototype.run === 'function') {
+          done = true;
+          patchRunner(exported.Runner, target);
+        }
+      } catch (error) { /* never the step's failure */ }
+      return exported;
+    };
+  }
+
+  function patchRunner(Runner, target) {
+    var report = { stats: {}, tests: [], passes: [], failures: [], pending: [] };
+    var written = false;
+    function write() {
+      if (written) return;
+      written = true;
+      try { fs.writeFileSync(target, JSON.stringify(report)); } catch (error) { /* nothing to report then */ }
+    }
+    function clean(test, error) {
+      var full = '';
+      try { full = typeof test.fullTitle === 'function' ? test.fullTitle() : String(test.title); } catch (e) { full = String(test && test.title); }
+      var entry = { title: String(test && test.title), fullTitle: full, file: (test && test.file) || (test && test.parent && test.parent.file) || undefined };
+      if (error) entry.err = { message: String((error && error.message) || error), stack: String((error && error.stack) || '') };
+      return entry;
+    }
+    var emit = Runner.prototype.emit;
+    Runner.prototype.emit = function (event, test, error) {
+      try {
+        if (event === 'pass') report.passes.push(clean(test));
+        else if (event === 'fail') report.failures.push(clean(test, error));
+        else if (event === 'pending') report.pending.push(clean(test));
+        else if (event === 'end') write();
+      } catch (e) { /* never the step's failure */ }
+      return emit.apply(this, arguments);
+    };
+    process.on('exit', write);
+  }
+})();
+`;
+
+/** The pytest plugin: one JSON line per test phase that decides an outcome, in the controller only (xdist workers report to it). */
+export const PYTEST_PLUGIN_SOURCE = String.raw`# Dockhand's side channel (server/src/feedback/side-channel-sources.ts): pytest's results as JSON lines.
+import json, os
+
+_target = None
+
+
+def pytest_configure(config):
+    global _target
+    if hasattr(config, "workerinput"):
+        return
+    folder = os.environ.get("DOCKHAND_RESULTS_DIR", "${RESULTS_DIR}")
+    try:
+        os.makedirs(folder, exist_ok=True)
+        _target = open(os.path.join(folder, "pytest-%d.json" % os.getpid()), "w")
+    except OSError:
+        _target = None
+
+
+def _write(entry):
+    if _target is not None:
+        _target.write(json.dumps(entry) + "\n")
+        _target.flush()
+
+
+def pytest_runtest_logreport(report):
+    if report.when == "call" or (report.when == "setup" and report.outcome != "passed") or (report.when == "teardown" and report.outcome == "failed"):
+        outcome = report.outcome
+        if hasattr(report, "wasxfail"):
+            outcome = "skipped" if report.skipped else "passed"
+        _write({"nodeid": report.nodeid, "when": report.when, "outcome": outcome, "message": str(report.longrepr)[-3000:] if report.failed else ""})
+
+
+def pytest_collectreport(report):
+    if report.failed:
+        _write({"nodeid": report.nodeid or ".", "when": "collect", "outcome": "failed", "message": str(report.longrepr)[-3000:]})
+`;

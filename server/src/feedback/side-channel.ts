@@ -1,0 +1,139 @@
+import { parseJestJson, parseMochaJson, parseTap, shellQuote, toRepoPath, type ParsedRun } from './runners';
+import { PRELOAD_SOURCE, PYTEST_PLUGIN_MODULE, PYTEST_PLUGIN_SOURCE, SIDE_CHANNEL_DIR } from './side-channel-sources';
+import type { TestCaseResult } from './types';
+
+/*
+ * Per-test results without rewriting the repository's command. A step runs exactly as written;
+ * around it, in the same `bash -c`, the side channel's files are written to a directory of this
+ * shell's own (`/tmp/dockhand/<shell pid>`, so two runs never share one), NODE_OPTIONS loads the
+ * preload into every Node process of the step, PYTEST_PLUGINS loads the pytest plugin, and after
+ * the step every report the runners wrote is printed behind a marker for `readSideChannel`.
+ * What the preload and the plugin do: `side-channel-sources.ts`.
+ *
+ * node:test gets its reporter from NODE_OPTIONS itself (`--test-reporter=tap` to a file, beside
+ * the usual reporter on stdout): Node accepts those options there from 18.20 / 20 on (tested on
+ * 18.20.4 and 20.20.2); an older or unknown Node does not get them, since a Node that refuses an
+ * option in NODE_OPTIONS refuses to start at all. A step that names its own `--test-reporter` is
+ * left alone too (Node requires as many destinations as reporters, counted across both).
+ */
+
+export const SIDE_CHANNEL_MARKER = '@@DOCKHAND-SIDE-CHANNEL@@';
+
+export interface SideChannelOptions {
+  /** The Node version the sandbox runs (the recipe's), without the `v`; undefined: not known. */
+  node?: string;
+}
+
+/** Does this Node accept `--test-reporter` in NODE_OPTIONS? */
+export function nodeTestReporterAccepted(version: string | undefined): boolean {
+  const [major = 0, minor = 0] = (version ?? '').replace(/^v/, '').split('.').map((part) => Number.parseInt(part, 10) || 0);
+  return major >= 20 || (major === 18 && minor >= 20);
+}
+
+/**
+ * The shell that runs `step` (a shell line, its own environment set before it) with the side
+ * channel, then prints the reports and exits with the step's status. `isolate` runs the step in a
+ * subshell, for a line Dockhand did not split (it may `exit` or `set -e`).
+ */
+export function withSideChannel(step: string, options: SideChannelOptions, isolate = false): string {
+  const dir = `${SIDE_CHANNEL_DIR}/$$`;
+  const nodeTest = nodeTestReporterAccepted(options.node) && !/--test-reporter/.test(step)
+    ? ` --test-reporter=spec --test-reporter-destination=stdout --test-reporter=tap --test-reporter-destination=${dir}/results/node-test-$$.tap`
+    : '';
+  const prologue = [
+    `mkdir -p ${dir}/results`,
+    `printf '%s' ${shellQuote(PRELOAD_SOURCE)} > ${dir}/preload.cjs`,
+    `printf '%s' ${shellQuote(PYTEST_PLUGIN_SOURCE)} > ${dir}/${PYTEST_PLUGIN_MODULE}.py`,
+    `export DOCKHAND_RESULTS_DIR=${dir}/results`,
+    `export NODE_OPTIONS="--require ${dir}/preload.cjs${nodeTest}\${NODE_OPTIONS:+ $NODE_OPTIONS}"`,
+    `export PYTHONPATH="\${PYTHONPATH:+$PYTHONPATH:}${dir}"`,
+    `export PYTEST_PLUGINS="${PYTEST_PLUGIN_MODULE}\${PYTEST_PLUGINS:+,$PYTEST_PLUGINS}"`,
+    // pytest's cache would be a change in the workspace's diff.
+    `export PYTEST_ADDOPTS="-p no:cacheprovider\${PYTEST_ADDOPTS:+ $PYTEST_ADDOPTS}"`,
+  ].join('; ');
+  const body = isolate ? `(\n${step}\n)` : step;
+  const epilogue = `dockhand_status=$?; for dockhand_report in ${dir}/results/*; do [ -s "$dockhand_report" ] || continue; echo; echo "${SIDE_CHANNEL_MARKER} \${dockhand_report##*/}"; cat "$dockhand_report"; done; rm -rf ${dir}; exit $dockhand_status`;
+  return `${prologue}\n${body}\n${epilogue}`;
+}
+
+/** A step's output without the reports, and what the reports say (undefined: no runner reported). */
+export interface SideChannelRead {
+  output: string;
+  parsed?: ParsedRun;
+  /** The runners that reported (`jest`, `node-test`, …). */
+  runners: string[];
+}
+
+/** Splits a step's stdout into its own output and the side channel's reports, and parses them. */
+export function readSideChannel(stdout: string, files: Set<string>, cwd?: string): SideChannelRead {
+  const parts = stdout.split(`\n${SIDE_CHANNEL_MARKER} `);
+  const output = parts[0] ?? '';
+  if (parts.length === 1) return { output, runners: [] };
+  const runs: ParsedRun[] = [];
+  const runners: string[] = [];
+  for (const part of parts.slice(1)) {
+    const newline = part.indexOf('\n');
+    const name = part.slice(0, newline < 0 ? undefined : newline);
+    const text = newline < 0 ? '' : part.slice(newline + 1);
+    const runner = name.replace(/-\d+\.(json|tap)$/, '');
+    const parsed = parseReport(runner, text, files, cwd);
+    if (!parsed) continue;
+    runs.push(parsed);
+    if (!runners.includes(runner)) runners.push(runner);
+  }
+  if (runs.length === 0) return { output, runners };
+  return { output, runners, parsed: { cases: runs.flatMap((run) => run.cases), failures: runs.flatMap((run) => run.failures), reported: true } };
+}
+
+function parseReport(runner: string, text: string, files: Set<string>, cwd?: string): ParsedRun | undefined {
+  switch (runner) {
+    case 'jest':
+    case 'vitest':
+      return parseJestJson(text, files, cwd);
+    case 'mocha':
+      return parseMochaJson(text, files, cwd);
+    case 'node-test':
+      return parseTap(text, files, cwd);
+    case 'pytest':
+      return parsePytestLines(text, files, cwd);
+    default:
+      return undefined;
+  }
+}
+
+interface PytestLine {
+  nodeid: string;
+  when: string;
+  outcome: string;
+  message?: string;
+}
+
+/** The plugin's JSON lines: one case per node id (a failed setup or teardown fails it; a collection error is the file's load error). */
+export function parsePytestLines(text: string, files: Set<string>, cwd?: string): ParsedRun {
+  const byId = new Map<string, TestCaseResult>();
+  const failures: string[] = [];
+  for (const line of text.split('\n')) {
+    let entry: PytestLine;
+    try {
+      entry = JSON.parse(line) as PytestLine;
+    } catch {
+      continue;
+    }
+    if (typeof entry.nodeid !== 'string') continue;
+    // pytest prints node ids relative to its rootdir; a workspace member's run is relative to the member.
+    const printedFile = entry.nodeid.split('::')[0] ?? entry.nodeid;
+    const file = toRepoPath(printedFile, files, cwd);
+    const id = file === printedFile ? entry.nodeid : `${file}${entry.nodeid.slice(printedFile.length)}`;
+    const outcome: TestCaseResult['outcome'] = entry.outcome === 'passed' ? 'passed' : entry.outcome === 'skipped' ? 'skipped' : 'failed';
+    const known = byId.get(id);
+    if (known?.outcome === 'failed') continue;
+    const testCase: TestCaseResult = { id, file, outcome };
+    if (outcome === 'failed') {
+      testCase.message = (entry.message ?? '').trim().split('\n').pop() ?? '';
+      failures.push(`✗ ${id}\n${entry.message ?? ''}`);
+    }
+    if (entry.when === 'collect') testCase.kind = 'load_error';
+    byId.set(id, testCase);
+  }
+  return { cases: [...byId.values()], failures, reported: true };
+}
