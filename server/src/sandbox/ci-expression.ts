@@ -15,7 +15,7 @@ class Unknown extends data.Null {}
 const UNKNOWN = new Unknown();
 
 /** What the sandbox stands for when asked: a pull request's run on Linux, in /workspace. */
-const GITHUB_KNOWN = { event_name: 'pull_request', workspace: '/workspace', ref_type: 'branch' };
+const GITHUB_KNOWN = { event_name: 'pull_request', ref: 'refs/pull/1/merge', workspace: '/workspace', ref_type: 'branch' };
 const RUNNER = { os: 'Linux', arch: 'X64', temp: '/tmp', tool_cache: '/opt/hostedtoolcache' };
 const CONTEXTS = ['github', 'env', 'matrix', 'runner', 'strategy', 'job', 'steps', 'needs', 'inputs', 'vars', 'secrets'];
 const STATUS_FUNCTIONS = ['success', 'always', 'failure', 'cancelled'];

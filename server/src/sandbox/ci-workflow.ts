@@ -67,11 +67,12 @@ const TEST_COMMAND = /(?:^|[\s;&|(/'"])(?:tests?(?:[:_-][\w:.-]*)?|vitest|jest|m
 const INSTALL_LINE = /^(?:npm\s+(?:ci|install|i)(?:\s|$)|pnpm\s+(?:install|i|add)(?:\s|$)|yarn(?:\s+install)?(?:\s+--?[\w-]+(?:=\S+)?)*\s*$|(?:python3?\s+-m\s+)?pip3?\s+install\s)/;
 const OTHER_INSTALL_LINE = /^(?:bun\s+install|uv\s+(?:sync|pip\s+install)|poetry\s+install|pdm\s+(?:install|sync)|pipenv\s+(?:install|sync)|pip-sync|hatch\s+env|\.?\/?scripts\/(?:install|bootstrap|setup)|make\s+(?:install|deps|setup|dev)\b|deno\s+install|(?:npx|pnpm\s+exec|yarn)\s+playwright\s+install|playwright\s+install|node\s+\S*puppeteer\S*install)/;
 /** Lines that set up the runner or print, neither install nor check (a step of only these is left out). */
-const SETUP_LINE = /^(?:echo|printf|ls|cat|pwd|env|printenv|date|which|type|whoami|uname|df|free|nproc|node\s+(?:-v|--version|-p)|npm\s+(?:-v|--version|config|set)|pnpm\s+(?:-v|--version|config|store)|yarn\s+(?:-v|--version|config)|python3?\s+(?:-VV?|--version|-m\s+site)|pip3?\s+(?:--version|list|freeze|config)|git\s+(?:config|fetch|status|log|--version|submodule)|corepack|sudo|apt(?:-get)?\s|brew\s|choco\s|mkdir|chmod|export\s|set\s+[-+]|(?:npm|pnpm)\s+(?:i|install|add)\s+(?:-g|--global)|npm\s+i\s+-fg|yarn\s+global|codecov|coveralls|bash\s+<\(curl|curl\s|wget\s|gh\s)/;
+const SETUP_LINE = /^(?:echo|printf|ls|cat|pwd|env|printenv|date|which|type|whoami|uname|df|free|nproc|node\s+(?:-v|--version|-p)|npm\s+(?:-v|--version|config|set)|pnpm\s+(?:-v|--version|config|store)|yarn\s+(?:-v|--version|config)|python3?\s+(?:-VV?|--version|-m\s+site)|pip3?\s+(?:--version|list|freeze|config)|git\s+(?:config|fetch|status|log|--version|submodule)|corepack|sudo|apt(?:-get)?\s|brew\s|choco\s|mkdir|chmod|export\s|set\s+[-+]|(?:npm|pnpm)\s+(?:i|install|add)\s+(?:-g|--global)|npm\s+i\s+-fg|yarn\s+global|codecov|coveralls|(?:npx\s+)?nx-cloud\s|bash\s+<\(curl|curl\s|wget\s|gh\s)/;
 /** Launchers the sandbox does not have: a test step that needs one rules the job out. */
 const MISSING_TOOL = /^(?:bun|bunx|deno|uv|uvx|poetry|pdm|hatch|rye|pixi|pipx|conda|mamba|micromamba|nix|docker|docker-compose)$/;
 const JOB_SKIPPED = /\b(?:release|releases|deploy|deployment|publish|docs?|pages|codeql|stale|labels?|lock|dependabot|coveralls|codecov|upload|benchmarks?|size)\b/i;
-const JOB_PREFERRED = /^(?:tests?|ci|build|unit|unit[-_ ]tests?|checks?|node|python)$/i;
+const JOB_TEST = /^(?:tests?|unit[-_ ]?tests?)$/i;
+const JOB_PREFERRED = /^(?:ci|build|unit|checks?|node|python)$/i;
 const JOB_LATER = /(?:e2e|integration|browser|playwright|cypress|downstream|smoke|nightly|canary|bench|windows|macos|lint)/i;
 
 /** The logical lines of a `run:` script (continuations joined), comments and blanks dropped. */
@@ -319,7 +320,7 @@ export function readCiTestJob(files: Readonly<Record<string, string | undefined>
       return;
     }
     const words = `${input.id} ${text(input.definition.name) ?? ''}`;
-    const rank = (JOB_PREFERRED.test(input.id) ? 0 : JOB_LATER.test(words) ? 2000 : 1000) + order;
+    const rank = (JOB_TEST.test(input.id) ? 0 : JOB_PREFERRED.test(input.id) ? 500 : JOB_LATER.test(words) ? 2000 : 1000) + order;
     found.push({ job: reading, rank });
   };
   const paths = workflowFiles(Object.keys(files));
@@ -357,21 +358,4 @@ export function readCiTestJob(files: Readonly<Record<string, string | undefined>
   // Why the jobs that test were not followed says more than which jobs do not test.
   const telling = [...reasons.filter((reason) => !/runs no test step|release, d/.test(reason)), ...reasons.filter((reason) => /runs no test step|release, d/.test(reason))];
   return { reason: telling.length > 0 ? `no test job to follow: ${telling.slice(0, 3).join('; ')}` : 'no workflow runs for pushes or pull requests' };
-}
-
-function shellQuote(value: string): string {
-  return /^[\w@%+=:,./-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`;
-}
-
-/** The steps as one shell command: each in its directory with its env, joined with ` && ` (what `test.command` shows). */
-export function joinedCommand(steps: readonly CiStep[]): string {
-  return steps
-    .map((step) => {
-      const env = Object.entries(step.env ?? {});
-      if (!step.cwd && env.length === 0 && !step.command.includes('\n')) return step.command;
-      const cd = step.cwd ? `cd ${shellQuote(step.cwd)} && ` : '';
-      const exports = env.length > 0 ? `export ${env.map(([key, value]) => `${key}=${shellQuote(value)}`).join(' ')} && ` : '';
-      return `(${cd}${exports}${step.command}${step.command.includes('\n') ? '\n' : ''})`;
-    })
-    .join(' && ');
 }

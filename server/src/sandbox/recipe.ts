@@ -3,8 +3,10 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { DockhandError } from '../errors';
 import { ENVIRONMENT_FILE_PATH, parseEnvironmentFile, type EnvironmentFile } from './environment-file';
-import { joinedCommand, readCiTestJob, type CiReading } from './ci-workflow';
+import { ciPnpm, followCi } from './ci-recipe';
+import { readCiTestJob } from './ci-workflow';
 import { workflowNodeVersions } from './node-ci';
+import { pythonInstallSteps, TEST_REQUIREMENT_FILES } from './python-install';
 import { compareVersions, isExactVersion, majorOf, newestSatisfying, parseRange, satisfies } from './versions';
 
 /*
@@ -45,6 +47,7 @@ export const RECIPE_FILES = [
   ENVIRONMENT_FILE_PATH,
   POLICY_FILE,
   SETUP_SCRIPT_PATH,
+  ...TEST_REQUIREMENT_FILES,
 ] as const;
 export const REQUIREMENTS_PATTERN = /^requirements.*\.txt$/;
 /** Where the build puts the helper that lists packages with lifecycle scripts (skipScripts). */
@@ -296,16 +299,13 @@ function installCommand(manager: PackageManagerName, hasLockfile: boolean, file:
 
 function pythonPart(input: RecipeInput, file: EnvironmentFile | undefined): { install: string; python: NonNullable<EnvironmentRecipe['python']> } | undefined {
   if (file?.python === false) return undefined;
-  const requirements = file?.python?.requirements ?? input.rootFiles.filter((name) => REQUIREMENTS_PATTERN.test(name)).sort();
+  const rootRequirements = file?.python?.requirements ?? input.rootFiles.filter((name) => REQUIREMENTS_PATTERN.test(name)).sort();
   const pyproject = input.files['pyproject.toml'];
   // An installable project: setup.py, or a pyproject.toml that declares a build system or a project.
   const installable = input.rootFiles.includes('setup.py') || (pyproject !== undefined && /^\[(build-system|project)\]/m.test(pyproject));
-  const isPython = requirements.length > 0 || installable || ['pyproject.toml', 'setup.cfg', 'pytest.ini', 'tox.ini'].some((name) => input.rootFiles.includes(name));
+  const isPython = rootRequirements.length > 0 || installable || ['pyproject.toml', 'setup.cfg', 'pytest.ini', 'tox.ini'].some((name) => input.rootFiles.includes(name));
   if (!isPython) return undefined;
-  const steps = ['python3 -m venv --system-site-packages .venv'];
-  if (requirements.length > 0) steps.push(`.venv/bin/pip install -q ${requirements.map((name) => `-r ${name}`).join(' ')}`);
-  // Debian's setuptools builds it: the package index may not be reachable for build isolation.
-  if (installable) steps.push('.venv/bin/pip install -q --no-build-isolation -e .');
+  const { steps, requirements } = pythonInstallSteps({ rootFiles: input.rootFiles, files: input.files, requirements: rootRequirements, fromEnvironmentFile: file?.python?.requirements !== undefined, installable });
   const source = file?.python?.requirements ? ENVIRONMENT_FILE_PATH : requirements[0] ?? (installable ? (input.rootFiles.includes('setup.py') ? 'setup.py' : 'pyproject.toml') : 'pyproject.toml');
   return { install: steps.join(' && '), python: { requirements, source } };
 }
@@ -384,35 +384,6 @@ export async function detectRecipe(input: RecipeInput, versions: VersionLookup):
     throw recipeError(`${ENVIRONMENT_FILE_PATH}:setup`, `setup: replace needs ${SETUP_SCRIPT_PATH}, which does not exist at this commit`, `add ${SETUP_SCRIPT_PATH} or remove setup: replace`);
   }
   return recipe;
-}
-
-/** pnpm/action-setup's version, where the lockfile does not say another manager. */
-function ciPnpm(ci: CiReading, fromLockfile: ManagerSpec | undefined): ManagerSpec | undefined {
-  const version = ci.job?.pnpm;
-  if (!ci.job || !version || !/^\d/.test(version) || (fromLockfile && fromLockfile.name !== 'pnpm')) return undefined;
-  return { name: 'pnpm', range: version, source: `${ci.job.file} pnpm/action-setup` };
-}
-
-/**
- * The CI's test job over detection: its test and check steps as written, and its install when
- * the sandbox can run every install step as written (npm, pnpm, yarn, pip; pip in the `.venv`
- * that PATH puts first) and environment.yml does not hold lifecycle scripts back (its skipScripts
- * need the detected install's rebuild). Without a test job, detection stays and says why.
- */
-function followCi(recipe: EnvironmentRecipe, ci: CiReading, file: EnvironmentFile | undefined, python: boolean): void {
-  if (!ci.job) {
-    if (ci.reason !== 'no workflow in .github/workflows') recipe.test.source = `${recipe.test.source} (CI not followed: ${ci.reason})`.slice(0, 400);
-    return;
-  }
-  const { job } = ci;
-  const through = job.runsThrough.length > 0 ? ` via ${job.runsThrough.join(', ')}` : '';
-  recipe.test = { command: joinedCommand(job.steps), source: `${job.source}${through}`, steps: job.steps };
-  if (python && recipe.python && job.python) recipe.python.version = job.python;
-  const scriptsHeld = file?.lifecycleScripts === false || (file?.skipScripts ?? []).length > 0;
-  if (job.install.length === 0 || job.otherInstalls.length > 0 || scriptsHeld) return;
-  const pip = job.install.some((line) => /\bpip3?\s+install\b/.test(line));
-  const venv = python || pip ? ['python3 -m venv --system-site-packages .venv'] : [];
-  recipe.install = { command: [...venv, ...job.install].join(' && '), source: `${job.via ? `${job.via} › ` : ''}${job.file} › ${job.job} (install steps)` };
 }
 
 /** JSON with sorted keys at every level: equal recipes give equal text (and so equal keys). */

