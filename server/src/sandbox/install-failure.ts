@@ -17,6 +17,14 @@ export interface InstallDiagnosis {
   /** Hosts outside the allowlist the install tried to reach. */
   blockedHosts: string[];
   /**
+   * Which package's lifecycle script asked for each blocked host, where the output tells: the
+   * script running when the proxy refused it (the build marks that moment in the output, see
+   * REFUSED_MARKER), else the script whose output names the host.
+   */
+  hostRequesters?: HostRequester[];
+  /** A Python requirement pip found in no index (`No matching distribution found for …`). */
+  missingRequirement?: string;
+  /**
    * The error a Python install died of (`ValueError: invalid pyproject.toml config: …`), which
    * pip prints inside its subprocess output, above a traceback and its own "This error
    * originates from a subprocess" lines: the tail alone shows the stack, not the cause.
@@ -86,7 +94,45 @@ export function readBuildRequirementsProbe(stdout: string): UnmetBuildRequiremen
   }
 }
 
+export interface HostRequester {
+  host: string;
+  packageName: string;
+  script?: string;
+}
+
+/** What the build writes into the install's transcript when the egress proxy refuses a target. */
+export const REFUSED_MARKER = '::dockhand:refused:';
+
 const LIFECYCLE = '(preinstall|install|postinstall|prepare|prepublish)';
+
+/**
+ * The lifecycle script a line shows running: npm's `> pkg@1.0.0 postinstall` header (npm runs
+ * foreground scripts one at a time), or pnpm's `node_modules/.pnpm/…/node_modules/pkg postinstall$ …`
+ * start and `…/pkg postinstall: …` output lines (each prefixed with its package).
+ */
+function scriptOfLine(line: string): { packageName: string; script: string } | undefined {
+  const npm = new RegExp(`^> ((?:@[^/\\s]+/)?[^@\\s]+)@\\S* ${LIFECYCLE}\\s*$`).exec(line);
+  if (npm?.[1] && npm[2]) return { packageName: npm[1], script: npm[2] };
+  const pnpm = new RegExp(`^\\s*(\\S*node_modules/\\S+) ${LIFECYCLE}(?::|\\$)`).exec(line);
+  const name = pnpm?.[1] ? packageFromPath(pnpm[1]) : undefined;
+  if (name && pnpm?.[2]) return { packageName: name, script: pnpm[2] };
+  return undefined;
+}
+
+/** For each blocked host, the script running at the refusal's marker, else at the first line naming the host. */
+function requestersOf(lines: readonly string[], hosts: readonly string[]): HostRequester[] {
+  const found: HostRequester[] = [];
+  for (const host of hosts) {
+    let at = lines.findIndex((line) => line.startsWith(REFUSED_MARKER) && line.slice(REFUSED_MARKER.length).toLowerCase().replace(/:\d+$/, '') === host);
+    if (at < 0) at = lines.findIndex((line) => !line.startsWith(REFUSED_MARKER) && line.toLowerCase().includes(host));
+    // A pnpm output line naming the host carries its own package.
+    const own = at >= 0 ? scriptOfLine(lines[at] ?? '') : undefined;
+    let running = own;
+    for (let index = at - 1; !running && index >= 0; index--) running = scriptOfLine(lines[index] ?? '');
+    if (at >= 0 && running) found.push({ host, packageName: running.packageName, script: running.script });
+  }
+  return found;
+}
 
 function packageFromPath(path: string): string | undefined {
   const tail = path.split('node_modules/').pop();
@@ -109,7 +155,8 @@ export function diagnoseInstall(outputRaw: string, refusedTargets: readonly stri
   // yarn classic: "error /workspace/node_modules/pkg: Command failed."
   const yarnPath = [...output.matchAll(/error (\S*node_modules\/\S+?): Command failed/g)].pop()?.[1];
   // pnpm: "node_modules/.pnpm/pkg@1.0.0/node_modules/pkg postinstall: Failed" or "… postinstall$ cmd".
-  const pnpm = [...output.matchAll(new RegExp(`(\\S*node_modules/\\S+) ${LIFECYCLE}(?::|\\$)`, 'g'))].pop();
+  // pnpm runs scripts side by side: the one that says Failed, not the last to print.
+  const pnpm = [...output.matchAll(new RegExp(`(\\S*node_modules/\\S+) ${LIFECYCLE}: Failed`, 'g'))].pop() ?? [...output.matchAll(new RegExp(`(\\S*node_modules/\\S+) ${LIFECYCLE}(?::|\\$)`, 'g'))].pop();
   // yarn berry: "➤ YN0009: │ pkg@npm:1.0.0 couldn't be built successfully"
   const berry = [...output.matchAll(/YN0009: [│|]?\s*((?:@[^/\s]+\/)?[^@\s]+)@\S+ couldn't be built/g)].pop()?.[1];
   const failedPath = npmPath ?? yarnPath ?? pnpm?.[1];
@@ -129,7 +176,17 @@ export function diagnoseInstall(outputRaw: string, refusedTargets: readonly stri
   }
   // Clients that ignore the proxy fail name resolution (the install network has no DNS).
   for (const match of output.matchAll(/(?:getaddrinfo (?:ENOTFOUND|EAI_AGAIN)|Could not resolve host:?) ([a-z0-9.-]+\.[a-z]{2,})/gi)) hosts.add((match[1] ?? '').toLowerCase());
+  for (const match of output.matchAll(new RegExp(`^${REFUSED_MARKER}([a-z0-9.-]+)`, 'gim'))) hosts.add((match[1] ?? '').toLowerCase());
   diagnosis.blockedHosts = [...hosts].filter((host) => host !== '');
+  const requesters = requestersOf(output.split('\n'), diagnosis.blockedHosts);
+  if (requesters.length > 0) diagnosis.hostRequesters = requesters;
+  // No package named as failing: the one whose script was refused is the likeliest.
+  if (!diagnosis.packageName && requesters[0]) {
+    diagnosis.packageName = requesters[0].packageName;
+    if (requesters[0].script) diagnosis.script = requesters[0].script;
+  }
+  const missing = [...output.matchAll(/No matching distribution found for (\S+)/g)].pop()?.[1];
+  if (missing) diagnosis.missingRequirement = missing;
   const cause = missingLibrary(output) ?? pythonCause(output);
   if (cause) diagnosis.cause = cause;
   return diagnosis;
@@ -157,19 +214,43 @@ function pythonCause(output: string): string | undefined {
   return undefined;
 }
 
+/** "it tried to reach a.com", or, where the output tells who asked, "the postinstall script of package "puppeteer" tried to reach a.com". */
+function reachedBy(diagnosis: InstallDiagnosis): string {
+  const requesters = diagnosis.hostRequesters ?? [];
+  const parts: string[] = [];
+  const unattributed = diagnosis.blockedHosts.filter((host) => !requesters.some((entry) => entry.host === host));
+  const byScript = new Map<string, string[]>();
+  for (const entry of requesters) {
+    const who = `the ${entry.script ?? 'lifecycle'} script of package "${entry.packageName}"`;
+    byScript.set(who, [...(byScript.get(who) ?? []), entry.host]);
+  }
+  const failed = diagnosis.packageName ? `the ${diagnosis.script ?? 'lifecycle'} script of package "${diagnosis.packageName}"` : undefined;
+  for (const [who, hosts] of byScript) parts.push(`${who === failed ? 'it' : who} tried to reach ${hosts.join(', ')}`);
+  if (unattributed.length > 0) parts.push(`${parts.length === 0 ? 'it' : 'the install'} tried to reach ${unattributed.join(', ')}`);
+  return parts.join('; ');
+}
+
 /** The build error's text: what failed, what was refused, what to do, where the log is. */
-export function describeInstallFailure(input: { exitCode: number; tail: string; diagnosis: InstallDiagnosis; logPath: string; setupFailed: boolean }): { message: string; hint: string } {
+/**
+ * `pipIndex`: the Python package index the build used (DOCKHAND_PIP_INDEX_URL), null when none is
+ * configured (pip then looks in no index), undefined when not known.
+ */
+export function describeInstallFailure(input: { exitCode: number; tail: string; diagnosis: InstallDiagnosis; logPath: string; setupFailed: boolean; pipIndex?: string | null }): { message: string; hint: string } {
   const { diagnosis } = input;
+  const missing = diagnosis.missingRequirement;
+  const where = input.pipIndex ? `in the package index ${input.pipIndex}` : input.pipIndex === null ? 'in no index: no package index is configured' : 'in the package index';
   const what = input.setupFailed
     ? '.dockhand/setup.sh failed'
     : diagnosis.packageName
       ? `the ${diagnosis.script ?? 'lifecycle'} script of package "${diagnosis.packageName}" failed`
-      : diagnosis.cause
-        ? diagnosis.cause.includes('lacks the shared library')
-          ? diagnosis.cause
-          : `the dependency install failed with ${diagnosis.cause}`
-        : 'the dependency install failed';
-  const reached = diagnosis.blockedHosts.length > 0 ? `; it tried to reach ${diagnosis.blockedHosts.join(', ')}, which the egress allowlist does not allow` : '';
+      : missing
+        ? `the Python requirement "${missing}" is not in the base image and pip looked for it ${where}`
+        : diagnosis.cause
+          ? diagnosis.cause.includes('lacks the shared library')
+            ? diagnosis.cause
+            : `the dependency install failed with ${diagnosis.cause}`
+          : 'the dependency install failed';
+  const reached = diagnosis.blockedHosts.length > 0 ? `; ${reachedBy(diagnosis)}, which the egress allowlist does not allow` : '';
   const unmet = diagnosis.unmetBuildRequirements ?? [];
   const backend = unmet.length > 0 && !input.setupFailed
     ? `; pyproject.toml's build-system.requires asks for ${unmet.map((entry) => `${entry.requirement} (${entry.installed === null ? 'not installed' : `installed: ${entry.installed}`})`).join(', ')}: the editable install builds it without build isolation, with the base image's Debian packages (nothing newer is fetched)`
@@ -182,10 +263,51 @@ export function describeInstallFailure(input: { exitCode: number; tail: string; 
     );
   }
   if (diagnosis.blockedHosts.length > 0) actions.push(`allow the host with \`egressHosts: [${diagnosis.blockedHosts.join(', ')}]\` in .dockhand/environment.yml`);
-  if (diagnosis.packageName && !input.setupFailed) actions.push(`skip that package's scripts with \`skipScripts: [${diagnosis.packageName}]\` in .dockhand/environment.yml`);
+  if (missing && !input.setupFailed) {
+    actions.push(
+      input.pipIndex
+        ? `check that ${input.pipIndex} serves "${missing}" (or point DOCKHAND_PIP_INDEX_URL at an index that does)`
+        : 'set DOCKHAND_PIP_INDEX_URL to your Python package index (builds then use it and the egress proxy allows its host)',
+    );
+  }
+  const skip = [...new Set([...(diagnosis.packageName ? [diagnosis.packageName] : []), ...(diagnosis.hostRequesters ?? []).map((entry) => entry.packageName)])];
+  if (skip.length > 0 && !input.setupFailed) actions.push(`skip ${skip.length === 1 ? "that package's" : 'those packages\''} scripts with \`skipScripts: [${skip.join(', ')}]\` in .dockhand/environment.yml`);
   if (diagnosis.cause?.includes('lacks the shared library')) actions.push('install its Debian package in the base image (sandbox-images/base/install.sh), or pin an older Node with `node:` in .dockhand/environment.yml');
   if (actions.length === 0) actions.push('fix the install (or set `install:` in .dockhand/environment.yml) and push a new commit');
   const hint = `${actions.join(', or ')}; full log: ${input.logPath}`;
   const message = `snapshot build failed (exit ${input.exitCode}): ${what}${reached}${backend}. To fix: ${hint}.\nLast output:\n${input.tail}`;
   return { message, hint };
+}
+
+/** The most of an install's output kept for the diagnosis (the front goes first). */
+const TRANSCRIPT_LIMIT = 8 * 1024 * 1024;
+
+/**
+ * An install's stdout and stderr in the order they arrived (collected apart, npm's script headers
+ * on stdout and its errors on stderr lose their order), with a REFUSED_MARKER line wherever the
+ * egress proxy had refused a target by then: `watch` is called on each chunk and on a timer.
+ */
+export class InstallTranscript {
+  private text = '';
+  private seen = 0;
+
+  constructor(private readonly refused: readonly string[]) {}
+
+  push(chunk: string): void {
+    this.watch();
+    this.text += chunk;
+    if (this.text.length > TRANSCRIPT_LIMIT) this.text = this.text.slice(-TRANSCRIPT_LIMIT);
+  }
+
+  /** Marks the targets refused since the last call, at the current end of the output. */
+  watch(): string[] {
+    const fresh = this.refused.slice(this.seen);
+    this.seen = this.refused.length;
+    for (const target of fresh) this.text += `${this.text === '' || this.text.endsWith('\n') ? '' : '\n'}${REFUSED_MARKER}${target}\n`;
+    return fresh;
+  }
+
+  toString(): string {
+    return this.text;
+  }
 }

@@ -8,7 +8,8 @@ import { LABELS, ownerLabels } from './docker-driver';
 import { describeCacheStats, type DependencyCacheStats } from './dep-cache';
 import { DockerSandbox } from './docker-sandbox';
 import { describeInstallChanges, readInstallChanges, RECORD_INSTALL_MADE_SCRIPT } from './install-made';
-import { BUILD_REQUIREMENTS_PROBE, describeInstallFailure, diagnoseInstall, readBuildRequirementsProbe, type UnmetBuildRequirement } from './install-failure';
+import { DEPENDENCY_GROUPS_HELPER, DEPENDENCY_GROUPS_PROGRAM } from './python-install';
+import { BUILD_REQUIREMENTS_PROBE, describeInstallFailure, diagnoseInstall, InstallTranscript, readBuildRequirementsProbe, REFUSED_MARKER, type UnmetBuildRequirement } from './install-failure';
 import { SCRIPTED_PACKAGES_HELPER, SETUP_SCRIPT_PATH } from './recipe';
 import { WORKSPACE } from './paths';
 import { labelInstruction, snapshotLabelValues, type SnapshotIdentity } from './snapshot-labels';
@@ -89,6 +90,12 @@ export interface BuildRequest {
    * gateway: npm and pnpm use it as their registry. Absent: the registry is reached through the proxy.
    */
   dependencyCache?: { url: string; host: string; stats: DependencyCacheStats };
+  /**
+   * The company's Python package index (`DOCKHAND_PIP_INDEX_URL`), pip's only index for the
+   * build (its host is on the proxy's allowlist). Absent: pip uses no index at all (what the base
+   * image's Debian packages and the repository's own files provide), and builds without isolation.
+   */
+  pipIndexUrl?: string;
   installTimeoutMs: number;
   logPath: string;
   onProgress?: ProgressListener;
@@ -114,6 +121,10 @@ function buildEnvironment(request: BuildRequest): Record<string, string> {
     PIP_DISABLE_PIP_VERSION_CHECK: '1',
     COREPACK_ENABLE_STRICT: '0',
   };
+  if (request.pipIndexUrl) env.PIP_INDEX_URL = request.pipIndexUrl;
+  // pip's double negative: PIP_NO_BUILD_ISOLATION=0 turns build isolation off, so a CI's own
+  // `pip install -e .[test]` builds with the image's backends instead of fetching them.
+  else Object.assign(env, { PIP_NO_INDEX: '1', PIP_NO_BUILD_ISOLATION: '0' });
   const manager = identity.environment.packageManager;
   // Yarn berry refuses YARN_* variables it does not know, so each yarn gets only its own.
   const berry = manager?.name === 'yarn-berry';
@@ -259,16 +270,29 @@ export async function buildSnapshotImage(request: BuildRequest): Promise<void> {
     const init = await builder.raw(['git', 'init', '-q', WORKSPACE]);
     if (init.exitCode !== 0) throw new DockhandError('internal', `git init failed: ${init.stderr.toString('utf8')}`);
     await checkoutFromBundle(builder, request.sha, await request.bundle());
+    if (identity.environment.install.command.includes(DEPENDENCY_GROUPS_HELPER)) {
+      await builder.raw(['sh', '-c', `mkdir -p /tmp/dockhand && cat > ${DEPENDENCY_GROUPS_HELPER}`], { stdin: Buffer.from(DEPENDENCY_GROUPS_PROGRAM) });
+    }
     if (identity.environment.skipScripts.length > 0) {
       await builder.raw(['sh', '-c', `mkdir -p /tmp/dockhand && cat > ${SCRIPTED_PACKAGES_HELPER}`], { stdin: Buffer.from(SCRIPTED_PACKAGES_PROGRAM) });
     }
     progress(true);
     let pending = '';
+    const refused = request.egress.mode === 'proxy' ? request.egress.refused : [];
+    const transcript = new InstallTranscript(refused);
+    // A refusal is marked in the transcript (and the log) when it happens, so the diagnosis can
+    // tell which package's script was running then.
+    const watchRefusals = (): void => {
+      for (const target of transcript.watch()) log.write(`\n${REFUSED_MARKER}${target}\n`);
+    };
+    const refusalTimer = setInterval(watchRefusals, 250);
     const install = await builder.raw(['bash', '-c', buildScript(identity)], {
       timeoutMs: request.installTimeoutMs,
       env,
       onOutput: (chunk) => {
+        watchRefusals();
         log.write(chunk);
+        transcript.push(chunk.toString('utf8'));
         pending += chunk.toString('utf8');
         const lines = pending.split(/\r?\n|\r/);
         pending = lines.pop() ?? '';
@@ -285,21 +309,21 @@ export async function buildSnapshotImage(request: BuildRequest): Promise<void> {
         }
         progress(changed);
       },
-    });
+    }).finally(() => clearInterval(refusalTimer));
+    watchRefusals();
     if (install.exitCode !== 0) {
-      const output = install.stdout.toString('utf8') + install.stderr.toString('utf8');
+      const output = transcript.toString();
       const tail = output
         .split('\n')
-        .filter((line) => !line.startsWith(STAGE_MARKER))
+        .filter((line) => !line.startsWith(STAGE_MARKER) && !line.startsWith(REFUSED_MARKER))
         .join('\n')
         .slice(-3000);
-      const refused = request.egress.mode === 'proxy' ? request.egress.refused : [];
       const diagnosis = diagnoseInstall(output, refused);
       if (identity.environment.python && stage === 'install' && !diagnosis.packageName) {
         const unmet = await unmetBuildRequirements(builder);
         if (unmet.length > 0) diagnosis.unmetBuildRequirements = unmet;
       }
-      const { message, hint } = describeInstallFailure({ exitCode: install.exitCode, tail, diagnosis, logPath: request.logPath, setupFailed: stage === 'setup' });
+      const { message, hint } = describeInstallFailure({ exitCode: install.exitCode, tail, diagnosis, logPath: request.logPath, setupFailed: stage === 'setup', pipIndex: request.pipIndexUrl ?? null });
       throw new SnapshotBuildFailed('sandbox_unavailable', message, { hint });
     }
     await recordInstallMade(builder, request, log, progress, (line) => (lastLine = line));

@@ -1,0 +1,100 @@
+/*
+ * How a Python project is installed for its test job when its CI does not say (recipe.ts calls
+ * this; the CI's own install steps win where ci-recipe.ts follows them): a venv that sees the
+ * base image's Debian packages (build backends, pytest and its common plugins), the root's
+ * requirements*.txt, the test requirements kept outside the root (`tests/requirements.txt`,
+ * `requirements/test.txt`, …), the project itself with its test extra (`.[test]`), and its
+ * `[dependency-groups]` test group (PEP 735, which Debian's pip 23 cannot read: a helper the build
+ * writes prints the group's requirements). Pure.
+ */
+
+/** Test requirement files below the root that are installed for the test job, where they exist. */
+export const TEST_REQUIREMENT_FILES = [
+  'tests/requirements.txt',
+  'test/requirements.txt',
+  'tests/requirements-test.txt',
+  'requirements/test.txt',
+  'requirements/tests.txt',
+  'requirements/testing.txt',
+  'requirements/dev.txt',
+] as const;
+
+/** Extras and dependency groups taken for the test job, the first present of test|tests|testing, else dev. */
+const TEST_NAMES = ['test', 'tests', 'testing'];
+const FALLBACK_NAME = 'dev';
+
+/** Where the build writes DEPENDENCY_GROUPS_PROGRAM (snapshot-build.ts), before the install runs. */
+export const DEPENDENCY_GROUPS_HELPER = '/tmp/dockhand/dependency-groups.py';
+
+/**
+ * Prints, one a line, the requirements of the named `[dependency-groups]` of ./pyproject.toml,
+ * following `{include-group = "…"}` (PEP 735). Python 3.11's tomllib.
+ */
+export const DEPENDENCY_GROUPS_PROGRAM = `import sys, tomllib
+with open('pyproject.toml', 'rb') as file:
+    groups = tomllib.load(file).get('dependency-groups', {})
+seen, out = set(), []
+def visit(name):
+    if name in seen:
+        return
+    seen.add(name)
+    for item in groups.get(name, []):
+        if isinstance(item, dict) and 'include-group' in item:
+            visit(item['include-group'])
+        elif isinstance(item, str):
+            out.append(item)
+for name in sys.argv[1:]:
+    visit(name)
+print('\\n'.join(out))
+`;
+
+/** The keys of a TOML table `[name]` (up to the next table header), read from the text. */
+export function tableKeys(toml: string, name: string): string[] {
+  const lines = toml.split('\n');
+  const header = `[${name}]`;
+  const keys: string[] = [];
+  let inside = false;
+  for (const raw of lines) {
+    const line = raw.trim();
+    if (line.startsWith('[')) {
+      inside = line.replace(/\s+/g, '') === header;
+      continue;
+    }
+    const key = inside ? /^["']?([A-Za-z0-9_.-]+)["']?\s*=/.exec(line)?.[1] : undefined;
+    if (key) keys.push(key);
+  }
+  return keys;
+}
+
+function testName(names: readonly string[]): string | undefined {
+  return TEST_NAMES.find((name) => names.includes(name)) ?? (names.includes(FALLBACK_NAME) ? FALLBACK_NAME : undefined);
+}
+
+export interface PythonInstallInput {
+  rootFiles: readonly string[];
+  files: Readonly<Record<string, string | undefined>>;
+  /** Root requirements files, or environment.yml's `python.requirements` (then nothing else is added). */
+  requirements: readonly string[];
+  fromEnvironmentFile: boolean;
+  installable: boolean;
+}
+
+/** The install steps (the venv first) and the requirement files they name. */
+export function pythonInstallSteps(input: PythonInstallInput): { steps: string[]; requirements: string[] } {
+  const requirements = [...input.requirements];
+  if (!input.fromEnvironmentFile) {
+    for (const path of TEST_REQUIREMENT_FILES) if (input.files[path] !== undefined && !requirements.includes(path)) requirements.push(path);
+  }
+  const steps = ['python3 -m venv --system-site-packages .venv'];
+  if (requirements.length > 0) steps.push(`.venv/bin/pip install -q ${requirements.map((name) => `-r ${name}`).join(' ')}`);
+  const pyproject = input.files['pyproject.toml'];
+  const extra = pyproject !== undefined && !input.fromEnvironmentFile ? testName(tableKeys(pyproject, 'project.optional-dependencies')) : undefined;
+  // Built with the base image's Debian backends: the package index may not be reachable for build isolation.
+  if (input.installable) steps.push(`.venv/bin/pip install -q --no-build-isolation -e ${extra ? `'.[${extra}]'` : '.'}`);
+  const group = pyproject !== undefined && !input.fromEnvironmentFile ? testName(tableKeys(pyproject, 'dependency-groups')) : undefined;
+  if (group) {
+    const list = '/tmp/dockhand/dependency-groups.txt';
+    steps.push(`.venv/bin/python ${DEPENDENCY_GROUPS_HELPER} ${group} > ${list} && .venv/bin/pip install -q -r ${list}`);
+  }
+  return { steps, requirements };
+}
