@@ -1,6 +1,7 @@
 import type { EnvironmentRecipe } from '@dockhand/protocol';
 import { describe, expect, it } from 'vitest';
 import { createRepoOfFiles } from '../../../test/support/fixture-repo';
+import { FIX, pytestRecipe, SHOP_FILES, TICKET, UNCOLLECTABLE } from '../../../test/support/pytest-shop';
 import { SmartFeedbackEngine } from '../feedback/engine';
 import { HostSandbox } from '../sandbox/testing/host-sandbox';
 import { runAgent } from './loop';
@@ -13,37 +14,8 @@ import { ScriptedModel } from './testing/scripted-model';
  * feedback engine and the repository's test command. pytest stops at a collection error and runs
  * nothing, and its collection ERRORs are pre-existing when the base has them, so the full suite
  * was "0 tests passed … (2 pre-existing failure(s) still fail)" and the task reached review.
- * The same repository runs in gVisor in verify-ran.int.test.ts (with grading).
+ * The same repository runs in gVisor in verify-ran.int.test.ts (with grading); test/support/pytest-shop.ts.
  */
-
-export const SHOP_FILES: Record<string, string> = {
-  'pyproject.toml': '[tool.pytest.ini_options]\ntestpaths = ["tests"]\npythonpath = ["."]\nfilterwarnings = ["error"]\n',
-  'shop/__init__.py': '',
-  // The bug: a percent divided by 10.
-  'shop/price.py': 'def discount(price, percent):\n    return price - price * percent / 10\n',
-  'tests/test_price.py': 'from shop.price import discount\n\n\ndef test_discount():\n    assert discount(200, 10) == 180\n\n\ndef test_no_discount():\n    assert discount(50, 0) == 50\n',
-};
-
-/** What stops pytest at collection, as in the issue: a test importing a module nobody installed, and an import-time warning under `filterwarnings = error`. */
-export const UNCOLLECTABLE: Record<string, string> = {
-  'tests/test_report.py': 'import reportlab_missing\n\n\ndef test_report():\n    assert reportlab_missing.render() == "ok"\n',
-  'tests/test_legacy.py': 'import warnings\n\nwarnings.warn("the legacy API is deprecated", DeprecationWarning)\n\n\ndef test_legacy():\n    assert True\n',
-};
-
-export const FIX = { name: 'edit_file', input: { path: 'shop/price.py', command: 'replace', old_text: 'percent / 10\n', new_text: 'percent / 100\n' } };
-export const TICKET = { kind: 'text' as const, title: 'discount() is ten times too large', body: 'discount(200, 10) should be 180.' };
-
-export function pytestRecipe(repo: string): EnvironmentRecipe {
-  return {
-    repo,
-    python: { requirements: [], source: 'pyproject.toml' },
-    install: { command: 'true', source: 'default' },
-    lifecycleScripts: true,
-    skipScripts: [],
-    egressHosts: [],
-    test: { command: 'python3 -m pytest', source: 'pyproject.toml' },
-  };
-}
 
 class RecipeSandbox extends HostSandbox {
   constructor(root: string, baseSha: string, readonly environment: EnvironmentRecipe) {

@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { createRepoOfFiles } from '../../../test/support/fixture-repo';
+import { FIX_PATCH, SHOP_FILES, UNCOLLECTABLE } from '../../../test/support/pytest-shop';
 import type { SandboxProvider } from '../runner/ports';
+import { HostSandbox } from '../sandbox/testing/host-sandbox';
 import type { EvalInstance } from './formats';
 import { gradeInstance } from './grade';
 
@@ -40,5 +43,37 @@ describe('gradeInstance before anything runs', () => {
     const fix = 'diff --git a/src/calc.js b/src/calc.js\n--- a/src/calc.js\n+++ b/src/calc.js\n@@ -1 +1 @@\n-a\n+b\n';
     await expect(gradeInstance(noSandboxes, instance, { instance_id: 'calc-1', model_name_or_path: 'm', model_patch: fix }, { repo: 'calc', runs: 1 })).rejects.toThrow(/no sandbox/);
     expect(acquired).toEqual(['grade-calc-1']);
+  });
+});
+
+describe('gradeInstance: tests that could not be collected', { timeout: 120_000 }, () => {
+  const shop: EvalInstance = {
+    repo: 'eval/shop', instance_id: 'shop-1', base_commit: '', patch: FIX_PATCH, test_patch: '',
+    problem_statement: 'discount() is ten times too large', FAIL_TO_PASS: ['tests/test_price.py::test_discount'], PASS_TO_PASS: ['tests/test_price.py::test_no_discount'],
+  };
+  /** A host-directory sandbox of the repository at its commit (pytest on the host). */
+  const onHost = (files: Record<string, string>): { provider: SandboxProvider; instance: EvalInstance } => {
+    const repo = createRepoOfFiles('grade-shop', files, 'shop');
+    return {
+      provider: { acquire: async () => ({ sandbox: new HostSandbox(repo.path, repo.sha), source: 'snapshot', startMs: 0 }), release: async () => undefined },
+      instance: { ...shop, base_commit: repo.sha },
+    };
+  };
+
+  it('is an error, not unresolved, naming the files pytest could not collect', async () => {
+    const { provider, instance } = onHost({ ...SHOP_FILES, ...UNCOLLECTABLE });
+    const grade = await gradeInstance(provider, instance, { instance_id: 'shop-1', model_name_or_path: 'm', model_patch: FIX_PATCH }, { repo: 'shop', runs: 1 });
+    expect(grade.status).toBe('error');
+    expect(grade.resolved).toBe(false);
+    expect(grade.message).toMatch(/^the test suite ran no test; 2 test file\(s\) could not be collected or loaded: /);
+    expect(grade.message).toContain('tests/test_report.py');
+    expect(grade.message).toContain('tests/test_legacy.py');
+  });
+
+  it('is resolved when the same fix runs on a suite that collects', async () => {
+    const { provider, instance } = onHost(SHOP_FILES);
+    const grade = await gradeInstance(provider, instance, { instance_id: 'shop-1', model_name_or_path: 'm', model_patch: FIX_PATCH }, { repo: 'shop', runs: 1 });
+    expect(grade).toMatchObject({ status: 'resolved', resolved: true });
+    expect(grade.message).toBeUndefined();
   });
 });

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { SmartFeedbackEngine } from '../feedback/engine';
 import { InMemoryFlakyStore } from '../feedback/flaky';
+import type { TestReport } from '../feedback/types';
 import type { Sandbox } from '../sandbox/types';
 import { describeLineError, patchFiles, readInstances, readPredictions, type EvalInstance, type LineError, type Prediction } from './formats';
 import { hasCommit } from './git-tree';
@@ -120,13 +121,15 @@ export async function gradeInstance(sandboxes: SandboxProvider, instance: EvalIn
         tests_status[kind][outcomes.every((outcome) => outcome === 'passed') ? 'success' : 'failure'].push(id);
       }
     }
-    const resolved = tests_status.FAIL_TO_PASS.failure.length === 0 && tests_status.PASS_TO_PASS.failure.length === 0;
+    const uncollected = uncollectedMessage(runs, tests);
+    const resolved = !uncollected && tests_status.FAIL_TO_PASS.failure.length === 0 && tests_status.PASS_TO_PASS.failure.length === 0;
     const last = runs.at(-1);
     return {
       instance_id: instance.instance_id,
       repo: instance.repo,
-      status: resolved ? 'resolved' : 'unresolved',
+      status: uncollected ? 'error' : resolved ? 'resolved' : 'unresolved',
       resolved,
+      ...(uncollected ? { message: uncollected } : {}),
       tests,
       tests_status,
       flaky: tests.filter((test) => test.flaky).map((test) => test.id),
@@ -137,6 +140,21 @@ export async function gradeInstance(sandboxes: SandboxProvider, instance: EvalIn
   } finally {
     await sandboxes.release(sandbox);
   }
+}
+
+/**
+ * Why the tests could not judge the patch, when they could not: a run that ran no test (pytest
+ * stops at a collection error), or files that failed to load while listed tests are missing from
+ * the run. Such an instance is an `error` (SWE-bench's error_ids), not `unresolved`.
+ */
+function uncollectedMessage(runs: readonly TestReport[], tests: readonly TestVerdict[]): string | undefined {
+  const unloaded = [...new Set(runs.flatMap((run) => run.cases.filter((testCase) => testCase.kind === 'load_error').map((testCase) => `${testCase.id}${testCase.message ? ` (${testCase.message})` : ''}`)))];
+  const missing = tests.filter((test) => test.outcomes.includes('missing')).map((test) => test.id);
+  const none = runs.some((run) => run.ran === 0);
+  if (!none && (unloaded.length === 0 || missing.length === 0)) return undefined;
+  const files = unloaded.length > 0 ? `; ${unloaded.length} test file(s) could not be collected or loaded: ${unloaded.slice(0, 5).join('; ')}${unloaded.length > 5 ? '; …' : ''}` : '';
+  const lead = none ? 'the test suite ran no test' : `the tests could not be collected (${missing.length} listed test(s) did not run: ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ', …' : ''})`;
+  return `${lead}${files}`;
 }
 
 /** Runs `work` over `items` with at most `limit` at once, in order of start. */
