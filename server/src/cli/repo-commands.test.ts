@@ -19,4 +19,15 @@ describe('repo check output', () => {
     expect(lines.at(-1)).toBe('ini at aaaaaaaaaaaa (the head of main at /srv/git/ini): READY');
     expect(readinessLines(report({})).at(-1)).toBe('ini at aaaaaaaaaaaa: READY');
   });
+
+  it('names the workflow, job and step the test command follows', () => {
+    const steps = [{ name: 'npm test', command: 'npm test' }];
+    const environment = {
+      repo: 'ini',
+      install: { command: 'npm ci', source: '.github/workflows/ci.yml › test (install steps)' },
+      test: { command: 'npm test', source: '.github/workflows/ci.yml › test › "npm test" (node-version 22.x)', steps },
+    };
+    const row = readinessLines(report({ environment })).join('\n').split('\n').find((line) => line.startsWith('test command'));
+    expect(row).toContain('npm test (tap); from .github/workflows/ci.yml › test › "npm test" (node-version 22.x)');
+  });
 });

@@ -36,6 +36,22 @@ describe('readiness: what in the tests at the base blocks', () => {
     testBlockers(broken, 'the test runner could not start: mocha: not found');
     expect(broken.blocking[0]?.problem).toBe('the test runner could not start: mocha: not found');
   });
+
+  it('gives a Python repository Python advice, never its Node version, and names the CI step followed', () => {
+    const python = report({ failed: 3 });
+    python.environment = {
+      repo: 'pyjwt',
+      python: { version: '3.11', requirements: [], source: 'pyproject.toml' },
+      install: { command: 'python3 -m venv --system-site-packages .venv', source: 'detected' },
+      lifecycleScripts: true,
+      skipScripts: [],
+      egressHosts: [],
+      test: { command: 'python -m tox', source: '.github/workflows/main.yml › tests › "Run tox"', steps: [{ name: 'Run tox', command: 'python -m tox' }] },
+    };
+    testBlockers(python, undefined);
+    expect(python.blocking[0]?.action).not.toMatch(/Node/);
+    expect(python.blocking[0]?.action).toContain('(.github/workflows/main.yml › tests › "Run tox"): install what they import into the .venv');
+  });
 });
 
 /*

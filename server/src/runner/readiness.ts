@@ -46,9 +46,22 @@ export function testBlockers(report: ReadinessReport, infrastructure: string | u
     report.blocking.push({ problem: `the test command (${report.tests.command ?? 'detected'}) ran no test`, action: report.tests.action });
   } else if (report.tests.passed === 0) {
     report.tests.ok = false;
-    report.tests.action = 'run the tests as the repository\'s CI does: pin its Node version (node: in .dockhand/environment.yml) or name a test command that passes at the base (test: there)';
+    report.tests.action = noTestPassesAction(report.environment);
     report.blocking.push({ problem: `no test passes at the base: ${report.tests.failed} failed (${report.tests.preExistingFailures.slice(0, 3).join('; ')}), so no change can be verified`, action: report.tests.action });
   }
+}
+
+/**
+ * What to do when no test passes at the base, for the repository's kind: its Python packages for a
+ * Python repository (never its Node version), the Node line for a JavaScript one; where the
+ * command is the CI's, which workflow step it follows.
+ */
+export function noTestPassesAction(environment: ReadinessReport['environment']): string {
+  const followed = environment?.test.steps ? ` (${environment.test.source})` : '';
+  if (environment?.python && !environment.node) {
+    return `run the tests as the repository's CI does${followed}: install what they import into the .venv (install: in .dockhand/environment.yml, e.g. \`python3 -m venv --system-site-packages .venv && .venv/bin/pip install -e .[test]\`) or name a test command that passes at the base (test: there)`;
+  }
+  return `run the tests as the repository's CI does${followed}: pin its Node version (node: in .dockhand/environment.yml) or name a test command that passes at the base (test: there)`;
 }
 
 export class ReadinessChecks {
