@@ -62,6 +62,12 @@ export const Config = z.object({
       /** Extra CA bundle for installs and toolchain downloads (a TLS-intercepting proxy); default the host's. */
       extraCaBundle: z.string().min(1).optional(),
       /**
+       * The company's Python package index (`DOCKHAND_PIP_INDEX_URL`): pip's only index in snapshot
+       * builds, its host allowed by the egress proxy. Unset: builds use no index (the base image's
+       * Debian packages and the repository's own files), and a missing requirement says so.
+       */
+      pipIndexUrl: z.string().url().optional(),
+      /**
        * The node's npm/pnpm tarball cache for snapshot builds (`sandbox/dep-cache.ts`): on by
        * default; `maxGiB` bounds what it keeps (least recently used go first).
        */
@@ -139,6 +145,7 @@ export const ENV_KEYS: Record<string, string> = {
   DOCKHAND_UNSAFE_RUNC: 'sandbox.unsafeRunc',
   DOCKHAND_NPM_REGISTRY: 'sandbox.registry',
   DOCKHAND_EXTRA_CA_BUNDLE: 'sandbox.extraCaBundle',
+  DOCKHAND_PIP_INDEX_URL: 'sandbox.pipIndexUrl',
   DOCKHAND_DEP_CACHE: 'sandbox.depCache.enabled',
   DOCKHAND_DEP_CACHE_MAX_GIB: 'sandbox.depCache.maxGiB',
   DOCKHAND_CONCURRENCY: 'scheduler.concurrency',

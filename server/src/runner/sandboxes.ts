@@ -37,6 +37,7 @@ export async function createSandboxProvider(config: Config, logger: Logger, opti
     warmPoolSize: config.sandbox.warmPoolSize,
     unsafeRunc: config.sandbox.unsafeRunc,
     ...(config.sandbox.registry ? { registry: config.sandbox.registry } : {}),
+    ...(config.sandbox.pipIndexUrl ? { pipIndexUrl: config.sandbox.pipIndexUrl } : {}),
     ...(config.sandbox.extraCaBundle ? { extraCaBundle: config.sandbox.extraCaBundle } : {}),
     dependencyCache: dependencyCacheSetting(config),
     docker,

@@ -25,6 +25,8 @@ export interface SandboxServiceConfig {
   extraCaBundle?: string;
   /** npm registry for installs and toolchains (Node, npm, pnpm, yarn); default the public one. */
   registry?: string;
+  /** The company's Python package index for snapshot builds (`sandbox.pipIndexUrl`). */
+  pipIndexUrl?: string;
   /** The node's tarball cache for builds (`dep-cache.ts`): off, or its bound; default on at 4 GiB. */
   dependencyCache?: { enabled: boolean; maxBytes?: number };
   docker?: Docker;
@@ -69,6 +71,7 @@ export async function createSandboxService(config: SandboxServiceConfig): Promis
     mirror,
     dataDir: config.dataDir,
     ...(config.registry ? { registry: config.registry } : {}),
+    ...(config.pipIndexUrl ? { pipIndexUrl: config.pipIndexUrl } : {}),
     ownerId: config.ownerId,
     egress,
     ...(config.baseImage ? { baseImage: config.baseImage } : {}),

@@ -14,6 +14,7 @@ import { isNotFound } from './docker-sandbox';
 import { DEFAULT_REGISTRY_HOSTS, startEgressProxy, type EgressProxy } from './egress-proxy';
 import type { RepoMirror } from './mirror';
 import { workflowFiles, WORKFLOW_DIR } from './node-ci';
+import { TEST_REQUIREMENT_FILES } from './python-install';
 import { canonicalJson, detectRecipe, DEFAULT_NPM_RANGE, RECIPE_FILES, recipeToolchains, REQUIREMENTS_PATTERN, SETUP_SCRIPT_PATH, TOOLCHAIN_PACKAGES, type RecipeInput, type ToolchainName } from './recipe';
 import { buildSnapshotImage, SnapshotBuildFailed, usesDependencyCache, type ProgressListener } from './snapshot-build';
 import { checkSnapshotLabels, readSnapshotLabels, SNAPSHOT_KEY_VERSION, SNAPSHOT_LABELS, type SnapshotIdentity } from './snapshot-labels';
@@ -67,6 +68,8 @@ export interface SnapshotManagerOptions {
   registryHosts?: string[];
   /** npm registry URL for installs and toolchains (default: the public registry). Its host is allowed. */
   registry?: string;
+  /** The company's Python package index for builds (`DOCKHAND_PIP_INDEX_URL`); its host is allowed. Absent: pip uses no index. */
+  pipIndexUrl?: string;
   /** Extra CA bundle for dependency installs (a TLS-intercepting corporate proxy). Mounted read-only. */
   extraCaBundle?: string;
   /** Wall-clock cap for the whole install step. Default 15 min. */
@@ -139,7 +142,7 @@ export interface RecipeInputs {
 function keyFiles(rootFiles: string[]): string[] {
   const lockfiles = rootFiles.filter((name) => LOCKFILE_PATTERNS.some((pattern) => pattern.test(name))).sort();
   const manifests = lockfiles.some((name) => !REQUIREMENTS_PATTERN.test(name)) ? [] : MANIFESTS;
-  return [...lockfiles, ...manifests, SETUP_SCRIPT_PATH].filter((name) => inRoot(rootFiles, name));
+  return [...lockfiles, ...manifests, ...TEST_REQUIREMENT_FILES, SETUP_SCRIPT_PATH].filter((name) => inRoot(rootFiles, name));
 }
 
 /** Names the recipe is detected from (those whose top-level entry exists). */
@@ -431,7 +434,8 @@ export class SnapshotManager {
       if (egress === 'proxy') {
         const gateway = await this.egressNetwork();
         const registryHost = this.options.registry ? new URL(this.options.registry).hostname : undefined;
-        const allow = [...new Set([...(this.options.registryHosts ?? DEFAULT_REGISTRY_HOSTS), ...(registryHost ? [registryHost] : []), ...identity.environment.egressHosts])];
+        const pipIndexHost = this.options.pipIndexUrl ? [new URL(this.options.pipIndexUrl).hostname] : [];
+        const allow = [...new Set([...(this.options.registryHosts ?? DEFAULT_REGISTRY_HOSTS), ...(registryHost ? [registryHost] : []), ...pipIndexHost, ...identity.environment.egressHosts])];
         proxy = await startEgressProxy({ host: gateway, allow, ...(logger ? { logger } : {}) });
         egressSetup = { mode: 'proxy', proxyUrl: `http://${proxy.host}:${proxy.port}`, refused: proxy.refused };
         // An accelerator only: when it cannot start, the build fetches through the proxy as before.
@@ -455,6 +459,7 @@ export class SnapshotManager {
         networkName: EGRESS_NETWORK,
         ...(this.options.extraCaBundle ? { extraCaBundle: this.options.extraCaBundle } : {}),
         ...(this.options.registry ? { registry: this.options.registry } : {}),
+        ...(this.options.pipIndexUrl ? { pipIndexUrl: this.options.pipIndexUrl } : {}),
         ...(cache ? { dependencyCache: cache } : {}),
         installTimeoutMs: this.options.installTimeoutMs ?? 15 * 60_000,
         logPath,
