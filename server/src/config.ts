@@ -68,6 +68,17 @@ export const Config = z.object({
        */
       pipIndexUrl: z.string().url().optional(),
       /**
+       * Hosts (or "*.domain") repositories' `egressHosts` may add to a snapshot build's allowlist,
+       * besides the registries (`DOCKHAND_EGRESS_HOSTS`, comma-separated). A repository's ask
+       * outside these is not allowed: it narrows the fleet's list, never widens it. Default none.
+       */
+      egressHosts: z
+        .preprocess(
+          (value) => (typeof value === 'string' ? value.split(',').map((host) => host.trim()).filter((host) => host !== '') : value),
+          z.array(z.string().regex(/^(\*\.)?[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?$/i, 'must be a host name or "*.domain" (no scheme, port or path)')),
+        )
+        .default([]),
+      /**
        * The node's npm/pnpm tarball cache for snapshot builds (`sandbox/dep-cache.ts`): on by
        * default; `maxGiB` bounds what it keeps (least recently used go first).
        */
@@ -78,7 +89,7 @@ export const Config = z.object({
         })
         .default({ enabled: true, maxGiB: 4 }),
     })
-    .default({ image: 'dockhand/base:latest', warmPoolSize: 0, unsafeRunc: false, depCache: { enabled: true, maxGiB: 4 } }),
+    .default({ image: 'dockhand/base:latest', warmPoolSize: 0, unsafeRunc: false, egressHosts: [], depCache: { enabled: true, maxGiB: 4 } }),
   scheduler: z
     .object({
       concurrency: intFromString.min(1).max(256).default(2),
@@ -146,6 +157,7 @@ export const ENV_KEYS: Record<string, string> = {
   DOCKHAND_NPM_REGISTRY: 'sandbox.registry',
   DOCKHAND_EXTRA_CA_BUNDLE: 'sandbox.extraCaBundle',
   DOCKHAND_PIP_INDEX_URL: 'sandbox.pipIndexUrl',
+  DOCKHAND_EGRESS_HOSTS: 'sandbox.egressHosts',
   DOCKHAND_DEP_CACHE: 'sandbox.depCache.enabled',
   DOCKHAND_DEP_CACHE_MAX_GIB: 'sandbox.depCache.maxGiB',
   DOCKHAND_CONCURRENCY: 'scheduler.concurrency',

@@ -39,6 +39,7 @@ export async function createSandboxProvider(config: Config, logger: Logger, opti
     ...(config.sandbox.registry ? { registry: config.sandbox.registry } : {}),
     ...(config.sandbox.pipIndexUrl ? { pipIndexUrl: config.sandbox.pipIndexUrl } : {}),
     ...(config.sandbox.extraCaBundle ? { extraCaBundle: config.sandbox.extraCaBundle } : {}),
+    fleetEgressHosts: config.sandbox.egressHosts,
     dependencyCache: dependencyCacheSetting(config),
     docker,
     logger,

@@ -21,6 +21,8 @@ export interface SandboxServiceConfig {
   limits?: Partial<SandboxLimits>;
   installEgress?: InstallEgress;
   registryHosts?: string[];
+  /** Hosts an admin lets repositories' egressHosts add (`sandbox.egressHosts`); see SnapshotManagerOptions. */
+  fleetEgressHosts?: string[];
   /** Extra CA bundle for dependency installs and toolchain downloads; default the host's bundle when it exists. */
   extraCaBundle?: string;
   /** npm registry for installs and toolchains (Node, npm, pnpm, yarn); default the public one. */
@@ -76,6 +78,7 @@ export async function createSandboxService(config: SandboxServiceConfig): Promis
     egress,
     ...(config.baseImage ? { baseImage: config.baseImage } : {}),
     ...(config.registryHosts ? { registryHosts: config.registryHosts } : {}),
+    ...(config.fleetEgressHosts ? { fleetEgressHosts: config.fleetEgressHosts } : {}),
     ...(extraCaBundle ? { extraCaBundle } : {}),
     ...(dependencyCache !== undefined ? { dependencyCache } : {}),
     ...(logger ? { logger } : {}),

@@ -1,5 +1,7 @@
+import { lookup } from 'node:dns/promises';
 import { createServer, type Server } from 'node:http';
-import { connect, type Socket } from 'node:net';
+import { BlockList, connect, isIP, type Socket } from 'node:net';
+import { networkInterfaces } from 'node:os';
 import type { Logger } from 'pino';
 
 /** registry.yarnpkg.com serves the npm registry's packages; yarn's lockfiles and berry's default name it. */
@@ -7,32 +9,104 @@ export const DEFAULT_REGISTRY_HOSTS = ['registry.npmjs.org', 'registry.yarnpkg.c
 
 /**
  * The only way out of a dependency-install container: an HTTP CONNECT proxy that opens tunnels
- * to port 443 of allowlisted hosts and refuses everything else (other hosts, other ports, plain
- * HTTP requests). It runs in the server process, listening on the gateway IP of the --internal
- * Docker network the install container sits on. It does not look inside TLS; that the tunnel
- * reaches the named host is all it promises.
+ * to port 443 of allowlisted host names and refuses everything else (other hosts, other ports,
+ * IP literals, plain HTTP requests). A name is resolved here and every address it resolves to is
+ * checked (loopback, link-local such as cloud metadata, private ranges and this host's own
+ * addresses are refused); the tunnel then goes to the checked address, so a second answer from
+ * DNS cannot rebind it. It runs in the server process, listening on the gateway IP of the
+ * --internal Docker network the install container sits on (`build-network.ts` drops everything
+ * else the network sends the host). It does not look inside TLS; that the tunnel reaches the
+ * named host is all it promises.
  */
 export interface EgressProxy {
   readonly host: string;
   readonly port: number;
-  /** Hosts clients asked for and were refused (for logs and tests). */
+  /** Targets clients asked for and were refused (for logs and tests). */
   readonly refused: string[];
   close(): Promise<void>;
 }
+
+export type Resolve = (host: string) => Promise<{ address: string; family: number }[]>;
+
+const defaultResolve: Resolve = (host) => lookup(host, { all: true, verbatim: true });
 
 export function isAllowedTarget(target: string, allow: readonly string[]): boolean {
   const match = /^([a-zA-Z0-9.-]+):(\d+)$/.exec(target);
   if (!match) return false;
   const [, host = '', port] = match;
   const name = host.toLowerCase();
+  // IP literals never pass, whatever the list says: only names are allowlisted.
+  if (isIP(name) !== 0 || /^[\d.]+$/.test(name)) return false;
   // "*.example.com" (policy.yml's form) allows every subdomain, not the domain itself.
   return port === '443' && allow.some((entry) => entry === name || (entry.startsWith('*.') && name.endsWith(entry.slice(1))));
 }
 
-export async function startEgressProxy(options: { host: string; port?: number; allow?: readonly string[]; logger?: Logger }): Promise<EgressProxy> {
+/**
+ * Whether an allowlist entry a repository asks for (a host or "*.domain") lies within the
+ * fleet's list an admin set: the same host, a host a fleet pattern covers, or a pattern at or
+ * under a fleet pattern.
+ */
+export function withinAllowlist(entry: string, fleet: readonly string[]): boolean {
+  const asked = entry.toLowerCase();
+  return fleet.some((raw) => {
+    const allowed = raw.toLowerCase();
+    if (allowed === asked) return true;
+    if (!allowed.startsWith('*.')) return false;
+    const suffix = allowed.slice(1);
+    return asked.startsWith('*.') ? asked.slice(1).endsWith(suffix) : asked.endsWith(suffix);
+  });
+}
+
+/** Addresses no tunnel may reach, whatever a name resolves to. */
+const NEVER = new BlockList();
+for (const [network, prefix] of [['0.0.0.0', 8], ['127.0.0.0', 8], ['169.254.0.0', 16], ['224.0.0.0', 4], ['240.0.0.0', 4]] as const) NEVER.addSubnet(network, prefix, 'ipv4');
+for (const [network, prefix] of [['::', 128], ['::1', 128], ['fe80::', 10], ['ff00::', 8]] as const) NEVER.addSubnet(network, prefix, 'ipv6');
+/** Private and shared ranges: refused unless the admin named the host as a private registry. */
+const PRIVATE = new BlockList();
+for (const [network, prefix] of [['10.0.0.0', 8], ['172.16.0.0', 12], ['192.168.0.0', 16], ['100.64.0.0', 10], ['192.0.0.0', 24], ['198.18.0.0', 15]] as const) PRIVATE.addSubnet(network, prefix, 'ipv4');
+PRIVATE.addSubnet('fc00::', 7, 'ipv6');
+
+/** This host's own addresses, read at each check (bridges come and go). */
+function ownAddresses(): Set<string> {
+  const own = new Set<string>();
+  for (const entries of Object.values(networkInterfaces())) for (const entry of entries ?? []) own.add(entry.address.toLowerCase());
+  return own;
+}
+
+/** Why `address` may not be reached, or undefined when it may. IPv4-mapped IPv6 is judged as its IPv4. */
+export function forbiddenAddress(address: string, options: { privateAllowed?: boolean } = {}): string | undefined {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)?.[1];
+  const plain = (mapped ?? address).toLowerCase();
+  const family = isIP(plain) === 6 ? 'ipv6' : 'ipv4';
+  if (isIP(plain) === 0) return 'not an IP address';
+  if (NEVER.check(plain, family)) return 'a loopback, link-local, multicast or unspecified address';
+  if (ownAddresses().has(plain)) return "one of this host's own addresses";
+  if (!options.privateAllowed && PRIVATE.check(plain, family)) return 'a private network address';
+  return undefined;
+}
+
+export interface EgressProxyOptions {
+  host: string;
+  port?: number;
+  allow?: readonly string[];
+  /** Hosts an admin configured that may resolve to private addresses (a company registry); never loopback, link-local or this host. */
+  privateAllowed?: readonly string[];
+  /** Name resolution (tests give their own); default the system resolver. */
+  resolve?: Resolve;
+  logger?: Logger;
+}
+
+export async function startEgressProxy(options: EgressProxyOptions): Promise<EgressProxy> {
   const allow = (options.allow ?? DEFAULT_REGISTRY_HOSTS).map((host) => host.toLowerCase());
+  const privateAllowed = new Set((options.privateAllowed ?? []).map((host) => host.toLowerCase()));
+  const resolve = options.resolve ?? defaultResolve;
   const refused: string[] = [];
   const sockets = new Set<Socket>();
+  const refuse = (client: Socket, target: string, reason: string) => {
+    refused.push(target);
+    options.logger?.warn({ target, reason }, 'egress proxy refused a connection');
+    client.end(`HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\n\r\ndockhand egress proxy: ${target}: ${reason}\n`);
+  };
   const server: Server = createServer((request, response) => {
     refused.push(request.url ?? '');
     response.writeHead(403, { 'content-type': 'text/plain' }).end('dockhand egress proxy: only CONNECT to allowlisted registries\n');
@@ -43,27 +117,37 @@ export async function startEgressProxy(options: { host: string; port?: number; a
   });
   server.on('connect', (request, client: Socket, head: Buffer) => {
     const target = request.url ?? '';
+    client.on('error', () => client.destroy());
     if (!isAllowedTarget(target, allow)) {
-      refused.push(target);
-      options.logger?.warn({ target }, 'egress proxy refused a connection');
-      client.end('HTTP/1.1 403 Forbidden\r\n\r\n');
+      refuse(client, target, 'not an allowlisted host name on port 443');
       return;
     }
-    const [host = '', port = '443'] = target.split(':');
-    const upstream = connect(Number(port), host, () => {
-      client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-      if (head.length > 0) upstream.write(head);
-      upstream.pipe(client);
-      client.pipe(upstream);
-    });
-    sockets.add(upstream);
-    upstream.on('close', () => sockets.delete(upstream));
-    upstream.on('error', () => client.destroy());
-    client.on('error', () => upstream.destroy());
+    const [name = '', port = '443'] = target.toLowerCase().split(':');
+    void resolve(name).then(
+      (addresses) => {
+        const verdicts = addresses.map((entry) => ({ address: entry.address, why: forbiddenAddress(entry.address, { privateAllowed: privateAllowed.has(name) }) }));
+        const bad = verdicts.find((entry) => entry.why !== undefined);
+        const chosen = verdicts[0];
+        // One forbidden answer refuses the name: a mixed answer is how rebinding starts.
+        if (bad || !chosen) return refuse(client, target, bad ? `resolves to ${bad.address}, ${bad.why}` : 'resolves to no address');
+        if (client.destroyed) return;
+        const upstream = connect(Number(port), chosen.address, () => {
+          client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+          if (head.length > 0) upstream.write(head);
+          upstream.pipe(client);
+          client.pipe(upstream);
+        });
+        sockets.add(upstream);
+        upstream.on('close', () => sockets.delete(upstream));
+        upstream.on('error', () => client.destroy());
+        client.on('close', () => upstream.destroy());
+      },
+      (error: unknown) => refuse(client, target, `does not resolve (${error instanceof Error ? error.message : String(error)})`),
+    );
   });
-  await new Promise<void>((resolve, reject) => {
+  await new Promise<void>((done, reject) => {
     server.once('error', reject);
-    server.listen(options.port ?? 0, options.host, () => resolve());
+    server.listen(options.port ?? 0, options.host, () => done());
   });
   const address = server.address();
   if (address === null || typeof address === 'string') throw new Error('egress proxy is not listening on a TCP port');
@@ -72,9 +156,9 @@ export async function startEgressProxy(options: { host: string; port?: number; a
     port: address.port,
     refused,
     close: () =>
-      new Promise<void>((resolve) => {
+      new Promise<void>((done) => {
         for (const socket of sockets) socket.destroy();
-        server.close(() => resolve());
+        server.close(() => done());
       }),
   };
 }

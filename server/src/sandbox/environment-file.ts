@@ -25,7 +25,9 @@ export const ENVIRONMENT_FILE_PATH = '.dockhand/environment.yml';
 const Command = z.string().trim().min(1, 'must be a non-empty shell command').max(4000);
 const Host = z
   .string()
-  .regex(/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+$/i, 'must be a host name such as "binaries.example.com" (no scheme, port or path)');
+  .regex(/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+$/i, 'must be a host name such as "binaries.example.com" (no scheme, port or path)')
+  // The build proxy tunnels only to names it resolves and checks itself (egress-proxy.ts).
+  .refine((host) => !/^[\d.]+$/.test(host), 'must be a host name, not an IP address (the build proxy refuses IP literals)');
 const PackageName = z.string().regex(/^(?:@[a-z0-9][\w.-]*\/)?[a-z0-9][\w.-]*$/i, 'must be an npm package name such as "puppeteer" or "@scope/name"');
 
 export const EnvironmentFile = z.strictObject({

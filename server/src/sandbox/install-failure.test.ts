@@ -32,7 +32,7 @@ describe('install failure diagnosis', () => {
       setupFailed: false,
     });
     expect(message).toMatch(/^snapshot build failed \(exit 1\): the postinstall script of package "evil-postinstall" failed; it tried to reach blocked\.example\.com/);
-    expect(hint).toBe('allow the host with `egressHosts: [blocked.example.com]` in .dockhand/environment.yml, or skip that package\'s scripts with `skipScripts: [evil-postinstall]` in .dockhand/environment.yml; full log: /data/snapshot-logs/k.log');
+    expect(hint).toBe('allow the host with `egressHosts: [blocked.example.com]` in .dockhand/environment.yml (once an admin has allowed it for the fleet in DOCKHAND_EGRESS_HOSTS), or skip that package\'s scripts with `skipScripts: [evil-postinstall]` in .dockhand/environment.yml; full log: /data/snapshot-logs/k.log');
     const setup = describeInstallFailure({ exitCode: 2, tail: '', diagnosis: { blockedHosts: [] }, logPath: '/l.log', setupFailed: true });
     expect(setup.message).toContain('.dockhand/setup.sh failed');
   });

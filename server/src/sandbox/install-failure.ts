@@ -262,7 +262,7 @@ export function describeInstallFailure(input: { exitCode: number; tail: string; 
         'and name a test command that imports it from its source, e.g. `test: PYTHONPATH=src python3 -m pytest` for a src/ layout',
     );
   }
-  if (diagnosis.blockedHosts.length > 0) actions.push(`allow the host with \`egressHosts: [${diagnosis.blockedHosts.join(', ')}]\` in .dockhand/environment.yml`);
+  if (diagnosis.blockedHosts.length > 0) actions.push(`allow the host with \`egressHosts: [${diagnosis.blockedHosts.join(', ')}]\` in .dockhand/environment.yml (once an admin has allowed it for the fleet in DOCKHAND_EGRESS_HOSTS)`);
   if (missing && !input.setupFailed) {
     actions.push(
       input.pipIndex

@@ -176,6 +176,7 @@ describe('.dockhand/environment.yml and precedence', () => {
   it('names the file and the field of a bad value', async () => {
     await expect(detectRecipe(repo({ '.dockhand/environment.yml': 'nodee: 22\n' }), versions)).rejects.toThrow('.dockhand/environment.yml: field "nodee": unknown field');
     await expect(detectRecipe(repo({ '.dockhand/environment.yml': 'egressHosts: ["https://x.example.com/"]\n' }), versions)).rejects.toThrow('.dockhand/environment.yml: field "egressHosts[0]": must be a host name');
+    await expect(detectRecipe(repo({ '.dockhand/environment.yml': 'egressHosts: [169.254.169.254]\n' }), versions)).rejects.toThrow('field "egressHosts[0]": must be a host name, not an IP address');
     await expect(detectRecipe(repo({ '.dockhand/environment.yml': 'setup: before\n' }), versions)).rejects.toThrow('.dockhand/environment.yml: field "setup"');
     await expect(detectRecipe(repo({ '.dockhand/environment.yml': 'test: [\n' }), versions)).rejects.toThrow(/\.dockhand\/environment\.yml: not valid YAML/);
   });

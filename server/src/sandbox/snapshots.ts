@@ -11,7 +11,8 @@ import { DockhandError } from '../errors';
 import { DependencyCache, describeCacheStats, type DependencyCacheListener } from './dep-cache';
 import { LABELS } from './docker-driver';
 import { isNotFound } from './docker-sandbox';
-import { DEFAULT_REGISTRY_HOSTS, startEgressProxy, type EgressProxy } from './egress-proxy';
+import { ensureBuildNetwork, openBuildPort, BUILD_NETWORK } from './build-network';
+import { DEFAULT_REGISTRY_HOSTS, startEgressProxy, withinAllowlist, type EgressProxy } from './egress-proxy';
 import type { RepoMirror } from './mirror';
 import { workflowFiles, WORKFLOW_DIR } from './node-ci';
 import { TEST_REQUIREMENT_FILES } from './python-install';
@@ -27,7 +28,6 @@ export { SNAPSHOT_LABELS } from './snapshot-labels';
 export type { ProgressListener, SnapshotProgress } from './snapshot-build';
 
 export const SNAPSHOT_REPOSITORY = 'dockhand/snapshot';
-const EGRESS_NETWORK = 'dockhand-egress';
 
 /** Files whose content decides the installed dependencies, at the repository root. */
 const LOCKFILE_PATTERNS = [
@@ -46,8 +46,9 @@ const MANIFESTS = ['package.json', 'pyproject.toml', 'setup.py', 'setup.cfg'];
 
 /**
  * How the install step reaches the package registries:
- *  - 'proxy' (default): runtime runsc-egress in an --internal Docker network; the only way out is
- *    the allowlist CONNECT proxy on the network's gateway.
+ *  - 'proxy' (default): runtime runsc-egress in an --internal Docker network whose traffic to the
+ *    host is dropped except the server's ports for the build (`build-network.ts`); the only way
+ *    out is the allowlist CONNECT proxy on the network's gateway.
  *  - 'runc-bridge': FALLBACK for hosts without runsc-egress: plain runc on the default bridge, full
  *    egress, for the install step only. Logged as a warning on every build.
  *  - 'none': no network; for repos with vendored dependencies or none.
@@ -66,6 +67,11 @@ export interface SnapshotManagerOptions {
   egress?: InstallEgress;
   /** Hosts the install step may reach (port 443 only), besides a recipe's egressHosts. */
   registryHosts?: string[];
+  /**
+   * What an admin lets repositories add (hosts or "*.domain"): a recipe's egressHosts outside
+   * these are not allowed (a repository narrows the fleet's allowlist, never widens it). Default none.
+   */
+  fleetEgressHosts?: string[];
   /** npm registry URL for installs and toolchains (default: the public registry). Its host is allowed. */
   registry?: string;
   /** The company's Python package index for builds (`DOCKHAND_PIP_INDEX_URL`); its host is allowed. Absent: pip uses no index. */
@@ -429,14 +435,22 @@ export class SnapshotManager {
     await rm(this.failedPath(key), { force: true });
     let proxy: EgressProxy | undefined;
     let cache: DependencyCacheListener | undefined;
+    const closePorts: (() => Promise<void>)[] = [];
     try {
       let egressSetup: Parameters<typeof buildSnapshotImage>[0]['egress'] = { mode: egress === 'runc-bridge' ? 'runc-bridge' : 'none' };
       if (egress === 'proxy') {
-        const gateway = await this.egressNetwork();
+        const network = await ensureBuildNetwork(this.docker);
+        const gateway = network.gateway;
         const registryHost = this.options.registry ? new URL(this.options.registry).hostname : undefined;
         const pipIndexHost = this.options.pipIndexUrl ? [new URL(this.options.pipIndexUrl).hostname] : [];
-        const allow = [...new Set([...(this.options.registryHosts ?? DEFAULT_REGISTRY_HOSTS), ...(registryHost ? [registryHost] : []), ...pipIndexHost, ...identity.environment.egressHosts])];
-        proxy = await startEgressProxy({ host: gateway, allow, ...(logger ? { logger } : {}) });
+        const fleet = this.options.fleetEgressHosts ?? [];
+        const asked = identity.environment.egressHosts;
+        const outside = asked.filter((host) => !withinAllowlist(host, fleet));
+        if (outside.length > 0) logger?.warn({ repo: request.repo, hosts: outside }, 'egressHosts outside the fleet allowlist (DOCKHAND_EGRESS_HOSTS) are not allowed for this build');
+        const allow = [...new Set([...(this.options.registryHosts ?? DEFAULT_REGISTRY_HOSTS), ...(registryHost ? [registryHost] : []), ...pipIndexHost, ...asked.filter((host) => !outside.includes(host))])];
+        // The admin's own registry may be a company mirror on a private address; nothing a repository names may.
+        proxy = await startEgressProxy({ host: gateway, allow, ...(registryHost ? { privateAllowed: [registryHost] } : {}), ...(logger ? { logger } : {}) });
+        closePorts.push(await openBuildPort(network, proxy.port));
         egressSetup = { mode: 'proxy', proxyUrl: `http://${proxy.host}:${proxy.port}`, refused: proxy.refused };
         // An accelerator only: when it cannot start, the build fetches through the proxy as before.
         if (this.dependencyCache && usesDependencyCache(identity)) {
@@ -444,6 +458,7 @@ export class SnapshotManager {
             logger?.warn({ err: error instanceof Error ? error.message : String(error) }, 'dependency cache unavailable; this build fetches through the proxy');
             return undefined;
           });
+          if (cache) closePorts.push(await openBuildPort(network, Number(new URL(cache.url).port)));
         }
       }
       await buildSnapshotImage({
@@ -456,7 +471,7 @@ export class SnapshotManager {
         bundle: () => this.options.mirror.bundle(request.mirrorPath, request.sha),
         identity,
         egress: egressSetup,
-        networkName: EGRESS_NETWORK,
+        networkName: BUILD_NETWORK,
         ...(this.options.extraCaBundle ? { extraCaBundle: this.options.extraCaBundle } : {}),
         ...(this.options.registry ? { registry: this.options.registry } : {}),
         ...(this.options.pipIndexUrl ? { pipIndexUrl: this.options.pipIndexUrl } : {}),
@@ -477,33 +492,9 @@ export class SnapshotManager {
       request.onProgress?.({ stage: 'failed', elapsedMs: Date.now() - started, line: message.split('\n')[0]?.slice(0, 2000) ?? '', image });
       throw error;
     } finally {
+      for (const close of closePorts) await close();
       await cache?.close();
       await proxy?.close();
     }
-  }
-
-  /** The --internal network install containers join; returns its gateway IP (where the proxy listens). */
-  private async egressNetwork(): Promise<string> {
-    const read = async (): Promise<string | undefined> => {
-      try {
-        const info = await this.docker.getNetwork(EGRESS_NETWORK).inspect();
-        const parsed = z.object({ IPAM: z.object({ Config: z.array(z.object({ Gateway: z.string().optional() })).nullish() }) }).parse(info);
-        return parsed.IPAM.Config?.[0]?.Gateway;
-      } catch (error) {
-        if (isNotFound(error)) return undefined;
-        throw error;
-      }
-    };
-    const existing = await read();
-    if (existing) return existing;
-    await this.docker
-      .createNetwork({ Name: EGRESS_NETWORK, Internal: true, CheckDuplicate: true, Labels: { [LABELS.sandbox]: 'network' } })
-      .catch((error: unknown) => {
-        // Another build created it first.
-        if (!(typeof error === 'object' && error !== null && 'statusCode' in error && error.statusCode === 409)) throw error;
-      });
-    const gateway = await read();
-    if (!gateway) throw new DockhandError('sandbox_unavailable', `docker network ${EGRESS_NETWORK} has no gateway address`);
-    return gateway;
   }
 }
