@@ -2,7 +2,9 @@ import type { EventPayload, NewEvent } from '@dockhand/protocol';
 import { parseUnifiedDiff, type ChangedFile } from './diff';
 import { globMatcher, isCiConfig, isLockfile, isTestConfig, isTestFile, DEFAULT_PROTECTED_GLOBS } from './paths';
 import { DEFAULT_REPO_POLICY, type RepoPolicy } from './repo-policy';
-import { scanSecrets } from './secrets';
+import { archiveTexts } from './secret-decode';
+import { scanSecrets, scanText } from './secrets';
+import { MAX_DIFF_BYTES, oversizeMessage, splitBinaryFiles, type BinaryFile } from './binary-files';
 import { supplyChainViolations } from './supply-chain';
 import { maskSecrets } from './mask';
 import { escapeInvisible, invisibleCharacters } from './unicode';
@@ -15,7 +17,7 @@ import { escapeInvisible, invisibleCharacters } from './unicode';
  * - `secret:<gitleaks id>` / `secret:high-entropy-string` / `secret:private-key-file`
  * - `ci-config`        edits to CI definitions
  * - `protected-path`   built-in infra-as-code globs plus the repo's `protectedPaths`
- * - `diff-size:lines`, `diff-size:files`   the size caps
+ * - `diff-size:lines`, `diff-size:files`   the size caps; `diff-size:bytes` a diff too big to read at all
  * - `test-edit`        changing existing tests or test configuration when the ticket did not ask
  * - `diff-unparseable` a diff the gate cannot read (fails closed)
  * - `supply-chain:<kind>` install scripts, dependency sources, registry config, new dependencies
@@ -136,12 +138,41 @@ function testScriptChange(file: ChangedFile): { name: string; line: number } | u
   return undefined;
 }
 
+/** Secrets in the text members of an archive (gzip file, zip member), reported at the archive's path. */
+function archiveViolations(file: BinaryFile): PolicyViolation[] {
+  if (!file.content) return [];
+  const violations: PolicyViolation[] = [];
+  for (const member of archiveTexts(file.content, file.path)) {
+    for (const finding of scanText(member.text, member.name.replace(/!$/, '').replace(/\.gz!$/, ''))) {
+      violations.push({
+        rule: `secret:${finding.rule}`,
+        path: file.path,
+        line: finding.line,
+        excerpt: finding.excerpt,
+        message: `${finding.description} inside ${member.name} (line ${finding.line} of the unpacked file); remove it and use a secret store`,
+      });
+    }
+  }
+  return violations;
+}
+
+function binaryChange(file: BinaryFile): ChangedFile {
+  return { path: file.path, change: file.change, binary: true, added: [], removedCount: 0, removed: [], ...(file.oldPath !== undefined ? { oldPath: file.oldPath } : {}) };
+}
+
 export function checkPolicy(input: PolicyCheckInput): PolicyCheckResult & { stats: DiffStats } {
   const policy = input.policy ?? DEFAULT_REPO_POLICY;
+  // Bounded before anything is read: a diff over the cap is blocked by its size alone.
+  if (input.diff.length > MAX_DIFF_BYTES) {
+    return { ok: false, stage: input.stage, violations: [{ rule: 'diff-size:bytes', path: '', message: oversizeMessage(input.diff) }], stats: { changedFiles: 0, changedLines: 0 } };
+  }
   // Fail closed: a diff the gate cannot read is a diff it cannot vouch for.
   let files: ChangedFile[];
+  let binaries: BinaryFile[];
   try {
-    files = parseUnifiedDiff(input.diff);
+    const split = splitBinaryFiles(input.diff);
+    binaries = split.binaries;
+    files = [...parseUnifiedDiff(split.text), ...binaries.map(binaryChange)];
   } catch (error) {
     return unreadable(input.stage, error instanceof Error ? error.message : String(error));
   }
@@ -149,6 +180,7 @@ export function checkPolicy(input: PolicyCheckInput): PolicyCheckResult & { stat
   const isProtected = globMatcher([...DEFAULT_PROTECTED_GLOBS, ...policy.protectedPaths]);
   const violations: PolicyViolation[] = [];
 
+  for (const binary of binaries) violations.push(...archiveViolations(binary));
   for (const file of files) {
     violations.push(...secretViolations(file));
     violations.push(...trojanSourceViolations(file));

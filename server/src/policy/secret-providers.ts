@@ -228,4 +228,24 @@ export const PROVIDER_RULES: readonly SecretRule[] = [
     regex: rx(String.raw`\b(?<secret>whsec_[a-zA-Z0-9]{32,64})\b`),
     entropy: 3,
   },
+  {
+    // Not a gitleaks rule: an Azure shared access signature (Microsoft's "Create a service SAS"
+    // documentation). `sig` is the HMAC-SHA256 of the grant in base64 (44 characters, URL-encoded
+    // in a query); a SAS always carries its version `sv` and usually `se`/`sp`/`srt`/`ss` beside it.
+    id: 'azure-sas-token',
+    keywords: ['sig='],
+    description: 'Azure shared access signature (sig= with sv=/se=/sp=)',
+    regex: rx(String.raw`(?:^|[?&;\s'"\x60])sig=(?<secret>(?:[A-Za-z0-9+/]|%2[BbFf]){30,120}(?:=|%3[Dd]){0,2})`, 'm'),
+    context: /(?:^|[?&;\s'"\x60])(?:sv|se|sp|srt|ss|sr|st|spr)=/,
+    entropy: 3.5,
+  },
+  {
+    // Not a gitleaks rule: a Postmark server or account token is a bare UUID, so only a UUID
+    // named by Postmark (a postmark setting, the X-Postmark-Server-Token header) is taken as one.
+    id: 'postmark-server-token',
+    keywords: ['postmark'],
+    description: 'Postmark server or account token',
+    regex: rx(String.raw`postmark[\w.-]{0,40}['"\]]{0,2}[^\n]{0,24}?\b(?<secret>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b`, 'i'),
+    entropy: 3,
+  },
 ];

@@ -9,9 +9,10 @@
  * Shannon entropy (bits per character) of the captured secret, as in gitleaks, to drop
  * placeholder values like `ghp_xxxxxxxx…`.
  *
- * What these rules will not catch: secrets split across string concatenations, encoded
- * (base64/hex) copies of a token, and provider formats not in this list. The entropy check in
- * `secrets.ts` is the net under them.
+ * Secrets split across string concatenations and encoded (hex, base64, gzip and zip members)
+ * copies are decoded or joined first (`secret-decode.ts`) and then meet these rules. What they
+ * will not catch: provider formats not in this list; the entropy check in `secrets.ts` is the net
+ * under them.
  */
 
 import { ASSIGNMENT_RULES, PASSWORD_ASSIGNMENT_RULE } from './secret-assignments';
@@ -37,6 +38,8 @@ export interface SecretRule {
   multiline?: boolean;
   /** A finding whose `name` group matches this is not a secret (`passwordLabel`, `tokenUrl`). */
   nameAllow?: RegExp;
+  /** The line must also match this (an Azure SAS `sig=` counts only beside `sv=`/`se=`…). */
+  context?: RegExp;
 }
 
 /** gitleaks' common right-hand boundary of a token: quote, backtick, space, `;`, `\n` escape or end. */

@@ -1,4 +1,5 @@
 import type { AddedLine } from './diff';
+import { decodeRuns, joinConcatenations } from './secret-decode';
 import { ASSIGNMENT_RULE_IDS, GENERIC_NAME_ALLOW, SECRET_RULES, type SecretRule } from './secret-rules';
 
 /**
@@ -260,6 +261,7 @@ const ANY_LINE_KEYWORD = new RegExp([...new Set(LINE_RULES.flatMap((rule) => rul
  * whose span is not already taken by an earlier rule.
  */
 function applyRule(rule: SecretRule, block: Block, text: string, offset: number, taken: Taken, findings: SecretFinding[]): void {
+  if (rule.context && !rule.context.test(text)) return;
   rule.regex.lastIndex = 0;
   for (const match of text.matchAll(rule.regex)) {
     const secret = match.groups?.['secret'] ?? match[0];
@@ -273,9 +275,60 @@ function applyRule(rule: SecretRule, block: Block, text: string, offset: number,
   }
 }
 
+/** How deep decoded text is decoded again (base64 of hex of a token): bounded. */
+const MAX_DECODE_DEPTH = 2;
+/** Lines longer than this are not searched for concatenations (minified code; keeps it linear). */
+const MAX_JOINED_LINE = 4096;
+
+/** The rules' findings in a decoded text (no entropy check: decoding random bytes is noise). */
+function rulesIn(text: string, depth: number): SecretFinding[] {
+  return scanSecrets('', text.split('\n').map((line, index) => ({ line: index + 1, text: line })), { depth, entropy: false });
+}
+
+/** Hex and base64 runs on a line that decode to text holding a secret: the run is the finding. */
+function encodedFindings(line: AddedLine, lineStart: number, taken: Taken, depth: number): SecretFinding[] {
+  const findings: SecretFinding[] = [];
+  for (const run of decodeRuns(line.text)) {
+    const inner = rulesIn(run.text, depth + 1)[0];
+    const index = line.text.indexOf(run.encoded);
+    const span = { start: lineStart + index, end: lineStart + index + run.encoded.length };
+    if (!inner || taken.overlaps(span)) continue;
+    taken.add(span);
+    const rule = inner.rule;
+    findings.push({ rule, description: `${inner.description} (${run.encoding}-encoded)`, line: line.line, excerpt: excerptOf(line.text, [{ rule, secret: run.encoded }]), secret: run.encoded });
+  }
+  return findings;
+}
+
+/** Strings split across lines by concatenation, joined and scanned whole (`joinConcatenations`). */
+function joinedFindings(block: Block, depth: number): SecretFinding[] {
+  const lines = block.starts.map((start) => (start.line.text.length > MAX_JOINED_LINE ? '' : start.line.text));
+  const findings: SecretFinding[] = [];
+  for (const joined of joinConcatenations(lines)) {
+    const found = scanSecrets('', [{ line: 1, text: joined.text }], { depth: depth + 1, entropy: true }).filter((finding) => !finding.secret.startsWith('[secret:'))[0];
+    // A secret whole inside one part was not split: the line's own scan reports it.
+    if (!found || joined.parts.some((part) => part.includes(found.secret))) continue;
+    const line = block.starts[joined.first]!.line;
+    // The parts are what stands in the file: masking replaces each (`piecesOf`).
+    const secret = joined.parts.filter((part) => part.length > 0).join('\n');
+    findings.push({ rule: found.rule, description: `${found.description} (split across ${joined.last - joined.first + 1} lines)`, line: line.line, excerpt: excerptOf(line.text, joined.parts.map((part) => ({ rule: found.rule, secret: part }))), secret });
+  }
+  return findings;
+}
+
+export interface ScanOptions {
+  /** Decoding depth reached (`MAX_DECODE_DEPTH`). */
+  depth?: number;
+  /** The entropy check; off for decoded text. */
+  entropy?: boolean;
+}
+
 /** Scans the added lines of one file. */
-export function scanSecrets(path: string, added: AddedLine[]): SecretFinding[] {
+export function scanSecrets(path: string, added: AddedLine[], options: ScanOptions = {}): SecretFinding[] {
   const exempt = isEntropyExempt(path);
+  const depth = options.depth ?? 0;
+  // Lockfiles and minified files are full of encoded hashes: they are not decoded (precision).
+  const decode = !exempt && depth < MAX_DECODE_DEPTH;
   const findings: SecretFinding[] = [];
   for (const block of toBlocks(added)) {
     // Markers of secrets masked earlier are not scanned again (`[secret:github-pat …]` is no `secret: …` assignment).
@@ -291,9 +344,11 @@ export function scanSecrets(path: string, added: AddedLine[]): SecretFinding[] {
         if (exempt && ASSIGNMENT_RULE_IDS.has(rule.id)) continue;
         if (matchesKeywords(rule, lower)) applyRule(rule, block, start.line.text, start.offset, taken, findings);
       }
-      if (!exempt) findings.push(...scanEntropy(start.line, taken, start.offset));
+      if (decode) findings.push(...encodedFindings(start.line, start.offset, taken, depth));
+      if (!exempt && options.entropy !== false) findings.push(...scanEntropy(start.line, taken, start.offset));
       findings.push(...findMaskedSecrets(start.line));
     }
+    if (decode && block.starts.length > 1) findings.push(...joinedFindings(block, depth));
   }
   return findings.sort((a, b) => a.line - b.line);
 }

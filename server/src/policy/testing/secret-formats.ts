@@ -82,6 +82,8 @@ export function secretFormats(seed: number = randomInt(1, 2 ** 31)): SecretForma
     value('gcp-oauth-client-secret', () => `GOCSPX-${pick(BASE62 + '_-', 28)}`, (v) => `client_secret: ${v}`),
     value('dockerhub-pat', () => `dckr_pat_${pick(BASE62 + '_-', 27)}`, (v) => `docker login -p ${v}`),
     value('stripe-webhook-secret', () => `whsec_${pick(BASE62, 32)}`, (v) => `STRIPE_WEBHOOK_SECRET=${v}`),
+    value('azure-sas-token', () => encodeURIComponent(`${pick(BASE62 + '+/', 43)}=`), (v) => `const url = "https://acme.blob.core.windows.net/backups/db.bak?sv=2022-11-02&ss=b&srt=o&sp=r&se=2026-12-31T00:00:00Z&sig=${v}";`),
+    value('postmark-server-token', () => `${pick(HEX, 8)}-${pick(HEX, 4)}-4${pick(HEX, 3)}-a${pick(HEX, 3)}-${pick(HEX, 12)}`, (v) => `headers: { 'X-Postmark-Server-Token': '${v}' },`),
     value('credentialed-url', password, (v) => `DATABASE_URL=postgres://app:${v}@db.internal:5432/prod`),
     value('credentialed-url', () => s.github('ghp').slice(4), (v) => `git clone https://deploy:${v}@git.example.org/acme/app.git`),
     value('password-assignment', password, (v) => `const dbPassword = "${v}";`),
