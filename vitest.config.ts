@@ -17,7 +17,7 @@ export default defineConfig({
         test: {
           name: 'unit',
           sequence: { groupOrder: 0 },
-          include: ['{protocol,server,extension,webview-ui}/src/**/*.test.ts', 'scripts/**/*.test.ts'],
+          include: ['{protocol,server,extension,webview-ui}/src/**/*.test.ts', 'scripts/**/*.test.ts', 'bench/census/*.test.ts'],
           exclude: ['**/*.int.test.ts', '**/node_modules/**'],
           environment: 'node',
           setupFiles: [SETUP],
