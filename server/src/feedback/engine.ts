@@ -12,6 +12,7 @@ import { matchesTest, reproducingOutcomes, selectReproducingTests } from './repr
 import { readBaseSnapshot, readWorkspaceChanges, workspaceHash, type WorkspaceChanges } from './snapshot';
 import { customPlan, detectedPlan, selectableFiles, selectedPlan, selectedWorkspacePlans, wholeCommandPlan, wholeWorkspacePlans, type PlanContext, type SuitePlan } from './suite-plan';
 import { runSuite, type SuiteContext, type SuiteRun } from './suite-run';
+import { planRecipeSteps, stepsReason } from './recipe-steps';
 import { ranOf } from './tests-ran';
 import { planTestCommand, runsInWorkspaces, type TestPlan, type WorkspaceMember } from './test-command';
 import { workspaceDirs, workspaceGlobs } from './workspaces';
@@ -151,6 +152,7 @@ export class SmartFeedbackEngine implements FeedbackEngine {
       failed: failing.length,
       skipped: cases.filter((testCase) => testCase.outcome === 'skipped').length,
       ...ranOf(runs),
+      steps: runs.flatMap((run) => run.steps),
       ok: !infrastructure && failing.every((testCase) => excusedIds.has(testCase.id)),
       quarantined,
       output: '',
@@ -185,6 +187,17 @@ export class SmartFeedbackEngine implements FeedbackEngine {
     const prePr = opts.scope === 'full' && opts.prePr ? (environment.prePr ?? (this.checks.preMerge ? { command: this.checks.preMerge, source: 'checks.preMerge' } : undefined)) : undefined;
     if (prePr) {
       return { reason: `scope full: the pre-PR command (from ${prePr.source})`, plans: [wholeCommandPlan(planTestCommand(prePr.command, packageJson), context)], whole: true };
+    }
+    // The CI's steps, each in its directory and environment (recipe-steps.ts).
+    const steps = environment.test.steps;
+    if (steps && steps.length > 0) {
+      const sources = { read: (path: string) => readText(sandbox, path), members: (root: string | undefined) => workspaceMembers(sandbox, root, analysis.graph.files) };
+      const planned = await planRecipeSteps(steps, sources, context, opts.scope === 'full' || selection.mode !== 'selected' ? undefined : selection.tests);
+      if (opts.scope === 'full') return { reason: `scope full: the repository's test steps (from ${environment.test.source})`, plans: planned.whole, whole: true };
+      if (selection.mode === 'none') return { reason: selection.reason, plans: [], whole: false };
+      const reason = `${selection.reason}; ${stepsReason(selection, steps, planned)} (from ${environment.test.source})`;
+      if (selection.mode === 'full' || !planned.selected) return { reason, plans: planned.whole, whole: true };
+      return { reason, plans: planned.selected.plans, whole: false, fallback: planned.whole };
     }
     // Members are read (one file each) only for a command that runs in them.
     const members = runsInWorkspaces(environment.test.command, packageJson) ? await workspaceMembers(sandbox, packageJson, analysis.graph.files) : [];
@@ -304,7 +317,7 @@ export class SmartFeedbackEngine implements FeedbackEngine {
     for (const testCase of firstCases) if (testCase.file && preExistingFailures.includes(testCase.id)) failureFiles[testCase.id] = testCase.file;
     const testIds = [...first.keys()].slice(0, MAX_BASELINE_IDS);
     const testFiles = [...new Set(firstCases.flatMap((testCase) => (testCase.file ? [testCase.file] : [])))];
-    return { command, runner, passed: both('passed').length, failed: preExistingFailures.length, ...ranOf(rounds[0] ?? []), flaky, preExistingFailures, failureFiles, testIds, testFiles, seconds };
+    return { command, runner, passed: both('passed').length, failed: preExistingFailures.length, ...ranOf(rounds[0] ?? []), steps: (rounds[0] ?? []).flatMap((run) => run.steps), flaky, preExistingFailures, failureFiles, testIds, testFiles, seconds };
   }
 
   /**

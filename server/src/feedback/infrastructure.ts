@@ -89,6 +89,8 @@ export function classifyRun(run: RunToClassify): TestInfrastructure | undefined 
   const missing = missingRunner(run.runner, output, result.exitCode);
   if (missing) return infrastructure('missing', command, missing, output);
   if (reported) return undefined;
+  const usage = pytestUsageError(output);
+  if (usage) return { ...infrastructure('start', command, usage.detail, output), action: usage.action };
   const crash = crashOf(output, result.exitCode);
   if (crash && !mentionsChanged(output, run.changedFiles)) return infrastructure('crash', command, `${crash}, before reporting any test`, output);
   // Without a runner report to expect, the exit status is the result.
@@ -97,6 +99,43 @@ export function classifyRun(run: RunToClassify): TestInfrastructure | undefined 
   if (result.exitCode === 0) return infrastructure('no_report', command, 'it exited 0 without the report it was asked for', output);
   const why = lineOf(output, /Error|error:|ERR_/) ?? lastLines(output, 1);
   return infrastructure('start', command, `exited with ${result.exitCode} before reporting any test (${why || 'no output'})`, output);
+}
+
+/** Options pytest plugins add, and the plugin that adds them (what `addopts` most often names). */
+const PYTEST_PLUGIN_OPTIONS: Array<[RegExp, string]> = [
+  [/^--(no-)?cov/, 'pytest-cov'],
+  [/^(-n|--numprocesses|--dist|--maxprocesses|--max-worker-restart)\b/, 'pytest-xdist'],
+  [/^--timeout/, 'pytest-timeout'],
+  [/^--(reruns|only-rerun)/, 'pytest-rerunfailures'],
+  [/^--benchmark/, 'pytest-benchmark'],
+  [/^--asyncio-mode/, 'pytest-asyncio'],
+  [/^(-p no:)?--randomly|^-p randomly/, 'pytest-randomly'],
+  [/^--mypy/, 'pytest-mypy'],
+  [/^--(html|self-contained-html)/, 'pytest-html'],
+  [/^--(hypothesis)/, 'hypothesis'],
+  [/^--(doctest-glob|doctest-modules)/, 'pytest (a newer version)'],
+  [/^--(env|envfile)/, 'pytest-env'],
+  [/^--(mock)/, 'pytest-mock'],
+];
+
+/**
+ * pytest refusing its own command line (exit 4) before any test: most often an option in
+ * `addopts` (pytest.ini, pyproject.toml, setup.cfg, tox.ini) that a plugin not installed would
+ * add (`--cov`, `-n auto`). Which option, which plugin, and which file, so the fix is one step.
+ */
+export function pytestUsageError(output: string): { detail: string; action: string } | undefined {
+  const refused = /^(?:pytest|[\w.-]+\.py|__main__\.py): error: unrecognized arguments: (.+)$/m.exec(output);
+  if (!refused?.[1]) return undefined;
+  const options = refused[1].trim().split(/\s+/);
+  const plugins = [...new Set(options.flatMap((option) => PYTEST_PLUGIN_OPTIONS.filter(([pattern]) => pattern.test(option)).map(([, plugin]) => plugin)))];
+  const inifile = /^\s*(?:inifile|configfile): (.+)$/m.exec(output)?.[1]?.trim();
+  const from = inifile ? ` (addopts of ${inifile.split('/').pop()})` : '';
+  const which = plugins.length > 0 ? `: the plugin ${plugins.join(', ')} that adds it is not installed in the sandbox` : ': no installed plugin adds it';
+  const detail = `pytest refused ${options.map((option) => `\`${option}\``).join(' ')}${from}${which}; no test ran (exit 4)`;
+  const action = plugins.length > 0
+    ? `Install ${plugins.join(', ')} where the repository's install gets its test dependencies (its requirements or pyproject's test extra, or setup: in .dockhand/environment.yml), then run \`dockhand repo check <repo>\`.`
+    : `Name the plugin that adds ${options[0]} in the repository's test dependencies, or set test.command in .dockhand/environment.yml to the command its CI runs.`;
+  return { detail, action };
 }
 
 function mentionsChanged(output: string, changed: readonly string[]): boolean {

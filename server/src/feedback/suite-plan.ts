@@ -320,6 +320,37 @@ export function selectedWorkspacePlans(plan: TestPlan, tests: string[], context:
   return { plans, left: tests.length - taken };
 }
 
+/** A step of the recipe's `test.steps` (the CI's steps): its name, command, directory and environment. */
+export interface RecipeStep {
+  name: string;
+  command: string;
+  cwd?: string;
+  env?: Record<string, string>;
+}
+
+/**
+ * A plan of one recipe step run where and how its CI runs it: in its `cwd` (the root's
+ * node_modules/.bin on PATH too, as for a workspace member), with its `env` exported first.
+ * Its name leads what the user sees; a failing step's case keeps the step's own text.
+ */
+export function inRecipeStep(step: RecipeStep, plan: SuitePlan): SuitePlan {
+  const cwd = step.cwd?.replace(/^\.\/|\/$/g, '');
+  const cd = cwd && cwd !== '.' ? `export PATH="$PWD/node_modules/.bin:$PATH"; cd ${shellQuote(cwd)} || exit 1; ` : '';
+  const env = Object.entries(step.env ?? {}).filter(([key]) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(key)).map(([key, value]) => `export ${key}=${shellQuote(value)}; `).join('');
+  const prefix = `${cd}${env}`;
+  const wrap = (inner: SuiteStep): SuiteStep => ({ text: inner.text, script: `${prefix}${inner.script}` });
+  const narrow = plan.narrow;
+  return {
+    ...plan,
+    command: step.name === step.command ? plan.command : `${step.name}: ${plan.command}`,
+    script: `${prefix}${plan.script}`,
+    before: plan.before.map(wrap),
+    after: plan.after.map(wrap),
+    ...(cwd && cwd !== '.' ? { cwd } : {}),
+    ...(narrow ? { narrow: (targets: TestTarget[]) => inRecipeStep(step, narrow(cwd && cwd !== '.' ? inside(cwd, targets) : targets)) } : {}),
+  };
+}
+
 /** A configured command run as written (checks.preMerge): its exit status decides. */
 export function customPlan(command: string): SuitePlan {
   return { runner: 'custom', command, script: command, before: [], after: [] };

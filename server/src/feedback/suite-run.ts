@@ -4,7 +4,7 @@ import { parseTestOutput, type ParsedRun } from './runners';
 import type { SuitePlan } from './suite-plan';
 import { readSideChannel } from './side-channel';
 import { parseFlatTap } from './tap';
-import type { TestCaseResult, TestInfrastructure } from './types';
+import type { TestCaseResult, TestInfrastructure, TestStepOutcome } from './types';
 import { toRepoPath } from './runners';
 
 /** One suite run: its plan, what the runner reported, or the infrastructure result instead. */
@@ -49,14 +49,7 @@ function parse(plan: SuitePlan, stdout: string, files: Set<string>): ParsedRun {
 }
 
 /** One step's outcome, for the report: how it was counted, and what it counted. */
-export interface StepOutcome {
-  name: string;
-  exitCode: number;
-  /** 'tests': a runner reported per-test results; 'exit status': the step's exit status is its result. */
-  counted: 'tests' | 'exit status';
-  passed: number;
-  failed: number;
-}
+export type StepOutcome = TestStepOutcome;
 
 /** What a step's output says: the side channel's reports, else its runner's own output (tape, uvu, TAP), else nothing. */
 function parseStep(plan: SuitePlan, stdout: string, files: Set<string>, runnerStep: boolean): { parsed: ParsedRun; output: string; reported: boolean } {

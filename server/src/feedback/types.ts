@@ -26,6 +26,8 @@ export interface TestReport {
    * command gives no count (a command Dockhand does not know that printed no TAP).
    */
   ran?: number;
+  /** Each step of the command as it ran (how it was counted, what it counted). */
+  steps?: TestStepOutcome[];
   /** Green/red as the agent and the verified stop should treat it (quarantined tests excluded). */
   ok: boolean;
   quarantined: string[];
@@ -118,6 +120,18 @@ export interface ReproducingSelection {
   unknown: string[];
 }
 
+/**
+ * One step of the test command (a part of its `&&` chain, or one of the recipe's `test.steps`) as
+ * it ran: counted per test through a runner's report ('tests') or by its exit status alone.
+ */
+export interface TestStepOutcome {
+  name: string;
+  exitCode: number;
+  counted: 'tests' | 'exit status';
+  passed: number;
+  failed: number;
+}
+
 /** What `runBaseline` reports (also the readiness report's "tests at base"). */
 export interface BaselineResult {
   command: string;
@@ -126,6 +140,8 @@ export interface BaselineResult {
   failed: number;
   /** Tests the first run ran (`TestReport.ran`); absent when the command gives no count (and in baselines stored before it). */
   ran?: number;
+  /** Each step of the first run, in order: a step that failed here is pre-existing, the later ones still ran. */
+  steps?: TestStepOutcome[];
   /** Tests whose outcome differed between the two runs (quarantined). */
   flaky: string[];
   /** Tests that failed in both runs: pre-existing, not the agent's to fix. */

@@ -1,6 +1,7 @@
 import type { ReadinessCheckStatus, ReadinessReport, RepoRegistration } from '@dockhand/protocol';
 import { DockhandError } from '../errors';
-import type { FeedbackEngine } from '../feedback/types';
+import { describeSteps, passedByExitStatus } from '../feedback/step-summary';
+import type { FeedbackEngine, TestStepOutcome } from '../feedback/types';
 import type { Logger } from '../log';
 import type { Sandbox } from '../sandbox/types';
 import type { SandboxProvider } from './ports';
@@ -37,7 +38,14 @@ type Progress = ReadinessCheckStatus['progress'][number];
  * test, or one in which no test passes (every result is a failure at the base, the whole command's
  * exit status included): then no change can be verified, whatever the agent does.
  */
-export function testBlockers(report: ReadinessReport, infrastructure: string | undefined): void {
+export function testBlockers(report: ReadinessReport, infrastructure: string | undefined, steps?: readonly TestStepOutcome[]): void {
+  // A step counted by its exit status that passes at the base still judges a change (feedback/step-summary.ts).
+  const byExitStatus = infrastructure ? [] : passedByExitStatus(steps);
+  if (byExitStatus.length > 0 && report.tests.passed === 0) {
+    report.tests.ok = true;
+    report.tests.detail += ` — counted by exit status: ${byExitStatus.map((step) => step.name).join('; ')}`;
+    return;
+  }
   if (infrastructure) {
     report.tests.action = 'make the test command runnable in the sandbox (testCommand in .dockhand/environment.yml or .dockhand/policy.yml)';
     report.blocking.push({ problem: infrastructure, action: report.tests.action });
@@ -204,7 +212,7 @@ export class ReadinessChecks {
           ok: !baseline.infrastructure && baseline.passed + baseline.failed > 0,
           detail: baseline.infrastructure
             ? baseline.infrastructure.message
-            : `${baseline.passed} passed, ${baseline.failed} failed, ${baseline.flaky.length} flaky in ${baseline.seconds.toFixed(1)} s (two runs at the base)`,
+            : `${baseline.passed} passed, ${baseline.failed} failed, ${baseline.flaky.length} flaky in ${baseline.seconds.toFixed(1)} s (two runs at the base)${baseline.steps && baseline.steps.length > 1 ? `; steps: ${describeSteps(baseline.steps)}` : ''}`,
           command: baseline.command,
           runner: baseline.runner,
           passed: baseline.passed,
@@ -213,7 +221,7 @@ export class ReadinessChecks {
           preExistingFailures: baseline.preExistingFailures,
           seconds: baseline.seconds,
         };
-        testBlockers(report, baseline.infrastructure?.message);
+        testBlockers(report, baseline.infrastructure?.message, baseline.steps);
         return;
       }
     }
@@ -221,7 +229,7 @@ export class ReadinessChecks {
     const failing = run.cases.filter((test) => test.outcome === 'failed').map((test) => test.id);
     report.tests = {
       ok: !run.infrastructure && run.passed + run.failed > 0,
-      detail: run.infrastructure ? run.infrastructure.message : `${run.passed} passed, ${run.failed} failed in ${(run.durationMs / 1000).toFixed(1)} s (one full run)`,
+      detail: run.infrastructure ? run.infrastructure.message : `${run.passed} passed, ${run.failed} failed in ${(run.durationMs / 1000).toFixed(1)} s (one full run)${run.steps && run.steps.length > 1 ? `; steps: ${describeSteps(run.steps)}` : ''}`,
       command: run.command,
       ...(run.runner ? { runner: run.runner } : {}),
       passed: run.passed,
@@ -230,7 +238,7 @@ export class ReadinessChecks {
       preExistingFailures: failing,
       seconds: (Date.now() - started) / 1000,
     };
-    testBlockers(report, run.infrastructure?.message);
+    testBlockers(report, run.infrastructure?.message, run.steps);
   }
 
   private async selection(engine: ReadinessEngine, sandbox: Sandbox, report: ReadinessReport): Promise<void> {

@@ -11,6 +11,8 @@ export const StoredBaseline = z.object({
   failed: z.number().int().min(0),
   /** Tests the suite ran (absent in rows stored before it was kept: unknown). */
   ran: z.number().int().min(0).optional(),
+  /** Each step of the command at the base (feedback/types.ts TestStepOutcome). */
+  steps: z.array(z.object({ name: z.string(), exitCode: z.number().int(), counted: z.enum(['tests', 'exit status']), passed: z.number().int().min(0), failed: z.number().int().min(0) })).optional(),
   flaky: z.array(z.string()),
   preExistingFailures: z.array(z.string()),
   /** Files, suite ids and test files: what a task's named reproducing tests are matched against. */

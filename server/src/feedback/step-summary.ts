@@ -1,0 +1,23 @@
+import type { TestStepOutcome } from './types';
+
+/*
+ * How the steps of a test command read for a person: the readiness report's "tests at base" and
+ * its blockers. A step the side channel read is counted per test; any other step is counted by
+ * its exit status — said so, never "ran no test".
+ */
+
+/** `lint: exited with 2 (pre-existing at the base); node --test: 12 passed, 1 failed; build: passed (counted by exit status)`. */
+export function describeSteps(steps: readonly TestStepOutcome[], atBase = true): string {
+  return steps
+    .map((step) => {
+      if (step.counted === 'tests') return `${step.name}: ${step.passed} passed, ${step.failed} failed`;
+      if (step.exitCode === 0) return `${step.name}: passed (counted by exit status)`;
+      return `${step.name}: exited with ${step.exitCode} (counted by exit status${atBase ? '; a failure at the base is pre-existing, the later steps still ran' : ''})`;
+    })
+    .join('; ');
+}
+
+/** A step that passed by its exit status alone: a change can still be judged on it. */
+export function passedByExitStatus(steps: readonly TestStepOutcome[] | undefined): TestStepOutcome[] {
+  return (steps ?? []).filter((step) => step.counted === 'exit status' && step.exitCode === 0);
+}
