@@ -106,6 +106,27 @@ describe('real workflows', () => {
     expect(found.steps).toEqual([{ name: 'Run Checks', command: 'pnpm run test:pr' }]);
   });
 
+  it('psf/requests 1f6589e: "Install dependencies: make" is an install it cannot take; "Run tests: make ci" is the test step by its name', () => {
+    const found = job({ 'run-tests.yml': 'requests-run-tests.yml' }, SANDBOX, ['Makefile', 'pyproject.toml']);
+    expect(found.cell).toEqual({ 'python-version': '3.11', os: 'ubuntu-22.04' });
+    expect(found.otherInstalls).toEqual(['make']);
+    expect(found.steps).toEqual([{ name: 'Run tests', command: 'make ci' }]);
+    expect(found.runsThrough).toEqual(['Makefile target ci']);
+  });
+
+  it('fastify/fastify 83e6976: ci.yml\'s test-unit ("Run tests: npm run unit") before ci-alternative-runtime.yml\'s, whose failures do not fail the CI', () => {
+    const found = job({ 'ci-alternative-runtime.yml': 'fastify-ci-alternative-runtime.yml', 'ci.yml': 'fastify-ci.yml' });
+    expect(found).toMatchObject({ file: '.github/workflows/ci.yml', job: 'test-unit', nodeSpecs: ['24'], install: ['npm install --ignore-scripts'] });
+    expect(found.steps).toEqual([{ name: 'Run tests', command: 'npm run unit' }]);
+  });
+
+  it('marshmallow-code/marshmallow 341b927: build-release.yml runs for pull requests, so its tests job is followed', () => {
+    const found = job({ 'build-release.yml': 'marshmallow-build-release.yml' }, SANDBOX, ['tox.ini']);
+    expect(found.job).toBe('tests');
+    expect(found.install).toEqual(['python -m pip install tox']);
+    expect(found.steps.map((step) => step.command)).toEqual(['python -m tox -e py39']);
+  });
+
   it('falls back, saying why, where the tests need what the sandbox lacks or another job made', () => {
     expect(read({ 'test.yml': 'pluggy-test.yml' }).reason).toContain(".github/workflows/test.yml › test needs another job's artifacts");
     expect(read({ 'tests.yaml': 'click-tests.yaml' }).reason).toContain('.github/workflows/tests.yaml › tests runs its tests with uv, which the sandbox does not have');

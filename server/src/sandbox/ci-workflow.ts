@@ -63,7 +63,7 @@ const isMapping = (value: unknown): value is Mapping => value !== null && typeof
 const text = (value: unknown): string | undefined => (typeof value === 'string' || typeof value === 'number' ? String(value) : undefined);
 
 /** A command that runs tests: a test script, a runner, tox / nox, `make test`, `scripts/test`. */
-const TEST_COMMAND = /(?:^|[\s;&|(/'"])(?:tests?(?:[:_-][\w:.-]*)?|vitest|jest|mocha|ava|tap|tape|uvu|pytest|py\.test|tox|nox|unittest|c8|nyc|node --test|make check)(?=$|[\s;&|)'"])/m;
+const TEST_COMMAND = /(?:^|[\s;&|(/'"])(?:tests?(?:[:_-][\w:.-]*)?|vitest|jest|mocha|ava|tap|tape|uvu|pytest|py\.test|tox|nox|unittest|c8|nyc|node --test|make (?:check|ci|unit|coverage))(?=$|[\s;&|)'"])/m;
 const INSTALL_LINE = /^(?:npm\s+(?:ci|install|i)(?:\s|$)|pnpm\s+(?:install|i|add)(?:\s|$)|yarn(?:\s+install)?(?:\s+--?[\w-]+(?:=\S+)?)*\s*$|(?:python3?\s+-m\s+)?pip3?\s+install\s)/;
 const OTHER_INSTALL_LINE = /^(?:bun\s+install|uv\s+(?:sync|pip\s+install)|poetry\s+install|pdm\s+(?:install|sync)|pipenv\s+(?:install|sync)|pip-sync|hatch\s+env|\.?\/?scripts\/(?:install|bootstrap|setup)|make\s+(?:install|deps|setup|dev)\b|deno\s+install|(?:npx|pnpm\s+exec|yarn)\s+playwright\s+install|playwright\s+install|node\s+\S*puppeteer\S*install)/;
 /** Lines that set up the runner or print, neither install nor check (a step of only these is left out). */
@@ -71,7 +71,13 @@ const SETUP_LINE = /^(?:echo|printf|ls|cat|pwd|env|printenv|date|which|type|whoa
 /** Launchers the sandbox does not have: a test step that needs one rules the job out. */
 const MISSING_TOOL = /^(?:bun|bunx|deno|uv|uvx|poetry|pdm|hatch|rye|pixi|pipx|conda|mamba|micromamba|nix|docker|docker-compose)$/;
 const JOB_SKIPPED = /\b(?:release|releases|deploy|deployment|publish|docs?|pages|codeql|stale|labels?|lock|dependabot|coveralls|codecov|upload|benchmarks?|size)\b/i;
-const JOB_TEST = /^(?:tests?|unit[-_ ]?tests?)$/i;
+const JOB_TEST = /^(?:tests?|unit[-_ ]?tests?|tests?[-_ ]unit)$/i;
+/** Workflow files whose test job is the one pull requests meet, before `ci-alternative-runtime.yml` and the like. */
+const FILE_PREFERRED = /^(?:ci|tests?|main|build|checks?|pr|pull[-_]request|nodejs|node|python|unit)\.ya?ml$/i;
+/** A step called "Run tests" runs tests whatever its command (`make ci`, `npm run unit`); "Install test dependencies" does not. */
+const TEST_NAME = /\b(?:tests?|testing|pytest|specs?)\b/i;
+const NOT_TEST_NAME = /\b(?:install|installs|set ?up|dependencies|deps|upload|publish|build)\b/i;
+const INSTALL_NAME = /\b(?:install|dependencies|deps|bootstrap)\b/i;
 const JOB_PREFERRED = /^(?:ci|build|unit|checks?|node|python)$/i;
 const JOB_LATER = /(?:e2e|integration|browser|playwright|cypress|downstream|smoke|nightly|canary|bench|windows|macos|lint)/i;
 
@@ -91,8 +97,9 @@ function commandLines(run: string): string[] {
 
 type StepKind = 'install' | 'other-install' | 'setup' | 'check';
 
-function classify(run: string): StepKind {
+function classify(run: string, name: string): StepKind {
   const lines = commandLines(run);
+  if (INSTALL_NAME.test(name) && !TEST_COMMAND.test(run) && !lines.every((line) => INSTALL_LINE.test(line) || SETUP_LINE.test(line))) return 'other-install';
   if (lines.some((line) => TEST_COMMAND.test(line) && !INSTALL_LINE.test(line))) return 'check';
   if (lines.some((line) => OTHER_INSTALL_LINE.test(line))) return 'other-install';
   const installs = lines.filter((line) => INSTALL_LINE.test(line) && !SETUP_LINE.test(line));
@@ -105,11 +112,18 @@ function launcherOf(line: string): string {
   return line.replace(/^(?:npx|exec|time|env)\s+/, '').split(/\s+/)[0] ?? '';
 }
 
+function events(on: unknown): string[] {
+  return typeof on === 'string' ? [on] : Array.isArray(on) ? on.map(String) : isMapping(on) ? Object.keys(on) : [];
+}
+
+function onPullRequests(on: unknown): boolean {
+  return events(on).some((event) => ['pull_request', 'pull_request_target', 'merge_group'].includes(event));
+}
+
 /** Does the workflow run for a push to a branch or a pull request (not only for tags, a schedule, a release)? */
 function runsOnChanges(on: unknown): boolean {
-  const events = typeof on === 'string' ? [on] : Array.isArray(on) ? on.map(String) : isMapping(on) ? Object.keys(on) : [];
-  if (events.some((event) => ['pull_request', 'pull_request_target', 'merge_group'].includes(event))) return true;
-  if (!events.includes('push')) return false;
+  if (onPullRequests(on)) return true;
+  if (!events(on).includes('push')) return false;
   const push = isMapping(on) ? on.push : undefined;
   // `push: { tags: [...] }` alone runs for tags only.
   return !(isMapping(push) && push.tags !== undefined && push.branches === undefined && push['branches-ignore'] === undefined);
@@ -232,7 +246,8 @@ function jobInCell(input: JobInput, cell: Record<string, unknown>): CiTestJob | 
     const command = expand(run.trim(), scope);
     if (command === undefined) continue; // needs a secret, an input or a step's output
     const cwd = relativeDirectory(expand(text(step['working-directory']) ?? defaults ?? '', scope));
-    const kind = classify(command);
+    const stepName = expand(text(step.name) ?? '', scope) ?? '';
+    const kind = classify(command, stepName);
     const inDirectory = (line: string): string => (cwd ? `cd ${cwd} && ${line}` : line);
     if (kind === 'install') {
       job.install.push(inDirectory(scriptLines(command).join(' && ')));
@@ -241,12 +256,12 @@ function jobInCell(input: JobInput, cell: Record<string, unknown>): CiTestJob | 
       job.otherInstalls.push(inDirectory(command));
       installed = true;
     } else if (kind === 'check') {
-      const name = (expand(text(step.name) ?? '', scope) || command.split('\n')[0] || command).slice(0, 200);
+      const name = (stepName || command.split('\n')[0] || command).slice(0, 200);
       const stepsEnv = Object.fromEntries(Object.entries(stepEnv).filter(([key]) => !/^(?:FORCE_COLOR|TERM)$/.test(key)));
       const missing = commandLines(command).map(launcherOf).find((tool) => MISSING_TOOL.test(tool));
       checks.push({
         step: { name, command: command.includes('\n') ? `set -e\n${command}` : command, ...(cwd ? { cwd } : {}), ...(Object.keys(stepsEnv).length > 0 ? { env: stepsEnv } : {}) },
-        tests: TEST_COMMAND.test(command),
+        tests: TEST_COMMAND.test(command) || (TEST_NAME.test(stepName) && !NOT_TEST_NAME.test(stepName)),
         afterInstall: installed,
         ...(missing ? { missing } : {}),
       });
@@ -280,6 +295,7 @@ function readJob(input: JobInput): CiTestJob | string {
   const name = text(definition.name) ?? '';
   if (JOB_SKIPPED.test(`${id} ${name}`.replace(/[-_]/g, ' '))) return `${label} is a release, docs or upload job`;
   if (condition(definition.if, { matrix: {}, env: {} }) === false) return `${label} does not run for a pull request (its if:)`;
+  if (definition['continue-on-error'] === true) return `${label} may fail without failing the CI (continue-on-error)`;
   const strategy = isMapping(definition.strategy) ? definition.strategy : {};
   const cells = matrixCells(strategy.matrix);
   if (!cells) return `${label} has a matrix this reader cannot expand`;
@@ -320,7 +336,8 @@ export function readCiTestJob(files: Readonly<Record<string, string | undefined>
       return;
     }
     const words = `${input.id} ${text(input.definition.name) ?? ''}`;
-    const rank = (JOB_TEST.test(input.id) ? 0 : JOB_PREFERRED.test(input.id) ? 500 : JOB_LATER.test(words) ? 2000 : 1000) + order;
+    const fileTier = FILE_PREFERRED.test(input.file.slice(WORKFLOW_DIR.length + 1)) ? 0 : 100;
+    const rank = (JOB_TEST.test(input.id) ? 0 : JOB_PREFERRED.test(input.id) ? 500 : JOB_LATER.test(words) ? 2000 : 1000) + fileTier + order;
     found.push({ job: reading, rank });
   };
   const paths = workflowFiles(Object.keys(files));
@@ -328,8 +345,8 @@ export function readCiTestJob(files: Readonly<Record<string, string | undefined>
     const workflow = parsed(file);
     if (!workflow) continue;
     if (!runsOnChanges(workflow.on)) continue;
-    // A release workflow's test job gates publishing; the one pull requests meet is elsewhere.
-    if (JOB_SKIPPED.test(file.slice(WORKFLOW_DIR.length + 1).replace(/[-_.]/g, ' '))) {
+    // A release workflow that pull requests never run: its test job gates publishing, the one pull requests meet is elsewhere.
+    if (!onPullRequests(workflow.on) && JOB_SKIPPED.test(file.slice(WORKFLOW_DIR.length + 1).replace(/[-_.]/g, ' '))) {
       reasons.push(`${file} is a release, deploy or docs workflow`);
       continue;
     }
