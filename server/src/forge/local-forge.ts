@@ -7,6 +7,7 @@ import { DockhandError, notFound } from '../errors';
 import { checkGitSource, GitChildren, type GitRunOptions } from '../git-child';
 import { createGit, gitFailure, tryRaw } from './git';
 import { findRevert, type BranchCommit } from './revert';
+import { ORIGIN_BRANCHES, sourceDefaultBranch } from './source-branch';
 import type {
   Forge,
   Issue,
@@ -31,6 +32,8 @@ import type {
  */
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
+/** Where a copy keeps the source's origin branches (`refs/remotes/origin/*` of a clone). */
+const SOURCE_ORIGIN = 'refs/dockhand/source-origin/';
 
 const IssueFile = z.array(
   z.object({
@@ -58,16 +61,6 @@ export interface ImportOptions {
   signal?: AbortSignal;
   /** The default branch when the caller already knows it. */
   defaultBranch?: string;
-}
-
-/** The branch a repository's HEAD names (`git ls-remote --symref SOURCE HEAD`), if it names one. */
-export async function remoteDefaultBranch(children: GitChildren, source: string, options: Pick<GitRunOptions, 'timeoutMs' | 'signal'> = {}): Promise<string | undefined> {
-  const listing = await children.run(['ls-remote', '--symref', '--', checkGitSource(source, 'source').source, 'HEAD'], {
-    timeoutMs: options.timeoutMs ?? 60_000,
-    what: `reading the default branch of ${source}`,
-    ...(options.signal ? { signal: options.signal } : {}),
-  });
-  return /^ref: refs\/heads\/(\S+)\s+HEAD$/m.exec(listing.stdout.toString())?.[1];
 }
 
 export function localPullRequestUrl(repo: string, number: number): string {
@@ -132,11 +125,35 @@ export class LocalForge implements Forge {
     }
     if (from !== undefined && resolve(from) !== path) {
       const source = checkGitSource(from, 'source').source;
-      await run(['fetch', '--quiet', '--no-tags', '--', source, '+refs/heads/*:refs/heads/*'], `copying the branches of ${source}`);
-      const branch = options.defaultBranch ?? (await remoteDefaultBranch(children, source, options));
-      if (branch) await run(['symbolic-ref', 'HEAD', `refs/heads/${branch}`], 'setting the default branch');
+      await run(['fetch', '--quiet', '--no-tags', '--', source, '+refs/heads/*:refs/heads/*', `+${ORIGIN_BRANCHES}*:${SOURCE_ORIGIN}*`], `copying the branches of ${source}`);
+      // A clone checked out at a commit may hold its branches only as its origin's.
+      for (const [branch, sha] of await this.originOnly(name, run)) await run(['update-ref', `refs/heads/${branch}`, sha, ''], `copying ${branch}`).catch(() => undefined);
+      const branch = options.defaultBranch ?? (await sourceDefaultBranch(children, source, options).catch(() => undefined));
+      if (branch) await this.pointHead(name, branch);
     }
     return path;
+  }
+
+  /** Points the repository's HEAD (its default branch) at `branch`, which must exist in it. */
+  async pointHead(repo: string, branch: string): Promise<void> {
+    if (!(await this.hasBranch(repo, branch))) {
+      throw new DockhandError('not_found', `branch ${branch} is not in the local forge's copy of ${this.repositoryName(repo)}`, { field: 'source', hint: 'run dockhand repo add again to copy the source\'s branches' });
+    }
+    await new GitChildren().run(['symbolic-ref', 'HEAD', `refs/heads/${branch}`], { cwd: this.existingRepository(repo), timeoutMs: 60_000, what: 'setting the default branch' });
+  }
+
+  /** Branches fetched from the source's origin (`refs/remotes/origin/*`) that the repository has no branch of. */
+  private async originOnly(repo: string, run: (args: string[], what: string) => Promise<{ stdout: Buffer }>): Promise<Map<string, string>> {
+    const listing = (await run(['for-each-ref', '--format=%(refname) %(objectname)', 'refs/heads/', SOURCE_ORIGIN], 'listing branches')).stdout.toString();
+    const heads = new Set<string>();
+    const origin = new Map<string, string>();
+    for (const line of listing.split('\n').filter(Boolean)) {
+      const [ref = '', sha = ''] = line.split(' ');
+      if (ref.startsWith('refs/heads/')) heads.add(ref.slice('refs/heads/'.length));
+      else if (ref !== `${SOURCE_ORIGIN}HEAD`) origin.set(ref.slice(SOURCE_ORIGIN.length), sha);
+    }
+    for (const branch of heads) origin.delete(branch);
+    return origin;
   }
 
   /**
@@ -152,12 +169,16 @@ export class LocalForge implements Forge {
     const run = (args: string[], what: string) =>
       children.run(args, { cwd: path, timeoutMs: options.timeoutMs ?? 120_000, what, ...(options.signal ? { signal: options.signal } : {}) });
     const source = checkGitSource(from, 'source').source;
-    await run(['fetch', '--quiet', '--no-tags', '--prune', '--', source, '+refs/heads/*:refs/dockhand/source/*'], `fetching ${source}`);
-    const listing = (await run(['for-each-ref', '--format=%(refname:strip=3) %(objectname)', 'refs/dockhand/source/'], 'listing branches')).stdout.toString();
+    await run(['fetch', '--quiet', '--no-tags', '--prune', '--', source, '+refs/heads/*:refs/dockhand/source/*', `+${ORIGIN_BRANCHES}*:${SOURCE_ORIGIN}*`], `fetching ${source}`);
+    const listing = (await run(['for-each-ref', '--format=%(refname) %(objectname)', SOURCE_ORIGIN, 'refs/dockhand/source/'], 'listing branches')).stdout.toString();
+    // The source's branches; where it has none of a name its origin has (a clone at a commit), the origin's.
     const branches = new Map<string, string>();
     for (const line of listing.split('\n').filter(Boolean)) {
-      const [branch = '', sha = ''] = line.split(' ');
-      branches.set(branch, sha);
+      const [ref = '', sha = ''] = line.split(' ');
+      if (ref.startsWith(SOURCE_ORIGIN) && ref !== `${SOURCE_ORIGIN}HEAD` && !branches.has(ref.slice(SOURCE_ORIGIN.length))) branches.set(ref.slice(SOURCE_ORIGIN.length), sha);
+      else if (ref.startsWith('refs/dockhand/source/')) branches.set(ref.slice('refs/dockhand/source/'.length), sha);
+    }
+    for (const [branch, sha] of branches) {
       const current = await this.branchSha(name, branch);
       if (current === sha) continue;
       const forward = current === undefined || (await this.isAncestor(name, current, sha, options));

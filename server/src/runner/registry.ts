@@ -1,7 +1,8 @@
 import { basename } from 'node:path';
 import { RepoName, type RegisterRepoRequest, type RepoContext, type RepoRegistration } from '@dockhand/protocol';
 import { DockhandError } from '../errors';
-import { LocalForge, remoteDefaultBranch } from '../forge/local-forge';
+import { LocalForge } from '../forge/local-forge';
+import { sourceDefaultBranch } from '../forge/source-branch';
 import { checkGitSource, GitCommandError } from '../git-child';
 import type { RepoMirror } from '../sandbox/mirror';
 import type { RepoStore, User } from '../store/types';
@@ -11,8 +12,11 @@ import type { RepoStore, User } from '../store/types';
  * turns a task's `context.repo` into a registration, and a registration into git work.
  *
  * - `register` (admins) checks the source's form (`checkGitSource`), asks the source for its
- *   default branch (`git ls-remote`, with a timeout), and with the local forge copies its branches
- *   into `<data>/forge/<name>.git`, which becomes the registration's `mirrorSource`.
+ *   default branch (`git ls-remote`, with a timeout; a clone checked out at a commit answers
+ *   through its origin's HEAD or its branches, forge/source-branch.ts), and with the local forge
+ *   copies its branches into `<data>/forge/<name>.git`, whose HEAD names that branch and which
+ *   becomes the registration's `mirrorSource`. The branch stored is the branch the forge's HEAD
+ *   names and the one `repo add` prints.
  * - `admit` (every `POST /v1/tasks`) finds the registration, checks the caller may submit, and
  *   makes sure the base commit exists, fetching from the registered source when the mirror lacks
  *   it; it never touches the string the user typed except to compare it with registrations.
@@ -83,23 +87,22 @@ export class RepoRegistry {
       });
     }
     const git = { children: this.options.mirror.children, timeoutMs: this.options.timeoutMs ?? 60_000 };
-    let detected: string | undefined;
+    let defaultBranch: string;
     try {
-      detected = await remoteDefaultBranch(git.children, source, git);
+      defaultBranch = await sourceDefaultBranch(git.children, source, { ...git, ...(existing ? { known: existing.defaultBranch } : {}) });
     } catch (error) {
       throw this.sourceFailure(source, error);
     }
-    let defaultBranch = detected ?? existing?.defaultBranch ?? 'main';
     let mirrorSource: string | undefined;
     if (localForge) {
       try {
-        if (existing) await localForge.refreshFrom(request.name, source, git).catch(async () => localForge.createRepository(request.name, source, git));
-        else await localForge.createRepository(request.name, source, { ...git, ...(detected ? { defaultBranch: detected } : {}) });
+        if (existing) await localForge.refreshFrom(request.name, source, git).catch(async () => localForge.createRepository(request.name, source, { ...git, defaultBranch }));
+        else await localForge.createRepository(request.name, source, { ...git, defaultBranch });
+        await localForge.pointHead(request.name, defaultBranch);
       } catch (error) {
         throw this.sourceFailure(source, error);
       }
       mirrorSource = localForge.repositoryPath(request.name);
-      defaultBranch = await localForge.defaultBranch(request.name);
     }
     const registration = await store.putRepo({
       name: request.name,
@@ -169,7 +172,7 @@ export class RepoRegistry {
     const { mirror, localForge } = this.options;
     const git = { children: mirror.children, timeoutMs: this.options.timeoutMs ?? 60_000, ...(options.signal ? { signal: options.signal } : {}) };
     try {
-      const branch = (await remoteDefaultBranch(mirror.children, registration.source, git)) ?? registration.defaultBranch;
+      const branch = await sourceDefaultBranch(mirror.children, registration.source, { ...git, known: registration.defaultBranch });
       if (!localForge || !registration.mirrorSource) {
         return { sha: await mirror.branchHead(registration.name, branch, git), branch, source: registration.source };
       }
