@@ -49,6 +49,12 @@ describe('the CI as the reference', () => {
     expect(recipe.test.source).toBe('.github/workflows/main.yml › tests › "Run tox targets for 3.11" (platform ubuntu-latest, python-version 3.11) via tox.ini');
   });
 
+  it('says where the CI\'s cell asks for another Python than the sandbox has (marshmallow: 3.13)', async () => {
+    const recipe = await detectRecipe(repo({ 'pyproject.toml': '[project]\nname = "marshmallow"\n', 'tox.ini': '[tox]\n', '.github/workflows/build-release.yml': fixture('marshmallow-build-release.yml') }), versions);
+    expect(recipe.python).toEqual({ version: '3.11', requirements: [], source: "pyproject.toml; the CI's cell asks for Python 3.13, the sandbox has Debian's 3.11" });
+    expect(recipe.install.command).toBe('python3 -m venv --system-site-packages .venv && python -m pip install tox');
+  });
+
   it('keeps the detected install where the CI\'s is a script, or environment.yml holds lifecycle scripts back', async () => {
     const httpx = await detectRecipe(repo({ 'pyproject.toml': '[project]\nname = "httpx"\n', 'requirements.txt': 'pytest\n', '.github/workflows/test-suite.yml': fixture('httpx-test-suite.yml') }), versions);
     expect(httpx.install.source).toBe('detected');

@@ -6,6 +6,9 @@ import type { EnvironmentFile } from './environment-file';
  * The CI's test job (ci-workflow.ts) applied to a detected recipe (recipe.ts): its steps, its
  * install when the sandbox can run it as written, its Python version. Pure.
  */
+/** The base image's python3 (Debian bookworm): the CI matrix cell nearest it is followed. */
+export const SANDBOX_PYTHON = '3.11';
+
 function shellQuote(value: string): string {
   return /^[\w@%+=:,./-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`;
 }
@@ -44,7 +47,12 @@ export function followCi(recipe: EnvironmentRecipe, ci: CiReading, file: Environ
   const { job } = ci;
   const through = job.runsThrough.length > 0 ? ` via ${job.runsThrough.join(', ')}` : '';
   recipe.test = { command: joinedCommand(job.steps), source: `${job.source}${through}`, steps: job.steps };
-  if (python && recipe.python && job.python) recipe.python.version = job.python;
+  if (python && recipe.python && job.python) {
+    // The sandbox has one Python; a cell on another line is said, not pretended.
+    const same = job.python.replace(/^(\d+\.\d+).*$/, '$1') === SANDBOX_PYTHON;
+    recipe.python.version = same ? job.python : SANDBOX_PYTHON;
+    if (!same) recipe.python.source = `${recipe.python.source}; the CI's cell asks for Python ${job.python}, the sandbox has Debian's ${SANDBOX_PYTHON}`;
+  }
   const scriptsHeld = file?.lifecycleScripts === false || (file?.skipScripts ?? []).length > 0;
   if (job.install.length === 0 || job.otherInstalls.length > 0 || scriptsHeld) return;
   const pip = job.install.some((line) => /\bpip3?\s+install\b/.test(line));

@@ -309,7 +309,8 @@ function readJob(input: JobInput): CiTestJob | string {
     const nodeOff = preference.nodeMajor === undefined || node.length === 0 ? 0 : Math.min(...node.map((value) => Math.abs(value - (preference.nodeMajor ?? value))));
     const wanted = pythonMinor(preference.python);
     const minor = pythonMinor(job.python);
-    const pythonOff = wanted === undefined || job.python === undefined ? 0 : minor === undefined ? 50 : Math.abs(minor - wanted);
+    // Nearest the sandbox's Python, the newer line on a tie.
+    const pythonOff = wanted === undefined || job.python === undefined ? 0 : minor === undefined ? 99 : Math.abs(minor - wanted) * 2 + (minor < wanted ? 1 : 0);
     return nodeOff * 100 + pythonOff;
   };
   return jobs.reduce((best, job) => (distance(job) < distance(best) ? job : best));

