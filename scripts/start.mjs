@@ -272,7 +272,7 @@ async function startFleet(bundle, modelEnv) {
 }
 
 function createToken(bundle) {
-  const output = execFileSync(process.execPath, [bundle, 'token', 'create', '--user', 'developer', '--role', 'admin', '--label', 'npm start'], {
+  const output = execFileSync(process.execPath, [bundle, 'token', 'create', '--local', '--user', 'developer', '--role', 'admin', '--label', 'npm start'], {
     cwd: root,
     env: { ...process.env, DOCKHAND_DATA_DIR: dataDir },
     encoding: 'utf8',

@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { existsSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { CreateTaskRequest, CreateTaskResponse, Task, TaskListResponse, isFinalState, type TaskState } from '@dockhand/protocol';
 import { loadConfig } from '../config';
@@ -22,7 +23,7 @@ import { OPTION_OF_FIELD, resolveSubmitTarget } from './submit-repo';
  *   repo add|list|remove|check     registered repositories and their readiness (API)
  *   tasks                          list tasks
  *   approve|reject <task> [appr]   decide a review (or one approval request); approve --reject-file <path> leaves files out
- *   token create|list|revoke       API tokens: over the API with --server + an admin --token, else on the data dir
+ *   token create|list|revoke       API tokens: over the API with --server/DOCKHAND_URL + an admin token, else (or --local) on the data dir
  *   pr merge|close <repo> <n>      local forge only (direct on the data dir)
  * Client commands read DOCKHAND_URL and DOCKHAND_TOKEN (or --server/--token).
  */
@@ -38,6 +39,14 @@ async function withStore<T>(fn: (store: SqliteStore | PostgresStore, dataDir: st
   // The fleet's Postgres when DOCKHAND_DATABASE_URL names one, else the data dir's SQLite file.
   const store = config.databaseUrl ? await PostgresStore.open({ url: config.databaseUrl }) : new SqliteStore(join(config.dataDir, 'dockhand.db'));
   return fn(store, config.dataDir).finally(() => store.close());
+}
+
+/** The data dir's SQLite database (undefined with Postgres), read without creating anything. */
+function localDatabase(): { path: string; exists: boolean } | undefined {
+  const config = loadConfig();
+  if (config.databaseUrl) return undefined;
+  const path = join(config.dataDir, 'dockhand.db');
+  return { path, exists: existsSync(path) };
 }
 
 const clientOptions = (command: Command) =>
@@ -141,7 +150,7 @@ export function buildCli(): Command {
 
   addReviewCommands(program, { client, out, clientOptions });
 
-  addTokenCommands(program, { client, withStore, out, clientOptions });
+  addTokenCommands(program, { client, withStore, localDatabase, out, clientOptions });
 
   const pr = program.command('pr').description('pull requests of the local forge (uses DOCKHAND_DATA_DIR)');
   for (const action of ['merge', 'close'] as const) {

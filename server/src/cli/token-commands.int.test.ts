@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -68,17 +68,18 @@ describe('dockhand token over the API (--server and an admin --token)', () => {
 });
 
 describe('dockhand token on the data dir (bootstrap, no server)', () => {
-  it('makes the first admin token with a 90-day default and every admin scope, even with DOCKHAND_URL and DOCKHAND_TOKEN set; list shows it', async () => {
+  it('makes the first admin token with --local, a 90-day default and every admin scope, even with DOCKHAND_URL and DOCKHAND_TOKEN set; list shows it', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'dockhand-token-cli-'));
     const saved = { data: process.env.DOCKHAND_DATA_DIR, url: process.env.DOCKHAND_URL, token: process.env.DOCKHAND_TOKEN, db: process.env.DOCKHAND_DATABASE_URL };
     process.env.DOCKHAND_DATA_DIR = dir;
     delete process.env.DOCKHAND_DATABASE_URL;
-    // A caller's environment pointing at some server does not turn the bootstrap into an API call.
+    // --local: a caller's environment pointing at some server does not turn the bootstrap into an API call.
     process.env.DOCKHAND_URL = url;
     process.env.DOCKHAND_TOKEN = h.tokens.alice;
     try {
-      await cli('create', 'root', '--role', 'admin');
+      await cli('create', 'root', '--role', 'admin', '--local');
       const text = output.join('');
+      expect(text).toContain(`stored in ${join(dir, 'dockhand.db')}`);
       expect(text).toMatch(/^token tok_\w+ for root \(shown once; scopes read, submit, review, admin; expires 20\S+\):$/m);
       const store = new SqliteStore(join(dir, 'dockhand.db'));
       const auth = await store.authenticate(secretIn(text) ?? '');
@@ -88,7 +89,7 @@ describe('dockhand token on the data dir (bootstrap, no server)', () => {
       expect(days).toBeGreaterThan(89.9);
       expect(days).toBeLessThanOrEqual(90);
       output.length = 0;
-      await cli('list');
+      await cli('list', '--local');
       expect(output.join('')).toMatch(/^tok_\w+\s+root\s+read,submit,review,admin\s+expires/m);
     } finally {
       for (const [name, value] of [['DOCKHAND_DATA_DIR', saved.data], ['DOCKHAND_URL', saved.url], ['DOCKHAND_TOKEN', saved.token], ['DOCKHAND_DATABASE_URL', saved.db]] as const) {
@@ -97,5 +98,49 @@ describe('dockhand token on the data dir (bootstrap, no server)', () => {
       }
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('dockhand token follows DOCKHAND_URL and never makes a data dir as a side effect', () => {
+  const names = ['DOCKHAND_DATA_DIR', 'DOCKHAND_URL', 'DOCKHAND_TOKEN', 'DOCKHAND_DATABASE_URL'] as const;
+  let saved: Record<string, string | undefined>;
+  let dir: string;
+  beforeEach(() => {
+    saved = Object.fromEntries(names.map((name) => [name, process.env[name]]));
+    dir = join(mkdtempSync(join(tmpdir(), 'dockhand-token-env-')), 'data');
+    process.env.DOCKHAND_DATA_DIR = dir;
+    delete process.env.DOCKHAND_DATABASE_URL;
+  });
+  afterEach(() => {
+    for (const name of names) {
+      if (saved[name] === undefined) delete process.env[name];
+      else process.env[name] = saved[name];
+    }
+    rmSync(join(dir, '..'), { recursive: true, force: true });
+  });
+
+  it('with DOCKHAND_URL and an admin DOCKHAND_TOKEN and no --server, creates the token on that server (which accepts it) and no data dir', async () => {
+    process.env.DOCKHAND_URL = url;
+    process.env.DOCKHAND_TOKEN = h.tokens.admin;
+    await cli('create', 'erin', '--scope', 'read');
+    const secret = secretIn(output.join(''));
+    expect(secret).toBeDefined();
+    expect(await h.store.authenticate(secret ?? '')).toMatchObject({ user: { name: 'erin' } });
+    expect(existsSync(dir)).toBe(false);
+  });
+
+  it('with DOCKHAND_URL but no token and no database, refuses naming the database and the server instead of making a data dir', async () => {
+    process.env.DOCKHAND_URL = url;
+    delete process.env.DOCKHAND_TOKEN;
+    await expect(cli('create', 'erin')).rejects.toMatchObject({ code: 'not_found', message: expect.stringContaining(`no Dockhand database at ${join(dir, 'dockhand.db')} (DOCKHAND_URL names ${url}`) });
+    expect(existsSync(dir)).toBe(false);
+  });
+
+  it('list and revoke on a data dir with no database refuse without making one', async () => {
+    delete process.env.DOCKHAND_URL;
+    delete process.env.DOCKHAND_TOKEN;
+    await expect(cli('list')).rejects.toMatchObject({ code: 'not_found', field: 'DOCKHAND_DATA_DIR' });
+    await expect(cli('revoke', 'tok_x')).rejects.toMatchObject({ code: 'not_found', field: 'DOCKHAND_DATA_DIR' });
+    expect(existsSync(dir)).toBe(false);
   });
 });
