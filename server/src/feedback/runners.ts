@@ -86,7 +86,8 @@ export function parseTestOutput(runner: TestRunner, stdout: string, files: Set<s
   return cwd ? withMember(parsed, cwd) : parsed;
 }
 
-function withMember(parsed: ParsedRun, cwd: string): ParsedRun {
+/** A member's ids that do not start with a path in it get its directory in front (same-named tests of two members stay two). */
+export function withMember(parsed: ParsedRun, cwd: string): ParsedRun {
   const renamed = new Map<string, string>();
   const cases = parsed.cases.map((testCase) => {
     if (testCase.id.startsWith(`${cwd}/`) || testCase.id === cwd || testCase.id.startsWith(`${cwd} > `)) return testCase;

@@ -1,4 +1,4 @@
-import { parseJestJson, parseMochaJson, parseTap, shellQuote, toRepoPath, type ParsedRun } from './runners';
+import { parseJestJson, parseMochaJson, parseTap, shellQuote, toRepoPath, withMember, type ParsedRun } from './runners';
 import { PRELOAD_SOURCE, PYTEST_PLUGIN_MODULE, PYTEST_PLUGIN_SOURCE, SIDE_CHANNEL_DIR } from './side-channel-sources';
 import type { TestCaseResult } from './types';
 
@@ -82,7 +82,9 @@ export function readSideChannel(stdout: string, files: Set<string>, cwd?: string
     if (!runners.includes(runner)) runners.push(runner);
   }
   if (runs.length === 0) return { output, runners };
-  return { output, runners, parsed: { cases: runs.flatMap((run) => run.cases), failures: runs.flatMap((run) => run.failures), reported: true } };
+  const parsed: ParsedRun = { cases: runs.flatMap((run) => run.cases), failures: runs.flatMap((run) => run.failures), reported: true };
+  // Ids as a member's run always had them (`packages/a > suite > test`), so stored baselines keep matching.
+  return { output, runners, parsed: cwd ? withMember(parsed, cwd) : parsed };
 }
 
 function parseReport(runner: string, text: string, files: Set<string>, cwd?: string): ParsedRun | undefined {

@@ -1,0 +1,158 @@
+import type { EnvironmentRecipe } from '@dockhand/protocol';
+import { symlinkSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { createRepoOfFiles } from '../../../test/support/fixture-repo';
+import { HostSandbox } from '../sandbox/testing/host-sandbox';
+import { InMemoryBaselineStore } from './baseline';
+import { SmartFeedbackEngine } from './engine';
+import { pytestUsageError } from './infrastructure';
+import { describeSteps } from './step-summary';
+
+/*
+ * The test command run as written, step by step, with per-test results read through the side
+ * channel (side-channel.ts), on small repositories these tests write, with the host's node,
+ * python3/pytest and the project's own vitest. gVisor: side-channel.int.test.ts.
+ */
+
+const NODE = process.versions.node;
+const ROOT = resolve(import.meta.dirname, '../../..');
+
+class RecipeSandbox extends HostSandbox {
+  constructor(root: string, baseSha: string, readonly environment: EnvironmentRecipe) {
+    super(root, baseSha);
+  }
+}
+
+function recipe(test: EnvironmentRecipe['test']): EnvironmentRecipe {
+  return { repo: 'fixture/steps', install: { command: 'npm ci', source: 'default' }, lifecycleScripts: true, skipScripts: [], egressHosts: [], node: { version: NODE, source: 'test' }, test } as EnvironmentRecipe;
+}
+
+function sandboxOf(files: Record<string, string>, test: EnvironmentRecipe['test'], linkNodeModules = false) {
+  const repo = createRepoOfFiles('steps', { '.gitignore': 'node_modules\n', ...files }, 'fixture');
+  if (linkNodeModules) symlinkSync(join(ROOT, 'node_modules'), join(repo.path, 'node_modules'));
+  return new RecipeSandbox(repo.path, repo.sha, recipe(test));
+}
+
+const NODE_TESTS = {
+  'test/math.test.js': "const test = require('node:test');\nconst assert = require('node:assert');\ntest('adds', () => assert.equal(1 + 1, 2));\ntest('multiplies', () => assert.equal(2 * 3, 6));\n",
+};
+
+describe('the test command as written, step by step', { timeout: 120_000 }, () => {
+  it('a linter that fails at the base is a pre-existing step; the tests after it still run and count', async () => {
+    const sandbox = sandboxOf(
+      { ...NODE_TESTS, 'lint.js': "console.error('src/a.js: 1 formatting problem'); process.exit(2);\n", 'package.json': JSON.stringify({ name: 'steps', scripts: { test: 'node lint.js && node --test test/' } }) },
+      { command: 'npm test', source: 'package.json' },
+    );
+    const store = new InMemoryBaselineStore();
+    const engine = new SmartFeedbackEngine({ repo: 'fixture/steps', baselineStore: store });
+    const baseline = await engine.baseline(sandbox);
+    // Before: the chain stopped at the linter, and the check said no test passes at the base.
+    expect(baseline).toMatchObject({ passed: 2, failed: 1, preExistingFailures: ['node lint.js (exited with 2)'] });
+    expect(baseline?.steps?.map((step) => [step.name, step.counted, step.exitCode])).toEqual([
+      ['node lint.js', 'exit status', 2],
+      ['npm test → node lint.js && node --test test/', 'tests', 0],
+    ]);
+    expect(describeSteps(baseline?.steps ?? [])).toContain('node lint.js: exited with 2 (counted by exit status; a failure at the base is pre-existing');
+    const full = await engine.runTests(sandbox, { scope: 'full' });
+    expect(full).toMatchObject({ ok: true, passed: 2, preExisting: ['node lint.js (exited with 2)'] });
+    expect(full.command).toBe('npm test → node lint.js && node --test test/');
+  });
+
+  it('vitest started through a wrapper script is counted per test, the command untouched', async () => {
+    const wrapper = "const { spawnSync } = require('node:child_process');\nconst run = spawnSync('vitest', ['run'], { stdio: 'inherit' });\nprocess.exit(run.status ?? 1);\n";
+    const sandbox = sandboxOf(
+      {
+        'package.json': JSON.stringify({ name: 'steps', scripts: { test: 'node scripts/ts-scripts.cjs test' } }),
+        'scripts/ts-scripts.cjs': wrapper,
+        'vitest.config.mjs': 'export default { test: { include: ["test/**/*.test.mjs"] } };\n',
+        'test/math.test.mjs': "import { describe, expect, it } from 'vitest';\ndescribe('math', () => {\n  it('adds', () => expect(1 + 1).toBe(2));\n  it('rounds', () => expect(Math.round(0.5)).toBe(0));\n});\n",
+      },
+      { command: 'npm test', source: 'package.json' },
+      true,
+    );
+    const engine = new SmartFeedbackEngine({ repo: 'fixture/steps' });
+    const full = await engine.runTests(sandbox, { scope: 'full' });
+    // Before: an unknown runner, no report: "ran no test".
+    expect(full.cases.map((testCase) => [testCase.id, testCase.outcome])).toEqual([
+      ['test/math.test.mjs > math adds', 'passed'],
+      ['test/math.test.mjs > math rounds', 'failed'],
+    ]);
+    expect(full.command).toBe('npm test → node scripts/ts-scripts.cjs test');
+    expect(full.steps?.[0]).toMatchObject({ counted: 'tests', passed: 1, failed: 1, exitCode: 1 });
+  });
+
+  it('pytest run through a shell script is counted per test through its plugin', async () => {
+    const sandbox = sandboxOf(
+      {
+        'run-tests.sh': 'set -e\ncd tests && cd ..\npython3 -m pytest -q\n',
+        'tests/test_calc.py': 'def test_adds():\n    assert 1 + 1 == 2\n\n\ndef test_breaks():\n    assert 1 == 2\n',
+      },
+      { command: 'bash run-tests.sh', source: '.dockhand/environment.yml' },
+    );
+    const full = await new SmartFeedbackEngine({ repo: 'fixture/steps' }).runTests(sandbox, { scope: 'full' });
+    expect(full.cases.map((testCase) => [testCase.id, testCase.outcome])).toEqual([
+      ['tests/test_calc.py::test_adds', 'passed'],
+      ['tests/test_calc.py::test_breaks', 'failed'],
+    ]);
+    expect(full.infrastructure).toBeUndefined();
+  });
+
+  it("pytest refusing an addopts option names the option, the plugin and the file instead of 'ran no test'", async () => {
+    const sandbox = sandboxOf(
+      { 'pytest.ini': '[pytest]\naddopts = --reruns=2\n', 'tests/test_calc.py': 'def test_adds():\n    assert 1 + 1 == 2\n' },
+      { command: 'python3 -m pytest', source: '.dockhand/environment.yml' },
+    );
+    const full = await new SmartFeedbackEngine({ repo: 'fixture/steps' }).runTests(sandbox, { scope: 'full' });
+    expect(full.infrastructure?.kind).toBe('start');
+    expect(full.infrastructure?.message).toContain('pytest refused `--reruns=2` (addopts of pytest.ini): the plugin pytest-rerunfailures that adds it is not installed in the sandbox');
+    // pytest 8/9's own words for `addopts = --cov -n auto` without pytest-cov and pytest-xdist.
+    const refused = pytestUsageError('ERROR: usage: pytest [options] [file_or_dir] [file_or_dir] [...]\npytest: error: unrecognized arguments: --cov -n auto\n  inifile: /workspace/pyproject.toml\n  rootdir: /workspace\n');
+    expect(refused?.detail).toBe('pytest refused `--cov` `-n` `auto` (addopts of pyproject.toml): the plugin pytest-cov, pytest-xdist that adds it is not installed in the sandbox; no test ran (exit 4)');
+    expect(refused?.action).toContain('Install pytest-cov, pytest-xdist');
+  });
+
+  it('`cd packages/x && npm test` runs in that package as written, its tests counted with their repository paths', async () => {
+    const sandbox = sandboxOf(
+      {
+        'package.json': JSON.stringify({ name: 'root', private: true, scripts: { test: 'cd packages/calc && npm test' } }),
+        'packages/calc/package.json': JSON.stringify({ name: 'calc', scripts: { test: 'node --test test/' } }),
+        ...Object.fromEntries(Object.entries(NODE_TESTS).map(([path, text]) => [`packages/calc/${path}`, text])),
+      },
+      { command: 'npm test', source: 'package.json' },
+    );
+    const full = await new SmartFeedbackEngine({ repo: 'fixture/steps' }).runTests(sandbox, { scope: 'full' });
+    expect(full.command).toBe('npm test → cd packages/calc && npm test');
+    expect(full).toMatchObject({ ok: true, passed: 2, failed: 0 });
+    // Before: the chain's `cd` ran as a step of its own and `npm test` ran at the root (Missing script).
+    expect(full.cases.map((testCase) => [testCase.id, testCase.outcome])).toEqual([['adds', 'passed'], ['multiplies', 'passed']]);
+  });
+
+  it("the recipe's test.steps run separately, each in its cwd with its env; a failing first step does not stop the second", async () => {
+    const sandbox = sandboxOf(
+      {
+        'check-env.js': "if (process.env.STRICT !== 'yes') { console.error('STRICT is not set'); process.exit(3); }\n",
+        'packages/calc/package.json': JSON.stringify({ name: 'calc', scripts: { test: 'node --test test/' } }),
+        ...Object.fromEntries(Object.entries(NODE_TESTS).map(([path, text]) => [`packages/calc/${path}`, text])),
+      },
+      {
+        command: 'node check-env.js && npm test',
+        source: '.github/workflows/ci.yml',
+        steps: [
+          { name: 'Check', command: 'node check-env.js' },
+          { name: 'Test', command: 'npm test', cwd: 'packages/calc', env: { STRICT: 'yes' } },
+        ],
+      },
+    );
+    const full = await new SmartFeedbackEngine({ repo: 'fixture/steps' }).runTests(sandbox, { scope: 'full' });
+    expect(full.cases.map((testCase) => [testCase.id, testCase.outcome])).toEqual([
+      ['Check: node check-env.js (exited with 3)', 'failed'],
+      ['packages/calc > adds', 'passed'],
+      ['packages/calc > multiplies', 'passed'],
+    ]);
+    expect(full.steps?.map((step) => [step.name, step.counted])).toEqual([
+      ['Check: node check-env.js', 'exit status'],
+      ['Test: npm test → node --test test/', 'tests'],
+    ]);
+  });
+});
