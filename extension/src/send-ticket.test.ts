@@ -111,13 +111,32 @@ describe('Send ticket to agent', () => {
     expect(ui.quickPickItems[2]![1]).toBe('Send with budgets: 25 turns, $5.00, 30 min, and let the agent edit tests');
   });
 
-  it('takes a pasted issue URL and rejects one that is not an issue', async () => {
+  it("takes a pasted URL of one of this repository's open issues, with its title and body", async () => {
     const h = harness();
-    ui.answers.push('Paste an issue URL', 'https://forge.example/acme/app/issues/77', 'Send');
+    ui.answers.push('Paste an issue URL', 'https://forge.example/acme/app/issues/42', 'Send');
     await sendTicket(h.deps);
-    expect(h.created[0]).toMatchObject({ ticket: { kind: 'issue', id: '77', title: 'Issue #77', url: 'https://forge.example/acme/app/issues/77' } });
+    expect(h.created[0]).toMatchObject({ ticket: { kind: 'issue', id: '42', title: 'paginate() skips the first item', body: 'Page 1 starts at 2.', url: 'https://forge.example/acme/app/issues/42' } });
     ui.answers.push('Paste an issue URL', 'https://forge.example/acme/app/pull/3');
     await expect(sendTicket(h.deps)).rejects.toThrow(/Paste an issue URL ending in \/issues/);
+  });
+
+  it("refuses another repository's issue with the same number, and a number that is not an open issue, sending nothing", async () => {
+    const h = harness();
+    ui.answers.push('Paste an issue URL', 'https://github.com/other-org/other-repo/issues/42');
+    await expect(sendTicket(h.deps)).rejects.toThrow('That is an issue of github.com/other-org/other-repo, not of acme/app (forge.example/acme/app)');
+    ui.answers.push('Paste an issue URL', 'https://forge.example/acme/app/issues/77');
+    await expect(sendTicket(h.deps)).rejects.toThrow('#77 is not an open issue of acme/app (the server lists 1 open issue)');
+    expect(h.created).toEqual([]);
+  });
+
+  it('flags a pasted issue that already has an open Dockhand task before sending', async () => {
+    const h = harness();
+    const existing = sampleTask({ id: 'task-3', state: 'pr_open', prUrl: 'https://forge.example/acme/app/pull/8', ticket: { kind: 'issue', id: '42', title: 'paginate() skips the first item', body: '' }, context: { repo: 'acme/app', baseSha: sha, contextFiles: [], dirty: false } });
+    Object.assign(h.deps.state, { tasks: [existing] });
+    ui.answers.push('Paste an issue URL', 'https://forge.example/acme/app/issues/42', 'Send another task', 'Send');
+    await sendTicket(h.deps);
+    expect(ui.shown.find((s) => s.kind === 'warning')?.message).toBe('Dockhand already opened a pull request for #42.');
+    expect(h.created[0]).toMatchObject({ ticket: { id: '42' } });
   });
 
   it('offers to sign in first when there is no token', async () => {

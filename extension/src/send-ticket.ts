@@ -5,6 +5,7 @@ import type { ApiClient } from './api-client';
 import type { DockhandState } from './dockhand-state';
 import { DockhandError, describeError } from './errors';
 import { readGitState, type WorkspaceGitState } from './git-context';
+import { issueUrlShape, matchIssueUrl, type IssueUrlMatch } from './issue-url';
 import { readSettings } from './settings';
 
 /*
@@ -48,7 +49,7 @@ export async function sendTicket(deps: SendTicketDeps, fromEditor = false): Prom
 
   const repo = await resolveRepository(deps, git);
   if (!repo) return undefined;
-  const ticket = await chooseTicket(deps, repo);
+  const ticket = await chooseTicket(deps, repo, git.repo);
   if (!ticket) return undefined;
 
   const context = await chooseEditorContext(git.root, settings.includeActiveFile, fromEditor);
@@ -144,7 +145,7 @@ async function confirmGitState(git: WorkspaceGitState, warnWhenDirty: boolean): 
   return choice === 'Send anyway';
 }
 
-async function chooseTicket(deps: SendTicketDeps, repo: string): Promise<Ticket | undefined> {
+async function chooseTicket(deps: SendTicketDeps, repo: string, origin: string): Promise<Ticket | undefined> {
   const picker = vscode.window.createQuickPick<TicketPick>();
   picker.title = 'Dockhand: Send ticket to agent';
   picker.placeholder = 'Pick an open issue, paste an issue URL, or describe the task';
@@ -187,17 +188,23 @@ async function chooseTicket(deps: SendTicketDeps, repo: string): Promise<Ticket 
   picker.dispose();
   void loading;
   if (!chosen) return undefined;
-  if (chosen.ticket) {
+  let picked = chosen.ticket;
+  if (chosen.action === 'url') {
+    await loading;
+    picked = await ticketFromUrl(tickets, origin, repo);
+    if (!picked) return undefined;
+  }
+  if (picked) {
     // Offer the task (or PR) that already works on this issue rather than a second one.
-    const open = openTaskFor(deps, repo, chosen.ticket.id);
+    const open = openTaskFor(deps, repo, picked.id);
     if (open) {
       const choice = await vscode.window.showWarningMessage(
-        `Dockhand already ${open.prUrl ? 'opened a pull request' : `has a task (${open.state.replace(/_/g, ' ')})`} for #${chosen.ticket.id}.`,
+        `Dockhand already ${open.prUrl ? 'opened a pull request' : `has a task (${open.state.replace(/_/g, ' ')})`} for #${picked.id}.`,
         { modal: true },
         open.prUrl ? 'Open pull request' : 'Open the task',
         'Send another task',
       );
-      if (choice === 'Send another task') return issueTicket(chosen.ticket);
+      if (choice === 'Send another task') return issueTicket(picked);
       if (choice === 'Open pull request' && open.prUrl) void vscode.env.openExternal(vscode.Uri.parse(open.prUrl));
       if (choice === 'Open the task') {
         deps.state.select(open.id);
@@ -205,9 +212,8 @@ async function chooseTicket(deps: SendTicketDeps, repo: string): Promise<Ticket 
       }
       return undefined;
     }
-    return issueTicket(chosen.ticket);
+    return issueTicket(picked);
   }
-  if (chosen.action === 'url') return ticketFromUrl(tickets);
   if (chosen.action === 'text') return describedTicket();
   return undefined;
 }
@@ -222,18 +228,23 @@ function issueTicket(ticket: TicketSummary): Ticket {
   return { kind: 'issue', id: ticket.id, title: ticket.title, body: ticket.body, ...(ticket.url ? { url: ticket.url } : {}) };
 }
 
-async function ticketFromUrl(known: TicketSummary[]): Promise<Ticket | undefined> {
+const problemOf = (match: IssueUrlMatch): string | undefined => ('problem' in match ? match.problem : undefined);
+
+/** An open issue of this repository by its URL; another repository's URL or an unknown number is refused in the box. */
+async function ticketFromUrl(open: TicketSummary[], origin: string, repo: string): Promise<TicketSummary | undefined> {
   const url = await vscode.window.showInputBox({
     title: 'Dockhand: issue URL',
-    prompt: 'Paste the URL of the issue, e.g. https://github.com/acme/app/issues/42',
+    prompt: `Paste the URL of an open issue of ${repo}`,
     ignoreFocusOut: true,
-    validateInput: (value) => (/^https?:\/\/\S+\/issues\/\d+\/?$/.test(value.trim()) ? undefined : 'Paste an issue URL ending in /issues/<number>'),
+    validateInput: (value) => issueUrlShape(value) ?? problemOf(matchIssueUrl(value, open, origin, repo)),
   });
   if (!url) return undefined;
-  const id = /\/issues\/(\d+)/.exec(url)?.[1] ?? '';
-  const match = known.find((ticket) => ticket.id === id || ticket.url === url.trim());
-  if (match) return issueTicket({ ...match, url: url.trim() });
-  return { kind: 'issue', id, title: `Issue #${id}`, body: '', url: url.trim() };
+  const match = matchIssueUrl(url, open, origin, repo);
+  if ('problem' in match) {
+    void vscode.window.showErrorMessage(`Dockhand: ${match.problem}`);
+    return undefined;
+  }
+  return match.ticket;
 }
 
 async function describedTicket(): Promise<Ticket | undefined> {
