@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { EnvironmentRecipe } from '@dockhand/protocol';
 import { describe, expect, it } from 'vitest';
 import { joinedCommand } from './ci-recipe';
 import { detectRecipe, type RecipeInput } from './recipe';
@@ -91,6 +92,19 @@ describe('the CI as the reference', () => {
     const bun = await detectRecipe(repo({ 'package.json': commander['package.json'], '.github/workflows/ci.yml': fixture('t3-env-ci.yml') }), versions);
     expect(bun.test.command).toBe('npm test');
     expect(bun.test.source).toMatch(/^package\.json scripts\.test \(CI not followed: no test job to follow: \.github\/workflows\/ci\.yml › test runs its tests with bun/);
+  });
+});
+
+describe('every recipe the CI gives is a valid EnvironmentRecipe (sources within 200 characters)', () => {
+  it.each([
+    ['vue (reusable workflow, long source)', { 'package.json': '{"scripts":{"test":"vitest"}}', '.github/workflows/ci.yml': fixture('vue-ci.yml'), '.github/workflows/test.yml': fixture('vue-test.yml') }],
+    ['zod (four steps)', { 'package.json': '{"scripts":{"test":"vitest"}}', '.github/workflows/test.yml': fixture('zod-test.yml') }],
+    ['packaging (fallback with reasons)', { 'pyproject.toml': '[project]\nname = "packaging"\n', '.github/workflows/test.yml': fixture('packaging-test.yml') }],
+    ['pluggy (fallback)', { 'pyproject.toml': '[project]\nname = "pluggy"\n', '.github/workflows/test.yml': fixture('pluggy-test.yml') }],
+    ['anyio (matrix include)', { 'pyproject.toml': '[project]\nname = "anyio"\n', '.github/workflows/test.yml': fixture('anyio-test.yml') }],
+  ])('%s', async (_, files) => {
+    const recipe = await detectRecipe(repo(files), versions);
+    expect(() => EnvironmentRecipe.parse(recipe)).not.toThrow();
   });
 });
 

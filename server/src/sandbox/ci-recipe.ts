@@ -9,6 +9,11 @@ import type { EnvironmentFile } from './environment-file';
 /** The base image's python3 (Debian bookworm): the CI matrix cell nearest it is followed. */
 export const SANDBOX_PYTHON = '3.11';
 
+/** A recipe's sources hold at most 200 characters (protocol `Source`). */
+function clip(text: string): string {
+  return text.length > 200 ? `${text.slice(0, 199)}…` : text;
+}
+
 function shellQuote(value: string): string {
   return /^[\w@%+=:,./-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`;
 }
@@ -41,21 +46,21 @@ export function ciPnpm(ci: CiReading, fromLockfile: { name: PackageManagerName }
  */
 export function followCi(recipe: EnvironmentRecipe, ci: CiReading, file: EnvironmentFile | undefined, python: boolean): void {
   if (!ci.job) {
-    if (ci.reason !== 'no workflow in .github/workflows') recipe.test.source = `${recipe.test.source} (CI not followed: ${ci.reason})`.slice(0, 400);
+    if (ci.reason !== 'no workflow in .github/workflows') recipe.test.source = clip(`${recipe.test.source} (CI not followed: ${ci.reason})`);
     return;
   }
   const { job } = ci;
   const through = job.runsThrough.length > 0 ? ` via ${job.runsThrough.join(', ')}` : '';
-  recipe.test = { command: joinedCommand(job.steps), source: `${job.source}${through}`, steps: job.steps };
+  recipe.test = { command: joinedCommand(job.steps), source: clip(`${job.source}${through}`), steps: job.steps };
   if (python && recipe.python && job.python) {
     // The sandbox has one Python; a cell on another line is said, not pretended.
     const same = job.python.replace(/^(\d+\.\d+).*$/, '$1') === SANDBOX_PYTHON;
     recipe.python.version = same ? job.python : SANDBOX_PYTHON;
-    if (!same) recipe.python.source = `${recipe.python.source}; the CI's cell asks for Python ${job.python}, the sandbox has Debian's ${SANDBOX_PYTHON}`;
+    if (!same) recipe.python.source = clip(`${recipe.python.source}; the CI's cell asks for Python ${job.python}, the sandbox has Debian's ${SANDBOX_PYTHON}`);
   }
   const scriptsHeld = file?.lifecycleScripts === false || (file?.skipScripts ?? []).length > 0;
   if (job.install.length === 0 || job.otherInstalls.length > 0 || scriptsHeld) return;
   const pip = job.install.some((line) => /\bpip3?\s+install\b/.test(line));
   const venv = python || pip ? ['python3 -m venv --system-site-packages .venv'] : [];
-  recipe.install = { command: [...venv, ...job.install].join(' && '), source: `${job.via ? `${job.via} › ` : ''}${job.file} › ${job.job} (install steps)` };
+  recipe.install = { command: [...venv, ...job.install].join(' && '), source: clip(`${job.via ? `${job.via} › ` : ''}${job.file} › ${job.job} (install steps)`) };
 }

@@ -262,6 +262,18 @@ describe('written workflows', () => {
     });
     expect(found.job).toBe('test');
     expect(found.steps.map((step) => step.command)).toEqual(['npx vitest run']);
+    const withDatabase = job({
+      'ci.yml': written(`  test:
+    runs-on: ubuntu-latest
+    services:
+      postgres: { image: postgres }
+    steps: [{ run: npm ci }, { run: npm run test:db }]
+  unit:
+    runs-on: ubuntu-latest
+    steps: [{ run: npm ci }, { run: npm run test:unit }]
+`),
+    });
+    expect(withDatabase.job).toBe('unit');
   });
 
   it('tox -e names tox.ini; nox names noxfile.py', () => {

@@ -338,7 +338,9 @@ export function readCiTestJob(files: Readonly<Record<string, string | undefined>
     }
     const words = `${input.id} ${text(input.definition.name) ?? ''}`;
     const fileTier = FILE_PREFERRED.test(input.file.slice(WORKFLOW_DIR.length + 1)) ? 0 : 100;
-    const rank = (JOB_TEST.test(input.id) ? 0 : JOB_PREFERRED.test(input.id) ? 500 : JOB_LATER.test(words) ? 2000 : 1000) + fileTier + order;
+    // A job with service containers (a database) or its own container image runs where the sandbox cannot follow.
+    const elsewhere = input.definition.services !== undefined || input.definition.container !== undefined ? 1500 : 0;
+    const rank = (JOB_TEST.test(input.id) ? 0 : JOB_PREFERRED.test(input.id) ? 500 : JOB_LATER.test(words) ? 2000 : 1000) + elsewhere + fileTier + order;
     found.push({ job: reading, rank });
   };
   const paths = workflowFiles(Object.keys(files));
