@@ -217,7 +217,7 @@ interface Lookup {
 }
 
 /** Bumped whenever detection or the key's inputs change: older entries are then looked up afresh. */
-const LOOKUP_FORMAT = `lookup-3 key-${SNAPSHOT_KEY_VERSION}`;
+const LOOKUP_FORMAT = `lookup-4 key-${SNAPSHOT_KEY_VERSION}`;
 const LOOKUP_TTL_MS = 12 * 3600_000;
 
 const StoredLookup = z.object({
@@ -285,7 +285,8 @@ export class SnapshotManager {
   /** The recipe for the repository at `sha` (detection + .dockhand/environment.yml), with its toolchains fetched. */
   async environment(repo: string, inputs: RecipeInputs, onProgress?: ProgressListener): Promise<SnapshotIdentity> {
     const versions = (name: string): Promise<string[]> => this.toolchains.versions(name);
-    const environment = await detectRecipe(recipeInputOf(repo, inputs), versions);
+    // The package manager's own engines.node are checked against the Node before anything is fetched.
+    const environment = await detectRecipe(recipeInputOf(repo, inputs), versions, (name, version) => this.toolchains.nodeEngines(name, version));
     const npmVersion = environment.node ? newestSatisfying(await versions(TOOLCHAIN_PACKAGES.npm), DEFAULT_NPM_RANGE) : undefined;
     const wanted = recipeToolchains(environment, npmVersion);
     const started = Date.now();

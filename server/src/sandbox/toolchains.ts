@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { DockhandError } from '../errors';
 import { TOOLCHAIN_PACKAGES, type ToolchainName } from './recipe';
+import { nodeEnginesOf } from './toolchain-engines';
 
 const run = promisify(execFile);
 
@@ -61,6 +62,7 @@ export interface ToolchainStoreOptions {
 
 const VersionList = z.array(z.string());
 const CachedVersions = z.object({ fetchedAt: z.number(), versions: VersionList });
+const CachedEngines = z.object({ node: z.string().optional() });
 
 export class ToolchainStore {
   private readonly root: string;
@@ -105,6 +107,29 @@ export class ToolchainStore {
         return cached.versions;
       }
       throw new DockhandError('sandbox_unavailable', `could not list the versions of ${packageName} on the npm registry: ${firstLine(error)}`, {
+        hint: 'check the registry (DOCKHAND_NPM_REGISTRY) and the CA bundle (DOCKHAND_EXTRA_CA_BUNDLE)',
+        cause: error,
+      });
+    }
+  }
+
+  /**
+   * A published version's `engines.node` (`npm view <name>@<version> engines --json`), kept on
+   * disk for good: a published version's metadata does not change. Undefined when it has none.
+   */
+  async nodeEngines(packageName: string, version: string): Promise<string | undefined> {
+    const file = join(this.root, 'engines', `${packageName.replace(/[^a-zA-Z0-9.-]/g, '_')}@${version}.json`);
+    const cached = CachedEngines.safeParse(await readFile(file, 'utf8').then((text) => JSON.parse(text) as unknown, () => undefined));
+    if (cached.success) return cached.data.node;
+    try {
+      const { stdout } = await run('npm', ['view', `${packageName}@${version}`, 'engines', '--json', ...this.npmFlags()], { maxBuffer: 1024 * 1024, timeout: 120_000 });
+      const node = nodeEnginesOf(stdout);
+      await mkdir(join(this.root, 'engines'), { recursive: true });
+      await writeFile(`${file}.tmp`, JSON.stringify(node === undefined ? {} : { node }));
+      await rename(`${file}.tmp`, file);
+      return node;
+    } catch (error) {
+      throw new DockhandError('sandbox_unavailable', `could not read the engines of ${packageName}@${version} on the npm registry: ${firstLine(error)}`, {
         hint: 'check the registry (DOCKHAND_NPM_REGISTRY) and the CA bundle (DOCKHAND_EXTRA_CA_BUNDLE)',
         cause: error,
       });
