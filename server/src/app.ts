@@ -12,11 +12,12 @@ import {
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { TicketListResponse, formatFieldPath } from '@dockhand/protocol';
+import { TicketListResponse, formatFieldPath, type HealthResponse } from '@dockhand/protocol';
 import { authHook, requireUser, WS_PROTOCOL } from './api/auth';
 import type { AppDeps } from './api/deps';
 import { approvalRoutes } from './api/approvals';
 import { eventRoutes } from './api/events';
+import { TokenSockets } from './api/socket-tokens';
 import { evalRoutes } from './api/evals';
 import { flakyRoutes } from './api/flaky';
 import { webhookRoutes } from './api/webhooks';
@@ -27,6 +28,7 @@ import { tokenRoutes } from './api/tokens';
 import { DockhandError, asDockhandError } from './errors';
 import { maySubmit } from './runner/registry';
 import type { Logger } from './log';
+import { SERVER_VERSION } from './version';
 
 export type { AppDeps } from './api/deps';
 
@@ -95,11 +97,15 @@ function toDockhandError(error: FastifyError | DockhandError | Error): DockhandE
  * The HTTP + WebSocket API as a Fastify plugin (server.ts only listens and closes). Everything under
  * `/v1` and `/metrics` needs a bearer token; `/healthz`, `/readyz` and `/docs/json` do not.
  */
-export async function app(fastify: FastifyInstance, deps: AppDeps): Promise<void> {
+export async function app(fastify: FastifyInstance, given: AppDeps): Promise<void> {
+  const tokenSockets = given.tokenSockets ?? new TokenSockets(given.store, { ...(given.limits?.wsTokenCheckMs ? { checkMs: given.limits.wsTokenCheckMs } : {}) });
+  if (!given.tokenSockets) fastify.addHook('onClose', async () => tokenSockets.stop());
+  const deps: AppDeps = { ...given, tokenSockets };
   fastify.setValidatorCompiler(validatorCompiler);
   fastify.setSerializerCompiler(serializerCompiler);
   fastify.decorateRequest('user', null);
   fastify.decorateRequest('scopes', null);
+  fastify.decorateRequest('tokenInfo', null);
   fastify.setErrorHandler((error: FastifyError | DockhandError, request, reply) => {
     const failure = toDockhandError(error);
     if (failure.code === 'internal') request.log.error({ err: error }, 'request failed');
@@ -127,7 +133,7 @@ export async function app(fastify: FastifyInstance, deps: AppDeps): Promise<void
 
   const api = fastify.withTypeProvider<ZodTypeProvider>();
   api.get('/docs/json', { schema: { hide: true } }, async () => fastify.swagger());
-  api.get('/healthz', { schema: { hide: true } }, async () => ({ ok: true }));
+  api.get('/healthz', { schema: { hide: true } }, async (): Promise<HealthResponse> => ({ ok: true, service: 'dockhand', version: SERVER_VERSION }));
   api.get('/readyz', { schema: { hide: true } }, async (request, reply) => {
     const checks: Record<string, string> = {};
     let ok = true;

@@ -13,6 +13,8 @@ declare module 'fastify' {
     user: User | null;
     /** The scopes of the request's token. */
     scopes: ReadonlySet<TokenScope> | null;
+    /** The request's token (its id and expiry): the events socket watches it for revocation and expiry. */
+    tokenInfo: TokenInfo | null;
   }
 }
 
@@ -129,6 +131,7 @@ export function authHook(store: Store) {
       }
     }
     request.scopes = scopes;
+    request.tokenInfo = info;
     request.user = user.role === 'admin' && !scopes.has('admin') ? { ...user, role: 'user' } : user;
   };
 }

@@ -3,6 +3,7 @@ import type { Task, TicketSummary } from '@dockhand/protocol';
 import type { RepoPolicy } from '../policy';
 import type { DependencyCacheMetrics } from '../sandbox/dep-cache';
 import type { EventHub, EventLog } from '../store/hub';
+import type { TokenSockets } from './socket-tokens';
 import type { ReadinessChecks } from '../runner/readiness';
 import type { RepoRegistry } from '../runner/registry';
 import type { RepoStore, Store } from '../store/types';
@@ -36,6 +37,8 @@ export interface AppDeps {
   /** Readiness checks (servers with sandboxes). */
   readiness?: ReadinessChecks;
   hub: EventHub;
+  /** Open WebSockets' tokens (`api/socket-tokens.ts`); the app makes one when not given. */
+  tokenSockets?: TokenSockets;
   events: EventLog;
   control: TaskControl;
   baseFiles?: BaseFiles;
@@ -61,5 +64,7 @@ export interface AppDeps {
     ratePerMinute?: number;
     /** A WebSocket subscriber whose unsent bytes pass this is sent `resync` and dropped. */
     wsMaxBufferedBytes?: number;
+    /** How often open sockets' tokens are read again for revocations elsewhere (default 5 s). */
+    wsTokenCheckMs?: number;
   };
 }

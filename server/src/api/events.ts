@@ -1,10 +1,10 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import type { WebSocket } from 'ws';
+import type { RawData, WebSocket } from 'ws';
 import { z } from 'zod';
 import { ClientFrame, TaskEvent, type ServerFrame } from '@dockhand/protocol';
 import { DockhandError, asDockhandError, wsCloseCode } from '../errors';
-import { loadTaskAsReader, requireUser } from './auth';
+import { loadTaskAsReader, requireUser, tokenFrom } from './auth';
 import type { AppDeps } from './deps';
 
 const Params = z.object({ id: z.string().min(1).max(200) });
@@ -79,6 +79,9 @@ export async function eventRoutes(app: FastifyInstance, deps: AppDeps): Promise<
       const taskId = request.params.id;
       const after = request.query.after;
       const log = request.log.child({ taskId });
+      const token = tokenFrom(request);
+      // Checked at the upgrade like any request; from then on its revocation or expiry closes the socket.
+      if (token && request.tokenInfo) deps.tokenSockets?.watch(socket, token, request.tokenInfo);
       void streamEvents(socket, taskId, after).catch((error: unknown) => {
         const failure = asDockhandError(error);
         log.error({ err: error }, 'event stream failed');
@@ -97,7 +100,7 @@ export async function eventRoutes(app: FastifyInstance, deps: AppDeps): Promise<
     const pending: TaskEvent[] = [];
 
     const deliver = (event: TaskEvent): void => {
-      if (closed || event.seq <= lastSent) return;
+      if (closed || event.seq <= lastSent || socket.readyState !== socket.OPEN) return;
       if (socket.bufferedAmount > maxBuffered) {
         closed = true;
         unsubscribe();
@@ -116,7 +119,10 @@ export async function eventRoutes(app: FastifyInstance, deps: AppDeps): Promise<
       closed = true;
       unsubscribe();
     });
-    socket.on('message', (data) => {
+    socket.on('message', (data) => void answer(data));
+    const answer = async (data: RawData): Promise<void> => {
+      // Every client frame is a request of its own: its token must still hold.
+      if (deps.tokenSockets && !(await deps.tokenSockets.check(socket))) return;
       let parsed: unknown;
       try {
         parsed = JSON.parse(data.toString());
@@ -126,7 +132,7 @@ export async function eventRoutes(app: FastifyInstance, deps: AppDeps): Promise<
       if (!ClientFrame.safeParse(parsed).success) {
         sendFrame(socket, { kind: 'error', error: { code: 'bad_request', message: 'unknown frame; only {"kind":"ping"} is accepted', field: 'kind' } });
       }
-    });
+    };
 
     // Replay in pages; wait for each page to reach the socket so a long log is not all buffered.
     for (;;) {

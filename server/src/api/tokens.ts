@@ -155,6 +155,8 @@ export async function tokenRoutes(app: FastifyInstance, deps: AppDeps): Promise<
       throw new DockhandError('not_found', `token ${request.params.id} not found or already revoked`, { hint: 'dockhand token list shows the tokens' });
     }
     request.log.info({ tokenId: request.params.id, by: admin.name }, 'token revoked');
+    // Its open WebSockets in this process close now; other processes' at their next check.
+    deps.tokenSockets?.revoked(request.params.id);
     return { id: request.params.id, revoked: true as const };
   });
 }
