@@ -53,3 +53,17 @@ echo "feedback runners (tape, tap-spec, uvu) in $runners"
 tap16="${DOCKHAND_FEEDBACK_TAP:-${HOME:-/root}/.cache/dockhand/feedback-tap16}"
 install_pins "$tap16" dockhand-feedback-tap16 tap@16.3.10
 echo "node-tap 16 in $tap16"
+
+# Yarn berry with Plug'n'Play for side-channel.test.ts: berry from the npm registry
+# (@yarnpkg/cli-dist, as the sandbox's toolchains get it) and a PnP project with mocha installed
+# by it (.pnp.cjs and .yarn/cache, no node_modules), which the test copies into its repository.
+pnp="${DOCKHAND_FEEDBACK_PNP:-${HOME:-/root}/.cache/dockhand/feedback-pnp}"
+install_pins "$pnp/berry" dockhand-feedback-berry @yarnpkg/cli-dist@4.18.1
+pnp_manifest='{"name":"pnp-fixture","private":true,"packageManager":"yarn@4.18.1","scripts":{"test":"node lint.js && mocha test/"},"devDependencies":{"mocha":"11.7.1"}}'
+if [ ! -f "$pnp/project/.pnp.cjs" ] || [ "$(cat "$pnp/project/package.json" 2>/dev/null)" != "$pnp_manifest" ]; then
+  rm -rf "$pnp/project" && mkdir -p "$pnp/project"
+  printf '%s\n' "$pnp_manifest" > "$pnp/project/package.json"
+  printf 'nodeLinker: pnp\nenableGlobalCache: false\nenableTelemetry: false\n' > "$pnp/project/.yarnrc.yml"
+  (cd "$pnp/project" && node "$pnp/berry/node_modules/@yarnpkg/cli-dist/bin/yarn.js" install >/dev/null)
+fi
+echo "yarn berry and a PnP project (mocha) in $pnp"

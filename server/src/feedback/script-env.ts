@@ -37,6 +37,18 @@ import { shellQuote } from './runners';
 
 export type ScriptManager = 'npm' | 'pnpm' | 'yarn';
 
+/**
+ * Yarn berry's Plug'n'Play has no node_modules/.bin: berry runs a script's binaries from its own
+ * temporary bin folder. A step of a berry script that names a binary bash cannot find (`vitest
+ * run`) therefore goes through `yarn exec`, as berry would run it (its shell appends the
+ * arguments; NODE_OPTIONS keeps the side channel's preload after berry's `.pnp.cjs`). Only where
+ * the project has `.pnp.cjs`, never for `yarn` itself; anything else stays bash's "command not
+ * found" (exit 127).
+ */
+const PNP_BINARIES =
+  'command_not_found_handle() { if [ "$1" != yarn ] && [ -z "$DOCKHAND_YARN_EXEC" ] && [ -f "${PROJECT_CWD:-$PWD}/.pnp.cjs" ]; then DOCKHAND_YARN_EXEC=1 yarn exec "$@"; return; fi; ' +
+  'printf \'bash: %s: command not found\\n\' "$1" >&2; return 127; }; ';
+
 /** The package-manager script a step of the test command was written in. */
 export interface ScriptOrigin {
   manager: ScriptManager;
@@ -139,5 +151,5 @@ export function scriptEnvironmentShell(origin: ScriptOrigin | undefined, package
   // npm's global prefix is two levels above the node binary (/usr/bin/node → /usr), once NODE is set.
   const globalPrefix = name === 'npm' ? 'export npm_config_global_prefix="${NODE%/*/*}"; ' : '';
   // Exported before PATH changes: setting PATH empties bash's command hash.
-  return `${lookup}export ${exports.join(' ')}; ${globalPrefix}${walk}`;
+  return `${lookup}export ${exports.join(' ')}; ${globalPrefix}${walk}${name === 'yarn-berry' ? PNP_BINARIES : ''}`;
 }

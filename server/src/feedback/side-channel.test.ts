@@ -1,5 +1,6 @@
 import type { EnvironmentRecipe } from '@dockhand/protocol';
-import { symlinkSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createRepoOfFiles } from '../../../test/support/fixture-repo';
@@ -19,10 +20,13 @@ const NODE = process.versions.node;
 const ROOT = resolve(import.meta.dirname, '../../..');
 
 class RecipeSandbox extends HostSandbox {
-  constructor(root: string, baseSha: string, readonly environment: EnvironmentRecipe) {
-    super(root, baseSha);
+  constructor(root: string, baseSha: string, readonly environment: EnvironmentRecipe, extraPath: string[] = []) {
+    super(root, baseSha, extraPath);
   }
 }
+
+/** Yarn berry and a PnP project with mocha installed by it (.ci/needs/feedback.sh). */
+const PNP = process.env.DOCKHAND_FEEDBACK_PNP ?? join(homedir(), '.cache/dockhand/feedback-pnp');
 
 function recipe(test: EnvironmentRecipe['test']): EnvironmentRecipe {
   return { repo: 'fixture/steps', install: { command: 'npm ci', source: 'default' }, lifecycleScripts: true, skipScripts: [], egressHosts: [], node: { version: NODE, source: 'test' }, test } as EnvironmentRecipe;
@@ -126,6 +130,38 @@ describe('the test command as written, step by step', { timeout: 120_000 }, () =
     expect(full).toMatchObject({ ok: true, passed: 2, failed: 0 });
     // Before: the chain's `cd` ran as a step of its own and `npm test` ran at the root (Missing script).
     expect(full.cases.map((testCase) => [testCase.id, testCase.outcome])).toEqual([['adds', 'passed'], ['multiplies', 'passed']]);
+  });
+
+  it("yarn berry's Plug'n'Play: a script's bare `mocha` runs through yarn, as berry runs it, and is counted per test", async () => {
+    const project = join(PNP, 'project');
+    const manifest = readFileSync(join(project, 'package.json'), 'utf8');
+    const repo = createRepoOfFiles('pnp', {
+      '.gitignore': '.yarn/\n.pnp.*\n',
+      'package.json': manifest,
+      '.yarnrc.yml': readFileSync(join(project, '.yarnrc.yml'), 'utf8'),
+      'yarn.lock': readFileSync(join(project, 'yarn.lock'), 'utf8'),
+      'lint.js': "console.log('lint ok');\n",
+      'test/math.test.js': "const assert = require('assert');\ndescribe('math', () => {\n  it('adds', () => assert.equal(1 + 1, 2));\n  it('breaks', () => assert.equal(1, 2));\n});\n",
+    }, 'pnp fixture');
+    // The install's output, as a snapshot holds it: no node_modules, so no node_modules/.bin/mocha.
+    for (const entry of readdirSync(project)) if (entry === '.yarn' || entry.startsWith('.pnp.')) cpSync(join(project, entry), join(repo.path, entry), { recursive: true });
+    const bin = mkdtempSync(join(tmpdir(), 'dockhand-berry-'));
+    writeFileSync(join(bin, 'yarn'), `#!/bin/sh\nexec node ${join(PNP, 'berry/node_modules/@yarnpkg/cli-dist/bin/yarn.js')} "$@"\n`, { mode: 0o755 });
+    const environment = { ...recipe({ command: 'yarn test', source: 'package.json' }), packageManager: { name: 'yarn-berry', version: '4.18.1', source: 'package.json packageManager' } } as EnvironmentRecipe;
+    const sandbox = new RecipeSandbox(repo.path, repo.sha, environment, [bin]);
+    // The host's PATH without any node_modules/.bin (vitest's own puts this project's, which holds a mocha).
+    const hostPath = process.env.PATH;
+    process.env.PATH = (hostPath ?? '').split(':').filter((dir) => !dir.includes('node_modules')).join(':');
+    const full = await new SmartFeedbackEngine({ repo: 'fixture/pnp' }).runTests(sandbox, { scope: 'full' }).finally(() => {
+      process.env.PATH = hostPath;
+    });
+    // Before: `mocha: command not found`, the runner missing.
+    expect(full.infrastructure).toBeUndefined();
+    expect(full.command).toBe('yarn test → node lint.js && mocha test/');
+    expect(full.cases.map((testCase) => [testCase.id, testCase.outcome])).toEqual([
+      ['test/math.test.js > math adds', 'passed'],
+      ['test/math.test.js > math breaks', 'failed'],
+    ]);
   });
 
   it("the recipe's test.steps run separately, each in its cwd with its env; a failing first step does not stop the second", async () => {
