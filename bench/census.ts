@@ -104,18 +104,28 @@ async function censusOf(entry: CensusRepo, stored: Map<string, Stored>, server: 
   return row;
 }
 
+/** The list with its languages taken in turn, so that a run stopped early has some of each. */
+function spread(list: CensusRepo[]): CensusRepo[] {
+  const groups = ['javascript', 'typescript', 'python'].map((language) => list.filter((entry) => entry.language === language));
+  const spreadOut: CensusRepo[] = [];
+  for (let index = 0; spreadOut.length < list.length; index++) for (const group of groups) if (group[index]) spreadOut.push(group[index]);
+  return spreadOut;
+}
+
 async function main(): Promise<void> {
   const problems = censusProblems(CENSUS);
   if (problems.length) throw new Error(`bench/census/repos.ts: ${problems.join('; ')}`);
   const only = values.only?.split(',').map((name) => name.trim()).filter(Boolean);
   const unknown = only?.filter((name) => !CENSUS.some((entry) => entry.repo === name)) ?? [];
   if (unknown.length) throw new Error(`--only: not in bench/census/repos.ts: ${unknown.join(', ')}`);
-  const entries = only ? CENSUS.filter((entry) => only.includes(entry.repo)) : CENSUS;
+  const entries = spread(only ? CENSUS.filter((entry) => only.includes(entry.repo)) : CENSUS);
   mkdirSync(dataDir, { recursive: true });
   const stored = storedResults();
   const needsServer = !values['skip-dockhand'] && (values.force || entries.some((entry) => !stored.has(`dockhand ${entry.repo} ${entry.commit}`)));
   say(`census of ${entries.length} repositories; data ${dataDir} (results.jsonl, dockhand/server.log)`);
   const server = needsServer ? await startCensusServer(join(dataDir, 'dockhand'), Number(values.port)) : undefined;
+  // Stopped (Ctrl-C, kill): the server goes too, and what is done stays in results.jsonl.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void server?.close().finally(() => process.exit(130)));
   const rows = new Map<string, Row>();
   try {
     const queue = [...entries];

@@ -54,7 +54,7 @@ describe('the summary line', () => {
       dockhand: checked('a/green-not-ready', false, { ranNoTest: true, coldBuildS: 90, snapshotStartS: 4, blockers: [{ problem: 'the test command ran no test', action: 'x' }, { problem: 'it ran no tests again', action: 'y' }] }),
     },
     { repo: 'a/red-not-ready', host: { repo: 'a/red-not-ready', green: false, ranTests: true }, dockhand: checked('a/red-not-ready', false, { blockers: [{ problem: 'the install failed: npm ci exit 1', action: 'z' }] }) },
-    { repo: 'a/red-ready', host: { repo: 'a/red-ready', green: false, ranTests: true }, dockhand: checked('a/red-ready', true) },
+    { repo: 'a/red-ready', host: { repo: 'a/red-ready', green: false, ranTests: true }, dockhand: checked('a/red-ready', true, { preExisting: 1 }) },
     { repo: 'a/host-only', host: { repo: 'a/host-only', green: true, ranTests: true } },
   ];
 
@@ -65,6 +65,7 @@ describe('the summary line', () => {
       ready: 2,
       ready_share: 0.667,
       verdict_agreement: 0.6,
+      verdict_agreement_counting_preexisting: 0.8,
       ran_no_test: 1,
       median_cold_build_s: 50,
       median_snapshot_start_s: 2,

@@ -113,6 +113,16 @@ export interface Row {
 
 export const agrees = (row: Row): boolean | undefined => (row.host && row.dockhand && !row.host.error ? row.dockhand.ready === row.host.green : undefined);
 
+/**
+ * Agreement where a red CI is matched by READY with the failures recorded as pre-existing (a
+ * linter failing at the base, issue #22's "steps, not one chain"): the reading of the proof where
+ * a failure the CI sees at the base is not the agent's.
+ */
+export const agreesCountingPreExisting = (row: Row): boolean | undefined => {
+  const strict = agrees(row);
+  return strict === false && row.host?.green === false && row.dockhand?.ready && row.dockhand.preExisting > 0 ? true : strict;
+};
+
 export function median(values: number[]): number | null {
   const sorted = values.filter((value) => Number.isFinite(value)).sort((a, b) => a - b);
   if (sorted.length === 0) return null;
@@ -128,6 +138,8 @@ export interface CensusSummary {
   ready: number;
   ready_share: number | null;
   verdict_agreement: number | null;
+  /** The same, a red CI matched by READY with pre-existing failures counted as agreement. */
+  verdict_agreement_counting_preexisting: number | null;
   ran_no_test: number;
   median_cold_build_s: number | null;
   median_snapshot_start_s: number | null;
@@ -159,6 +171,7 @@ export function summarize(rows: Row[]): CensusSummary {
     ready: ready.length,
     ready_share: green.length ? round(ready.length / green.length, 3) : null,
     verdict_agreement: compared.length ? round(compared.filter((row) => agrees(row)).length / compared.length, 3) : null,
+    verdict_agreement_counting_preexisting: compared.length ? round(compared.filter((row) => agreesCountingPreExisting(row)).length / compared.length, 3) : null,
     ran_no_test: rows.filter((row) => row.host?.ranTests && row.dockhand?.ranNoTest).length,
     median_cold_build_s: round(median(checked.map((result) => result.coldBuildS ?? Number.NaN)), 1),
     median_snapshot_start_s: round(median(checked.map((result) => result.snapshotStartS ?? Number.NaN)), 2),
@@ -176,8 +189,9 @@ export function tables(rows: Row[], summary: CensusSummary): string[] {
     const host = row.host ? (row.host.error ? 'error' : row.host.green ? 'green' : 'red') : '-';
     const verdict = row.dockhand ? (row.dockhand.ready ? 'READY' : 'NOT READY') : '-';
     const agree = agrees(row);
+    const agreeText = agree === undefined ? '-' : agree ? 'yes' : agreesCountingPreExisting(row) ? 'pre' : 'NO';
     const blocker = row.dockhand?.blockers[0]?.problem ?? row.dockhand?.error ?? '';
-    lines.push(`${cell(row.repo, 32)} ${cell(host, 8)} ${cell(verdict, 10)} ${cell(agree === undefined ? '-' : agree ? 'yes' : 'NO', 6)} ${(row.dockhand?.coldBuildS?.toFixed(1) ?? '-').padStart(7)} ${(row.dockhand?.snapshotStartS?.toFixed(2) ?? '-').padStart(8)}  ${blocker.replace(/\s+/g, ' ').slice(0, 110)}`);
+    lines.push(`${cell(row.repo, 32)} ${cell(host, 8)} ${cell(verdict, 10)} ${cell(agreeText, 6)} ${(row.dockhand?.coldBuildS?.toFixed(1) ?? '-').padStart(7)} ${(row.dockhand?.snapshotStartS?.toFixed(2) ?? '-').padStart(8)}  ${blocker.replace(/\s+/g, ' ').slice(0, 110)}`);
   }
   lines.push('', `${cell('blockers by cause', 40)} repos`);
   for (const [cause, count] of Object.entries(summary.blockers_by_cause)) lines.push(`${cell(cause, 40)} ${count}`);
