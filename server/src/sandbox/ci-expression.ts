@@ -24,6 +24,8 @@ export interface ExpressionScope {
   matrix: Record<string, unknown>;
   /** The env values known at this point (workflow, job, step); those not known are absent. */
   env: Record<string, string>;
+  /** A reusable workflow's inputs (the caller's `with:` over the defaults); absent: unknown. */
+  inputs?: Record<string, unknown>;
 }
 
 function toData(value: unknown): data.ExpressionData {
@@ -99,7 +101,7 @@ function truthy(value: data.ExpressionData): boolean {
 }
 
 function scopeData(scope: ExpressionScope): data.Dictionary {
-  return toData({ matrix: scope.matrix, env: scope.env, runner: RUNNER, github: GITHUB_KNOWN, strategy: { 'fail-fast': true } }) as data.Dictionary;
+  return toData({ matrix: scope.matrix, env: scope.env, runner: RUNNER, github: GITHUB_KNOWN, strategy: { 'fail-fast': true }, ...(scope.inputs ? { inputs: scope.inputs } : {}) }) as data.Dictionary;
 }
 
 /** The value of one expression (without `${{ }}`), or undefined when it cannot be known or parsed. */

@@ -69,7 +69,7 @@ describe('real workflows', () => {
     const found = job({ 'main.yml': 'pyjwt-main.yml' }, SANDBOX, ['tox.ini', 'pyproject.toml']);
     expect(found.cell).toEqual({ platform: 'ubuntu-latest', 'python-version': '3.11' });
     expect(found.install).toEqual([
-      'python -VV && python -m site && python -m pip install --upgrade pip setuptools wheel && python -m pip install --upgrade coverage[toml] virtualenv tox tox-gh-actions',
+      'python -m pip install --upgrade pip setuptools wheel && python -m pip install --upgrade coverage[toml] virtualenv tox tox-gh-actions',
     ]);
     expect(found.steps).toEqual([{ name: 'Run tox targets for 3.11', command: 'python -m tox', env: { USING_COVERAGE: '3.9' } }]);
     expect(found.runsThrough).toEqual(['tox.ini']);
@@ -125,6 +125,19 @@ describe('real workflows', () => {
     expect(found.job).toBe('tests');
     expect(found.install).toEqual(['python -m pip install tox']);
     expect(found.steps.map((step) => step.command)).toEqual(['python -m tox -e py313']);
+  });
+
+  it('tqdm/tqdm f6a30fa: of an install step only the installs are taken (its curl download of a coverage tool and $GITHUB_PATH echo are the runner\'s set-up)', () => {
+    const found = job({ 'test.yml': 'tqdm-test.yml' }, SANDBOX, ['tox.ini']);
+    expect(found.install).toEqual(["pip install 'tox>=4' tox-gh"]);
+    expect(found.steps.map((step) => step.command)).toEqual(['tox']);
+    expect(found.runsThrough).toEqual(['tox.ini']);
+  });
+
+  it('sindresorhus/execa 8017b27: `npm run unit` is a test step; the lint step for Node 26 only is dropped in the Node 22 cell', () => {
+    const found = job({ 'main.yml': 'execa-main.yml' });
+    expect(found.cell).toEqual({ 'node-version': 22, os: 'ubuntu' });
+    expect(found.steps.map((step) => step.command)).toEqual(['npm run type', 'npm run unit']);
   });
 
   it('falls back, saying why, where the tests need what the sandbox lacks or another job made', () => {
@@ -247,7 +260,7 @@ describe('written workflows', () => {
     expect(found.steps).toEqual([{ name: 'npm test', command: 'npm test', env: { MODE: 'strict', LEVEL: 'strict-1' } }]);
   });
 
-  it('a job named test comes before an earlier one that also tests; e2e comes last', () => {
+  it('a job named test comes before an earlier one that also tests; browser and e2e jobs are not followed', () => {
     const found = job({
       'ci.yml': written(`  e2e:
     runs-on: ubuntu-latest
@@ -274,6 +287,34 @@ describe('written workflows', () => {
 `),
     });
     expect(withDatabase.job).toBe('unit');
+    expect(read({ 'ci.yml': written(`  e2e:\n    runs-on: ubuntu-latest\n    steps: [{ run: npm ci }, { run: npm run test:e2e }]\n`) }).reason).toBe('no test job to follow: .github/workflows/ci.yml › e2e is a browser or end-to-end job');
+  });
+
+  it('a local reusable workflow gets its caller\'s with: over its input defaults', () => {
+    const found = job({
+      'ci.yml': written(`  unit:
+    uses: ./.github/workflows/run.yml
+    with:
+      script: test:unit
+`),
+      'run.yml': `on:
+  workflow_call:
+    inputs:
+      script: { type: string, required: true }
+      directory: { type: string, default: packages/core }
+jobs:
+  run:
+    runs-on: \${{ inputs.os || 'ubuntu-latest' }}
+    defaults:
+      run:
+        working-directory: \${{ inputs.directory }}
+    steps:
+      - run: npm ci
+      - run: npm run \${{ inputs.script }}
+`,
+    });
+    expect(found).toMatchObject({ via: '.github/workflows/ci.yml › unit', job: 'run', install: ['cd packages/core && npm ci'] });
+    expect(found.steps).toEqual([{ name: 'npm run test:unit', command: 'npm run test:unit', cwd: 'packages/core' }]);
   });
 
   it('tox -e names tox.ini; nox names noxfile.py', () => {

@@ -63,7 +63,7 @@ const isMapping = (value: unknown): value is Mapping => value !== null && typeof
 const text = (value: unknown): string | undefined => (typeof value === 'string' || typeof value === 'number' ? String(value) : undefined);
 
 /** A command that runs tests: a test script, a runner, tox / nox, `make test`, `scripts/test`. */
-const TEST_COMMAND = /(?:^|[\s;&|(/'"])(?:tests?(?:[:_-][\w:.-]*)?|vitest|jest|mocha|ava|tap|tape|uvu|pytest|py\.test|tox|nox|unittest|c8|nyc|node --test|make (?:check|ci|unit|coverage))(?=$|[\s;&|)'"])/m;
+const TEST_COMMAND = /(?:^|[\s;&|(/'"])(?:tests?(?:[:_-][\w:.-]*)?|vitest|jest|mocha|ava|tap|tape|uvu|pytest|py\.test|tox|nox|unittest|c8|nyc|node --test|make (?:check|ci|unit|coverage)|unit|specs?)(?=$|[\s;&|)'"])/m;
 const INSTALL_LINE = /^(?:npm\s+(?:ci|install|i)(?:\s|$)|pnpm\s+(?:install|i|add)(?:\s|$)|yarn(?:\s+install)?(?:\s+--?[\w-]+(?:=\S+)?)*\s*$|(?:python3?\s+-m\s+)?pip3?\s+install\s)/;
 const OTHER_INSTALL_LINE = /^(?:bun\s+install|uv\s+(?:sync|pip\s+install)|poetry\s+install|pdm\s+(?:install|sync)|pipenv\s+(?:install|sync)|pip-sync|hatch\s+env|\.?\/?scripts\/(?:install|bootstrap|setup)|make\s+(?:install|deps|setup|dev)\b|deno\s+install|(?:npx|pnpm\s+exec|yarn)\s+playwright\s+install|playwright\s+install|node\s+\S*puppeteer\S*install)/;
 /** Lines that set up the runner or print, neither install nor check (a step of only these is left out). */
@@ -79,7 +79,9 @@ const TEST_NAME = /\b(?:tests?|testing|pytest|specs?)\b/i;
 const NOT_TEST_NAME = /\b(?:install|installs|set ?up|dependencies|deps|upload|publish|build)\b/i;
 const INSTALL_NAME = /\b(?:install|dependencies|deps|bootstrap)\b/i;
 const JOB_PREFERRED = /^(?:ci|build|unit|checks?|node|python)$/i;
-const JOB_LATER = /(?:e2e|integration|browser|playwright|cypress|downstream|smoke|nightly|canary|bench|windows|macos|lint)/i;
+const JOB_LATER = /(?:integration|downstream|smoke|nightly|canary|bench|windows|macos|lint)/i;
+/** Browser and end-to-end jobs: the sandbox has no browser, nor network to fetch one. */
+const JOB_BROWSER = /(?:e2e|browser|playwright|cypress|selenium|puppeteer|webdriver)/i;
 
 /** The logical lines of a `run:` script (continuations joined), comments and blanks dropped. */
 function scriptLines(run: string): string[] {
@@ -201,6 +203,8 @@ interface Reading {
 }
 
 interface JobInput {
+  /** A reusable workflow's inputs, as its caller gives them. */
+  inputs?: Record<string, unknown>;
   file: string;
   via?: string;
   id: string;
@@ -218,7 +222,7 @@ function flatSteps(steps: unknown[]): Mapping[] {
 /** The job as run in one cell, or why it is not a test job the sandbox can run. */
 function jobInCell(input: JobInput, cell: Record<string, unknown>): CiTestJob | string {
   const { definition, file, id } = input;
-  const base: ExpressionScope = { matrix: cell, env: {} };
+  const base: ExpressionScope = { matrix: cell, env: {}, ...(input.inputs ? { inputs: input.inputs } : {}) };
   const workflowEnv = expandEnv(input.workflowEnv, base);
   const jobEnv = { ...workflowEnv, ...expandEnv(definition.env, { ...base, env: workflowEnv }) };
   const defaults = isMapping(definition.defaults) && isMapping(definition.defaults.run) ? text(definition.defaults.run['working-directory']) : undefined;
@@ -227,7 +231,7 @@ function jobInCell(input: JobInput, cell: Record<string, unknown>): CiTestJob | 
   let installed = false;
   for (const step of flatSteps(Array.isArray(definition.steps) ? definition.steps : [])) {
     const stepEnv = { ...jobEnv, ...expandEnv(step.env, { ...base, env: jobEnv }) };
-    const scope: ExpressionScope = { matrix: cell, env: stepEnv };
+    const scope: ExpressionScope = { ...base, env: stepEnv };
     if (condition(step.if, scope) === false || step['continue-on-error'] === true) continue;
     const uses = text(step.uses)?.trim();
     const withs = isMapping(step.with) ? step.with : {};
@@ -250,7 +254,9 @@ function jobInCell(input: JobInput, cell: Record<string, unknown>): CiTestJob | 
     const kind = classify(command, stepName);
     const inDirectory = (line: string): string => (cwd ? `cd ${cwd} && ${line}` : line);
     if (kind === 'install') {
-      job.install.push(inDirectory(scriptLines(command).join(' && ')));
+      // Only the installs (and the directory changes between them): a download or an echo beside them is the runner's set-up.
+      const installs = scriptLines(command).filter((line) => /^cd\s/.test(line) || INSTALL_LINE.test(commandLines(line)[0] ?? ''));
+      job.install.push(inDirectory(installs.join(' && ')));
       installed = true;
     } else if (kind === 'other-install') {
       job.otherInstalls.push(inDirectory(command));
@@ -294,12 +300,13 @@ function readJob(input: JobInput): CiTestJob | string {
   const label = `${file} › ${id}`;
   const name = text(definition.name) ?? '';
   if (JOB_SKIPPED.test(`${id} ${name}`.replace(/[-_]/g, ' '))) return `${label} is a release, docs or upload job`;
+  if (JOB_BROWSER.test(`${id} ${name}`)) return `${label} is a browser or end-to-end job`;
   if (condition(definition.if, { matrix: {}, env: {} }) === false) return `${label} does not run for a pull request (its if:)`;
   if (definition['continue-on-error'] === true) return `${label} may fail without failing the CI (continue-on-error)`;
   const strategy = isMapping(definition.strategy) ? definition.strategy : {};
   const cells = matrixCells(strategy.matrix);
   if (!cells) return `${label} has a matrix this reader cannot expand`;
-  const linux = cells.filter((cell) => onLinux(definition['runs-on'], { matrix: cell, env: {} }));
+  const linux = cells.filter((cell) => onLinux(definition['runs-on'], { matrix: cell, env: {}, ...(input.inputs ? { inputs: input.inputs } : {}) }));
   if (linux.length === 0) return `${label} runs on Windows or macOS only`;
   const readings = linux.map((cell) => jobInCell(input, cell));
   const jobs = readings.filter((reading): reading is CiTestJob => typeof reading !== 'string');
@@ -314,6 +321,26 @@ function readJob(input: JobInput): CiTestJob | string {
     return nodeOff * 100 + pythonOff;
   };
   return jobs.reduce((best, job) => (distance(job) < distance(best) ? job : best));
+}
+
+/**
+ * A reusable workflow's inputs as a caller job gives them: its `with:` (expanded in the caller's
+ * first matrix cell) over the called workflow's defaults; one that cannot be known is left out.
+ */
+function callInputs(target: Mapping, caller: Mapping): Record<string, unknown> {
+  const inputs: Record<string, unknown> = {};
+  const on = isMapping(target.on) && isMapping(target.on.workflow_call) ? target.on.workflow_call : {};
+  for (const [key, spec] of Object.entries(isMapping(on.inputs) ? on.inputs : {})) {
+    if (isMapping(spec) && spec.default !== undefined) inputs[key] = spec.default;
+  }
+  const strategy = isMapping(caller.strategy) ? caller.strategy : {};
+  const scope: ExpressionScope = { matrix: matrixCells(strategy.matrix)?.[0] ?? {}, env: {} };
+  for (const [key, value] of Object.entries(isMapping(caller.with) ? caller.with : {})) {
+    const expanded = typeof value === 'string' ? expand(value, scope) : value;
+    if (expanded === undefined) delete inputs[key];
+    else inputs[key] = expanded;
+  }
+  return inputs;
 }
 
 /** The repository's CI test job (see the header), or why there is none to follow. */
@@ -367,8 +394,9 @@ export function readCiTestJob(files: Readonly<Record<string, string | undefined>
         continue;
       }
       if (condition(definition.if, { matrix: {}, env: {} }) === false) continue;
+      const inputs = callInputs(target, definition);
       for (const [innerId, inner] of Object.entries(target.jobs as Mapping)) {
-        if (isMapping(inner) && inner.uses === undefined) consider({ file: called, via: `${file} › ${id}`, id: innerId, definition: inner, workflowEnv: target.env });
+        if (isMapping(inner) && inner.uses === undefined) consider({ file: called, via: `${file} › ${id}`, id: innerId, definition: inner, workflowEnv: target.env, inputs });
       }
     }
   }
