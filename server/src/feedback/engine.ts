@@ -130,7 +130,8 @@ export class SmartFeedbackEngine implements FeedbackEngine {
     // The whole suite finished at the base: a run of the changed workspace that hangs is the change's.
     if (baseline && context.changed.length > 0) for (const run of runs) if (run.infrastructure?.kind === 'timeout') blameTimeout(run, baseline.seconds);
     const infrastructure = runs.find((run) => run.infrastructure)?.infrastructure;
-    if (infrastructure && sandbox.environment) infrastructure.action = infrastructureAction(sandbox.environment.test.source);
+    // A specific action (pytest's refused addopts plugin) stays; the generic one names where the command comes from.
+    if (infrastructure && sandbox.environment && infrastructure.action === infrastructureAction()) infrastructure.action = infrastructureAction(sandbox.environment.test.source);
     const quarantinedIds = new Set((await this.flaky.list(this.options.repo)).map((test) => test.testId));
     const preExistingIds = new Set(baseline?.preExistingFailures ?? []);
     const rerunNotes = infrastructure ? [] : await this.rerunFailures(sandbox, runs, quarantinedIds, preExistingIds, diffBefore, context);
@@ -296,7 +297,7 @@ export class SmartFeedbackEngine implements FeedbackEngine {
       for (const plan of planned.plans) runs.push(await runSuite(sandbox, plan, context));
       if (round === 0) seconds = (Date.now() - roundStarted) / 1000;
       const infrastructure = runs.find((run) => run.infrastructure)?.infrastructure;
-      if (infrastructure && sandbox.environment) infrastructure.action = infrastructureAction(sandbox.environment.test.source);
+      if (infrastructure && sandbox.environment && infrastructure.action === infrastructureAction()) infrastructure.action = infrastructureAction(sandbox.environment.test.source);
       if (infrastructure) return { command, runner, passed: 0, failed: 0, flaky: [], preExistingFailures: [], seconds, infrastructure };
       rounds.push(runs);
     }

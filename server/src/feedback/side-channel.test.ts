@@ -110,6 +110,7 @@ describe('the test command as written, step by step', { timeout: 120_000 }, () =
     const full = await new SmartFeedbackEngine({ repo: 'fixture/steps' }).runTests(sandbox, { scope: 'full' });
     expect(full.infrastructure?.kind).toBe('start');
     expect(full.infrastructure?.message).toContain('pytest refused `--reruns=2` (addopts of pytest.ini): the plugin pytest-rerunfailures that adds it is not installed in the sandbox');
+    expect(full.infrastructure?.action).toContain('Install pytest-rerunfailures');
     // pytest 8/9's own words for `addopts = --cov -n auto` without pytest-cov and pytest-xdist.
     const refused = pytestUsageError('ERROR: usage: pytest [options] [file_or_dir] [file_or_dir] [...]\npytest: error: unrecognized arguments: --cov -n auto\n  inifile: /workspace/pyproject.toml\n  rootdir: /workspace\n');
     expect(refused?.detail).toBe('pytest refused `--cov` `-n` `auto` (addopts of pyproject.toml): the plugin pytest-cov, pytest-xdist that adds it is not installed in the sandbox; no test ran (exit 4)');
