@@ -108,7 +108,12 @@ async function censusOf(entry: CensusRepo, stored: Map<string, Stored>, server: 
 function spread(list: CensusRepo[]): CensusRepo[] {
   const groups = ['javascript', 'typescript', 'python'].map((language) => list.filter((entry) => entry.language === language));
   const spreadOut: CensusRepo[] = [];
-  for (let index = 0; spreadOut.length < list.length; index++) for (const group of groups) if (group[index]) spreadOut.push(group[index]);
+  for (let index = 0; spreadOut.length < list.length; index++) {
+    for (const group of groups) {
+      const entry = group[index];
+      if (entry) spreadOut.push(entry);
+    }
+  }
   return spreadOut;
 }
 
