@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { TaskState } from './states';
+import { EnvironmentRecipe } from './repos';
 import { CreateTaskRequest } from './task';
 
 /*
@@ -30,10 +31,12 @@ export const EventData = {
   }),
   /** Progress of a snapshot build the task waits for (cold start): stage, time so far, last output line. */
   'snapshot.progress': z.object({
-    stage: z.enum(['mirror', 'toolchain', 'install', 'setup', 'baseline', 'commit', 'done', 'failed']),
+    stage: z.enum(['recipe', 'mirror', 'toolchain', 'install', 'setup', 'baseline', 'commit', 'done', 'failed']),
     elapsedMs: z.number().min(0),
     line: z.string().max(2000).optional(),
     image: z.string().optional(),
+    /** Stage `recipe`: the environment detected (what was chosen and from where), before anything is fetched or built. */
+    environment: EnvironmentRecipe.optional(),
   }),
   'model.turn': z.object({
     turn: z.number().int().min(1),

@@ -1,4 +1,4 @@
-import type { Task, TaskEvent } from '@dockhand/protocol';
+import type { EnvironmentRecipe, Task, TaskEvent } from '@dockhand/protocol';
 
 function oneLine(text: string, max = 100): string {
   const flat = text.replace(/\s+/g, ' ').trim();
@@ -60,6 +60,23 @@ export function describeEvent(event: TaskEvent): string | undefined {
     default:
       return undefined;
   }
+}
+
+/**
+ * The readiness report's environment row: what was chosen and from where — the toolchains, the
+ * Python requirements, the install and test commands. Python's version is the sandbox's own
+ * python3 (the base image's) unless the recipe names one.
+ */
+export function environmentDetail(env: EnvironmentRecipe): string {
+  const parts: string[] = [];
+  if (env.node) parts.push(`node ${env.node.version} (${env.node.source})`);
+  if (env.packageManager) parts.push(`${env.packageManager.name} ${env.packageManager.version} (${env.packageManager.source})`);
+  if (env.python) {
+    const requirements = env.python.requirements.length > 0 ? `requirements ${env.python.requirements.join(', ')}` : 'no requirements file';
+    parts.push(`python ${env.python.version ?? "3 (the sandbox's python3)"}, ${requirements} (${env.python.source})`);
+  }
+  parts.push(`install: ${env.install.command} (${env.install.source})`, `test: ${env.test.command} (${env.test.source})`);
+  return parts.join('; ');
 }
 
 export function taskLine(task: Task): string {

@@ -30,4 +30,17 @@ describe('repo check output', () => {
     const row = readinessLines(report({ environment })).join('\n').split('\n').find((line) => line.startsWith('test command'));
     expect(row).toContain('npm test (tap); from .github/workflows/ci.yml › test › "npm test" (node-version 22.x)');
   });
+
+  it("shows the environment chosen and from where: a Python repository's row names its python, requirements, install and test (it read `python ` before)", () => {
+    const environment = {
+      repo: 'shop',
+      python: { requirements: ['requirements.txt', 'requirements-dev.txt'], source: 'requirements.txt' },
+      install: { command: 'python3 -m venv --system-site-packages .venv && .venv/bin/pip install -q -r requirements.txt -r requirements-dev.txt', source: 'detected' },
+      test: { command: 'python3 -m pytest', source: 'requirements.txt' },
+    };
+    const rowOf = (lines: string[]) => lines.join('\n').split('\n').find((line) => line.startsWith('environment')) ?? '';
+    const row = rowOf(readinessLines(report({ environment })));
+    expect(row).toMatch(/^environment\s+ok\s+python 3 \(the sandbox's python3\), requirements requirements\.txt, requirements-dev\.txt \(requirements\.txt\); install: python3 -m venv .* \(detected\); test: python3 -m pytest \(requirements\.txt\)$/);
+    expect(rowOf(readinessLines(report({})))).toMatch(/^environment\s+-\s+not detected \(see install\)$/);
+  });
 });

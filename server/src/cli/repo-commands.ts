@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { z } from 'zod';
 import { ReadinessCheckStatus, RepoListResponse, RepoRegistration, type ReadinessReport } from '@dockhand/protocol';
 import type { ApiClient } from './client';
+import { environmentDetail } from './format';
 
 /*
  * `dockhand repo add|list|remove|check`: registered repositories through the server's API
@@ -100,9 +101,7 @@ export function readinessLines(report: ReadinessReport): string[] {
   const seconds = (value: number | undefined) => (value === undefined ? '' : `${value.toFixed(1)} s`);
   const rows: string[][] = [
     ['CHECK', 'OK', 'TIME', 'DETAIL'],
-    ['environment', env ? 'ok' : '-', '', env
-      ? [env.node ? `node ${env.node.version} (${env.node.source})` : '', env.packageManager ? `${env.packageManager.name} ${env.packageManager.version}` : '', env.python ? `python ${env.python.version ?? ''}` : ''].filter(Boolean).join(', ') || 'detected'
-      : 'not reported by the sandbox'],
+    ['environment', env ? 'ok' : '-', '', env ? environmentDetail(env) : 'not detected (see install)'],
     ['install', yes(report.install.ok), seconds(report.install.seconds), report.install.detail],
     ['snapshot', report.snapshot ? 'ok' : 'NO', seconds(report.snapshot?.startSeconds), report.snapshot ? `${report.snapshot.image} (${report.snapshot.built ? `built in ${seconds(report.snapshot.buildSeconds)}` : 'reused'}; start ${seconds(report.snapshot.startSeconds)})` : 'none'],
     ['test command', report.tests.command ? 'ok' : '-', '', `${report.tests.command ?? 'none'}${report.tests.runner ? ` (${report.tests.runner})` : ''}${env ? `; from ${env.test.source}` : ''}`],

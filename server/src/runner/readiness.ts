@@ -4,6 +4,7 @@ import { describeSteps, passedByExitStatus } from '../feedback/step-summary';
 import type { FeedbackEngine, TestStepOutcome } from '../feedback/types';
 import type { Logger } from '../log';
 import type { Sandbox } from '../sandbox/types';
+import type { SnapshotProgress } from '../sandbox/snapshot-build';
 import type { SandboxProvider } from './ports';
 import type { RepoRegistry } from './registry';
 
@@ -152,7 +153,11 @@ export class ReadinessChecks {
     let acquired;
     try {
       // The build's own stages (toolchain, install, setup, …) show in the status as they happen.
-      const onProgress = (progress: { stage: string; line?: string }) => note(`snapshot ${progress.stage}`, progress.line);
+      const onProgress = (progress: SnapshotProgress) => {
+        // The detected environment is kept from here: a build that fails later still reports it.
+        if (progress.environment) report.environment = progress.environment;
+        note(`snapshot ${progress.stage}`, progress.line);
+      };
       acquired = await sandboxes.acquire({ repo: registration.name, baseSha: status.sha, taskId, signal, onProgress });
     } catch (error) {
       const failure = error instanceof DockhandError ? error : undefined;

@@ -19,7 +19,7 @@ import { checkoutFromBundle } from './workspace';
 /** The install or setup.sh failed: the repository's problem, recorded so the same key is not built again in a loop. */
 export class SnapshotBuildFailed extends DockhandError {}
 
-export type SnapshotProgress = Pick<EventPayload<'snapshot.progress'>, 'stage' | 'elapsedMs' | 'line' | 'image'>;
+export type SnapshotProgress = Pick<EventPayload<'snapshot.progress'>, 'stage' | 'elapsedMs' | 'line' | 'image' | 'environment'>;
 export type ProgressListener = (progress: SnapshotProgress) => void;
 
 const CA_PATH_IN_CONTAINER = '/etc/dockhand/extra-ca.crt';
