@@ -1,4 +1,5 @@
-import { basename } from 'node:path';
+import { realpath } from 'node:fs/promises';
+import { basename, dirname, isAbsolute, relative } from 'node:path';
 import { RepoName, type RegisterRepoRequest, type RepoContext, type RepoRegistration } from '@dockhand/protocol';
 import { DockhandError } from '../errors';
 import { LocalForge } from '../forge/local-forge';
@@ -61,6 +62,22 @@ export function registeredSource(store: RepoStore): (name: string) => Promise<st
   };
 }
 
+/**
+ * A forge repository (`<data>/forge/<name>.git`) is the server's own copy of a registered source,
+ * which tasks push to: registered as a source, its tasks' branches would come back as its base,
+ * and a second name would share one copy. Symlinks are followed before comparing.
+ */
+async function refuseForgeCopy(source: string, forgeRoot: string): Promise<void> {
+  const real = async (path: string) => realpath(path).catch(() => path);
+  const inside = relative(await real(forgeRoot), await real(source));
+  if (inside === '' || (!inside.startsWith('..') && !isAbsolute(inside))) {
+    throw new DockhandError('bad_request', `source: ${source} is inside the local forge (${forgeRoot}), the server's own copies of registered repositories; it cannot be a source`, {
+      field: 'source',
+      hint: 'register the repository it was copied from (dockhand repo list shows each registration\'s source)',
+    });
+  }
+}
+
 export class RepoRegistry {
   constructor(private readonly options: RegistryOptions) {}
 
@@ -75,7 +92,9 @@ export class RepoRegistry {
 
   async register(request: RegisterRepoRequest, by: User): Promise<{ registration: RepoRegistration; created: boolean }> {
     const { store, localForge } = this.options;
-    const source = checkGitSource(request.source, 'source').source;
+    const checked = checkGitSource(request.source, 'source');
+    const source = checked.source;
+    if (localForge && checked.kind === 'path') await refuseForgeCopy(source, dirname(localForge.repositoryPath(request.name)));
     if (localForge && request.name.includes('/')) {
       throw new DockhandError('bad_request', `name: the local forge names repositories with one segment ("${request.name.replace('/', '-')}", not "${request.name}")`, { field: 'name' });
     }

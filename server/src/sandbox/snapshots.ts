@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type Docker from 'dockerode';
@@ -17,7 +17,7 @@ import type { RepoMirror } from './mirror';
 import { workflowFiles, WORKFLOW_DIR } from './node-ci';
 import { TEST_REQUIREMENT_FILES } from './python-install';
 import { canonicalJson, detectRecipe, DEFAULT_NPM_RANGE, RECIPE_FILES, recipeToolchains, REQUIREMENTS_PATTERN, SETUP_SCRIPT_PATH, TOOLCHAIN_PACKAGES, type RecipeInput, type ToolchainName } from './recipe';
-import { buildSnapshotImage, SnapshotBuildFailed, usesDependencyCache, type ProgressListener, type SnapshotProgress } from './snapshot-build';
+import { buildSnapshotImage, SnapshotBuildFailed, usesDependencyCache, type ProgressListener } from './snapshot-build';
 import { checkSnapshotLabels, readSnapshotLabels, SNAPSHOT_KEY_VERSION, SNAPSHOT_LABELS, type SnapshotIdentity } from './snapshot-labels';
 import { toolchainComplete, ToolchainStore } from './toolchains';
 import { newestSatisfying } from './versions';
@@ -216,13 +216,6 @@ interface Lookup {
   at: number;
 }
 
-/** The `recipe` progress: the detected environment, and a line naming the toolchains and commands. */
-function recipeProgress(environment: EnvironmentRecipe): SnapshotProgress {
-  const tools = [environment.node ? `node ${environment.node.version}` : '', environment.packageManager ? `${environment.packageManager.name} ${environment.packageManager.version}` : '', environment.python ? 'python3' : ''];
-  const line = `${tools.filter(Boolean).join(', ') || 'no toolchain'}; install: ${environment.install.command}; test: ${environment.test.command}`;
-  return { stage: 'recipe', elapsedMs: 0, line: line.slice(0, 2000), environment };
-}
-
 /** Bumped whenever detection or the key's inputs change: older entries are then looked up afresh. */
 const LOOKUP_FORMAT = `lookup-4 key-${SNAPSHOT_KEY_VERSION}`;
 const LOOKUP_TTL_MS = 12 * 3600_000;
@@ -294,8 +287,6 @@ export class SnapshotManager {
     const versions = (name: string): Promise<string[]> => this.toolchains.versions(name);
     // The package manager's own engines.node are checked against the Node before anything is fetched.
     const environment = await detectRecipe(recipeInputOf(repo, inputs), versions, (name, version) => this.toolchains.nodeEngines(name, version));
-    // What was chosen and from where, whatever happens next (a failed fetch or build still shows it).
-    onProgress?.(recipeProgress(environment));
     const npmVersion = environment.node ? newestSatisfying(await versions(TOOLCHAIN_PACKAGES.npm), DEFAULT_NPM_RANGE) : undefined;
     const wanted = recipeToolchains(environment, npmVersion);
     const started = Date.now();
@@ -312,7 +303,6 @@ export class SnapshotManager {
     const known = this.lookups.get(id) ?? (await this.readLookup(id));
     if (known && this.stillHolds(known, request.repo)) {
       this.lookups.set(id, known);
-      request.onProgress?.(recipeProgress(known.identity.environment));
       return { key: known.key, identity: known.identity, cached: true };
     }
     const inputs = await readRecipeInputs(this.options.mirror, request.mirrorPath, request.sha);
@@ -441,8 +431,11 @@ export class SnapshotManager {
     const logger = this.options.logger;
     const egress = this.options.egress ?? 'proxy';
     const started = Date.now();
-    await mkdir(this.logDir, { recursive: true });
+    // Build logs name the repository's files and commands: the server's user only (store/data-dir.ts).
+    await mkdir(this.logDir, { recursive: true, mode: 0o700 });
     const logPath = join(this.logDir, `${key}.log`);
+    await writeFile(logPath, '', { mode: 0o600 });
+    await chmod(logPath, 0o600);
     await rm(this.failedPath(key), { force: true });
     let proxy: EgressProxy | undefined;
     let cache: DependencyCacheListener | undefined;
@@ -499,7 +492,7 @@ export class SnapshotManager {
       const message = error instanceof Error ? error.message : String(error);
       const hint = error instanceof DockhandError ? error.hint : undefined;
       // Only the repository's own failures are remembered; an engine or network fault may pass.
-      if (error instanceof SnapshotBuildFailed) await writeFile(this.failedPath(key), JSON.stringify({ message, ...(hint ? { hint } : {}), logPath })).catch(() => undefined);
+      if (error instanceof SnapshotBuildFailed) await writeFile(this.failedPath(key), JSON.stringify({ message, ...(hint ? { hint } : {}), logPath }), { mode: 0o600 }).catch(() => undefined);
       request.onProgress?.({ stage: 'failed', elapsedMs: Date.now() - started, line: message.split('\n')[0]?.slice(0, 2000) ?? '', image });
       throw error;
     } finally {

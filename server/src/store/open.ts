@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import type { Config } from '../config';
 import type { Logger } from '../log';
+import { secureDataDir } from './data-dir';
 import { EventHub } from './hub';
 import { PostgresStore } from './postgres';
 import { SqliteStore } from './sqlite';
@@ -17,6 +18,7 @@ export interface OpenedStore {
  * Closing the store closes its hub.
  */
 export async function openStore(config: Config, logger?: Logger): Promise<OpenedStore> {
+  await secureDataDir(config.dataDir, { database: config.databaseUrl === undefined });
   if (config.databaseUrl === undefined) return { store: new SqliteStore(join(config.dataDir, 'dockhand.db')), hub: new EventHub() };
   const store = await PostgresStore.open({ url: config.databaseUrl, ...(logger ? { logger } : {}) });
   try {
