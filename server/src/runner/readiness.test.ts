@@ -37,6 +37,24 @@ describe('readiness: what in the tests at the base blocks', () => {
     expect(broken.blocking[0]?.problem).toBe('the test runner could not start: mocha: not found');
   });
 
+  it('a step that passes counted by its exit status is no "ran no test" and no "no test passes": a change is judged on it', () => {
+    // `tsc && xo && ts-scripts test`: xo red at the base (pre-existing), the wrapper's tests not read per test.
+    const steps = [
+      { name: 'tsc', exitCode: 0, counted: 'exit status' as const, passed: 0, failed: 0 },
+      { name: 'xo', exitCode: 1, counted: 'exit status' as const, passed: 0, failed: 1 },
+      { name: 'ts-scripts test', exitCode: 0, counted: 'exit status' as const, passed: 0, failed: 0 },
+    ];
+    const counted = report({ failed: 1, preExistingFailures: ['xo (exited with 1)'], detail: '0 passed, 1 failed' });
+    testBlockers(counted, undefined, steps);
+    expect(counted.blocking).toEqual([]);
+    expect(counted.tests.ok).toBe(true);
+    expect(counted.tests.detail).toBe('0 passed, 1 failed — counted by exit status: tsc; ts-scripts test');
+    // Every step red at the base: still blocked.
+    const red = report({ failed: 1, preExistingFailures: ['xo (exited with 1)'] });
+    testBlockers(red, undefined, steps.filter((step) => step.exitCode !== 0));
+    expect(red.blocking[0]?.problem).toContain('no test passes at the base');
+  });
+
   it('gives a Python repository Python advice, never its Node version, and names the CI step followed', () => {
     const python = report({ failed: 3 });
     python.environment = {
