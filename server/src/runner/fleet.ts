@@ -25,6 +25,7 @@ import { SqliteStore } from '../store/sqlite';
 import type { AgentPort, SandboxProvider } from './ports';
 import { ReadinessChecks } from './readiness';
 import { registeredSource, RepoRegistry } from './registry';
+import { FileCheckpointStore } from './checkpoints';
 import { TaskRunner } from './task-runner';
 import { agentPort, forgeTickets, gitBaseFiles, policyPort, publisherPort, repoPolicy } from './wiring';
 
@@ -166,6 +167,7 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
       // A shared store: the worker's lease is confirmed (and extended) right before it pushes.
       ...('confirmLease' in store ? { confirmLease: (taskId: string) => store.confirmLease(taskId, config.scheduler.leaseSeconds * 1000) } : {}),
     }),
+    checkpoints: new FileCheckpointStore({ dataDir: config.dataDir }),
     ...(parts.logger ? { logger: parts.logger } : {}),
   });
   const scheduler = new Scheduler({

@@ -1,4 +1,3 @@
-import { applyPatch } from 'diff';
 import { isFinalState, type NewEvent, type Task, type TaskEvent, type TaskState } from '@dockhand/protocol';
 import { DockhandError } from '../errors';
 import type { Logger } from '../log';
@@ -7,8 +6,10 @@ import type { Sandbox } from '../sandbox/types';
 import type { EventLog } from '../store/hub';
 import type { ApprovalKind } from '../store/types';
 import { StoreApprover } from './approver';
+import type { CheckpointStore } from './checkpoints';
 import { raisePolicyOverride } from './policy-override';
 import { pushedDiff } from './review-files';
+import { checkpointingSink, lossesSoFar, lostCallResults, replacedNote, restoreWorkspace, SANDBOX_NOTE_AUTHOR, SANDBOX_REPLACEMENTS, watchRun, type RunStop } from './sandbox-life';
 import { hubSteering } from './steering';
 import type { AgentPort, PolicyPort, PublisherPort, SandboxProvider, SnapshotProgress } from './ports';
 
@@ -38,6 +39,10 @@ export interface RunnerDeps {
   logger?: Logger;
   /** Review-stage policy failures sent back to the agent before the task fails. */
   maxPolicyRounds?: number;
+  /** Workspace checkpoints (`checkpoints.ts`): a resumed task gets its workspace back, not only its logged edits. */
+  checkpoints?: CheckpointStore;
+  /** The wall-clock watch's grace past the budget and how long a stopped run may take (tests shorten them). */
+  watchTiming?: { graceMs?: number; abandonAfterMs?: number };
 }
 
 const RESUMABLE: readonly TaskState[] = ['queued', 'provisioning', 'running', 'awaiting_approval', 'verifying', 'pushing'];
@@ -50,9 +55,21 @@ export class TaskRunner {
 
   constructor(private readonly deps: RunnerDeps) {}
 
-  /** The live workspace diff of a task this server is working on. */
+  /**
+   * The live workspace diff of a task this server is working on; when its sandbox is lost or
+   * cannot answer, or none is held here, the task's last checkpoint (undefined without one).
+   */
   async liveDiff(taskId: string): Promise<string | undefined> {
-    return this.sandboxes.get(taskId)?.diff();
+    const sandbox = this.sandboxes.get(taskId);
+    if (sandbox && !sandbox.lost) {
+      try {
+        return await sandbox.diff();
+      } catch (error) {
+        this.deps.logger?.warn({ err: error, taskId }, 'live diff failed; answering with the last checkpoint');
+      }
+    }
+    const checkpoint = await this.deps.checkpoints?.load(taskId).catch(() => undefined);
+    return checkpoint && 'diff' in checkpoint ? checkpoint.diff : undefined;
   }
 
   /** Does the next piece of work for a leased task, until it waits for a human or ends. */
@@ -115,27 +132,41 @@ export class TaskRunner {
     if (signal.aborted || !(await this.setState(task.id, 'running'))) return;
     const current = await this.task(task.id);
     const steering = hubSteering(this.deps.log.hub, task.id);
+    const priorEvents = await this.deps.log.store.listEvents(task.id);
+    // Outside every tool call: a lost sandbox or an exhausted wall clock ends this run whatever
+    // the sandbox does.
+    const watch = watchRun(sandbox, current, priorEvents, signal, this.deps.watchTiming);
     let result;
     try {
-      const priorEvents = await this.deps.log.store.listEvents(task.id);
       steering.startAfter(priorEvents.at(-1)?.seq ?? 0, priorEvents);
-      result = await this.deps.agent.run({
+      const running = this.deps.agent.run({
         task: current,
         sandbox,
-        events: this.deps.log.sinkFor(task.id),
+        events: checkpointingSink(this.deps.log.sinkFor(task.id), sandbox, task.id, this.deps.checkpoints, this.deps.logger),
         approver: new StoreApprover(this.deps.log, task.id),
         priorEvents,
         steering,
-        signal,
+        signal: watch.signal,
       });
+      running.catch(() => undefined);
+      result = await Promise.race([running, watch.abandoned]);
+    } catch (error) {
+      if (!watch.stopped) throw error;
     } finally {
       steering.close();
+      watch.dispose();
     }
     // Aborted: interrupted (the API already wrote `cancelled`), lease lost or server stopping (the
     // task stays active and is resumed from its log by whoever leases it next). Write nothing.
     if (signal.aborted) return;
     const now = await this.task(task.id);
     if (isFinalState(now.state)) return;
+    const stopped: RunStop | undefined = sandbox.lost ? { kind: 'lost', loss: sandbox.lost } : watch.stopped;
+    if (stopped) {
+      await this.stoppedByWatch(task.id, stopped);
+      return;
+    }
+    if (!result) throw new DockhandError('internal', 'the agent run ended without a result');
     if (result.outcome === 'cancelled') {
       await this.deps.log.setResult(task.id, { diff: result.diff, summary: result.summary });
       await this.setState(task.id, 'cancelled', result.summary || 'cancelled');
@@ -158,6 +189,38 @@ export class TaskRunner {
       return;
     }
     await this.afterFinish(now, result.diff, result.summary);
+  }
+
+  /**
+   * The watch ended the run. A lost sandbox: the calls it cut short get their results, and the
+   * task continues in a new sandbox with its workspace restored (once; the next loss ends the task
+   * `sandbox_lost`, naming what ran). Wall clock: the task ends `budget_exhausted` with its last
+   * checkpoint as the result.
+   */
+  private async stoppedByWatch(taskId: string, stopped: RunStop): Promise<void> {
+    const events = await this.deps.log.store.listEvents(taskId);
+    const diff = (await this.liveDiff(taskId).catch(() => undefined)) ?? '';
+    await this.releaseSandbox(taskId);
+    if (stopped.kind === 'wall_clock') {
+      this.deps.logger?.warn({ taskId, ...stopped }, 'wall clock over and the run did not stop by itself; ended');
+      await this.emit(taskId, { type: 'budget.exceeded', data: { budget: 'wall_clock', limit: stopped.limitSeconds, used: stopped.usedSeconds } });
+      await this.deps.log.setResult(taskId, { diff, summary: 'Stopped: the wall_clock budget is used up.' });
+      await this.setState(taskId, 'budget_exhausted', `the wall_clock budget is used up (${stopped.usedSeconds} of ${stopped.limitSeconds} s)`);
+      return;
+    }
+    const { loss } = stopped;
+    this.deps.logger?.warn({ taskId, loss }, 'sandbox lost');
+    for (const result of lostCallResults(events, loss)) await this.emit(taskId, result);
+    if (lossesSoFar(events) >= SANDBOX_REPLACEMENTS) {
+      const running = loss.running.length > 0 ? `; it was running: ${loss.running.join('; ')}` : '';
+      const message = `the sandbox was lost again (${loss.reason})${running}; the task had ${SANDBOX_REPLACEMENTS} replacement sandbox and stops here. Its workspace as of the last completed tool call is the task's diff.`;
+      await this.emit(taskId, { type: 'task.failed', data: { code: 'sandbox_lost', message } });
+      await this.deps.log.setResult(taskId, { diff, summary: message });
+      await this.setState(taskId, 'failed', `sandbox lost: ${loss.reason}`);
+      return;
+    }
+    // Still running: the runner's next step acquires a new sandbox and restores the workspace.
+    await this.emit(taskId, { type: 'user.message', data: { from: SANDBOX_NOTE_AUTHOR, text: replacedNote(loss) } });
   }
 
   /**
@@ -251,16 +314,18 @@ export class TaskRunner {
       const pr = await this.deps.publisher.publish({ task, diff: result.diff, summary: result.summary, events, policy });
       await this.emit(task.id, { type: 'pr.opened', data: pr });
     }
+    await this.deps.checkpoints?.remove(task.id).catch(() => undefined);
     await this.setState(task.id, 'pr_open');
   }
 
   /**
-   * The task's sandbox: the one this process holds; else the one named by the last
-   * `sandbox.ready` if it survived; else a fresh one with the recorded file changes replayed
-   * (edits made by `run_command` alone are not in the log and are lost — the agent re-runs
-   * what it needs).
+   * The task's sandbox: the one this process holds (unless it was lost); else the one named by
+   * the last `sandbox.ready` if it survived; else a fresh one with the workspace restored: the
+   * last checkpoint's diff (changes made by any tool, `run_command` included), then the edits
+   * logged after it (`sandbox-life.ts`).
    */
   private async ensureSandbox(task: Task, signal?: AbortSignal): Promise<Sandbox> {
+    if (this.sandboxes.get(task.id)?.lost) await this.releaseSandbox(task.id);
     const held = this.sandboxes.get(task.id);
     if (held && this.pausedHolding.delete(task.id)) {
       const alive = await held.exec({ cmd: ['true'] }).then((r) => r.exitCode === 0, () => false);
@@ -281,7 +346,7 @@ export class TaskRunner {
       .acquire({ repo: task.context.repo, baseSha: task.context.baseSha, taskId: task.id, onProgress: progress.onProgress, ...(signal ? { signal } : {}) })
       .finally(() => progress.flushed());
     this.sandboxes.set(task.id, acquired.sandbox);
-    await replayFileChanges(acquired.sandbox, events);
+    const restored = await restoreWorkspace(acquired.sandbox, events, await this.deps.checkpoints?.load(task.id));
     await this.emit(task.id, {
       type: 'sandbox.ready',
       data: {
@@ -292,6 +357,7 @@ export class TaskRunner {
         startMs: acquired.startMs,
       },
     });
+    if (restored.note) await this.emit(task.id, { type: 'user.message', data: { from: SANDBOX_NOTE_AUTHOR, text: restored.note } });
     return acquired.sandbox;
   }
 
@@ -330,23 +396,4 @@ export class TaskRunner {
   }
 }
 
-/** Re-applies every `file.changed` patch of the log, in order, to a fresh workspace. */
-export async function replayFileChanges(sandbox: Sandbox, events: TaskEvent[]): Promise<number> {
-  let applied = 0;
-  for (const event of events) {
-    if (event.type !== 'file.changed') continue;
-    const { path, change, patch } = event.data;
-    if (change === 'deleted') {
-      await sandbox.exec({ cmd: ['rm', '-f', '--', path] });
-      applied += 1;
-      continue;
-    }
-    let current = '';
-    if (change === 'modified') current = (await sandbox.readFile(path)).toString('utf8');
-    const next = applyPatch(current, patch);
-    if (next === false) throw new DockhandError('conflict', `recorded change to ${path} (seq ${event.seq}) does not apply to a fresh workspace`);
-    await sandbox.writeFile(path, next);
-    applied += 1;
-  }
-  return applied;
-}
+export { replayFileChanges } from './sandbox-life';

@@ -4,7 +4,7 @@ import type Docker from 'dockerode';
 import type { Logger } from 'pino';
 import { DockhandError } from '../errors';
 import { processAlive } from '../process-alive';
-import { DockerSandbox, isNotFound } from './docker-sandbox';
+import { DockerSandbox, describeExit, isNotFound } from './docker-sandbox';
 import { SANDBOX_HOME, SANDBOX_PATH } from './environment';
 import type { SandboxRuntime } from './host-check';
 import { WORKSPACE } from './paths';
@@ -186,7 +186,40 @@ export class DockerSandboxDriver implements SandboxDriver {
       throw new DockhandError('sandbox_unavailable', `sandbox container failed to start from ${opts.image}`, { cause: error });
     }
     if (!opts.deferWallClock) this.armWallClock(sandbox, limits.wallClockSeconds);
+    this.watch(sandbox, container);
     return snapshotSha === undefined ? { sandbox } : { sandbox, snapshotSha };
+  }
+
+  /**
+   * Notices a sandbox whose container ends without our destroy() (a fork storm that took the
+   * gVisor sentry past the host's process limit, the memory cgroup, `docker rm -f` from outside):
+   * one long-poll `wait` per container, so the loss is known within moments, not at the next call.
+   */
+  private watch(sandbox: DockerSandbox, container: Docker.Container): void {
+    const lost = (reason: string): void => {
+      if (sandbox.isDestroyed) return;
+      this.logger?.warn({ sandbox: sandbox.id, reason }, 'sandbox lost');
+      sandbox.markLost(reason);
+    };
+    const wait = (attempt: number): void => {
+      container.wait().then(
+        async () => {
+          if (sandbox.isDestroyed) return;
+          const state = await container.inspect().then((info) => info.State, () => undefined);
+          lost(state ? describeExit(state) : 'its container was removed');
+        },
+        async (error: unknown) => {
+          if (sandbox.isDestroyed) return;
+          if (isNotFound(error)) return lost('its container was removed');
+          // The engine connection dropped: look again, then wait again while the container runs.
+          const state = await container.inspect().then((info) => info.State, (inspectError: unknown) => (isNotFound(inspectError) ? null : undefined));
+          if (state === null) return lost('its container was removed');
+          if (state && !state.Running) return lost(describeExit(state));
+          if (attempt < 20) setTimeout(() => wait(attempt + 1), 1000).unref();
+        },
+      );
+    };
+    wait(0);
   }
 
   /** Starts the wall-clock limit: the sandbox is destroyed when it runs out, whatever it is doing. */

@@ -10,7 +10,7 @@ import { sandboxEnvironment } from './environment';
 import { INSTALL_MADE_FUNCTION, INSTALL_MADE_SEPARATOR, installMadeSet, withoutInstallMade } from './install-made';
 import { CappedOutput } from './output';
 import { RESOLVE_INSIDE_WORKSPACE, WORKSPACE, pathError, workspacePath } from './paths';
-import type { ContentAnswer, ContentQuery, ExecOptions, ExecResult, FileEntry, Sandbox } from './types';
+import type { ContentAnswer, ContentQuery, ExecOptions, ExecResult, FileEntry, Sandbox, SandboxLoss } from './types';
 
 const DEFAULT_TIMEOUT_MS = 120_000;
 const DEFAULT_OUTPUT_CAP = 64 * 1024;
@@ -22,6 +22,11 @@ const BACKSTOP_MS = 1_500;
 /** After the command channel failed to start, calls use docker exec this long before it is tried again. */
 const CHANNEL_RETRY_MS = 5_000;
 const CHANNEL_LOST_NOTE = '\n[dockhand: the sandbox command channel stopped while this command ran; its exit status is unknown]\n';
+/**
+ * A `docker exec` that has not started within this long means the sandbox no longer answers (a
+ * gVisor sentry stuck after a fork storm): the sandbox is marked lost instead of waiting forever.
+ */
+const EXEC_START_TIMEOUT_MS = 60_000;
 
 type Started = { exitCode: Promise<number>; done: Promise<void>; abort: () => void };
 type StartOptions = {
@@ -55,6 +60,11 @@ export interface ListOptions {
  */
 export class DockerSandbox implements Sandbox {
   private destroyed = false;
+  private loss: SandboxLoss | undefined;
+  private readonly lossListeners: Array<(loss: SandboxLoss) => void> = [];
+  /** Commands running now (for the loss report) and how to fail each at once when the sandbox is lost. */
+  private readonly running = new Map<number, { command?: string; fail?: (error: Error) => void }>();
+  private nextRun = 1;
   private readonly disposers: Array<() => void> = [];
   private channel: SandboxChannel | undefined;
   private channelStarting = false;
@@ -83,12 +93,44 @@ export class DockerSandbox implements Sandbox {
     return this.destroyed;
   }
 
+  /** Why the sandbox stopped working, once it has (container exited or removed, no answer). */
+  get lost(): SandboxLoss | undefined {
+    return this.loss;
+  }
+
+  onLost(listener: (loss: SandboxLoss) => void): void {
+    if (this.loss) listener(this.loss);
+    else this.lossListeners.push(listener);
+  }
+
+  /**
+   * The sandbox cannot be used any more (its container exited, was removed, or stopped answering):
+   * every call in flight fails now with a clear error, and so does every later one. Not called for
+   * our own destroy().
+   */
+  markLost(reason: string): void {
+    if (this.loss || this.destroyed) return;
+    const running = [...this.running.values()].flatMap((entry) => (entry.command ? [entry.command] : []));
+    this.loss = { reason, at: new Date().toISOString(), running };
+    this.channel?.close();
+    const error = this.lostError();
+    for (const entry of [...this.running.values()]) entry.fail?.(error);
+    for (const listener of this.lossListeners.splice(0)) listener(this.loss);
+  }
+
+  private lostError(): DockhandError {
+    const loss = this.loss;
+    const running = loss && loss.running.length > 0 ? ` It was running: ${loss.running.join('; ')}.` : '';
+    return new DockhandError('sandbox_unavailable', `The sandbox was lost: ${loss?.reason ?? 'it stopped'}.${running} Nothing more can run in it; the call did not complete.`);
+  }
+
   /** Registers a cleanup (e.g. the wall-clock timer) that runs once at destroy. */
   addDisposer(dispose: () => void): void {
     this.disposers.push(dispose);
   }
 
   async exec(opts: ExecOptions): Promise<ExecResult> {
+    if (this.loss) throw this.lostError();
     const started = Date.now();
     const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     const stdout = new CappedOutput(opts.outputCapBytes ?? DEFAULT_OUTPUT_CAP);
@@ -144,19 +186,27 @@ export class DockerSandbox implements Sandbox {
     const onAbort = (): void => void kill('abort');
     opts.signal?.addEventListener('abort', onAbort, { once: true });
     if (opts.signal?.aborted) void kill('abort');
+    const runId = this.nextRun++;
+    this.running.set(runId, { command: describeCommand(opts.cmd) });
     let exitCode: number;
     try {
       exitCode = await run.exitCode;
     } finally {
       clearTimeout(timer);
       opts.signal?.removeEventListener('abort', onAbort);
+      this.running.delete(runId);
     }
+    if (this.loss) throw this.lostError();
     const durationMs = Date.now() - started;
     if (!aborted && durationMs >= timeoutMs && exitCode !== 0) timedOut = true;
     if (exitCode === -1 || exitCode === 137) {
-      // The host cgroup's memory limit kills the whole gVisor sandbox, not one process: say so.
-      const state = await this.container.inspect().then((info) => info.State, () => undefined);
-      if (state && !state.Running) stderr.push(Buffer.from(`\n[dockhand: the sandbox was killed${state.OOMKilled ? ': it reached its memory limit' : ''}; start a new one]\n`));
+      // The host cgroup's memory limit (or the host's process limit) kills the whole gVisor
+      // sandbox, not one process: the sandbox is lost, and the call fails saying so.
+      const state = await this.container.inspect().then((info) => info.State, (error: unknown) => (isNotFound(error) ? { Running: false, OOMKilled: false, ExitCode: -1 } : undefined));
+      if (state && !state.Running) {
+        this.markLost(describeExit(state));
+        throw this.lostError();
+      }
     }
     return {
       // 124 is GNU timeout's convention for "killed at the deadline".
@@ -471,8 +521,8 @@ export class DockerSandbox implements Sandbox {
   }
 
   private start(cmd: string[], options: StartOptions): Started {
-    if (this.destroyed) {
-      const gone = Promise.reject(new DockhandError('sandbox_unavailable', `sandbox ${this.id} was destroyed`));
+    if (this.destroyed || this.loss) {
+      const gone = Promise.reject(this.loss ? this.lostError() : new DockhandError('sandbox_unavailable', `sandbox ${this.id} was destroyed`));
       gone.catch(() => undefined);
       return { exitCode: gone.then(() => -1), done: Promise.resolve(), abort: () => undefined };
     }
@@ -480,18 +530,30 @@ export class DockerSandbox implements Sandbox {
     let aborted = false;
     let markDone: () => void = () => undefined;
     const done = new Promise<void>((resolve) => (markDone = resolve));
-    const exitCode = (async (): Promise<number> => {
+    // Settled by the command's end, by abort() (even before the exec started: a sandbox that no
+    // longer answers never hands back a stream) and by markLost().
+    let settle: { resolve: (code: number) => void; reject: (error: Error) => void } = { resolve: () => undefined, reject: () => undefined };
+    const settled = new Promise<number>((resolve, reject) => (settle = { resolve, reject }));
+    const runId = this.nextRun++;
+    this.running.set(runId, { fail: (error) => settle.reject(error) });
+    const work = (async (): Promise<number> => {
       try {
-        const exec = await this.container.exec({
-          Cmd: cmd,
-          AttachStdout: true,
-          AttachStderr: true,
-          AttachStdin: options.stdin !== undefined,
-          User: options.user ?? SANDBOX_USER,
-          WorkingDir: options.cwd,
-          Env: sandboxEnvironment({ ...this.baseEnv, ...options.env }),
-        });
-        stream = await exec.start({ hijack: true, stdin: options.stdin !== undefined });
+        const startTimer = setTimeout(() => this.markLost(`it did not start a command within ${EXEC_START_TIMEOUT_MS / 1000} s`), EXEC_START_TIMEOUT_MS);
+        let exec: Docker.Exec;
+        try {
+          exec = await this.container.exec({
+            Cmd: cmd,
+            AttachStdout: true,
+            AttachStderr: true,
+            AttachStdin: options.stdin !== undefined,
+            User: options.user ?? SANDBOX_USER,
+            WorkingDir: options.cwd,
+            Env: sandboxEnvironment({ ...this.baseEnv, ...options.env }),
+          });
+          stream = await exec.start({ hijack: true, stdin: options.stdin !== undefined });
+        } finally {
+          clearTimeout(startTimer);
+        }
         const demuxer = new DockerStreamDemuxer(options.onChunk);
         const ended = new Promise<void>((resolve, reject) => {
           stream?.on('data', (data: Buffer) => demuxer.push(data));
@@ -512,18 +574,30 @@ export class DockerSandbox implements Sandbox {
         }
       } catch (error) {
         markDone();
+        if (this.loss) throw this.lostError();
         if (this.destroyed || isNotFound(error)) {
           throw new DockhandError('sandbox_unavailable', `sandbox ${this.id} is gone`, { cause: error });
+        }
+        if (isNotRunning(error)) {
+          this.markLost('its container is not running');
+          throw this.lostError();
         }
         throw error;
       }
     })();
+    work.then(settle.resolve, settle.reject);
+    const exitCode = settled.finally(() => this.running.delete(runId));
+    exitCode.catch(() => undefined);
     return {
       exitCode,
       done,
       abort: () => {
         aborted = true;
         stream?.destroy();
+        if (!stream) {
+          markDone();
+          settle.resolve(-1);
+        }
       },
     };
   }
@@ -531,6 +605,28 @@ export class DockerSandbox implements Sandbox {
 
 function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** How a container's end reads in a loss report. */
+export function describeExit(state: { ExitCode?: number; OOMKilled?: boolean; Error?: string }): string {
+  if (state.OOMKilled) return 'its container was killed at its memory limit';
+  if (state.ExitCode === -1) return 'its container was removed';
+  return `its container exited (code ${state.ExitCode ?? 'unknown'}${state.Error ? `: ${state.Error}` : ''})`;
+}
+
+/** A command as a loss report names it: the shell line the agent or the test runner gave, cut short. */
+function describeCommand(cmd: string[]): string {
+  const shell = cmd.indexOf('-c');
+  // The exec wrapper is `setsid -w sh -c <script> sh <pidfile> ...cmd`; a tool's is `bash -c <line>`.
+  const inner = cmd[0] === 'setsid' ? cmd.slice(7) : cmd;
+  const innerShell = inner.indexOf('-c');
+  const text = innerShell >= 0 && inner[innerShell + 1] !== undefined ? inner[innerShell + 1] : shell >= 0 && cmd[0] !== 'setsid' ? cmd[shell + 1] : inner.join(' ');
+  const line = (text ?? '').replace(/\s+/g, ' ').trim();
+  return line.length > 200 ? `${line.slice(0, 200)}…` : line;
+}
+
+function isNotRunning(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && 'statusCode' in error && error.statusCode === 409 && /is not running|is paused|restarting/i.test(String((error as { message?: unknown }).message));
 }
 
 export function isNotFound(error: unknown): boolean {

@@ -82,6 +82,7 @@ export class WarmPool {
     const sandbox = entry?.idle.shift();
     if (!entry || !sandbox) return undefined;
     this.refill(entry);
+    if (sandbox.lost) await sandbox.destroy().catch(() => undefined);
     if (sandbox.isDestroyed) return this.claim(snapshot, baseSha, bundle);
     try {
       if (sandbox.baseSha !== baseSha) await checkoutFromBundle(sandbox, baseSha, await bundle());

@@ -74,6 +74,15 @@ export interface FileEntry {
   size: number;
 }
 
+/** Why a sandbox stopped working before it was destroyed, and what it was running then. */
+export interface SandboxLoss {
+  reason: string;
+  /** ISO time it was noticed. */
+  at: string;
+  /** The commands (shell lines) that were running, cut short. */
+  running: string[];
+}
+
 export interface Sandbox {
   readonly id: string;
   /** The commit the workspace was verified to be at when the sandbox was handed out. */
@@ -103,6 +112,13 @@ export interface Sandbox {
   diff(): Promise<string>;
   /** Stops and removes the container. Idempotent. */
   destroy(): Promise<void>;
+  /**
+   * Optional: set once the sandbox was lost (its container exited or was removed, or it stopped
+   * answering); every call then fails at once. Sandboxes that cannot be lost leave both out.
+   */
+  readonly lost?: SandboxLoss | undefined;
+  /** Called once when the sandbox is lost (at once when it already is). */
+  onLost?(listener: (loss: SandboxLoss) => void): void;
 }
 
 export interface SandboxLimits {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { createTwoFilesPatch } from 'diff';
+import { applyPatch, createTwoFilesPatch, parsePatch } from 'diff';
 import type { Task, TaskEvent } from '@dockhand/protocol';
-import type { ExecOptions, ExecResult, FileEntry, Sandbox } from '../../sandbox/types';
+import type { ExecOptions, ExecResult, FileEntry, Sandbox, SandboxLoss } from '../../sandbox/types';
 import type { AgentInput, AgentPort, AgentResult, PolicyPort, PolicyResult, PolicyVerdict, PublisherPort, PublishResult, SandboxProvider, SnapshotProgress } from '../ports';
 
 /** Git's abbreviated blob id of a file's content (`0000000`: no file). */
@@ -38,8 +38,33 @@ export class MemorySandbox implements Sandbox {
     this.base = new Map(this.files);
   }
   private readonly base: Map<string, string>;
+  lost: SandboxLoss | undefined;
+  private readonly lossListeners: Array<(loss: SandboxLoss) => void> = [];
+  /** What the real sandbox does when its container dies: every later call fails, listeners hear it. */
+  lose(reason: string, running: string[] = []): void {
+    this.lost = { reason, at: new Date().toISOString(), running };
+    for (const listener of this.lossListeners.splice(0)) listener(this.lost);
+  }
+  onLost(listener: (loss: SandboxLoss) => void): void {
+    if (this.lost) listener(this.lost);
+    else this.lossListeners.push(listener);
+  }
+  /** `rm -f -- path` and `git apply -` (stdin) are the commands the runner itself runs. */
   async exec(opts: ExecOptions): Promise<ExecResult> {
+    if (this.lost) throw new Error(`The sandbox was lost: ${this.lost.reason}`);
     if (opts.cmd[0] === 'rm') this.files.delete(opts.cmd.at(-1) ?? '');
+    if (opts.cmd[0] === 'git' && opts.cmd[1] === 'apply') {
+      for (const file of parsePatch(opts.stdin ?? '')) {
+        const path = (file.newFileName === '/dev/null' ? file.oldFileName : file.newFileName)?.replace(/^[ab]\//, '') ?? '';
+        if (file.newFileName === '/dev/null') {
+          this.files.delete(path);
+          continue;
+        }
+        const next = applyPatch(this.files.get(path) ?? '', file);
+        if (next === false) return { exitCode: 1, stdout: '', stderr: `error: patch failed: ${path}`, truncated: false, timedOut: false, durationMs: 0 };
+        this.files.set(path, next);
+      }
+    }
     return { exitCode: 0, stdout: '', stderr: '', truncated: false, timedOut: false, durationMs: 0 };
   }
   async readFile(path: string): Promise<Buffer> {
@@ -55,6 +80,7 @@ export class MemorySandbox implements Sandbox {
   }
   /** The change from the base as `git diff` writes it (paths in git's order). */
   async diff(): Promise<string> {
+    if (this.lost) throw new Error(`The sandbox was lost: ${this.lost.reason}`);
     let out = '';
     const paths = [...new Set([...this.base.keys(), ...this.files.keys()])].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
     for (const path of paths) {
