@@ -110,3 +110,47 @@ describe('ApiClient', () => {
     expect(new ApiClient({ baseUrl: 'https://d.example', token: async () => 't' }).eventsUrl('t', 0)).toBe('wss://d.example/v1/tasks/t/events?after=0');
   });
 });
+
+describe('ApiClient.health tells a Dockhand server from anything else at the URL', () => {
+  async function listening(handler: (path: string) => { status: number; type: string; body: string }): Promise<{ url: string; close(): Promise<void> }> {
+    const { createServer } = await import('node:http');
+    const server = createServer((request, response) => {
+      const answer = handler(request.url ?? '/');
+      response.writeHead(answer.status, { 'content-type': answer.type }).end(answer.body);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const address = server.address();
+    const port = typeof address === 'object' && address ? address.port : 0;
+    return { url: `http://127.0.0.1:${port}`, close: () => new Promise((resolve) => server.close(() => resolve())) };
+  }
+
+  it('a Dockhand /healthz gives its version', async () => {
+    const server = await listening(() => ({ status: 200, type: 'application/json', body: JSON.stringify({ ok: true, service: 'dockhand', version: '0.1.0' }) }));
+    try {
+      expect(await new ApiClient({ baseUrl: server.url, token: async () => undefined }).health()).toEqual({ ok: true, service: 'dockhand', version: '0.1.0' });
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('a web server that answers 200 with a page, or 404, is not Dockhand: refused naming the URL and what it answered', async () => {
+    const page = await listening(() => ({ status: 200, type: 'text/html', body: '<html>It works!</html>' }));
+    const missing = await listening(() => ({ status: 404, type: 'text/plain', body: 'Not Found' }));
+    try {
+      const error = await new ApiClient({ baseUrl: page.url, token: async () => undefined }).health().catch((e: unknown) => e);
+      expect(error).toMatchObject({ code: 'not_dockhand', message: `The server at ${page.url} is not a Dockhand server (GET /healthz answered something other than Dockhand's health answer)` });
+      const notFound = await new ApiClient({ baseUrl: missing.url, token: async () => undefined }).health().catch((e: unknown) => e);
+      expect(notFound).toMatchObject({ code: 'not_dockhand', message: `The server at ${missing.url} is not a Dockhand server (GET /healthz answered 404)` });
+    } finally {
+      await page.close();
+      await missing.close();
+    }
+  });
+
+  it('nothing listening is a network error naming the URL', async () => {
+    const gone = await listening(() => ({ status: 200, type: 'text/plain', body: '' }));
+    await gone.close();
+    const error = await new ApiClient({ baseUrl: gone.url, token: async () => undefined }).health().catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'network', message: expect.stringContaining(`Cannot reach the Dockhand server at ${gone.url}`) });
+  });
+});

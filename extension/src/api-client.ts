@@ -4,6 +4,7 @@ import {
   CreateTaskRequest,
   CreateTaskResponse,
   ErrorBody,
+  HealthResponse,
   ReadinessCheckStatus,
   RepoListResponse,
   ReviewRequest,
@@ -140,9 +141,26 @@ export class ApiClient {
     return (await this.request('GET', `/v1/tickets?repo=${encodeURIComponent(repo)}`, Tickets)).tickets;
   }
 
-  /** Whether a Dockhand server answers at the URL at all (no token needed). */
-  async health(): Promise<void> {
-    await this.request('GET', '/healthz', z.unknown(), undefined, { auth: false, timeoutMs: 5_000 });
+  /**
+   * Whether a Dockhand server answers at the URL (no token needed), and its version. Something
+   * else listening there (another web server, a proxy's page) is refused as not Dockhand, naming
+   * what it answered, so sign-in is not tried against it.
+   */
+  async health(): Promise<HealthResponse> {
+    const notDockhand = (answered: string) =>
+      new DockhandError('not_dockhand', `The server at ${this.baseUrl} is not a Dockhand server (GET /healthz answered ${answered})`, {
+        hint: 'Check the server URL ("Dockhand: Set server URL"): use the URL "dockhand serve" or "npm start" printed.',
+      });
+    let answer: unknown;
+    try {
+      answer = await this.request('GET', '/healthz', z.unknown(), undefined, { auth: false, timeoutMs: 5_000 });
+    } catch (error) {
+      if (error instanceof DockhandError && error.code !== 'network') throw notDockhand(error.details.status ? `${error.details.status}` : error.message);
+      throw error;
+    }
+    const parsed = HealthResponse.safeParse(answer);
+    if (!parsed.success) throw notDockhand('something other than Dockhand\'s health answer');
+    return parsed.data;
   }
 
   /** Who the token belongs to; `token` checks a token before it is stored. */

@@ -86,8 +86,18 @@ export function registerCommands(deps: CommandDeps): void {
       ignoreFocusOut: true,
       validateInput: (value) => (/^https?:\/\/[^\s/]+/.test(value.trim()) ? undefined : 'Enter an http:// or https:// URL'),
     });
-    // The configuration listener re-checks the connection with the new URL.
-    if (url) await setServerUrl(url.trim());
+    if (!url) return;
+    await setServerUrl(url.trim());
+    // Said at once, whatever the answer: nothing listening, something that is not Dockhand, or
+    // a Dockhand server and its version (the configuration listener also re-checks).
+    const result = await deps.connection.check();
+    if (result.phase === 'no_server') {
+      const choice = await vscode.window.showErrorMessage(`Dockhand: ${result.detail ?? `no Dockhand server at ${url.trim()}`}`, 'Set server URL', 'Retry');
+      if (choice === 'Set server URL') void vscode.commands.executeCommand('dockhand.setServerUrl');
+      if (choice === 'Retry') void vscode.commands.executeCommand('dockhand.checkConnection');
+    } else if (result.phase !== 'checking') {
+      void vscode.window.showInformationMessage(`Dockhand: connected to Dockhand ${result.version ?? ''} at ${url.trim()}${result.phase === 'signed_in' ? ` as ${result.user ?? ''}` : '; sign in next'}.`.replace('  ', ' '));
+    }
   });
   command('dockhand.checkConnection', async () => {
     const result = await deps.connection.check();

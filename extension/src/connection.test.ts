@@ -9,7 +9,7 @@ import { DockhandError } from './errors';
 import { commands, logChannel } from './test/vscode-stub';
 
 function connection(api: Partial<Record<'health' | 'me', () => Promise<unknown>>>, token: string | undefined) {
-  const client = { baseUrl: 'http://127.0.0.1:8737', health: async () => undefined, me: async () => ({ name: 'dev', role: 'user' }), ...api };
+  const client = { baseUrl: 'http://127.0.0.1:8737', health: async () => ({ ok: true, service: 'dockhand', version: '0.1.0' }), me: async () => ({ name: 'dev', role: 'user' }), ...api };
   const tokens = { get: async () => token };
   return new Connection(() => client as unknown as ApiClient, tokens as unknown as TokenStore, logChannel());
 }
@@ -31,7 +31,7 @@ describe('connection', () => {
     const expired = await connection({ me: async () => Promise.reject(new DockhandError('token_expired', 'token tok_1 expired on 2026-03-01T09:30:00.000Z')) }, 'dh_old').check();
     expect(expired).toMatchObject({ phase: 'signed_out', detail: expect.stringMatching(/^Your Dockhand token expired on 2026-03-01 09:30 UTC: create a new one with "dockhand token create/) });
     const ok = connection({}, 'dh_good');
-    expect(await ok.check()).toEqual({ phase: 'signed_in', user: 'dev', disconnected: false });
+    expect(await ok.check()).toEqual({ phase: 'signed_in', user: 'dev', version: '0.1.0', disconnected: false });
     expect(contextOf('dockhand.signedIn')).toBe(true);
     // The server goes away and comes back: disconnected is its own state, then cleared.
     ok.setReachable(false, 'fetch failed');

@@ -16,6 +16,8 @@ export interface ConnectionState {
   phase: ConnectionPhase;
   /** Signed in: the server's name for the user. */
   user?: string;
+  /** The Dockhand server's version, once `/healthz` identified it. */
+  version?: string;
   /** Why, in words: the unreachable URL, the refused token. */
   detail?: string;
   /** Signed in earlier, but the server stopped answering (the task list or a stream failed). */
@@ -46,12 +48,12 @@ export class Connection implements vscode.Disposable {
     if (this.current.phase !== 'signed_in') this.set({ phase: 'checking', disconnected: false });
     let next: ConnectionState;
     try {
-      await this.api().health();
+      const { version } = await this.api().health();
       const token = await this.tokens.get();
-      if (!token) next = { phase: 'signed_out', detail: `No token for ${url} yet.`, disconnected: false };
+      if (!token) next = { phase: 'signed_out', detail: `No token for ${url} yet.`, version, disconnected: false };
       else {
         const me = await this.api().me();
-        next = { phase: 'signed_in', user: me.name, disconnected: false };
+        next = { phase: 'signed_in', user: me.name, version, disconnected: false };
       }
     } catch (error) {
       if (isSignedOutError(error)) {

@@ -3,7 +3,7 @@ import type { ErrorCode } from '@dockhand/protocol';
 /** The extension's one error type: what went wrong, in words a developer can act on. */
 export class DockhandError extends Error {
   constructor(
-    readonly code: ErrorCode | 'network' | 'not_signed_in' | 'bad_response',
+    readonly code: ErrorCode | 'network' | 'not_signed_in' | 'bad_response' | 'not_dockhand',
     message: string,
     readonly details: { status?: number; field?: string; hint?: string } = {},
   ) {
@@ -36,6 +36,7 @@ export function errorActions(error: unknown): ErrorAction[] {
   if (!(error instanceof DockhandError)) return [{ title: 'Show details', command: 'dockhand.showOutput' }];
   switch (error.code) {
     case 'network':
+    case 'not_dockhand':
       return [
         { title: 'Set server URL', command: 'dockhand.setServerUrl' },
         { title: 'Retry', command: 'dockhand.checkConnection' },

@@ -46,7 +46,8 @@ export class WelcomeView implements vscode.TreeDataProvider<never>, vscode.Dispo
     // The welcome content (package.json viewsWelcome) shows only while the view has no message,
     // so the URL goes in the view's description, beside its title.
     const url = this.serverUrl();
-    this.view.description = connection.phase === 'signed_in' ? `${connection.user ?? ''} @ ${url}` : url;
+    this.view.description =
+      connection.phase === 'signed_in' ? `${connection.user ?? ''} @ ${url}` : connection.phase === 'no_server' ? `no Dockhand server at ${url}` : url;
     const ready = connection.phase === 'signed_in' && this.state.tasks.length > 0;
     this.ready = setContext('dockhand.ready', ready) ?? this.ready;
     void setContext('dockhand.hasTasks', this.state.tasks.length > 0);

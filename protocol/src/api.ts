@@ -78,6 +78,13 @@ export const TaskFileResponse = z.object({
 export type TaskFileResponse = z.infer<typeof TaskFileResponse>;
 
 /** `GET /v1/tickets?repo=`: the forge's open issues. */
+/**
+ * `GET /healthz` (no token): a Dockhand server says so, with its version, so a client told a URL
+ * can tell "nothing listens" from "something else listens" from "a Dockhand server".
+ */
+export const HealthResponse = z.object({ ok: z.literal(true), service: z.literal('dockhand'), version: z.string().min(1) });
+export type HealthResponse = z.infer<typeof HealthResponse>;
+
 export const TicketSummary = z.object({
   id: z.string(),
   title: z.string(),

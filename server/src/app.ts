@@ -12,7 +12,7 @@ import {
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { TicketListResponse, formatFieldPath } from '@dockhand/protocol';
+import { TicketListResponse, formatFieldPath, type HealthResponse } from '@dockhand/protocol';
 import { authHook, requireUser, WS_PROTOCOL } from './api/auth';
 import type { AppDeps } from './api/deps';
 import { approvalRoutes } from './api/approvals';
@@ -28,6 +28,7 @@ import { tokenRoutes } from './api/tokens';
 import { DockhandError, asDockhandError } from './errors';
 import { maySubmit } from './runner/registry';
 import type { Logger } from './log';
+import { SERVER_VERSION } from './version';
 
 export type { AppDeps } from './api/deps';
 
@@ -132,7 +133,7 @@ export async function app(fastify: FastifyInstance, given: AppDeps): Promise<voi
 
   const api = fastify.withTypeProvider<ZodTypeProvider>();
   api.get('/docs/json', { schema: { hide: true } }, async () => fastify.swagger());
-  api.get('/healthz', { schema: { hide: true } }, async () => ({ ok: true }));
+  api.get('/healthz', { schema: { hide: true } }, async (): Promise<HealthResponse> => ({ ok: true, service: 'dockhand', version: SERVER_VERSION }));
   api.get('/readyz', { schema: { hide: true } }, async (request, reply) => {
     const checks: Record<string, string> = {};
     let ok = true;

@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { createServer } from 'node:http';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFixtureRepo, type FixtureRepo } from '../support/fixture-repo';
@@ -11,7 +12,8 @@ import { expectInSideBar } from '../vscode/side-bar';
 /*
  * A developer's first hour with the extension in the real workbench (code-server) at 1440×900
  * with the default layout, against the real fleet server: the extension starts pointed at a URL
- * where nothing answers, is pointed at the server from the welcome view, refuses a wrong token
+ * where nothing answers, is pointed at a web server that is not Dockhand (refused at once, naming
+ * it), then at the server from the welcome view, refuses a wrong token
  * in the sign-in box, signs in; sends a ticket, is told when the task waits for review (a
  * notification and a badge), reviews with two line comments plus text sent in one request; the
  * second round's own changes and all of them open in the multi-file diff editor; one of the two
@@ -24,11 +26,17 @@ let codeServer: CodeServer;
 let browser: Browser;
 let repo: FixtureRepo;
 let wrongUrl: string;
+/** A web server that answers every path with a page, as a mistyped URL's other service would. */
+let notDockhand: { url: string; close(): void };
 
 beforeAll(async () => {
   repo = createFixtureRepo('buggy-calc');
   server = await startRealServer(repo, { stepDelayMs: 150 });
   wrongUrl = `http://127.0.0.1:${await freePort()}`;
+  const page = createServer((_request, response) => response.writeHead(200, { 'content-type': 'text/html' }).end('<html><body>It works!</body></html>'));
+  await new Promise<void>((resolve) => page.listen(0, '127.0.0.1', resolve));
+  const address = page.address();
+  notDockhand = { url: `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`, close: () => page.close() };
   codeServer = await startCodeServer({ vsix: packageExtension(), settings: { 'dockhand.serverUrl': wrongUrl } });
   browser = await launchChromium();
 });
@@ -37,6 +45,7 @@ afterAll(async () => {
   await browser?.close();
   await codeServer?.stop();
   await server?.close();
+  notDockhand?.close();
 });
 
 async function welcomeButton(page: Page, label: string): Promise<void> {
@@ -79,8 +88,18 @@ describe('first run to an approved pull request in VS Code (1440×900)', () => {
       expect(await page.locator('.part.sidebar .pane-header').first().textContent()).toContain(wrongUrl);
       expect(await page.locator('.statusbar').textContent()).toContain('Dockhand: no server');
       await shot('01-no-server');
+
+      // 1b. A web server that is not Dockhand at the URL: said at once, naming the URL; not taken as a server.
+      await welcomeButton(page, 'Set server URL');
+      await workbench.answer(notDockhand.url, 'Dockhand: Set server URL');
+      expect(await workbench.notification('is not a Dockhand server')).toContain(notDockhand.url);
+      expect(await page.locator('.statusbar').textContent()).toContain('Dockhand: no server');
+      expect(await page.locator('.part.sidebar .pane-header').first().textContent()).toContain(`no Dockhand server at ${notDockhand.url}`);
+      await shot('01b-not-dockhand');
+
       await welcomeButton(page, 'Set server URL');
       await workbench.answer(server.url, 'Dockhand: Set server URL');
+      expect(await workbench.notification('connected to Dockhand')).toContain(server.url);
 
       // 2. The server answers; no token yet.
       await page.locator('.part.sidebar .welcome-view-content', { hasText: 'Sign in with an API token' }).waitFor({ timeout: 30_000 });

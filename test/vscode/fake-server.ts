@@ -135,7 +135,7 @@ export async function startFakeServer(options: { stepMs?: number; token?: string
     const text = Buffer.concat(chunks).toString();
     const body: unknown = text ? JSON.parse(text) : undefined;
     requests.push({ method: request.method ?? 'GET', path: url.pathname + url.search, body });
-    if (url.pathname === '/healthz') return send(response, 200, { ok: true });
+    if (url.pathname === '/healthz') return send(response, 200, { ok: true, service: 'dockhand', version: '0.1.0' });
     if (request.headers.authorization !== `Bearer ${token}`) return error(response, 401, 'unauthenticated', 'unknown or revoked token');
     const parts = url.pathname.split('/').filter(Boolean);
     if (request.method === 'GET' && url.pathname === '/v1/tickets') {
