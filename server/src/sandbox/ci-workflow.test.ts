@@ -140,6 +140,27 @@ describe('real workflows', () => {
     expect(found.steps.map((step) => step.command)).toEqual(['npm run type', 'npm run unit']);
   });
 
+  it('lukeed/dequal 37c21f6: the Node 18 cell\'s coverage steps; its codecov upload is left out; the global c8 install stays as written', () => {
+    const found = job({ 'ci.yml': 'dequal-ci-upstream.yml' }, { nodeMajor: 18 });
+    expect(found.cell).toEqual({ nodejs: 18 });
+    expect(found.install).toEqual(['npm install']);
+    expect(found.steps).toEqual([{ name: 'Test w/ Coverage', command: 'set -e\nnpm install -g c8\nc8 --include=src npm test' }]);
+    // On a line below 18 the plain test step runs instead.
+    expect(job({ 'ci.yml': 'dequal-ci-upstream.yml' }, { nodeMajor: 12 }).steps).toEqual([{ name: 'Test', command: 'npm test' }]);
+  });
+
+  it('eslint/rewrite cc71fb5: "npm install and test" in one step — the install goes where installs run, the test stays', () => {
+    const found = job({ 'ci.yml': 'eslint-rewrite-ci.yml' });
+    expect(found.install).toEqual(['npm install']);
+    expect(found.steps).toEqual([{ name: 'npm install and test', command: 'npm run test:unit', env: { CI: 'true' } }]);
+  });
+
+  it('facebook/prop-types 1c9c631: the matrix\'s `yarn add react@17` is an install; `yarn list` is set-up', () => {
+    const found = job({ 'ci.yml': 'prop-types-ci.yml' });
+    expect(found.install).toEqual(['yarn install', 'yarn add react@17']);
+    expect(found.steps.map((step) => step.command)).toEqual(['yarn run pretest', 'yarn run tests-only', 'yarn run build']);
+  });
+
   it('falls back, saying why, where the tests need what the sandbox lacks or another job made', () => {
     expect(read({ 'test.yml': 'pluggy-test.yml' }).reason).toContain(".github/workflows/test.yml › test needs another job's artifacts");
     expect(read({ 'tests.yaml': 'click-tests.yaml' }).reason).toContain('.github/workflows/tests.yaml › tests runs its tests with uv, which the sandbox does not have');
@@ -315,6 +336,31 @@ jobs:
     });
     expect(found).toMatchObject({ via: '.github/workflows/ci.yml › unit', job: 'run', install: ['cd packages/core && npm ci'] });
     expect(found.steps).toEqual([{ name: 'npm run test:unit', command: 'npm run test:unit', cwd: 'packages/core' }]);
+  });
+
+  it('without setup-node (nvm in a run step), the cell\'s own node-version picks the line', () => {
+    const found = job({
+      'ci.yml': written(`  test:
+    runs-on: ubuntu-latest
+    strategy:
+      matrix:
+        include:
+          - { name: Node.js 0.10, node-version: '0.10' }
+          - { name: Node.js 20.x, node-version: '20.19' }
+          - { name: Node.js 22.x, node-version: '22.12' }
+    steps:
+      - name: Install Node.js \${{ matrix.node-version }}
+        run: nvm install --default \${{ matrix.node-version }}
+      - run: npm install
+      - name: Run tests
+        run: npm run test-ci
+`),
+    });
+    expect(found.cell['node-version']).toBe('22.12');
+    // nvm's Node is the runner's set-up: the sandbox brings the recipe's Node.
+    expect(found.otherInstalls).toEqual([]);
+    expect(found.install).toEqual(['npm install']);
+    expect(found.steps).toEqual([{ name: 'Run tests', command: 'npm run test-ci' }]);
   });
 
   it('tox -e names tox.ini; nox names noxfile.py', () => {

@@ -64,19 +64,21 @@ const text = (value: unknown): string | undefined => (typeof value === 'string' 
 
 /** A command that runs tests: a test script, a runner, tox / nox, `make test`, `scripts/test`. */
 const TEST_COMMAND = /(?:^|[\s;&|(/'"])(?:tests?(?:[:_-][\w:.-]*)?|vitest|jest|mocha|ava|tap|tape|uvu|pytest|py\.test|tox|nox|unittest|c8|nyc|node --test|make (?:check|ci|unit|coverage)|unit|specs?)(?=$|[\s;&|)'"])/m;
-const INSTALL_LINE = /^(?:npm\s+(?:ci|install|i)(?:\s|$)|pnpm\s+(?:install|i|add)(?:\s|$)|yarn(?:\s+install)?(?:\s+--?[\w-]+(?:=\S+)?)*\s*$|(?:python3?\s+-m\s+)?pip3?\s+install\s)/;
+const INSTALL_LINE = /^(?:npm\s+(?:ci|install|i)(?:\s|$)|pnpm\s+(?:install|i|add)(?:\s|$)|yarn\s+add\s|yarn(?:\s+install)?(?:\s+--?[\w-]+(?:=\S+)?)*\s*$|(?:python3?\s+-m\s+)?pip3?\s+install\s)/;
 const OTHER_INSTALL_LINE = /^(?:bun\s+install|uv\s+(?:sync|pip\s+install)|poetry\s+install|pdm\s+(?:install|sync)|pipenv\s+(?:install|sync)|pip-sync|hatch\s+env|\.?\/?scripts\/(?:install|bootstrap|setup)|make\s+(?:install|deps|setup|dev)\b|deno\s+install|(?:npx|pnpm\s+exec|yarn)\s+playwright\s+install|playwright\s+install|node\s+\S*puppeteer\S*install)/;
 /** Lines that set up the runner or print, neither install nor check (a step of only these is left out). */
-const SETUP_LINE = /^(?:echo|printf|ls|cat|pwd|env|printenv|date|which|type|whoami|uname|df|free|nproc|node\s+(?:-v|--version|-p)|npm\s+(?:-v|--version|config|set)|pnpm\s+(?:-v|--version|config|store)|yarn\s+(?:-v|--version|config)|python3?\s+(?:-VV?|--version|-m\s+site)|pip3?\s+(?:--version|list|freeze|config)|git\s+(?:config|fetch|status|log|--version|submodule)|corepack|sudo|apt(?:-get)?\s|brew\s|choco\s|mkdir|chmod|export\s|set\s+[-+]|(?:npm|pnpm)\s+(?:i|install|add)\s+(?:-g|--global)|npm\s+i\s+-fg|yarn\s+global|codecov|coveralls|(?:npx\s+)?nx-cloud\s|bash\s+<\(curl|curl\s|wget\s|gh\s)/;
+const SETUP_LINE = /^(?:echo|printf|ls|cat|pwd|env|printenv|date|which|type|whoami|uname|df|free|nproc|node\s+(?:-v|--version|-p)|npm\s+(?:-v|--version|config|set)|pnpm\s+(?:-v|--version|config|store)|yarn\s+(?:-v|--version|config)|python3?\s+(?:-VV?|--version|-m\s+site)|pip3?\s+(?:--version|list|freeze|config)|(?:npm|pnpm)\s+(?:ls|list)\b|yarn\s+list\b|git\s+(?:config|fetch|status|log|--version|submodule)|corepack|nvm\s|sudo|apt(?:-get)?\s|brew\s|choco\s|mkdir|chmod|export\s|set\s+[-+]|(?:npm|pnpm)\s+(?:i|install|add)\s+(?:-g|--global)|npm\s+i\s+-fg|yarn\s+global|codecov|coveralls|(?:npx\s+)?nx-cloud\s|bash\s+<\(curl|curl\s|wget\s|gh\s)/;
 /** Launchers the sandbox does not have: a test step that needs one rules the job out. */
 const MISSING_TOOL = /^(?:bun|bunx|deno|uv|uvx|poetry|pdm|hatch|rye|pixi|pipx|conda|mamba|micromamba|nix|docker|docker-compose)$/;
-const JOB_SKIPPED = /\b(?:release|releases|deploy|deployment|publish|docs?|pages|codeql|stale|labels?|lock|dependabot|coveralls|codecov|upload|benchmarks?|size)\b/i;
+const JOB_SKIPPED = /\b(?:release|releases|deploy|deployment|publish|docs?|pages|codeql|stale|labels?|lock|dependabot|coveralls|codecov|upload|benchmarks?|size|skip)\b/i;
+/** A coverage upload (a line of it makes the whole step one): left out as the brief's uploads are. */
+const UPLOAD_LINE = /(?:codecov|coveralls|codacy|bash\s+<\(curl|curl\s.*\|\s*(?:ba)?sh\b)/;
 const JOB_TEST = /^(?:tests?|unit[-_ ]?tests?|tests?[-_ ]unit)$/i;
 /** Workflow files whose test job is the one pull requests meet, before `ci-alternative-runtime.yml` and the like. */
 const FILE_PREFERRED = /^(?:ci|tests?|main|build|checks?|pr|pull[-_]request|nodejs|node|python|unit)\.ya?ml$/i;
 /** A step called "Run tests" runs tests whatever its command (`make ci`, `npm run unit`); "Install test dependencies" does not. */
-const TEST_NAME = /\b(?:tests?|testing|pytest|specs?)\b/i;
-const NOT_TEST_NAME = /\b(?:install|installs|set ?up|dependencies|deps|upload|publish|build)\b/i;
+const TEST_NAME = /^(?:run\s+(?:the\s+)?)?(?:unit\s+|all\s+)?(?:tests?|testing|pytest|specs?)\b|\b(?:tests?|specs?)$/i;
+const NOT_TEST_NAME = /\b(?:install|installs|set ?up|dependencies|deps|upload|publish|publication|release|deploy|build|skip|skipping)\b/i;
 const INSTALL_NAME = /\b(?:install|dependencies|deps|bootstrap)\b/i;
 const JOB_PREFERRED = /^(?:ci|build|unit|checks?|node|python)$/i;
 const JOB_LATER = /(?:integration|downstream|smoke|nightly|canary|bench|windows|macos|lint)/i;
@@ -101,11 +103,12 @@ type StepKind = 'install' | 'other-install' | 'setup' | 'check';
 
 function classify(run: string, name: string): StepKind {
   const lines = commandLines(run);
-  if (INSTALL_NAME.test(name) && !TEST_COMMAND.test(run) && !lines.every((line) => INSTALL_LINE.test(line) || SETUP_LINE.test(line))) return 'other-install';
-  if (lines.some((line) => TEST_COMMAND.test(line) && !INSTALL_LINE.test(line))) return 'check';
-  if (lines.some((line) => OTHER_INSTALL_LINE.test(line))) return 'other-install';
-  const installs = lines.filter((line) => INSTALL_LINE.test(line) && !SETUP_LINE.test(line));
-  if (installs.length > 0) return lines.every((line) => INSTALL_LINE.test(line) || SETUP_LINE.test(line)) ? 'install' : 'check';
+  const setupOrInstall = (line: string): boolean => INSTALL_LINE.test(line) || SETUP_LINE.test(line) || UPLOAD_LINE.test(line);
+  if (INSTALL_NAME.test(name) && !TEST_COMMAND.test(run) && !lines.every(setupOrInstall)) return 'other-install';
+  if (lines.some((line) => OTHER_INSTALL_LINE.test(line)) && !lines.some((line) => TEST_COMMAND.test(line) && !INSTALL_LINE.test(line))) return 'other-install';
+  // An install step keeps only its install lines (a download or an upload beside them is the runner's).
+  if (lines.some((line) => INSTALL_LINE.test(line) && !SETUP_LINE.test(line)) && lines.every(setupOrInstall)) return 'install';
+  if (lines.some((line) => UPLOAD_LINE.test(line))) return 'setup';
   return lines.every((line) => SETUP_LINE.test(line)) ? 'setup' : 'check';
 }
 
@@ -247,8 +250,9 @@ function jobInCell(input: JobInput, cell: Record<string, unknown>): CiTestJob | 
     const run = text(step.run);
     const shell = text(step.shell);
     if (run === undefined || (shell !== undefined && !/^(?:bash|sh)\b/.test(shell))) continue;
-    const command = expand(run.trim(), scope);
-    if (command === undefined) continue; // needs a secret, an input or a step's output
+    const expanded = expand(run.trim(), scope);
+    if (expanded === undefined) continue; // needs a secret, an input or a step's output
+    let command = expanded;
     const cwd = relativeDirectory(expand(text(step['working-directory']) ?? defaults ?? '', scope));
     const stepName = expand(text(step.name) ?? '', scope) ?? '';
     const kind = classify(command, stepName);
@@ -262,6 +266,14 @@ function jobInCell(input: JobInput, cell: Record<string, unknown>): CiTestJob | 
       job.otherInstalls.push(inDirectory(command));
       installed = true;
     } else if (kind === 'check') {
+      // `npm install` then `npm test` in one step: the install runs where installs run (the build has the network).
+      const lines = scriptLines(command);
+      const leading = lines.findIndex((line) => !INSTALL_LINE.test(commandLines(line)[0] ?? '') || SETUP_LINE.test(commandLines(line)[0] ?? ''));
+      if (leading > 0 && lines.length > 1) {
+        job.install.push(inDirectory(lines.slice(0, leading).join(' && ')));
+        installed = true;
+        command = lines.slice(leading).join('\n');
+      }
       const name = (stepName || command.split('\n')[0] || command).slice(0, 200);
       const stepsEnv = Object.fromEntries(Object.entries(stepEnv).filter(([key]) => !/^(?:FORCE_COLOR|TERM)$/.test(key)));
       const missing = commandLines(command).map(launcherOf).find((tool) => MISSING_TOOL.test(tool));
@@ -312,7 +324,9 @@ function readJob(input: JobInput): CiTestJob | string {
   const jobs = readings.filter((reading): reading is CiTestJob => typeof reading !== 'string');
   if (jobs.length === 0) return readings[0] as string;
   const distance = (job: CiTestJob): number => {
-    const node = job.nodeSpecs.map(major).filter((value): value is number => value !== undefined);
+    // Without setup-node (nvm in a run step), the cell's own node-version says the line.
+    const named = job.nodeSpecs.length > 0 ? job.nodeSpecs : Object.entries(job.cell).filter(([key]) => /^node(?:[-_]?(?:js|version))?$/i.test(key)).map(([, value]) => String(value));
+    const node = named.map(major).filter((value): value is number => value !== undefined);
     const nodeOff = preference.nodeMajor === undefined || node.length === 0 ? 0 : Math.min(...node.map((value) => Math.abs(value - (preference.nodeMajor ?? value))));
     const wanted = pythonMinor(preference.python);
     const minor = pythonMinor(job.python);
