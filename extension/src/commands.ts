@@ -196,9 +196,11 @@ export function registerCommands(deps: CommandDeps): void {
 /** "Cancel" asks first: it ends the task for good (the diff so far is kept). */
 export async function cancelTask(deps: Pick<CommandDeps, 'state' | 'actions'>, taskId: string): Promise<boolean> {
   const title = deps.state.task(taskId)?.ticket.title ?? deps.state.trajectory(taskId).summary.title ?? taskId;
+  // The first button is the dialog's default (Enter): keeping the task, never the destructive choice.
   const sure = await vscode.window.showWarningMessage(
     `Cancel “${title}”?`,
     { modal: true, detail: 'The agent stops now and the task ends; its diff so far is kept. Send a message instead to change its course.' },
+    'Keep it running',
     'Cancel task',
   );
   if (sure !== 'Cancel task') return false;

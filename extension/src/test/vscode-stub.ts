@@ -130,7 +130,7 @@ export class TreeItem {
 
 /** What the UI showed, and the answers it will give next. */
 export const ui = {
-  shown: [] as Array<{ kind: string; message: string; items?: string[] }>,
+  shown: [] as Array<{ kind: string; message: string; items?: string[]; buttons?: string[] }>,
   /** Answers for showQuickPick / createQuickPick (a label prefix), showInputBox and showWarningMessage, in order. */
   answers: [] as Array<string | undefined>,
   quickPickItems: [] as string[][],
@@ -153,8 +153,8 @@ const labelOf = (item: Item): string => (typeof item === 'string' ? item : item.
 
 function record(kind: string) {
   return async (message: string, ...rest: unknown[]): Promise<string | undefined> => {
-    ui.shown.push({ kind, message });
     const buttons = rest.filter((value): value is string => typeof value === 'string');
+    ui.shown.push({ kind, message, ...(buttons.length ? { buttons } : {}) });
     if ((kind === 'warning' && buttons.length) || (kind === 'error' && buttons.length && ui.answers.length)) return ui.next(kind);
     return undefined;
   };
