@@ -1,10 +1,41 @@
 import { z } from 'zod';
 import { capLine } from './output';
 import { asArgument, toWorkspacePath } from './paths';
-import type { ContentHit } from '../../sandbox/types';
+import type { ContentHit, Sandbox } from '../../sandbox/types';
 import { ToolError, defineTool, type ToolOutput } from './types';
 
 const MAX_LINE_CHARS = 300;
+/** Files past this are not searched: a single one is refused at once, a directory's are skipped. */
+export const MAX_SEARCH_FILE_BYTES = 16 * 1024 * 1024;
+
+const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+
+/**
+ * The path as read_file takes it, before any search: resolved inside the sandbox with every
+ * symlink followed, and refused when that leads outside the workspace (ripgrep follows a symlink
+ * given as its path, and read_file refuses the same path); a single file over the cap is refused
+ * at once with its size instead of a search that runs into its timeout. A line slice of no lines
+ * and no bytes is a stat: nothing of the file is read.
+ */
+async function checkSearchPath(sandbox: Sandbox, path: string): Promise<void> {
+  if (path === '.' || !sandbox.readLines) return;
+  let bytes: number;
+  try {
+    bytes = (await sandbox.readLines(path, { start: 1, count: 0, maxLineChars: 0, maxBytes: 0 })).bytes;
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    const exitCode = typeof error === 'object' && error !== null && 'exitCode' in error ? error.exitCode : undefined;
+    if (exitCode === 3 || /outside the workspace|escapes the workspace/i.test(message)) {
+      throw new ToolError(`path: ${path} leads outside the workspace (through a symlink); search stays inside it, as read_file does`);
+    }
+    if (/no such file|does not exist/i.test(message)) throw new ToolError(`path: ${path} does not exist in the workspace`);
+    // A directory (or anything else a slice cannot be cut of): ripgrep walks it without following symlinks.
+    return;
+  }
+  if (bytes > MAX_SEARCH_FILE_BYTES) {
+    throw new ToolError(`path: ${path} is ${mib(bytes)}, over search's ${mib(MAX_SEARCH_FILE_BYTES)} cap; search a smaller file, or use run_command (grep -c, head) on this one`);
+  }
+}
 
 const RipgrepText = z.object({ text: z.string().optional(), bytes: z.string().optional() });
 const RipgrepLine = z.discriminatedUnion('type', [
@@ -44,6 +75,7 @@ export const searchTool = defineTool({
   input: SearchInput,
   async run(input, { sandbox, signal }) {
     const path = toWorkspacePath(input.path);
+    await checkSearchPath(sandbox, path);
     // The sandbox's resident search answers as ripgrep would, from memory, when it can.
     const resident = await sandbox.searchContent?.({
       pattern: input.pattern,
@@ -59,7 +91,8 @@ export const searchTool = defineTool({
       if (resident.matches === 0) return { output: `No matches for ${JSON.stringify(input.pattern)} in ${path}.`, isError: false };
       return formatHits(resident.hits, resident.matches, input.max_results);
     }
-    const args = ['rg', '--json', '--no-require-git', '--hidden', '-g', '!.git', '--max-count', String(input.max_results + 1)];
+    // No --follow: ripgrep does not walk into symlinks, so a link to outside the workspace is not searched.
+    const args = ['rg', '--json', '--no-require-git', '--hidden', '-g', '!.git', '--max-filesize', String(MAX_SEARCH_FILE_BYTES), '--max-count', String(input.max_results + 1)];
     if (input.context_lines > 0) args.push('-C', String(input.context_lines));
     if (input.case_insensitive) args.push('-i');
     if (input.fixed_strings) args.push('-F');
