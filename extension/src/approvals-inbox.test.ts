@@ -5,7 +5,7 @@ vi.mock('vscode', () => import('./test/vscode-stub'));
 import type { InboxApproval, Task } from '@dockhand/protocol';
 import { sampleTask } from '../../webview-ui/src/test/recorded-stream';
 import type { ApiClient } from './api-client';
-import { showApprovalInbox } from './approvals-inbox';
+import { requestedWhen, showApprovalInbox } from './approvals-inbox';
 import { DockhandState } from './dockhand-state';
 import type { TaskSessions } from './task-sessions';
 import { memento, ui } from './test/vscode-stub';
@@ -75,5 +75,13 @@ describe('Show approvals waiting for me', () => {
     expect(await showApprovalInbox(t.deps)).toBeUndefined();
     expect(ui.shown).toContainEqual({ kind: 'info', message: 'Dockhand: nothing waits for your decision.' });
     expect(ui.quickPickItems).toEqual([]);
+  });
+});
+
+describe('when an approval was requested', () => {
+  it('is said as how long ago and the clock time, never a raw ISO timestamp', () => {
+    const now = Date.parse('2026-11-29T12:12:00.000Z');
+    expect(requestedWhen('2026-11-29T12:00:00.000Z', now)).toBe('12 min ago (12:00 UTC)');
+    expect(requestedWhen('2026-11-27T09:30:00.000Z', now)).toBe('2 days ago (2026-11-27 09:30 UTC)');
   });
 });

@@ -1,4 +1,5 @@
 import type { InboxApproval } from '@dockhand/protocol';
+import { relativeTime } from '@dockhand/webview-ui/task-identity';
 import * as vscode from 'vscode';
 import type { ApiClient } from './api-client';
 import type { DockhandState } from './dockhand-state';
@@ -25,12 +26,21 @@ interface InboxItem extends vscode.QuickPickItem {
   approval: InboxApproval;
 }
 
-function item(approval: InboxApproval): InboxItem {
+/** "12 min ago (14:02 UTC)": how long it has waited, and when, never a raw ISO timestamp. */
+export function requestedWhen(iso: string, now: number): string {
+  const at = new Date(iso);
+  if (Number.isNaN(at.getTime())) return iso;
+  const clock = at.toISOString().slice(11, 16);
+  const day = now - at.getTime() < 20 * 3_600_000 ? '' : `${at.toISOString().slice(0, 10)} `;
+  return `${relativeTime(iso, now)} (${day}${clock} UTC)`;
+}
+
+function item(approval: InboxApproval, now: number): InboxItem {
   const what = approval.kind === 'command' && approval.command ? `${KIND_LABEL.command}: ${approval.command}` : KIND_LABEL[approval.kind];
   return {
     label: approval.taskTitle,
     description: `${what} · ${approval.taskOwner} · ${approval.repo}`,
-    detail: `${approval.reason} · requested ${approval.requestedAt}`,
+    detail: `${approval.reason} · requested ${requestedWhen(approval.requestedAt, now)}`,
     approval,
   };
 }
@@ -42,7 +52,8 @@ export async function showApprovalInbox(deps: ApprovalInboxDeps): Promise<string
     void vscode.window.showInformationMessage('Dockhand: nothing waits for your decision.');
     return undefined;
   }
-  const picked = await vscode.window.showQuickPick(approvals.map(item), {
+  const now = Date.now();
+  const picked = await vscode.window.showQuickPick(approvals.map((approval) => item(approval, now)), {
     title: `Dockhand: approvals waiting for you (${approvals.length}${more ? '+' : ''})`,
     placeHolder: 'Pick one to open its task in the side panel',
     matchOnDescription: true,
