@@ -127,13 +127,22 @@ export function activate(context: vscode.ExtensionContext): void {
     }),
   );
 
+  // A signed-in window whose token stops working (expired, revoked) says so once, with the
+  // reason and the way back, whichever request noticed first (a quiet poll included).
+  const signedOutNow = (detail: string): void => {
+    if (connection.state.phase !== 'signed_in') return;
+    connection.signedOut(detail);
+    void vscode.window.showWarningMessage(`Dockhand: signed out: ${detail}`, 'Sign in').then((choice) => {
+      if (choice) void vscode.commands.executeCommand('dockhand.signIn');
+    });
+  };
   const refresh = async (quiet: boolean): Promise<void> => {
     try {
       await state.refreshTasks();
       connection.setReachable(true);
     } catch (error) {
       log.warn(`Listing tasks failed: ${describeError(error)}`);
-      if (isSignedOutError(error)) connection.signedOut(describeError(error));
+      if (isSignedOutError(error)) signedOutNow(describeError(error));
       else connection.setReachable(false, describeError(error));
       if (!quiet) showError(log, 'listing tasks failed', error);
     }
@@ -141,12 +150,7 @@ export function activate(context: vscode.ExtensionContext): void {
   // A stream refused for the token means the window is signed out; the panel says so too.
   register(
     state.onDidChangeStatus(({ status, detail }) => {
-      if (status === 'signed_out' && connection.state.phase === 'signed_in') {
-        connection.signedOut(detail ?? 'The server did not accept your token.');
-        void vscode.window.showWarningMessage('Dockhand: signed out: the server no longer accepts your token.', 'Sign in').then((choice) => {
-          if (choice) void vscode.commands.executeCommand('dockhand.signIn');
-        });
-      }
+      if (status === 'signed_out') signedOutNow(detail ?? 'The server no longer accepts your token.');
     }),
   );
   // Task state changes the streams report are written to the log in full (the panel keeps it short).
