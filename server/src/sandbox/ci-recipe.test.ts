@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { EnvironmentRecipe } from '@dockhand/protocol';
 import { describe, expect, it } from 'vitest';
-import { joinedCommand } from './ci-recipe';
+import { joinedCommand, provisionCommands } from './ci-recipe';
 import { detectRecipe, type RecipeInput } from './recipe';
 
 /*
@@ -43,7 +43,7 @@ describe('the CI as the reference', () => {
   it('a Python repository: its pip installs in the .venv, the cell nearest the sandbox\'s Python, tox recorded (jpadilla/pyjwt)', async () => {
     const recipe = await detectRecipe(repo({ 'pyproject.toml': '[project]\nname = "pyjwt"\n', 'tox.ini': '[tox]\n', '.github/workflows/main.yml': fixture('pyjwt-main.yml') }), versions);
     expect(recipe.install.command).toBe(
-      'python3 -m venv --system-site-packages .venv && python -m pip install --upgrade pip setuptools wheel && python -m pip install --upgrade coverage[toml] virtualenv tox tox-gh-actions',
+      'python3 -m venv --system-site-packages .venv && python -m pip install --upgrade pip setuptools wheel && python -m pip install --upgrade coverage[toml] virtualenv tox tox-gh-actions && (export USING_COVERAGE=3.9 && python -m tox --notest)',
     );
     expect(recipe.python?.version).toBe('3.11');
     expect(recipe.test.command).toBe("(export USING_COVERAGE=3.9 && python -m tox)");
@@ -53,7 +53,7 @@ describe('the CI as the reference', () => {
   it('says where the CI\'s cell asks for another Python than the sandbox has (marshmallow: 3.13)', async () => {
     const recipe = await detectRecipe(repo({ 'pyproject.toml': '[project]\nname = "marshmallow"\n', 'tox.ini': '[tox]\n', '.github/workflows/build-release.yml': fixture('marshmallow-build-release.yml') }), versions);
     expect(recipe.python).toEqual({ version: '3.11', requirements: [], source: "pyproject.toml; the CI's cell asks for Python 3.13, the sandbox has Debian's 3.11" });
-    expect(recipe.install.command).toBe('python3 -m venv --system-site-packages .venv && python -m pip install tox');
+    expect(recipe.install.command).toBe('python3 -m venv --system-site-packages .venv && python -m pip install tox && python -m tox -e py313 --notest');
   });
 
   it('keeps the detected install where the CI\'s is a script, or environment.yml holds lifecycle scripts back', async () => {
@@ -113,5 +113,18 @@ describe('joinedCommand', () => {
     expect(joinedCommand([{ name: 'a', command: 'npm test', cwd: 'app', env: { MODE: "it's", N: '1' } }, { name: 'b', command: 'set -e\nmake\nmake test' }])).toBe(
       "(cd app && export MODE='it'\\''s' N=1 && npm test) && (set -e\nmake\nmake test\n)",
     );
+  });
+});
+
+describe('provisionCommands', () => {
+  it('makes tox and nox environments in the install (the test run has no network), the steps unchanged', () => {
+    expect(
+      provisionCommands([
+        { name: 'tox', command: "tox -e ci-py311 -- -v --color=yes", env: { PIP_UPLOADED_PRIOR_TO: 'P2D' } },
+        { name: 'nox', command: 'nox -s tests', cwd: 'python' },
+        { name: 'chain', command: 'tox -e lint && tox -e py' },
+        { name: 'pytest', command: 'python -m pytest' },
+      ]),
+    ).toEqual(["(export PIP_UPLOADED_PRIOR_TO=P2D && tox -e ci-py311 --notest -- -v --color=yes)", '(cd python && nox -s tests --install-only)']);
   });
 });

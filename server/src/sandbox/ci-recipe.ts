@@ -31,6 +31,26 @@ export function joinedCommand(steps: readonly CiStep[]): string {
     .join(' && ');
 }
 
+/**
+ * tox and nox make their environments (and pip-install into them) when they run; the sandbox has
+ * no network then. Each single-line tox / nox step is run once in the install with `--notest` /
+ * `--install-only` (its env and directory as the step's), so the test run finds them made. The
+ * step itself stays as written.
+ */
+export function provisionCommands(steps: readonly CiStep[]): string[] {
+  const out: string[] = [];
+  for (const step of steps) {
+    if (step.command.includes('\n') || /&&|\|\||;/.test(step.command)) continue;
+    const tool = /^(?:[A-Za-z_]\w*=\S*\s+)*(?:python3?\s+-m\s+)?(tox|nox)(?:\s|$)/.exec(step.command)?.[1];
+    if (!tool) continue;
+    const flag = tool === 'tox' ? '--notest' : '--install-only';
+    const dash = step.command.indexOf(' -- ');
+    const command = dash < 0 ? `${step.command} ${flag}` : `${step.command.slice(0, dash)} ${flag}${step.command.slice(dash)}`;
+    out.push(joinedCommand([{ ...step, command }]));
+  }
+  return out;
+}
+
 /** pnpm/action-setup's version, where the lockfile does not say another manager. */
 export function ciPnpm(ci: CiReading, fromLockfile: { name: PackageManagerName } | undefined): { name: 'pnpm'; range: string; source: string } | undefined {
   const version = ci.job?.pnpm;
@@ -59,8 +79,12 @@ export function followCi(recipe: EnvironmentRecipe, ci: CiReading, file: Environ
     if (!same) recipe.python.source = clip(`${recipe.python.source}; the CI's cell asks for Python ${job.python}, the sandbox has Debian's ${SANDBOX_PYTHON}`);
   }
   const scriptsHeld = file?.lifecycleScripts === false || (file?.skipScripts ?? []).length > 0;
-  if (job.install.length === 0 || job.otherInstalls.length > 0 || scriptsHeld) return;
+  const provision = provisionCommands(job.steps);
+  if (job.install.length === 0 || job.otherInstalls.length > 0 || scriptsHeld) {
+    if (provision.length > 0 && file?.install === undefined) recipe.install = { command: [recipe.install.command, ...provision].join(' && '), source: clip(`${recipe.install.source}; the CI's ${job.runsThrough.join(', ')} environments`) };
+    return;
+  }
   const pip = job.install.some((line) => /\bpip3?\s+install\b/.test(line));
   const venv = python || pip ? ['python3 -m venv --system-site-packages .venv'] : [];
-  recipe.install = { command: [...venv, ...job.install].join(' && '), source: clip(`${job.via ? `${job.via} › ` : ''}${job.file} › ${job.job} (install steps)`) };
+  recipe.install = { command: [...venv, ...job.install, ...provision].join(' && '), source: clip(`${job.via ? `${job.via} › ` : ''}${job.file} › ${job.job} (install steps)`) };
 }
