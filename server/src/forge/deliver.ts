@@ -8,6 +8,7 @@ import { blockedReason, isBlocked, type GatedPolicyResult } from '../policy/over
 import { policyWorkers } from '../policy/pool';
 import type { RepoPolicy } from '../policy/repo-policy';
 import { pushChange, type Person, type PushChangeResult } from './push';
+import { commitText } from './pr-text';
 import { redact } from './redact';
 import type { Forge, PullRequest, PullRequestOutcome } from './types';
 
@@ -113,7 +114,9 @@ function verifyCommitted(checked: PolicyCheckResult, gate: PushGate): (committed
 }
 
 export async function deliverPullRequest(input: DeliverInput): Promise<DeliverResult> {
-  const message = input.commitMessage ?? input.title;
+  // Trailers come only from the server (push.ts adds Co-authored-by): trailer-shaped lines of
+  // the submitter's or model's text are dropped, so no Reviewed-by or Signed-off-by is forged.
+  const message = commitText(input.commitMessage ?? input.title);
   const policy = await enforcePushGateOffThread(input.diff, input.gate, { title: input.title, body: input.body, commitMessage: message });
   const target = await input.forge.pushTarget(input.repo);
   // Masked even after the gate: an owner's override may let a finding through, never its value.
@@ -135,7 +138,7 @@ export async function deliverPullRequest(input: DeliverInput): Promise<DeliverRe
     repo: input.repo,
     branch: input.branch,
     base: input.base ?? (await baseBranch(input, target.defaultBranch)),
-    title: maskSecrets(input.title, { known }),
+    title: maskSecrets(input.title.replace(/[\r\n]+/g, ' '), { known }),
     body: maskSecrets(redact(input.body, [target.token]), { known }),
     draft: true,
   });

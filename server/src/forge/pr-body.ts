@@ -1,10 +1,17 @@
+import { codeSpan, neutralizeInline, neutralizeMarkdown, quoted } from './pr-text';
 import { redact } from './redact';
 
 /**
- * The body of Dockhand's draft PR: what was asked, what was done, the proof (test log,
- * collapsed), policy violations a repo owner overrode, what it cost, and what was set aside
- * (quarantined flaky tests). GitHub caps a body
- * at 65,536 characters, so the test log keeps its head and tail within a budget.
+ * The body of Dockhand's draft PR: what was asked, the proof (test log, collapsed), policy
+ * violations a repo owner overrode, what was left out or set aside (quarantined flaky tests),
+ * what it cost, and last what the agent says it did. GitHub caps a body at 65,536 characters, so
+ * the test log keeps its head and tail within a budget.
+ *
+ * The server's sections come first, and every word the server did not write (the agent's
+ * summary, the ticket title, test names and paths from the repository) is neutralised
+ * (`pr-text.ts`): it cannot mention anyone, load an image, link anywhere but https, or open an
+ * HTML comment that hides a section. The summary comes last, as a quote under its own heading,
+ * so a fake "128 passed" in it reads as the agent's words, below the real figures.
  */
 
 export interface PullRequestReport {
@@ -60,14 +67,15 @@ function formatNumber(value: number): string {
 
 export function buildPullRequestBody(report: PullRequestReport, secrets: ReadonlyArray<string | undefined> = []): string {
   const lines: string[] = [];
-  const ticket = report.ticket.url ? `[${report.ticket.title}](${report.ticket.url})` : report.ticket.title;
-  lines.push(`**Ticket:** ${ticket}${report.ticket.id ? ` (#${report.ticket.id})` : ''}`);
-  if (report.requester) lines.push(`**Requested by:** ${report.requester}`);
+  const title = neutralizeInline(report.ticket.title);
+  const url = report.ticket.url;
+  const ticket = url && /^https:\/\/[^\s<>()]+$/.test(url) ? `[${title}](${url})` : title;
+  lines.push(`**Ticket:** ${ticket}${report.ticket.id ? ` (#${neutralizeInline(report.ticket.id)})` : ''}`);
+  if (report.requester) lines.push(`**Requested by:** ${neutralizeInline(report.requester)}`);
   if (report.allowTestEdits !== undefined) {
-    const by = `the requester${report.requester ? ` (${report.requester})` : ''}${report.allowTestEditsLabel ? ` with the issue label \`${report.allowTestEditsLabel}\`` : ''}`;
+    const by = `the requester${report.requester ? ` (${neutralizeInline(report.requester)})` : ''}${report.allowTestEditsLabel ? ` with the issue label ${codeSpan(report.allowTestEditsLabel)}` : ''}`;
     lines.push(`**Test edits:** ${report.allowTestEdits ? `allowed by ${by}` : 'not allowed (existing tests were not changed)'}`);
   }
-  lines.push('', '## Summary', '', report.summary.trim() || '_No summary._');
 
   if (report.tests) {
     const t = report.tests;
@@ -75,16 +83,16 @@ export function buildPullRequestBody(report: PullRequestReport, secrets: Readonl
     const scope = t.scope === 'full' ? ' (full suite)' : t.scope === 'selected' ? ' (tests selected by the change)' : '';
     const preExisting = t.preExisting ?? [];
     const inherited = preExisting.length > 0 ? ` (${preExisting.length} of them pre-existing)` : '';
-    lines.push('', '## Tests', '', `\`${t.command}\`${scope}: ${t.passed} passed, ${t.failed} failed${inherited}${skipped}`);
+    lines.push('', '## Tests', '', `${codeSpan(t.command)}${scope}: ${t.passed} passed, ${t.failed} failed${inherited}${skipped}`);
     const reproducing = t.reproducing ?? [];
     if (reproducing.length > 0) {
       lines.push('', "**Reproducing tests** — they fail at the base commit; the ticket is about them, so they had to pass:", '');
       const said = { passed: 'passes', failed: 'fails', not_run: 'did not run in this run' } as const;
-      for (const test of reproducing) lines.push(`- \`${test.id}\`: ${said[test.outcome]}`);
+      for (const test of reproducing) lines.push(`- ${codeSpan(test.id)}: ${said[test.outcome]}`);
     }
     if (preExisting.length > 0) {
       lines.push('', '**Pre-existing failures** — these fail at the base commit too (run twice before any change), so this change did not cause them:', '');
-      for (const test of preExisting) lines.push(`- \`${test}\``);
+      for (const test of preExisting) lines.push(`- ${codeSpan(test)}`);
     }
     const log = clip(t.log.trimEnd(), TEST_LOG_BUDGET);
     const marker = fence(log);
@@ -93,20 +101,20 @@ export function buildPullRequestBody(report: PullRequestReport, secrets: Readonl
 
   if (report.policyOverride) {
     const { by, violations } = report.policyOverride;
-    lines.push('', '## Policy overridden', '', `These violations of the repository policy were overridden by ${by}, a repo owner:`, '');
-    for (const v of violations) lines.push(`- \`${v.rule}\`${v.path ? ` \`${v.path}${v.line ? `:${v.line}` : ''}\`` : ''}: ${v.message}`);
+    lines.push('', '## Policy overridden', '', `These violations of the repository policy were overridden by ${neutralizeInline(by)}, a repo owner:`, '');
+    for (const v of violations) lines.push(`- ${codeSpan(v.rule)}${v.path ? ` ${codeSpan(`${v.path}${v.line ? `:${v.line}` : ''}`)}` : ''}: ${neutralizeInline(v.message)}`);
   }
 
   if (report.leftOut && report.leftOut.files.length > 0) {
     const { by, files } = report.leftOut;
-    lines.push('', '## Left out in review', '', `${by.join(', ') || 'The reviewer'} did not accept the changes to these files, so they are not in this pull request (the tests ran with them in):`, '');
-    for (const path of files) lines.push(`- \`${path}\``);
+    lines.push('', '## Left out in review', '', `${by.map(neutralizeInline).join(', ') || 'The reviewer'} did not accept the changes to these files, so they are not in this pull request (the tests ran with them in):`, '');
+    for (const path of files) lines.push(`- ${codeSpan(path)}`);
   }
 
   const quarantined = report.quarantined ?? [];
   if (quarantined.length > 0) {
     lines.push('', '## Quarantined flaky tests', '', 'These failed intermittently and were not counted:', '');
-    for (const test of quarantined) lines.push(`- \`${test}\``);
+    for (const test of quarantined) lines.push(`- ${codeSpan(test)}`);
   }
 
   const u = report.usage;
@@ -118,8 +126,12 @@ export function buildPullRequestBody(report: PullRequestReport, secrets: Readonl
     '|---|---|---|---|---|',
     `| ${u.turns} | ${formatNumber(u.inputTokens)} | ${formatNumber(u.outputTokens)} | ${formatNumber(u.cacheReadTokens ?? 0)} | $${u.costUsd.toFixed(2)} |`,
   );
-  const footer = [report.model ? `model ${report.model}` : '', report.taskId ? `task ${report.taskId}` : ''].filter(Boolean).join(', ');
-  lines.push('', `<sub>Opened by Dockhand${footer ? ` (${footer})` : ''}. Review before marking ready.</sub>`, '');
+  const footer = [report.model ? `model ${neutralizeInline(report.model)}` : '', report.taskId ? `task ${neutralizeInline(report.taskId)}` : ''].filter(Boolean).join(', ');
+  lines.push('', `<sub>Opened by Dockhand${footer ? ` (${footer})` : ''}. Review before marking ready.</sub>`);
+
+  // Last, and quoted: the agent's own account. Everything above is the server's.
+  const summary = report.summary.trim();
+  lines.push('', '## Summary (written by the agent)', '', summary ? quoted(neutralizeMarkdown(summary)) : '_No summary._', '');
 
   const body = redact(lines.join('\n'), secrets);
   return body.length > BODY_LIMIT ? `${body.slice(0, BODY_LIMIT - 20)}\n\n… (truncated)\n` : body;

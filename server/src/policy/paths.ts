@@ -42,6 +42,8 @@ export const CI_CONFIG_GLOBS: readonly string[] = [
  */
 export const DEFAULT_PROTECTED_GLOBS: readonly string[] = [
   '.dockhand/**',
+  // Attributes decide what git shows as binary and which drivers run: a reviewed change.
+  '**/.gitattributes',
   '**/*.tf',
   '**/*.tfvars',
   '**/*.tf.json',
