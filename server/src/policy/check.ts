@@ -156,8 +156,19 @@ function archiveViolations(file: BinaryFile): PolicyViolation[] {
   return violations;
 }
 
+/** Text git was told to call binary (`*.js binary` in a .gitattributes): git's own test, no NUL in the first 8000 bytes. */
+const MAX_TEXT_AS_BINARY = 8 * 1024 * 1024;
+function isText(content: Buffer): boolean {
+  return content.length <= MAX_TEXT_AS_BINARY && !content.subarray(0, 8000).includes(0);
+}
+
+/**
+ * A binary file as the policy sees it. One whose content is text (attributes made git write it as
+ * a binary patch) is read as text: every line of it counts as added, so no attribute hides it.
+ */
 function binaryChange(file: BinaryFile): ChangedFile {
-  return { path: file.path, change: file.change, binary: true, added: [], removedCount: 0, removed: [], ...(file.oldPath !== undefined ? { oldPath: file.oldPath } : {}) };
+  const added = file.content && isText(file.content) ? file.content.toString('utf8').split('\n').map((text, index) => ({ line: index + 1, text })) : [];
+  return { path: file.path, change: file.change, binary: added.length === 0, added, removedCount: 0, removed: [], ...(file.oldPath !== undefined ? { oldPath: file.oldPath } : {}) };
 }
 
 export function checkPolicy(input: PolicyCheckInput): PolicyCheckResult & { stats: DiffStats } {

