@@ -151,11 +151,33 @@ describe('DockerSandboxDriver isolation (runsc)', () => {
       expect((await hog.exec({ cmd: ['echo', 'survived'] })).stdout, JSON.stringify(result)).toBe('survived\n');
     } else {
       expect(state.OOMKilled).toBe(true);
-      if (result.exitCode !== -2) expect(result.stderr).toContain('the sandbox was killed: it reached its memory limit');
+      // The call fails saying the sandbox was lost, and why; nothing tells the agent to start another.
+      expect(result.stderr).toMatch(/The sandbox was lost: its container was killed at its memory limit/);
+      expect(result.stderr).not.toMatch(/start a new one/);
     }
     await hog.destroy();
     expect((await docker.info()).ServerVersion).toBeTruthy();
     expect((await sandbox.exec({ cmd: ['echo', 'others live'] })).stdout).toBe('others live\n');
+  });
+
+  it('notices a container that dies under a running command: the call fails at once naming it, later calls too', async () => {
+    const doomed = await driver.create({ image, baseSha: sha });
+    const losses: string[] = [];
+    doomed.onLost((loss) => losses.push(loss.reason));
+    const running = doomed.exec({ cmd: ['bash', '-c', 'sleep 120'], timeoutMs: 150_000 }).then(() => 'returned', (error: unknown) => String(error));
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const killed = Date.now();
+    await docker.getContainer(doomed.id).kill();
+    const outcome = await running;
+    expect(Date.now() - killed).toBeLessThan(10_000);
+    expect(outcome).toMatch(/The sandbox was lost: its container exited \(code \d+\)\. It was running: sleep 120\./);
+    expect(losses).toHaveLength(1);
+    expect(doomed.lost?.running).toEqual(['sleep 120']);
+    const later = Date.now();
+    await expect(doomed.exec({ cmd: ['true'] })).rejects.toThrow(/The sandbox was lost/);
+    await expect(doomed.diff()).rejects.toThrow(/The sandbox was lost/);
+    expect(Date.now() - later).toBeLessThan(500);
+    await doomed.destroy();
   });
 
   it('destroys a sandbox at its wall-clock limit', async () => {
