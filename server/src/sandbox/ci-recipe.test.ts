@@ -43,7 +43,9 @@ describe('the CI as the reference', () => {
   it('a Python repository: its pip installs in the .venv, the cell nearest the sandbox\'s Python, tox recorded (jpadilla/pyjwt)', async () => {
     const recipe = await detectRecipe(repo({ 'pyproject.toml': '[project]\nname = "pyjwt"\n', 'tox.ini': '[tox]\n', '.github/workflows/main.yml': fixture('pyjwt-main.yml') }), versions);
     expect(recipe.install.command).toBe(
-      'python3 -m venv --system-site-packages .venv && python -m pip install --upgrade pip setuptools wheel && python -m pip install --upgrade coverage[toml] virtualenv tox tox-gh-actions && (export USING_COVERAGE=3.9 && python -m tox --notest)',
+      'python3 -m venv --system-site-packages .venv && { python -m pip install --upgrade coverage[toml] virtualenv tox tox-gh-actions; } ' +
+        '|| { echo "dockhand: the CI\'s pip install failed; the detected install follows" >&2 && python3 -m venv --system-site-packages .venv && .venv/bin/pip install -q --no-build-isolation -e .; } ' +
+        '&& (export USING_COVERAGE=3.9 && python -m tox --notest)',
     );
     expect(recipe.python?.version).toBe('3.11');
     expect(recipe.test.command).toBe("(export USING_COVERAGE=3.9 && python -m tox)");
@@ -53,7 +55,7 @@ describe('the CI as the reference', () => {
   it('says where the CI\'s cell asks for another Python than the sandbox has (marshmallow: 3.13)', async () => {
     const recipe = await detectRecipe(repo({ 'pyproject.toml': '[project]\nname = "marshmallow"\n', 'tox.ini': '[tox]\n', '.github/workflows/build-release.yml': fixture('marshmallow-build-release.yml') }), versions);
     expect(recipe.python).toEqual({ version: '3.11', requirements: [], source: "pyproject.toml; the CI's cell asks for Python 3.13, the sandbox has Debian's 3.11" });
-    expect(recipe.install.command).toBe('python3 -m venv --system-site-packages .venv && python -m pip install tox && python -m tox -e py313 --notest');
+    expect(recipe.install.command).toMatch(/^python3 -m venv --system-site-packages \.venv && \{ python -m pip install tox; \} \|\| \{ .* \} && python -m tox -e py313 --notest$/);
   });
 
   it('keeps the detected install where the CI\'s is a script, or environment.yml holds lifecycle scripts back', async () => {

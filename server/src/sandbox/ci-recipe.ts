@@ -84,7 +84,13 @@ export function followCi(recipe: EnvironmentRecipe, ci: CiReading, file: Environ
     if (provision.length > 0 && file?.install === undefined) recipe.install = { command: [recipe.install.command, ...provision].join(' && '), source: clip(`${recipe.install.source}; the CI's ${job.runsThrough.join(', ')} environments`) };
     return;
   }
-  const pip = job.install.some((line) => /\bpip3?\s+install\b/.test(line));
-  const venv = python || pip ? ['python3 -m venv --system-site-packages .venv'] : [];
-  recipe.install = { command: [...venv, ...job.install, ...provision].join(' && '), source: clip(`${job.via ? `${job.via} › ` : ''}${job.file} › ${job.job} (install steps)`) };
+  const pip = (line: string): boolean => /\bpip3?\s+install\b/.test(line);
+  const venv = python || job.install.some(pip) ? ['python3 -m venv --system-site-packages .venv'] : [];
+  let command = [...venv, ...job.install].join(' && ');
+  if (python && job.install.every(pip)) {
+    // Without a package index (none configured, or one that lacks a package), the CI's pip install
+    // fails where the detected one (Debian's packages, no build isolation) may not: it follows, said in the log.
+    command = `${venv.join('')} && { ${job.install.join(' && ')}; } || { echo "dockhand: the CI's pip install failed; the detected install follows" >&2 && ${recipe.install.command}; }`;
+  }
+  recipe.install = { command: [command, ...provision].join(' && '), source: clip(`${job.via ? `${job.via} › ` : ''}${job.file} › ${job.job} (install steps)`) };
 }

@@ -69,7 +69,8 @@ describe('real workflows', () => {
     const found = job({ 'main.yml': 'pyjwt-main.yml' }, SANDBOX, ['tox.ini', 'pyproject.toml']);
     expect(found.cell).toEqual({ platform: 'ubuntu-latest', 'python-version': '3.11' });
     expect(found.install).toEqual([
-      'python -m pip install --upgrade pip setuptools wheel && python -m pip install --upgrade coverage[toml] virtualenv tox tox-gh-actions',
+      // Upgrading pip itself is the runner's set-up: the sandbox's pip is the image's.
+      'python -m pip install --upgrade coverage[toml] virtualenv tox tox-gh-actions',
     ]);
     expect(found.steps).toEqual([{ name: 'Run tox targets for 3.11', command: 'python -m tox', env: { USING_COVERAGE: '3.9' } }]);
     expect(found.runsThrough).toEqual(['tox.ini']);
