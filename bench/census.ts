@@ -73,6 +73,9 @@ function cloneOf(entry: CensusRepo): string {
   const branch = execFileSync('git', ['-C', clone, 'symbolic-ref', '--short', '-q', 'HEAD'], { encoding: 'utf8' }).trim();
   // A fresh --no-checkout clone has no work tree yet: check the branch out (at the listed commit).
   if (head !== entry.commit || branch !== entry.branch || !existsSync(join(clone, '.git', 'index'))) execFileSync('git', ['-C', clone, 'checkout', '--quiet', '-B', entry.branch, entry.commit]);
+  // The fetch tool's snapshots lack files of 4 MiB and more: such a repository is not as its authors keep it.
+  const missing = execFileSync('git', ['-C', clone, 'status', '--porcelain'], { encoding: 'utf8' }).trim();
+  if (missing) throw new Error(`${entry.repo}: the clone is not its commit as committed (the mirror lacks files?): ${missing.split('\n').slice(0, 3).join('; ')}`);
   return clone;
 }
 

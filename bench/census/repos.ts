@@ -113,11 +113,6 @@ export const CENSUS: CensusRepo[] = [
     ci: { workflow: '.github/workflows/validate.yml', job: 'main', cell: 'node lts/-1', node: 'lts/-1', install: steps('npm install'), test: steps('npm run validate') },
   },
   {
-    repo: 'nodeca/js-yaml', commit: '74a01992953302040be3277c08ba214a06f00b87', branch: 'master',
-    language: 'javascript', packageManager: 'npm', runner: 'mocha', monorepo: 'none', traits: ['no-lockfile', 'and-chain'],
-    ci: { workflow: '.github/workflows/ci.yml', job: 'build', cell: 'node-version 14', node: '14', install: steps('npm install'), test: steps('npm test') },
-  },
-  {
     repo: 'micromatch/picomatch', commit: '4f41a8edade7a5ab19832f7b40ecce46b288767f', branch: 'master',
     language: 'javascript', packageManager: 'npm', runner: 'mocha', monorepo: 'none', traits: ['no-lockfile'],
     ci: { workflow: '.github/workflows/test.yml', job: 'run', cell: 'node 16, ubuntu-latest', node: '16', install: steps('npm install -g npm@8', 'npm install'), test: steps('npm run test:ci') },
