@@ -1,6 +1,7 @@
 import type { EnvironmentRecipe } from '@dockhand/protocol';
 import { parse as parseYaml } from 'yaml';
 import { condition, expand, type ExpressionScope } from './ci-expression';
+import { classify, commandLines, INSTALL_LINE, launcherOf, MISSING_TOOL, NOT_TEST_NAME, scriptLines, SETUP_LINE, TEST_COMMAND, TEST_NAME } from './ci-step-kind';
 import { isWorkflowFile, WORKFLOW_DIR, workflowFiles } from './node-ci';
 
 /*
@@ -10,16 +11,23 @@ import { isWorkflowFile, WORKFLOW_DIR, workflowFiles } from './node-ci';
  * written. Pure: the caller passes the workflow texts and the top-level names.
  *
  * The job: one whose steps run tests (`npm test`, `pnpm run test:unit`, vitest, jest, pytest, tox,
- * nox, `make test`, `scripts/test`, …), on a workflow that runs for pushes or pull requests; not a
- * release, deploy, docs or coverage-upload job, not one whose `if:` rules out a pull request (tags,
- * schedule), not one only on Windows or macOS. Among those, a job called test / tests / ci / build /
- * unit first, end-to-end and browser jobs last, then the files' and jobs' order. A job calling a
- * reusable workflow of this repository (`uses: ./.github/workflows/x.yml`) is read through it.
+ * nox, `make test`, `scripts/test`, a step named "Run tests", …), in a workflow that runs for pushes
+ * or pull requests; not a release, deploy, docs, coverage-upload, browser or end-to-end job, not one
+ * whose `if:` rules out a pull request (tags, schedule), not one only on Windows or macOS, not one
+ * allowed to fail. Among those, a job called test / tests first, then ci / build / check, jobs with
+ * services or a container, integration and lint jobs last; then ci.yml-like files, then the files'
+ * and jobs' order. A job calling a reusable workflow of this repository (`uses:
+ * ./.github/workflows/x.yml`) is read through it, with its `with:` as the inputs.
+ *
+ * Steps: `uses:` actions, set-up (echo, corepack, nvm, sudo, git config, pip upgrading itself, …)
+ * and coverage uploads are left out; install lines (npm, pnpm, yarn, pip) are the install, also
+ * where they lead a test step; the rest after the install are the test and check steps, as written.
  *
  * What it does not do: follow composite actions (`uses: ./.github/setup`: their install is the
- * detected one), remote reusable workflows, `fromJSON` matrices it cannot expand, or run a job that
- * needs a tool the sandbox lacks (bun, deno, uv, poetry, pipx, …) or another job's artifacts: those
- * fall back to detection, and `reason` says why.
+ * detected one), remote reusable workflows, `fromJSON` matrices it cannot expand, tests run
+ * through an action (`nick-fields/retry`), every cell of a matrix that splits the suite into parts
+ * (one cell is taken), or run a job that needs a tool the sandbox lacks (bun, deno, uv, poetry,
+ * pipx, …) or another job's artifacts: those fall back to detection, and `reason` says why.
  */
 
 export type CiStep = NonNullable<EnvironmentRecipe['test']['steps']>[number];
@@ -62,60 +70,14 @@ type Mapping = Record<string, unknown>;
 const isMapping = (value: unknown): value is Mapping => value !== null && typeof value === 'object' && !Array.isArray(value);
 const text = (value: unknown): string | undefined => (typeof value === 'string' || typeof value === 'number' ? String(value) : undefined);
 
-/** A command that runs tests: a test script, a runner, tox / nox, `make test`, `scripts/test`. */
-const TEST_COMMAND = /(?:^|[\s;&|(/'"])(?:tests?(?:[:_-][\w:.-]*)?|vitest|jest|mocha|ava|tap|tape|uvu|pytest|py\.test|tox|nox|unittest|c8|nyc|node --test|make (?:check|ci|unit|coverage)|unit|specs?)(?=$|[\s;&|)'"])/m;
-const INSTALL_LINE = /^(?:npm\s+(?:ci|install|i)(?:\s|$)|pnpm\s+(?:install|i|add)(?:\s|$)|yarn\s+add\s|yarn(?:\s+install)?(?:\s+--?[\w-]+(?:=\S+)?)*\s*$|(?:python3?\s+-m\s+)?pip3?\s+install\s)/;
-const OTHER_INSTALL_LINE = /^(?:bun\s+install|uv\s+(?:sync|pip\s+install)|poetry\s+install|pdm\s+(?:install|sync)|pipenv\s+(?:install|sync)|pip-sync|hatch\s+env|\.?\/?scripts\/(?:install|bootstrap|setup)|make\s+(?:install|deps|setup|dev)\b|deno\s+install|(?:npx|pnpm\s+exec|yarn)\s+playwright\s+install|playwright\s+install|node\s+\S*puppeteer\S*install)/;
-/** Lines that set up the runner or print, neither install nor check (a step of only these is left out). */
-const SETUP_LINE = /^(?:echo|printf|ls|cat|pwd|env|printenv|date|which|type|whoami|uname|df|free|nproc|node\s+(?:-v|--version|-p)|npm\s+(?:-v|--version|config|set)|pnpm\s+(?:-v|--version|config|store)|yarn\s+(?:-v|--version|config)|python3?\s+(?:-VV?|--version|-m\s+site)|pip3?\s+(?:--version|list|freeze|config)|(?:python3?\s+-m\s+)?pip3?\s+install\s+(?:(?:-U|--upgrade|-q|--quiet)\s+)*(?:pip|setuptools|wheel)(?:\s+(?:pip|setuptools|wheel))*\s*$|(?:npm|pnpm)\s+(?:ls|list)\b|yarn\s+list\b|git\s+(?:config|fetch|status|log|--version|submodule)|corepack|nvm\s|sudo|apt(?:-get)?\s|brew\s|choco\s|mkdir|chmod|export\s|set\s+[-+]|(?:npm|pnpm)\s+(?:i|install|add)\s+(?:-g|--global)|npm\s+i\s+-fg|yarn\s+global|codecov|coveralls|(?:npx\s+)?nx-cloud\s|bash\s+<\(curl|curl\s|wget\s|gh\s)/;
-/** Launchers the sandbox does not have: a test step that needs one rules the job out. */
-const MISSING_TOOL = /^(?:bun|bunx|deno|uv|uvx|poetry|pdm|hatch|rye|pixi|pipx|conda|mamba|micromamba|nix|docker|docker-compose)$/;
 const JOB_SKIPPED = /\b(?:release|releases|deploy|deployment|publish|docs?|pages|codeql|stale|labels?|lock|dependabot|coveralls|codecov|upload|benchmarks?|size|skip)\b/i;
-/** A coverage upload (a line of it makes the whole step one): left out as the brief's uploads are. */
-const UPLOAD_LINE = /(?:codecov|coveralls|codacy|bash\s+<\(curl|curl\s.*\|\s*(?:ba)?sh\b)/;
 const JOB_TEST = /^(?:tests?|unit[-_ ]?tests?|tests?[-_ ]unit)$/i;
 /** Workflow files whose test job is the one pull requests meet, before `ci-alternative-runtime.yml` and the like. */
 const FILE_PREFERRED = /^(?:ci|tests?|main|build|checks?|pr|pull[-_]request|nodejs|node|python|unit)\.ya?ml$/i;
-/** A step called "Run tests" runs tests whatever its command (`make ci`, `npm run unit`); "Install test dependencies" does not. */
-const TEST_NAME = /^(?:run\s+(?:the\s+)?)?(?:unit\s+|all\s+)?(?:tests?|testing|pytest|specs?)\b|\b(?:tests?|specs?)$/i;
-const NOT_TEST_NAME = /\b(?:install|installs|set ?up|dependencies|deps|upload|publish|publication|release|deploy|build|skip|skipping)\b/i;
-const INSTALL_NAME = /\b(?:install|dependencies|deps|bootstrap)\b/i;
 const JOB_PREFERRED = /^(?:ci|build|unit|checks?|node|python)$/i;
 const JOB_LATER = /(?:integration|downstream|smoke|nightly|canary|bench|windows|macos|lint)/i;
 /** Browser and end-to-end jobs: the sandbox has no browser, nor network to fetch one. */
 const JOB_BROWSER = /(?:e2e|browser|playwright|cypress|selenium|puppeteer|webdriver)/i;
-
-/** The logical lines of a `run:` script (continuations joined), comments and blanks dropped. */
-function scriptLines(run: string): string[] {
-  return run
-    .replace(/\\\n/g, ' ')
-    .split('\n')
-    .map((line) => line.trim())
-    .filter((line) => line !== '' && !line.startsWith('#'));
-}
-
-/** The commands of a script's lines, `cd dir &&` and `VAR=x` prefixes taken off (what classifies a step). */
-function commandLines(run: string): string[] {
-  return scriptLines(run).map((line) => line.replace(/^(?:cd\s+\S+\s*&&\s*)+/, '').replace(/^(?:[A-Za-z_]\w*=\S*\s+)+/, ''));
-}
-
-type StepKind = 'install' | 'other-install' | 'setup' | 'check';
-
-function classify(run: string, name: string): StepKind {
-  const lines = commandLines(run);
-  const setupOrInstall = (line: string): boolean => INSTALL_LINE.test(line) || SETUP_LINE.test(line) || UPLOAD_LINE.test(line);
-  if (INSTALL_NAME.test(name) && !TEST_COMMAND.test(run) && !lines.every(setupOrInstall)) return 'other-install';
-  if (lines.some((line) => OTHER_INSTALL_LINE.test(line)) && !lines.some((line) => TEST_COMMAND.test(line) && !INSTALL_LINE.test(line))) return 'other-install';
-  // An install step keeps only its install lines (a download or an upload beside them is the runner's).
-  if (lines.some((line) => INSTALL_LINE.test(line) && !SETUP_LINE.test(line)) && lines.every(setupOrInstall)) return 'install';
-  if (lines.some((line) => UPLOAD_LINE.test(line))) return 'setup';
-  return lines.every((line) => SETUP_LINE.test(line)) ? 'setup' : 'check';
-}
-
-/** The tool a line starts with, after `cd`, env assignments and `npx`. */
-function launcherOf(line: string): string {
-  return line.replace(/^(?:npx|exec|time|env)\s+/, '').split(/\s+/)[0] ?? '';
-}
 
 function events(on: unknown): string[] {
   return typeof on === 'string' ? [on] : Array.isArray(on) ? on.map(String) : isMapping(on) ? Object.keys(on) : [];

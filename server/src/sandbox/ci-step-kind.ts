@@ -1,0 +1,52 @@
+/*
+ * What one `run:` step of a CI job is: an install (npm, pnpm, yarn, pip: the sandbox can run it
+ * as written), another install (a script, uv, poetry: it cannot), the runner's set-up (echo,
+ * corepack, sudo, uploads), or a test or check. Read from its lines and its name; pure.
+ */
+
+/** A command that runs tests: a test script, a runner, tox / nox, `make test`, `scripts/test`. */
+export const TEST_COMMAND = /(?:^|[\s;&|(/'"])(?:tests?(?:[:_-][\w:.-]*)?|vitest|jest|mocha|ava|tap|tape|uvu|pytest|py\.test|tox|nox|unittest|c8|nyc|node --test|make (?:check|ci|unit|coverage)|unit|specs?)(?=$|[\s;&|)'"])/m;
+export const INSTALL_LINE = /^(?:npm\s+(?:ci|install|i)(?:\s|$)|pnpm\s+(?:install|i|add)(?:\s|$)|yarn\s+add\s|yarn(?:\s+install)?(?:\s+--?[\w-]+(?:=\S+)?)*\s*$|(?:python3?\s+-m\s+)?pip3?\s+install\s)/;
+const OTHER_INSTALL_LINE = /^(?:bun\s+install|uv\s+(?:sync|pip\s+install)|poetry\s+install|pdm\s+(?:install|sync)|pipenv\s+(?:install|sync)|pip-sync|hatch\s+env|\.?\/?scripts\/(?:install|bootstrap|setup)|make\s+(?:install|deps|setup|dev)\b|deno\s+install|(?:npx|pnpm\s+exec|yarn)\s+playwright\s+install|playwright\s+install|node\s+\S*puppeteer\S*install)/;
+/** Lines that set up the runner or print, neither install nor check (a step of only these is left out). */
+export const SETUP_LINE = /^(?:echo|printf|ls|cat|pwd|env|printenv|date|which|type|whoami|uname|df|free|nproc|node\s+(?:-v|--version|-p)|npm\s+(?:-v|--version|config|set)|pnpm\s+(?:-v|--version|config|store)|yarn\s+(?:-v|--version|config)|python3?\s+(?:-VV?|--version|-m\s+site)|pip3?\s+(?:--version|list|freeze|config)|(?:python3?\s+-m\s+)?pip3?\s+install\s+(?:(?:-U|--upgrade|-q|--quiet)\s+)*(?:pip|setuptools|wheel)(?:\s+(?:pip|setuptools|wheel))*\s*$|(?:npm|pnpm)\s+(?:ls|list)\b|yarn\s+list\b|git\s+(?:config|fetch|status|log|--version|submodule)|corepack|nvm\s|sudo|apt(?:-get)?\s|brew\s|choco\s|mkdir|chmod|export\s|set\s+[-+]|(?:npm|pnpm)\s+(?:i|install|add)\s+(?:-g|--global)|npm\s+i\s+-fg|yarn\s+global|codecov|coveralls|(?:npx\s+)?nx-cloud\s|bash\s+<\(curl|curl\s|wget\s|gh\s)/;
+/** Launchers the sandbox does not have: a test step that needs one rules the job out. */
+export const MISSING_TOOL = /^(?:bun|bunx|deno|uv|uvx|poetry|pdm|hatch|rye|pixi|pipx|conda|mamba|micromamba|nix|docker|docker-compose)$/;
+/** A coverage upload (a line of it makes the whole step one): left out as the brief's uploads are. */
+const UPLOAD_LINE = /(?:codecov|coveralls|codacy|bash\s+<\(curl|curl\s.*\|\s*(?:ba)?sh\b)/;
+/** A step called "Run tests" runs tests whatever its command (`make ci`, `npm run unit`); "Install test dependencies" does not. */
+export const TEST_NAME = /^(?:run\s+(?:the\s+)?)?(?:unit\s+|all\s+)?(?:tests?|testing|pytest|specs?)\b|\b(?:tests?|specs?)$/i;
+export const NOT_TEST_NAME = /\b(?:install|installs|set ?up|dependencies|deps|upload|publish|publication|release|deploy|build|skip|skipping)\b/i;
+const INSTALL_NAME = /\b(?:install|dependencies|deps|bootstrap)\b/i;
+
+/** The logical lines of a `run:` script (continuations joined), comments and blanks dropped. */
+export function scriptLines(run: string): string[] {
+  return run
+    .replace(/\\\n/g, ' ')
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '' && !line.startsWith('#'));
+}
+
+/** The commands of a script's lines, `cd dir &&` and `VAR=x` prefixes taken off (what classifies a step). */
+export function commandLines(run: string): string[] {
+  return scriptLines(run).map((line) => line.replace(/^(?:cd\s+\S+\s*&&\s*)+/, '').replace(/^(?:[A-Za-z_]\w*=\S*\s+)+/, ''));
+}
+
+export type StepKind = 'install' | 'other-install' | 'setup' | 'check';
+
+export function classify(run: string, name: string): StepKind {
+  const lines = commandLines(run);
+  const setupOrInstall = (line: string): boolean => INSTALL_LINE.test(line) || SETUP_LINE.test(line) || UPLOAD_LINE.test(line);
+  if (INSTALL_NAME.test(name) && !TEST_COMMAND.test(run) && !lines.every(setupOrInstall)) return 'other-install';
+  if (lines.some((line) => OTHER_INSTALL_LINE.test(line)) && !lines.some((line) => TEST_COMMAND.test(line) && !INSTALL_LINE.test(line))) return 'other-install';
+  // An install step keeps only its install lines (a download or an upload beside them is the runner's).
+  if (lines.some((line) => INSTALL_LINE.test(line) && !SETUP_LINE.test(line)) && lines.every(setupOrInstall)) return 'install';
+  if (lines.some((line) => UPLOAD_LINE.test(line))) return 'setup';
+  return lines.every((line) => SETUP_LINE.test(line)) ? 'setup' : 'check';
+}
+
+/** The tool a line starts with, after `cd`, env assignments and `npx`. */
+export function launcherOf(line: string): string {
+  return line.replace(/^(?:npx|exec|time|env)\s+/, '').split(/\s+/)[0] ?? '';
+}
