@@ -244,10 +244,10 @@ export const CENSUS: CensusRepo[] = [
     ci: { workflow: '.github/workflows/release.yml', job: 'release', node: '24.8.0', tool: '11.9.0', install: steps('pnpm install --frozen-lockfile'), test: steps('pnpm run test:ci') },
   },
   {
-    repo: 'openapi-ts/openapi-typescript', commit: '0cc7ee77d28359c7901d9cd3b5733b70a050ea49', branch: 'main',
-    language: 'typescript', packageManager: 'pnpm', runner: 'vitest', monorepo: 'turbo', traits: [],
-    // pnpm/action-setup with run_install: true runs `pnpm install`.
-    ci: { workflow: '.github/workflows/ci.yml', job: 'test-node-versions', cell: 'node-version 22', node: '22', tool: '10.30.3', install: steps('pnpm install'), test: steps('pnpm test') },
+    repo: 'solidjs/solid', commit: 'f47845f9cc16ecbb316aa6560c7161f45af9a3d8', branch: 'main',
+    language: 'typescript', packageManager: 'pnpm', runner: 'vitest', monorepo: 'turbo', traits: ['and-chain'],
+    // Node from .nvmrc (24); pnpm/action-setup takes packageManager's pnpm.
+    ci: { workflow: '.github/workflows/main-ci.yml', job: 'job', node: '24', tool: '9.15.0', install: steps('pnpm install'), test: steps('pnpm run build', 'pnpm run test\npnpm run coverage') },
   },
   // Python
   {
