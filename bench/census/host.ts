@@ -122,6 +122,7 @@ export async function hostReference(entry: CensusRepo, clone: string, dataDir: s
       env.npm_config_nodedir = dirname(dirname(tools.node));
       result.toolchain = tools.describe;
     }
+    Object.assign(env, entry.ci.env);
     const all = [...install.map((step) => ({ phase: 'install' as const, step })), ...test.map((step) => ({ phase: 'test' as const, step }))];
     let outputs = '';
     for (const [index, { phase, step }] of all.entries()) {

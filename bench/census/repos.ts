@@ -46,6 +46,8 @@ export interface CensusRepo {
     python?: string;
     /** pnpm or yarn version where the workflow or `packageManager` names one. */
     tool?: string;
+    /** The workflow's and the job's `env:` (secrets left out). */
+    env?: Record<string, string>;
     install: CiStep[];
     test: CiStep[];
   };
@@ -115,7 +117,7 @@ export const CENSUS: CensusRepo[] = [
   {
     repo: 'micromatch/picomatch', commit: '4f41a8edade7a5ab19832f7b40ecce46b288767f', branch: 'master',
     language: 'javascript', packageManager: 'npm', runner: 'mocha', monorepo: 'none', traits: ['no-lockfile'],
-    ci: { workflow: '.github/workflows/test.yml', job: 'run', cell: 'node 16, ubuntu-latest', node: '16', install: steps('npm install -g npm@8', 'npm install'), test: steps('npm run test:ci') },
+    ci: { env: { FORCE_COLOR: '2' }, workflow: '.github/workflows/test.yml', job: 'run', cell: 'node 16, ubuntu-latest', node: '16', install: steps('npm install -g npm@8', 'npm install'), test: steps('npm run test:ci') },
   },
   {
     repo: 'markdown-it/markdown-it', commit: '1e8ab89ca299351879169a79d2627fe3a356ce4a', branch: 'master',
@@ -125,7 +127,7 @@ export const CENSUS: CensusRepo[] = [
   {
     repo: 'moment/luxon', commit: 'b6b9d03709085008287ed7f4ce5067f0f4be53f2', branch: 'master',
     language: 'javascript', packageManager: 'npm', runner: 'jest', monorepo: 'none', traits: ['prepare-script'],
-    ci: { workflow: '.github/workflows/test.yml', job: 'build-and-test', cell: 'node-version 22.22.1', node: '22.22.1', install: steps('npm ci'), test: steps('npm run build', 'npm run format-check', 'npm run test') },
+    ci: { env: { LANG: 'en_US.utf8', LIMIT_JEST: 'yes', TZ: 'America/New_York' }, workflow: '.github/workflows/test.yml', job: 'build-and-test', cell: 'node-version 22.22.1', node: '22.22.1', install: steps('npm ci'), test: steps('npm run build', 'npm run format-check', 'npm run test') },
   },
   {
     repo: 'npm/hosted-git-info', commit: '486274464b81ee0c7d133929a2d693a452157788', branch: 'main',
@@ -145,7 +147,7 @@ export const CENSUS: CensusRepo[] = [
   {
     repo: 'uuidjs/uuid', commit: '70177807e9229dfacde2038dc1e722f1828f358a', branch: 'main',
     language: 'typescript', packageManager: 'npm', runner: 'node:test', monorepo: 'none', traits: ['prepare-script'],
-    ci: { workflow: '.github/workflows/ci.yml', job: 'test', cell: 'node-version 22.x', node: '22.x', install: steps('npm ci'), test: steps('npm run test', 'npm run test:node') },
+    ci: { env: { LEFTHOOK: '0' }, workflow: '.github/workflows/ci.yml', job: 'test', cell: 'node-version 22.x', node: '22.x', install: steps('npm ci'), test: steps('npm run test', 'npm run test:node') },
   },
   {
     repo: 'eslint/rewrite', commit: 'cc71fb5bfdec53ef9d4dc8560434ab48453e4085', branch: 'main',
@@ -170,7 +172,7 @@ export const CENSUS: CensusRepo[] = [
   {
     repo: 'fb55/htmlparser2', commit: '9ee7bd95614cc690d86e75e5a6260b76dcd564ea', branch: 'master',
     language: 'typescript', packageManager: 'npm', runner: 'vitest', monorepo: 'none', traits: [],
-    ci: { workflow: '.github/workflows/nodejs-test.yml', job: 'test', cell: 'node 22', node: '22', install: steps('npm ci'), test: steps('npm run build --if-present', 'npm run test:vi') },
+    ci: { env: { CI: 'true', FORCE_COLOR: '2' }, workflow: '.github/workflows/nodejs-test.yml', job: 'test', cell: 'node 22', node: '22', install: steps('npm ci'), test: steps('npm run build --if-present', 'npm run test:vi') },
   },
   {
     repo: 'yargs/yargs-parser', commit: '60f2db5dacde1e94f960ce0941a717f3f422f865', branch: 'main',
@@ -253,7 +255,7 @@ export const CENSUS: CensusRepo[] = [
   {
     repo: 'hukkin/tomli', commit: '920e20b1cf495b63f6d4a6aa3cd5e4ff25f5f5a7', branch: 'master',
     language: 'python', packageManager: 'pip', runner: 'unittest', monorepo: 'none', traits: ['flit'],
-    ci: { workflow: '.github/workflows/tests.yaml', job: 'tests', cell: '3.11, ubuntu-latest', python: '3.11', install: steps('pip install .'), test: steps('python -m unittest') },
+    ci: { env: { FORCE_COLOR: '1' }, workflow: '.github/workflows/tests.yaml', job: 'tests', cell: '3.11, ubuntu-latest', python: '3.11', install: steps('pip install .'), test: steps('python -m unittest') },
     host: { debianPackages: [], install: [], test: [step('python -m unittest', { env: { PYTHONPATH: 'src' } })], note: "Debian 12's flit_core 3.8 cannot build it (the project asks >=3.12; a string `license`): the tests run on the source tree" },
   },
   {
