@@ -129,6 +129,12 @@ async function main(): Promise<void> {
   const entries = spread(only ? CENSUS.filter((entry) => only.includes(entry.repo)) : CENSUS);
   mkdirSync(dataDir, { recursive: true });
   const stored = storedResults();
+  // Host-green repositories first (ready_share counts them), then those without a host result, then red ones.
+  const rank = (entry: CensusRepo) => {
+    const host = stored.get(`host ${entry.repo} ${entry.commit}`);
+    return host?.kind !== 'host' ? 1 : host.green ? 0 : 2;
+  };
+  entries.sort((a, b) => rank(a) - rank(b));
   const needsServer = !values['skip-dockhand'] && (values.force || entries.some((entry) => !stored.has(`dockhand ${entry.repo} ${entry.commit}`)));
   say(`census of ${entries.length} repositories; data ${dataDir} (results.jsonl, dockhand/server.log)`);
   const server = needsServer ? await startCensusServer(join(dataDir, 'dockhand'), Number(values.port)) : undefined;
