@@ -54,6 +54,12 @@ tap16="${DOCKHAND_FEEDBACK_TAP:-${HOME:-/root}/.cache/dockhand/feedback-tap16}"
 install_pins "$tap16" dockhand-feedback-tap16 tap@16.3.10
 echo "node-tap 16 in $tap16"
 
+# jest for side-channel.test.ts (jest inside an `&&` chain, read through the preload), in a cache
+# of its own: its ~270 packages stay out of the other runners' node_modules.
+jest="${DOCKHAND_FEEDBACK_JEST:-${HOME:-/root}/.cache/dockhand/feedback-jest}"
+install_pins "$jest" dockhand-feedback-jest jest@30.5.2
+echo "jest in $jest"
+
 # Yarn berry with Plug'n'Play for side-channel.test.ts: berry from the npm registry
 # (@yarnpkg/cli-dist, as the sandbox's toolchains get it) and a PnP project with mocha installed
 # by it (.pnp.cjs and .yarn/cache, no node_modules), which the test copies into its repository.

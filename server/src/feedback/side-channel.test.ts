@@ -25,6 +25,9 @@ class RecipeSandbox extends HostSandbox {
   }
 }
 
+/** jest 30 in a cache of its own (.ci/needs/feedback.sh). */
+const JEST = process.env.DOCKHAND_FEEDBACK_JEST ?? join(homedir(), '.cache/dockhand/feedback-jest');
+
 /** Yarn berry and a PnP project with mocha installed by it (.ci/needs/feedback.sh). */
 const PNP = process.env.DOCKHAND_FEEDBACK_PNP ?? join(homedir(), '.cache/dockhand/feedback-pnp');
 
@@ -61,6 +64,26 @@ describe('the test command as written, step by step', { timeout: 120_000 }, () =
     const full = await engine.runTests(sandbox, { scope: 'full' });
     expect(full).toMatchObject({ ok: true, passed: 2, preExisting: ['node lint.js (exited with 2)'] });
     expect(full.command).toBe('npm test → node lint.js && node --test test/');
+  });
+
+  it('jest inside an `&&` chain runs as written and is counted per test; the step before it failing does not hide it', async () => {
+    const repo = createRepoOfFiles('jest-chain', {
+      '.gitignore': 'node_modules\n',
+      // The repository's own flags; before, `--json --outputFile=…` was spliced in beside them.
+      'package.json': JSON.stringify({ name: 'steps', scripts: { test: 'node typecheck.js && jest --ci --silent=false' } }),
+      'typecheck.js': "console.error('src/a.ts(1,7): error TS2322'); process.exit(2);\n",
+      'test/math.test.js': "describe('math', () => {\n  it('adds', () => expect(1 + 1).toBe(2));\n  it('breaks', () => expect(1).toBe(2));\n});\n",
+    }, 'fixture');
+    symlinkSync(join(JEST, 'node_modules'), join(repo.path, 'node_modules'));
+    const sandbox = new RecipeSandbox(repo.path, repo.sha, recipe({ command: 'npm test', source: 'package.json' }));
+    const full = await new SmartFeedbackEngine({ repo: 'fixture/jest' }).runTests(sandbox, { scope: 'full' });
+    expect(full.command).toBe('npm test → node typecheck.js && jest --ci --silent=false');
+    expect(full.cases.map((testCase) => [testCase.id, testCase.outcome])).toEqual([
+      ['node typecheck.js (exited with 2)', 'failed'],
+      ['test/math.test.js > math adds', 'passed'],
+      ['test/math.test.js > math breaks', 'failed'],
+    ]);
+    expect(full.steps?.map((step) => [step.counted, step.passed, step.failed])).toEqual([['exit status', 0, 1], ['tests', 1, 1]]);
   });
 
   it('vitest started through a wrapper script is counted per test, the command untouched', async () => {
