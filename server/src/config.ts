@@ -14,6 +14,17 @@ import { DockhandError } from './errors';
 
 const intFromString = z.coerce.number().int();
 
+/** A size as an admin writes it ("10g", "512MiB", "2048" MiB, "off"/"0" for none) in MiB. */
+const mebibytes = z.preprocess((value) => {
+  if (typeof value !== 'string') return value;
+  const text = value.trim().toLowerCase();
+  if (text === 'off') return 0;
+  const match = /^(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?$/.exec(text);
+  if (!match) return value;
+  const scale = { '': 1, k: 1 / 1024, m: 1, g: 1024, t: 1024 * 1024 }[match[2] as '' | 'k' | 'm' | 'g' | 't'];
+  return Math.round(Number(match[1]) * scale);
+}, z.number({ message: 'must be a size such as 10g, 512m or 2048 (MiB), or off' }).int().min(0));
+
 export const Config = z.object({
   dataDir: z.string().min(1).default('./.dockhand-data'),
   /** Evaluation runs the API shows (`GET /v1/evals`, `/metrics`); default `<dataDir>/evals`. */
@@ -55,6 +66,11 @@ export const Config = z.object({
     .object({
       image: z.string().default('dockhand/base:latest'),
       warmPoolSize: intFromString.min(0).max(64).default(0),
+      /**
+       * Each sandbox's /workspace disk limit in MiB (`DOCKHAND_SANDBOX_DISK`, e.g. 10g; 0 or off:
+       * none): a loop-mounted ext4 per sandbox under `<dataDir>/sandbox-disks` (`sandbox/workspace-disk.ts`).
+       */
+      diskMiB: mebibytes.default(10_240),
       /** Development only: run sandboxes on plain runc. Loudly logged. */
       unsafeRunc: z.coerce.boolean().default(false),
       /** npm registry for dependency installs and toolchains (Node, npm, pnpm, yarn); its host is allowed. */
@@ -89,7 +105,7 @@ export const Config = z.object({
         })
         .default({ enabled: true, maxGiB: 4 }),
     })
-    .default({ image: 'dockhand/base:latest', warmPoolSize: 0, unsafeRunc: false, egressHosts: [], depCache: { enabled: true, maxGiB: 4 } }),
+    .default({ image: 'dockhand/base:latest', warmPoolSize: 0, diskMiB: 10_240, unsafeRunc: false, egressHosts: [], depCache: { enabled: true, maxGiB: 4 } }),
   scheduler: z
     .object({
       concurrency: intFromString.min(1).max(256).default(2),
@@ -153,6 +169,7 @@ export const ENV_KEYS: Record<string, string> = {
   DOCKHAND_REPLAY_SESSION: 'model.replaySession',
   DOCKHAND_SANDBOX_IMAGE: 'sandbox.image',
   DOCKHAND_WARM_POOL_SIZE: 'sandbox.warmPoolSize',
+  DOCKHAND_SANDBOX_DISK: 'sandbox.diskMiB',
   DOCKHAND_UNSAFE_RUNC: 'sandbox.unsafeRunc',
   DOCKHAND_NPM_REGISTRY: 'sandbox.registry',
   DOCKHAND_EXTRA_CA_BUNDLE: 'sandbox.extraCaBundle',

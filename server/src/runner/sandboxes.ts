@@ -35,6 +35,7 @@ export async function createSandboxProvider(config: Config, logger: Logger, opti
     ownerId: `server-${randomBytes(4).toString('hex')}`,
     baseImage: config.sandbox.image,
     warmPoolSize: config.sandbox.warmPoolSize,
+    diskMiB: config.sandbox.diskMiB,
     unsafeRunc: config.sandbox.unsafeRunc,
     ...(config.sandbox.registry ? { registry: config.sandbox.registry } : {}),
     ...(config.sandbox.pipIndexUrl ? { pipIndexUrl: config.sandbox.pipIndexUrl } : {}),

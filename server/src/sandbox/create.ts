@@ -10,6 +10,7 @@ import { WarmPool } from './pool';
 import { SandboxService } from './service';
 import { SnapshotManager, type InstallEgress } from './snapshots';
 import type { SandboxLimits } from './types';
+import { WorkspaceDisks } from './workspace-disk';
 
 export interface SandboxServiceConfig {
   dataDir: string;
@@ -17,6 +18,8 @@ export interface SandboxServiceConfig {
   ownerId: string;
   baseImage?: string;
   warmPoolSize?: number;
+  /** Each sandbox's /workspace disk limit in MiB (0: none); default none. */
+  diskMiB?: number;
   unsafeRunc?: boolean;
   limits?: Partial<SandboxLimits>;
   installEgress?: InstallEgress;
@@ -63,7 +66,10 @@ export async function createSandboxService(config: SandboxServiceConfig): Promis
   logger?.info('checking the sandbox host (Docker engine, gVisor runtime)…');
   const host = await checkSandboxHost(docker, { ...(config.unsafeRunc ? { unsafeRunc: true } : {}), ...(logger ? { logger } : {}) });
   logger?.info({ runtime: host.runtime, docker: host.dockerVersion, ms: Date.now() - checking }, 'sandbox host ready');
-  const driver = new DockerSandboxDriver({ docker, ownerId: config.ownerId, runtime: host.runtime, ...(logger ? { logger } : {}), ...(config.limits ? { limits: config.limits } : {}) });
+  const disks = (config.diskMiB ?? 0) > 0 ? new WorkspaceDisks(join(config.dataDir, 'sandbox-disks'), config.diskMiB ?? 0, logger) : undefined;
+  const noDisk = await disks?.unavailable();
+  if (noDisk) logger?.warn({ reason: noDisk }, `sandboxes get no disk limit (DOCKHAND_SANDBOX_DISK=${config.diskMiB} MiB asked): /workspace writes reach the host disk unbounded`);
+  const driver = new DockerSandboxDriver({ docker, ownerId: config.ownerId, runtime: host.runtime, ...(logger ? { logger } : {}), ...(config.limits ? { limits: config.limits } : {}), ...(disks && !noDisk ? { disks } : {}) });
   const mirror = config.mirror ?? new RepoMirror(config.dataDir);
   const extraCaBundle = config.extraCaBundle ?? (existsSync(HOST_CA_BUNDLE) ? HOST_CA_BUNDLE : undefined);
   const egress = config.installEgress ?? (host.egressRuntime ? 'proxy' : 'runc-bridge');

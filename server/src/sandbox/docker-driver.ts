@@ -12,6 +12,7 @@ import { checkSnapshotLabels, type SnapshotIdentity } from './snapshot-labels';
 import { toolchainPath } from './toolchains';
 import type { CreateSandboxOptions, Sandbox, SandboxDriver, SandboxLimits } from './types';
 import { checkoutFromBundle } from './workspace';
+import { imageLayers, type WorkspaceDisk, type WorkspaceDisks } from './workspace-disk';
 
 /** Label keys on every container we create; `reconcile()` finds orphans by them. */
 export const LABELS = {
@@ -36,6 +37,8 @@ export interface DockerSandboxDriverOptions {
   runtime: SandboxRuntime;
   logger?: Logger;
   limits?: Partial<SandboxLimits>;
+  /** A disk limit for each sandbox's /workspace (`workspace-disk.ts`); none without. */
+  disks?: WorkspaceDisks;
 }
 
 export interface DriverStartOptions extends CreateSandboxOptions {
@@ -72,8 +75,11 @@ export class DockerSandboxDriver implements SandboxDriver {
   private readonly logger: Logger | undefined;
   private readonly limits: SandboxLimits;
   private readonly live = new Map<string, DockerSandbox>();
+  private readonly disks: WorkspaceDisks | undefined;
+  private diskWarned = false;
 
   constructor(options: DockerSandboxDriverOptions) {
+    this.disks = options.disks;
     this.docker = options.docker;
     this.ownerId = options.ownerId;
     this.runtime = options.runtime;
@@ -126,12 +132,12 @@ export class DockerSandboxDriver implements SandboxDriver {
     const memory = limits.memoryMiB * 1024 * 1024;
     const snapshot = opts.snapshot;
     let snapshotSha: string | undefined;
-    if (snapshot) {
-      const info = await this.docker.getImage(opts.image).inspect();
-      snapshotSha = checkSnapshotLabels(opts.image, info.Config?.Labels, snapshot).sha;
-    }
+    const info = snapshot || this.disks ? await this.docker.getImage(opts.image).inspect() : undefined;
+    if (snapshot) snapshotSha = checkSnapshotLabels(opts.image, info?.Config?.Labels, snapshot).sha;
     const env = { ...opts.env, ...(snapshot && snapshot.toolchains.length > 0 ? { PATH: toolchainPath(snapshot.toolchains, SANDBOX_PATH) } : {}) };
     const toolchainMounts = (snapshot?.toolchains ?? []).map((tool) => ({ Type: 'bind' as const, Source: tool.hostPath, Target: tool.target, ReadOnly: true }));
+    const disk = await this.workspaceDisk(name, info?.GraphDriver);
+    const diskMounts = disk ? [{ Type: 'bind' as const, Source: disk.path, Target: WORKSPACE }] : [];
     const container = await this.docker.createContainer({
       name,
       Image: opts.image,
@@ -162,7 +168,7 @@ export class DockerSandboxDriver implements SandboxDriver {
           '/run/lock': 'rw,nosuid,nodev,size=1m',
           [SANDBOX_HOME]: 'rw,nosuid,nodev,size=256m,uid=1000,gid=1000,mode=0700',
         },
-        Mounts: toolchainMounts,
+        Mounts: [...toolchainMounts, ...diskMounts],
         NanoCpus: Math.round(limits.cpus * 1e9),
         Memory: memory,
         MemorySwap: memory,
@@ -173,11 +179,18 @@ export class DockerSandboxDriver implements SandboxDriver {
         Ulimits: [{ Name: 'nproc', Soft: limits.pids, Hard: limits.pids }],
         AutoRemove: false,
       },
+    }).catch(async (error: unknown) => {
+      await disk?.release().catch(() => undefined);
+      throw error;
     });
     const sandbox = new DockerSandbox(this.docker, container, container.id, opts.image, opts.baseSha, env, memory, (gone) => {
       this.live.delete(gone.id);
     });
     if (snapshot) sandbox.environment = snapshot.environment;
+    if (disk) {
+      sandbox.diskLimitMiB = this.disks?.sizeMiB;
+      sandbox.addFinalizer(() => disk.release());
+    }
     this.live.set(container.id, sandbox);
     try {
       await container.start();
@@ -222,6 +235,18 @@ export class DockerSandboxDriver implements SandboxDriver {
     wait(0);
   }
 
+  /** The sandbox's workspace disk, when disks are configured and this host and image allow one. */
+  private async workspaceDisk(name: string, graphDriver: unknown): Promise<WorkspaceDisk | undefined> {
+    if (!this.disks) return undefined;
+    const unavailable = (await this.disks.unavailable()) ?? (imageLayers(graphDriver) ? undefined : 'the engine does not store images with overlay2');
+    if (unavailable) {
+      if (!this.diskWarned) this.logger?.warn({ reason: unavailable }, 'sandboxes have no disk limit: /workspace writes reach the host disk unbounded');
+      this.diskWarned = true;
+      return undefined;
+    }
+    return this.disks.mount(name, imageLayers(graphDriver) ?? []);
+  }
+
   /** Starts the wall-clock limit: the sandbox is destroyed when it runs out, whatever it is doing. */
   armWallClock(sandbox: DockerSandbox, seconds = this.limits.wallClockSeconds): void {
     const timer = setTimeout(() => {
@@ -255,6 +280,8 @@ export class DockerSandboxDriver implements SandboxDriver {
       }
     }
     if (removed.length > 0) this.logger?.info({ removed }, 'reconcile removed orphaned sandbox containers');
+    // Disks of containers that are gone (removed above, or a crashed server's removed by hand).
+    await this.disks?.sweep((name) => this.docker.getContainer(name).inspect().then(() => true, (error: unknown) => !isNotFound(error)));
     return { removed };
   }
 

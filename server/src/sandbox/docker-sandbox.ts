@@ -10,6 +10,7 @@ import { sandboxEnvironment } from './environment';
 import { INSTALL_MADE_FUNCTION, INSTALL_MADE_SEPARATOR, installMadeSet, withoutInstallMade } from './install-made';
 import { CappedOutput } from './output';
 import { RESOLVE_INSIDE_WORKSPACE, WORKSPACE, pathError, workspacePath } from './paths';
+import { diskFullNote } from './workspace-disk';
 import type { ContentAnswer, ContentQuery, ExecOptions, ExecResult, FileEntry, Sandbox, SandboxLoss } from './types';
 
 const DEFAULT_TIMEOUT_MS = 120_000;
@@ -66,6 +67,9 @@ export class DockerSandbox implements Sandbox {
   private readonly running = new Map<number, { command?: string; fail?: (error: Error) => void }>();
   private nextRun = 1;
   private readonly disposers: Array<() => void> = [];
+  private readonly finalizers: Array<() => Promise<void>> = [];
+  /** The workspace disk's size (`workspace-disk.ts`), when it has one: a full disk's note names it. */
+  diskLimitMiB: number | undefined;
   private channel: SandboxChannel | undefined;
   private channelStarting = false;
   private channelRetryAt = 0;
@@ -127,6 +131,11 @@ export class DockerSandbox implements Sandbox {
   /** Registers a cleanup (e.g. the wall-clock timer) that runs once at destroy. */
   addDisposer(dispose: () => void): void {
     this.disposers.push(dispose);
+  }
+
+  /** Registers a cleanup that runs once after the container is removed (its workspace disk). */
+  addFinalizer(finalize: () => Promise<void>): void {
+    this.finalizers.push(finalize);
   }
 
   async exec(opts: ExecOptions): Promise<ExecResult> {
@@ -197,6 +206,7 @@ export class DockerSandbox implements Sandbox {
       this.running.delete(runId);
     }
     if (this.loss) throw this.lostError();
+    if (this.diskLimitMiB !== undefined && /No space left on device/i.test(stderr.text() + stdout.text())) stderr.push(Buffer.from(diskFullNote(this.diskLimitMiB)));
     const durationMs = Date.now() - started;
     if (!aborted && durationMs >= timeoutMs && exitCode !== 0) timedOut = true;
     if (exitCode === -1 || exitCode === 137) {
@@ -356,6 +366,8 @@ export class DockerSandbox implements Sandbox {
       await this.container.remove({ force: true, v: true });
     } catch (error) {
       if (!isNotFound(error)) throw error;
+    } finally {
+      for (const finalize of this.finalizers.splice(0)) await finalize().catch(() => undefined);
     }
   }
 
@@ -398,7 +410,8 @@ export class DockerSandbox implements Sandbox {
     if (/No such file/i.test(message)) throw new DockhandError('not_found', `${field} "${path}" does not exist in the workspace`, { field });
     if (/Is a directory/i.test(message)) throw pathError(path, field, 'is a directory');
     if (result.exitCode === 4) throw pathError(path, field, 'is not a directory');
-    throw new DockhandError('bad_request', `${field} "${path}": ${message || `exit ${result.exitCode}`}`, { field });
+    const full = this.diskLimitMiB !== undefined && /ENOSPC|No space left/i.test(message) ? ` ${diskFullNote(this.diskLimitMiB).trim()}` : '';
+    throw new DockhandError('bad_request', `${field} "${path}": ${message || `exit ${result.exitCode}`}${full}`, { field });
   }
 
   /** The channel when it is up; otherwise undefined, starting it in the background unless it just failed to start. */
