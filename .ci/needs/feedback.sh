@@ -54,11 +54,11 @@ tap16="${DOCKHAND_FEEDBACK_TAP:-${HOME:-/root}/.cache/dockhand/feedback-tap16}"
 install_pins "$tap16" dockhand-feedback-tap16 tap@16.3.10
 echo "node-tap 16 in $tap16"
 
-# jest for side-channel.test.ts (jest inside an `&&` chain, read through the preload), in a cache
-# of its own: its ~270 packages stay out of the other runners' node_modules.
+# jest and ava for side-channel.test.ts (jest inside an `&&` chain, ava started by a wrapper, both
+# read through the preload), in a cache of their own: their ~400 packages stay out of the others'.
 jest="${DOCKHAND_FEEDBACK_JEST:-${HOME:-/root}/.cache/dockhand/feedback-jest}"
-install_pins "$jest" dockhand-feedback-jest jest@30.5.2
-echo "jest in $jest"
+install_pins "$jest" dockhand-feedback-jest jest@30.5.2 ava@6.4.1
+echo "jest and ava in $jest"
 
 # Yarn berry with Plug'n'Play for side-channel.test.ts: berry from the npm registry
 # (@yarnpkg/cli-dist, as the sandbox's toolchains get it) and a PnP project with mocha installed

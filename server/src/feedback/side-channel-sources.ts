@@ -9,8 +9,10 @@
  * resolved): jest and vitest get their own JSON reporter, added to the process's own argv before
  * their CLI parses it (the shell command, its `&&` chain and any wrapper are untouched); mocha's
  * runner events are observed (`Runner.prototype.emit`), which keeps the repository's reporter and
- * writes mocha's JSON reporter's shape; node:test's reporter comes from NODE_OPTIONS itself
- * (`--test-reporter=tap` to a file, set by side-channel.ts where the Node version accepts it).
+ * writes mocha's JSON reporter's shape; ava (`--tap`), node-tap (`--reporter=tap`), tape and uvu
+ * report on their own stdout, of which the preload keeps a copy (`process.stdout.write`);
+ * node:test's reporter comes from NODE_OPTIONS itself (`--test-reporter=tap` to a file, set by
+ * side-channel.ts where the Node version accepts it).
  * Every report lands in RESULTS_DIR as `<runner>-<pid>.json`. Plain CommonJS that runs on Node
  * 14 and up; any error inside it is swallowed, so it can never break the step it observes.
  */
@@ -44,8 +46,28 @@ export const PRELOAD_SOURCE = String.raw`'use strict';
       if (!has(['--outputFile'])) process.argv.push('--reporter=json', '--outputFile.json=' + file('vitest'));
     } else if (/\/mocha\/bin\/_?mocha(\.js)?$/.test(main)) {
       observeMocha(file('mocha'));
+    } else if (/\/ava\/(entrypoints\/cli\.mjs|cli\.js)$/.test(main)) {
+      if (!has(['--tap', '-t', '--watch', '-w'])) process.argv.push('--tap');
+      tee(file('ava').replace(/json$/, 'tap'));
+    } else if (/\/tap\/bin\/run\.js$/.test(main)) {
+      if (!has(['-R', '--reporter', '-w', '--watch'])) process.argv.push('--reporter=tap');
+      tee(file('tap').replace(/json$/, 'tap'));
+    } else if (/\/tape\/bin\/tape$/.test(main)) {
+      tee(file('tape').replace(/json$/, 'tap'));
+    } else if (/\/uvu\/bin\.js$/.test(main)) {
+      tee(file('uvu').replace(/json$/, 'txt'));
     }
   } catch (error) { /* never the step's failure */ }
+
+  // Runners whose report is their own stdout (TAP, uvu's lines): a copy of what the process writes there.
+  function tee(target) {
+    var fd = fs.openSync(target, 'w');
+    var write = process.stdout.write;
+    process.stdout.write = function (chunk, encoding) {
+      try { fs.writeSync(fd, typeof chunk === 'string' ? Buffer.from(chunk, typeof encoding === 'string' ? encoding : 'utf8') : Buffer.from(chunk)); } catch (error) { /* the copy only */ }
+      return write.apply(this, arguments);
+    };
+  }
 
   function observeMocha(target) {
     var Module = require('module');

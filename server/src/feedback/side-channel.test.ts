@@ -1,5 +1,5 @@
 import type { EnvironmentRecipe } from '@dockhand/protocol';
-import { cpSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -107,6 +107,34 @@ describe('the test command as written, step by step', { timeout: 120_000 }, () =
     ]);
     expect(full.command).toBe('npm test → node scripts/ts-scripts.cjs test');
     expect(full.steps?.[0]).toMatchObject({ counted: 'tests', passed: 1, failed: 1, exitCode: 1 });
+  });
+
+  it('ava and tape started by a wrapper (run-s style) are counted per assertion from a copy of their own stdout', async () => {
+    const runAll = "const { spawnSync } = require('node:child_process');\nfor (const command of process.argv.slice(2)) {\n  const run = spawnSync(command, { shell: true, stdio: 'inherit' });\n  if (run.status !== 0) process.exit(run.status ?? 1);\n}\n";
+    const repo = createRepoOfFiles('wrapped', {
+      '.gitignore': 'node_modules\n',
+      'package.json': JSON.stringify({ name: 'steps', scripts: { test: "node scripts/run-all.cjs 'ava' 'tape test/tape/*.js | tap-spec'" }, ava: { files: ['test/ava/**/*.js'] } }),
+      'scripts/run-all.cjs': runAll,
+      'test/ava/math.js': "const test = require('ava');\ntest('adds', (t) => t.is(1 + 1, 2));\ntest('multiplies', (t) => t.is(2 * 3, 6));\n",
+      'test/tape/words.js': "const test = require('tape');\ntest('words', (t) => {\n  t.equal('a'.toUpperCase(), 'A', 'upper');\n  t.equal('A'.toLowerCase(), 'a', 'lower');\n  t.end();\n});\n",
+    }, 'fixture');
+    // ava from the jest/ava cache, tape and tap-spec from the runners' cache, linked in as an install would put them.
+    const runners = process.env.DOCKHAND_FEEDBACK_RUNNERS ?? join(homedir(), '.cache/dockhand/feedback-runners');
+    mkdirSync(join(repo.path, 'node_modules/.bin'), { recursive: true });
+    for (const [name, from] of [['ava', JEST], ['tape', runners], ['tap-spec', runners]] as const) {
+      symlinkSync(join(from, 'node_modules', name), join(repo.path, 'node_modules', name));
+      symlinkSync(join(from, 'node_modules/.bin', name), join(repo.path, 'node_modules/.bin', name));
+    }
+    const sandbox = new RecipeSandbox(repo.path, repo.sha, recipe({ command: 'npm test', source: 'package.json' }));
+    const full = await new SmartFeedbackEngine({ repo: 'fixture/wrapped' }).runTests(sandbox, { scope: 'full' });
+    // Before: a wrapper Dockhand does not know, no report: "ran no test".
+    expect(full.infrastructure).toBeUndefined();
+    expect(full.cases.map((testCase) => [testCase.id, testCase.outcome]).sort()).toEqual([
+      ['adds', 'passed'],
+      ['multiplies', 'passed'],
+      ['words > lower', 'passed'],
+      ['words > upper', 'passed'],
+    ]);
   });
 
   it('pytest run through a shell script is counted per test through its plugin', async () => {

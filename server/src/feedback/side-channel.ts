@@ -1,4 +1,7 @@
-import { parseJestJson, parseMochaJson, parseTap, shellQuote, toRepoPath, withMember, type ParsedRun } from './runners';
+import { parseNodeTap } from './node-tap';
+import { fileBySuffix, parseJestJson, parseMochaJson, parseTap, shellQuote, toRepoPath, withMember, type ParsedRun } from './runners';
+import { parseFlatTap } from './tap';
+import { parseUvu } from './uvu';
 import { PRELOAD_SOURCE, PYTEST_PLUGIN_MODULE, PYTEST_PLUGIN_SOURCE, SIDE_CHANNEL_DIR } from './side-channel-sources';
 import type { TestCaseResult } from './types';
 
@@ -75,7 +78,7 @@ export function readSideChannel(stdout: string, files: Set<string>, cwd?: string
     const newline = part.indexOf('\n');
     const name = part.slice(0, newline < 0 ? undefined : newline);
     const text = newline < 0 ? '' : part.slice(newline + 1);
-    const runner = name.replace(/-\d+\.(json|tap)$/, '');
+    const runner = name.replace(/-\d+\.(json|tap|txt)$/, '');
     const parsed = parseReport(runner, text, files, cwd);
     if (!parsed) continue;
     runs.push(parsed);
@@ -98,6 +101,13 @@ function parseReport(runner: string, text: string, files: Set<string>, cwd?: str
       return parseTap(text, files, cwd);
     case 'pytest':
       return parsePytestLines(text, files, cwd);
+    case 'ava':
+    case 'tape':
+      return parseFlatTap(text, (printed) => toRepoPath(printed, files, cwd));
+    case 'tap':
+      return parseNodeTap(text, files, cwd);
+    case 'uvu':
+      return parseUvu(text, (printed, dir) => fileBySuffix(dir && dir !== '.' ? `${dir}/${printed}` : printed, files, cwd));
     default:
       return undefined;
   }
