@@ -81,6 +81,31 @@ describe('the CI as the reference', () => {
     expect(recipe.test.command).toBe('(cd packages && pnpm turbo run test)');
   });
 
+  it('pnpm where the CI uses it and the repository keeps no lockfile nor packageManager: action-setup without a version, or `pnpm install`', async () => {
+    const pkg = JSON.stringify({ name: 'lib', scripts: { test: 'vitest run' } });
+    const setup = 'on: pull_request\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - uses: pnpm/action-setup@v4\n      - run: pnpm install\n      - run: pnpm test\n';
+    const bare = await detectRecipe(repo({ 'package.json': pkg, '.github/workflows/ci.yml': setup }), versions);
+    expect(bare.packageManager).toEqual({ name: 'pnpm', version: '9.15.9', source: '.github/workflows/ci.yml pnpm/action-setup (no lockfile)' });
+    expect(bare.install.command).toBe('pnpm install');
+    const corepack = setup.replace('      - uses: pnpm/action-setup@v4\n', '      - run: corepack enable\n');
+    const installed = await detectRecipe(repo({ 'package.json': pkg, '.github/workflows/ci.yml': corepack }), versions);
+    expect(installed.packageManager).toEqual({ name: 'pnpm', version: '9.15.9', source: '.github/workflows/ci.yml pnpm install (no lockfile)' });
+    // A lockfile of another manager still decides.
+    const locked = await detectRecipe(repo({ 'package.json': pkg, '.github/workflows/ci.yml': setup }, ['package-lock.json']), versions);
+    expect(locked.packageManager?.name).toBe('npm');
+  });
+
+  it('a cell\'s global npm install runs in the build, after the other installs, into the sandbox\'s global prefix (lukeed/clsx)', async () => {
+    const clsx = { 'package.json': JSON.stringify({ name: 'clsx', scripts: { build: 'node bin', test: 'uvu -r esm test' } }), '.github/workflows/ci.yml': fixture('clsx-ci.yml') };
+    const recipe = await detectRecipe(repo(clsx), versions);
+    expect(recipe.install.command).toBe('npm install && export NPM_CONFIG_PREFIX=/workspace/node_modules/.dockhand-global PATH="/workspace/node_modules/.dockhand-global/bin:$PATH" && npm install -g c8');
+    expect(recipe.test.command).toBe('npm run build && c8 --include=src npm test');
+    // Where the detected install stays (environment.yml holds scripts back), the global install follows it.
+    const held = await detectRecipe(repo({ ...clsx, '.dockhand/environment.yml': 'skipScripts: [esbuild]\n' }), versions);
+    expect(held.install.command).toMatch(/ && export NPM_CONFIG_PREFIX=\/workspace\/node_modules\/\.dockhand-global .* && npm install -g c8$/);
+    expect(held.install.source).toMatch(/the CI's global npm installs$/);
+  });
+
   it('policy.yml testCommand and environment.yml test still win, as one command', async () => {
     const policy = await detectRecipe(repo({ ...commander, '.dockhand/policy.yml': 'testCommand: npm run test:unit\n' }), versions);
     expect(policy.test).toEqual({ command: 'npm run test:unit', source: '.dockhand/policy.yml testCommand' });

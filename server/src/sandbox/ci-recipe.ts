@@ -1,6 +1,8 @@
 import type { EnvironmentRecipe, PackageManagerName } from '@dockhand/protocol';
 import type { CiReading, CiStep } from './ci-workflow';
+import { isGlobalInstall } from './ci-step-kind';
 import type { EnvironmentFile } from './environment-file';
+import { NPM_GLOBAL_PREFIX } from './environment';
 
 /*
  * The CI's test job (ci-workflow.ts) applied to a detected recipe (recipe.ts): its steps, its
@@ -51,11 +53,32 @@ export function provisionCommands(steps: readonly CiStep[]): string[] {
   return out;
 }
 
-/** pnpm/action-setup's version, where the lockfile does not say another manager. */
+/** The pnpm major taken when the CI uses pnpm without naming a version and no lockfile says one (recipe.ts's default for `packageManager: pnpm`). */
+const CI_PNPM_DEFAULT = '9';
+const PNPM_LINE = /(?:^|&&\s*|\n)\s*pnpm\s/;
+
+/**
+ * pnpm where the CI uses it (pnpm/action-setup, or `pnpm install` among its installs) and no
+ * lockfile says another manager: action-setup's version, else the lockfile's, else the default.
+ * A repository that keeps no lockfile and no packageManager is installed with the CI's pnpm, not npm.
+ */
 export function ciPnpm(ci: CiReading, fromLockfile: { name: PackageManagerName } | undefined): { name: 'pnpm'; range: string; source: string } | undefined {
-  const version = ci.job?.pnpm;
-  if (!ci.job || !version || !/^\d/.test(version) || (fromLockfile && fromLockfile.name !== 'pnpm')) return undefined;
-  return { name: 'pnpm', range: version, source: `${ci.job.file} pnpm/action-setup` };
+  if (!ci.job || (fromLockfile && fromLockfile.name !== 'pnpm')) return undefined;
+  const version = ci.job.pnpm;
+  if (version !== undefined && /^\d/.test(version)) return { name: 'pnpm', range: version, source: `${ci.job.file} pnpm/action-setup` };
+  if (fromLockfile) return undefined;
+  const installs = ci.job.install.some((line) => PNPM_LINE.test(line));
+  if (version === undefined && !installs) return undefined;
+  return { name: 'pnpm', range: CI_PNPM_DEFAULT, source: `${ci.job.file} ${version !== undefined ? 'pnpm/action-setup' : 'pnpm install'} (no lockfile)` };
+}
+
+/**
+ * The install with the CI's global npm installs last, in NPM_GLOBAL_PREFIX (`npm ci` and pnpm
+ * would otherwise clear node_modules after them); the commands stay as written.
+ */
+function withGlobalInstalls(command: string, globals: readonly string[]): string {
+  if (globals.length === 0) return command;
+  return [command, `export NPM_CONFIG_PREFIX=${NPM_GLOBAL_PREFIX} PATH="${NPM_GLOBAL_PREFIX}/bin:$PATH"`, ...globals].join(' && ');
 }
 
 /**
@@ -80,17 +103,21 @@ export function followCi(recipe: EnvironmentRecipe, ci: CiReading, file: Environ
   }
   const scriptsHeld = file?.lifecycleScripts === false || (file?.skipScripts ?? []).length > 0;
   const provision = provisionCommands(job.steps);
-  if (job.install.length === 0 || job.otherInstalls.length > 0 || scriptsHeld) {
-    if (provision.length > 0 && file?.install === undefined) recipe.install = { command: [recipe.install.command, ...provision].join(' && '), source: clip(`${recipe.install.source}; the CI's ${job.runsThrough.join(', ')} environments`) };
+  const globals = job.install.filter(isGlobalInstall);
+  const installs = job.install.filter((line) => !isGlobalInstall(line));
+  if (installs.length === 0 || job.otherInstalls.length > 0 || scriptsHeld) {
+    if (file?.install !== undefined) return;
+    const added = [provision.length > 0 ? `the CI's ${job.runsThrough.join(', ')} environments` : '', globals.length > 0 ? "the CI's global npm installs" : ''].filter(Boolean);
+    if (added.length > 0) recipe.install = { command: withGlobalInstalls([recipe.install.command, ...provision].join(' && '), globals), source: clip(`${recipe.install.source}; ${added.join(', ')}`) };
     return;
   }
   const pip = (line: string): boolean => /\bpip3?\s+install\b/.test(line);
-  const venv = python || job.install.some(pip) ? ['python3 -m venv --system-site-packages .venv'] : [];
-  let command = [...venv, ...job.install].join(' && ');
-  if (python && job.install.every(pip)) {
+  const venv = python || installs.some(pip) ? ['python3 -m venv --system-site-packages .venv'] : [];
+  let command = [...venv, ...installs].join(' && ');
+  if (python && installs.every(pip)) {
     // Without a package index (none configured, or one that lacks a package), the CI's pip install
     // fails where the detected one (Debian's packages, no build isolation) may not: it follows, said in the log.
-    command = `${venv.join('')} && { ${job.install.join(' && ')}; } || { echo "dockhand: the CI's pip install failed; the detected install follows" >&2 && ${recipe.install.command}; }`;
+    command = `${venv.join('')} && { ${installs.join(' && ')}; } || { echo "dockhand: the CI's pip install failed; the detected install follows" >&2 && ${recipe.install.command}; }`;
   }
-  recipe.install = { command: [command, ...provision].join(' && '), source: clip(`${job.via ? `${job.via} › ` : ''}${job.file} › ${job.job} (install steps)`) };
+  recipe.install = { command: withGlobalInstalls([command, ...provision].join(' && '), globals), source: clip(`${job.via ? `${job.via} › ` : ''}${job.file} › ${job.job} (install steps)`) };
 }

@@ -9,11 +9,34 @@ export const TEST_COMMAND = /(?:^|[\s;&|(/'"])(?:tests?(?:[:_-][\w:.-]*)?|vitest
 export const INSTALL_LINE = /^(?:npm\s+(?:ci|install|i)(?:\s|$)|pnpm\s+(?:install|i|add)(?:\s|$)|yarn\s+add\s|yarn(?:\s+install)?(?:\s+--?[\w-]+(?:=\S+)?)*\s*$|(?:python3?\s+-m\s+)?pip3?\s+install\s)/;
 const OTHER_INSTALL_LINE = /^(?:bun\s+install|uv\s+(?:sync|pip\s+install)|poetry\s+install|pdm\s+(?:install|sync)|pipenv\s+(?:install|sync)|pip-sync|hatch\s+env|\.?\/?scripts\/(?:install|bootstrap|setup)|make\s+(?:install|deps|setup|dev)\b|deno\s+install|(?:npx|pnpm\s+exec|yarn)\s+playwright\s+install|playwright\s+install|node\s+\S*puppeteer\S*install)/;
 /** Lines that set up the runner or print, neither install nor check (a step of only these is left out). */
-export const SETUP_LINE = /^(?:echo|printf|ls|cat|pwd|env|printenv|date|which|type|whoami|uname|df|free|nproc|node\s+(?:-v|--version|-p)|npm\s+(?:-v|--version|config|set)|pnpm\s+(?:-v|--version|config|store)|yarn\s+(?:-v|--version|config)|python3?\s+(?:-VV?|--version|-m\s+site)|pip3?\s+(?:--version|list|freeze|config)|(?:python3?\s+-m\s+)?pip3?\s+install\s+(?:(?:-U|--upgrade|-q|--quiet)\s+)*(?:pip|setuptools|wheel)(?:\s+(?:pip|setuptools|wheel))*\s*$|(?:npm|pnpm)\s+(?:ls|list)\b|yarn\s+list\b|git\s+(?:config|fetch|status|log|--version|submodule)|corepack|nvm\s|sudo|apt(?:-get)?\s|brew\s|choco\s|mkdir|chmod|export\s|set\s+[-+]|(?:npm|pnpm)\s+(?:i|install|add)\s+(?:-g|--global)|npm\s+i\s+-fg|yarn\s+global|codecov|coveralls|(?:npx\s+)?nx-cloud\s|bash\s+<\(curl|curl\s|wget\s|gh\s)/;
+export const SETUP_LINE = /^(?:echo|printf|ls|cat|pwd|env|printenv|date|which|type|whoami|uname|df|free|nproc|node\s+(?:-v|--version|-p)|npm\s+(?:-v|--version|config|set)|pnpm\s+(?:-v|--version|config|store)|yarn\s+(?:-v|--version|config)|python3?\s+(?:-VV?|--version|-m\s+site)|pip3?\s+(?:--version|list|freeze|config)|(?:python3?\s+-m\s+)?pip3?\s+install\s+(?:(?:-U|--upgrade|-q|--quiet)\s+)*(?:pip|setuptools|wheel)(?:\s+(?:pip|setuptools|wheel))*\s*$|(?:npm|pnpm)\s+(?:ls|list)\b|yarn\s+list\b|git\s+(?:config|fetch|status|log|--version|submodule)|corepack|nvm\s|sudo|apt(?:-get)?\s|brew\s|choco\s|mkdir|chmod|export\s|set\s+[-+]|pnpm\s+(?:i|install|add)\s+(?:-g|--global)|npm\s+(?:i|install|add)\s+(?:-\S+\s+)*(?:npm|pnpm|yarn|corepack)(?:@\S*)?(?:\s+(?:-\S+|(?:npm|pnpm|yarn|corepack)(?:@\S*)?))*\s*(?:$|&&|;)|yarn\s+global|codecov|coveralls|(?:npx\s+)?nx-cloud\s|bash\s+<\(curl|curl\s|wget\s|gh\s)/;
+/**
+ * A global npm install (`npm install -g c8`, `npm i -fg nyc`): an install step the snapshot build
+ * runs into the sandbox's global prefix (NPM_GLOBAL_PREFIX). One of package managers only (`npm i
+ * -g pnpm@8`, `npm install -g npm@latest`) is the runner's set-up: the recipe's toolchains give them.
+ */
+const GLOBAL_NPM_INSTALL = /^npm\s+(?:i|install|add)\s(?=(?:[^&;|]*\s)?(?:-g|--global|-fg|-gf)(?:\s|$))/;
+const PACKAGE_MANAGER_ONLY = /^(?:npm|pnpm|yarn|corepack)(?:@\S*)?$/;
+
+export function isGlobalInstall(line: string): boolean {
+  const command = commandLines(line)[0] ?? '';
+  if (!GLOBAL_NPM_INSTALL.test(command)) return false;
+  const packages = (command.split(/&&|;|\|/)[0] ?? '').trim().split(/\s+/).slice(2).filter((word) => !word.startsWith('-'));
+  return packages.length > 0 && !packages.every((name) => PACKAGE_MANAGER_ONLY.test(name));
+}
+
 /** Launchers the sandbox does not have: a test step that needs one rules the job out. */
 export const MISSING_TOOL = /^(?:bun|bunx|deno|uv|uvx|poetry|pdm|hatch|rye|pixi|pipx|conda|mamba|micromamba|nix|docker|docker-compose)$/;
 /** A coverage upload (a line of it makes the whole step one): left out as the brief's uploads are. */
 const UPLOAD_LINE = /(?:codecov|coveralls|codacy|bash\s+<\(curl|curl\s.*\|\s*(?:ba)?sh\b)/;
+/**
+ * A coverage report written from an earlier run's data (`c8 report`, `nyc report`, `coverage xml`,
+ * `genhtml`): it feeds an upload, runs no test and checks nothing, so a step of these is set-up.
+ * `coverage report --fail-under=N` fails the CI and stays a check (not a test).
+ */
+const REPORT_LINE = /^(?:(?:npx|exec)\s+)?(?:(?:c8|nyc)\s+report\b|(?:python3?\s+-m\s+)?coverage\s+(?:xml|html|lcov|json|combine|report)\b(?!.*--fail-under)|genhtml\b)/;
+/** Coverage bookkeeping: a report or a threshold check, neither of which runs a test. */
+const COVERAGE_ONLY_LINE = /^(?:(?:npx|exec)\s+)?(?:(?:c8|nyc)\s+(?:report|check-coverage)\b|(?:python3?\s+-m\s+)?coverage\s+(?!run\b)|genhtml\b)/;
 /** A step called "Run tests" runs tests whatever its command (`make ci`, `npm run unit`); "Install test dependencies" does not. */
 export const TEST_NAME = /^(?:run\s+(?:the\s+)?)?(?:unit\s+|all\s+)?(?:tests?|testing|pytest|specs?)\b|\b(?:tests?|specs?)$/i;
 export const NOT_TEST_NAME = /\b(?:install|installs|set ?up|dependencies|deps|upload|publish|publication|release|deploy|build|skip|skipping)\b/i;
@@ -37,13 +60,18 @@ export type StepKind = 'install' | 'other-install' | 'setup' | 'check';
 
 export function classify(run: string, name: string): StepKind {
   const lines = commandLines(run);
-  const setupOrInstall = (line: string): boolean => INSTALL_LINE.test(line) || SETUP_LINE.test(line) || UPLOAD_LINE.test(line);
+  const setupOrInstall = (line: string): boolean => INSTALL_LINE.test(line) || SETUP_LINE.test(line) || UPLOAD_LINE.test(line) || REPORT_LINE.test(line);
   if (INSTALL_NAME.test(name) && !TEST_COMMAND.test(run) && !lines.every(setupOrInstall)) return 'other-install';
   if (lines.some((line) => OTHER_INSTALL_LINE.test(line)) && !lines.some((line) => TEST_COMMAND.test(line) && !INSTALL_LINE.test(line))) return 'other-install';
   // An install step keeps only its install lines (a download or an upload beside them is the runner's).
   if (lines.some((line) => INSTALL_LINE.test(line) && !SETUP_LINE.test(line)) && lines.every(setupOrInstall)) return 'install';
   if (lines.some((line) => UPLOAD_LINE.test(line))) return 'setup';
-  return lines.every((line) => SETUP_LINE.test(line)) ? 'setup' : 'check';
+  return lines.every((line) => SETUP_LINE.test(line) || REPORT_LINE.test(line)) ? 'setup' : 'check';
+}
+
+/** Does a check step run tests: a test command on a line that is not coverage bookkeeping, or a name that says so. */
+export function runsTests(command: string, name: string): boolean {
+  return commandLines(command).some((line) => TEST_COMMAND.test(line) && !COVERAGE_ONLY_LINE.test(line)) || (TEST_NAME.test(name) && !NOT_TEST_NAME.test(name));
 }
 
 /** The tool a line starts with, after `cd`, env assignments and `npx`. */

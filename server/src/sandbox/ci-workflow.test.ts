@@ -59,10 +59,8 @@ describe('real workflows', () => {
     expect(found.python).toBe('3.11');
     // The lowest-bound install is for another cell; the hosts patch needs sudo (set-up, left out).
     expect(found.install).toEqual(['pip install --group test -e .[trio]']);
-    expect(found.steps).toEqual([
-      { name: 'Test with pytest', command: 'coverage run -m pytest -v', env: { PYTEST_DISABLE_PLUGIN_AUTOLOAD: '1' } },
-      { name: 'Generate coverage report', command: 'coverage xml' },
-    ]);
+    // `coverage xml` writes the report an upload sends: set-up, not a check.
+    expect(found.steps).toEqual([{ name: 'Test with pytest', command: 'coverage run -m pytest -v', env: { PYTEST_DISABLE_PLUGIN_AUTOLOAD: '1' } }]);
   });
 
   it('jpadilla/pyjwt dcc27a9: the 3.11 cell (the first setup-python counts), tox through tox.ini, a multi-line install as one command, the coverage step for 3.9 dropped', () => {
@@ -141,13 +139,41 @@ describe('real workflows', () => {
     expect(found.steps.map((step) => step.command)).toEqual(['npm run type', 'npm run unit']);
   });
 
-  it('lukeed/dequal 37c21f6: the Node 18 cell\'s coverage steps; its codecov upload is left out; the global c8 install stays as written', () => {
+  it('lukeed/dequal 37c21f6: the Node 18 cell\'s coverage steps; its codecov upload is left out; the global c8 install leading the test step goes to the install', () => {
     const found = job({ 'ci.yml': 'dequal-ci-upstream.yml' }, { nodeMajor: 18 });
     expect(found.cell).toEqual({ nodejs: 18 });
-    expect(found.install).toEqual(['npm install']);
-    expect(found.steps).toEqual([{ name: 'Test w/ Coverage', command: 'set -e\nnpm install -g c8\nc8 --include=src npm test' }]);
+    // The test run has no network: `npm install -g c8` runs in the snapshot build.
+    expect(found.install).toEqual(['npm install', 'npm install -g c8']);
+    expect(found.steps).toEqual([{ name: 'Test w/ Coverage', command: 'c8 --include=src npm test' }]);
     // On a line below 18 the plain test step runs instead.
     expect(job({ 'ci.yml': 'dequal-ci-upstream.yml' }, { nodeMajor: 12 }).steps).toEqual([{ name: 'Test', command: 'npm test' }]);
+  });
+
+  it('lukeed/clsx 684509c: the Node 18 cell takes its own `if:` install (npm install -g c8) with its `if:` tests; its report and codecov upload are not test steps', () => {
+    const found = job({ 'ci.yml': 'clsx-ci.yml' });
+    expect(found.cell).toEqual({ nodejs: 18 });
+    expect(found.install).toEqual(['npm install', 'npm install -g c8']);
+    expect(found.otherInstalls).toEqual([]);
+    expect(found.steps).toEqual([
+      { name: 'Build', command: 'npm run build' },
+      { name: '(coverage) Test', command: 'c8 --include=src npm test' },
+    ]);
+    // The Node 16 cell: none of the coverage steps, plain `npm test`.
+    expect(job({ 'ci.yml': 'clsx-ci.yml' }, { nodeMajor: 16 }).steps.map((step) => step.command)).toEqual(['npm run build', 'npm test']);
+    expect(job({ 'ci.yml': 'clsx-ci.yml' }, { nodeMajor: 16 }).install).toEqual(['npm install']);
+  });
+
+  it('of two cells on the same Node line, the one whose installs the sandbox can all run (no `bun install`)', () => {
+    const workflow = 'on: pull_request\njobs:\n  test:\n    runs-on: ubuntu-latest\n    strategy:\n      matrix:\n        runtime: [bun, node]\n    steps:\n      - uses: actions/setup-node@v4\n        with: { node-version: 22 }\n      - run: bun install\n        if: matrix.runtime == \'bun\'\n      - run: npm ci\n        if: matrix.runtime == \'node\'\n      - run: npm test\n';
+    const found = job({ 'ci.yml': workflow });
+    expect(found.cell).toEqual({ runtime: 'node' });
+    expect(found.install).toEqual(['npm ci']);
+  });
+
+  it('moment/luxon b6b9d03: the job\'s env (TZ, LANG) reaches every step', () => {
+    const found = job({ 'test.yml': 'luxon-test.yml' });
+    expect(found.steps.length).toBeGreaterThan(1);
+    for (const step of found.steps) expect(step.env).toEqual({ LANG: 'en_US.utf8', LIMIT_JEST: 'yes', TZ: 'America/New_York' });
   });
 
   it('eslint/rewrite cc71fb5: "npm install and test" in one step — the install goes where installs run, the test stays', () => {

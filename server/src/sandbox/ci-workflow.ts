@@ -1,7 +1,7 @@
 import type { EnvironmentRecipe } from '@dockhand/protocol';
 import { parse as parseYaml } from 'yaml';
 import { condition, expand, type ExpressionScope } from './ci-expression';
-import { classify, commandLines, INSTALL_LINE, launcherOf, MISSING_TOOL, NOT_TEST_NAME, scriptLines, SETUP_LINE, TEST_COMMAND, TEST_NAME } from './ci-step-kind';
+import { classify, commandLines, INSTALL_LINE, isGlobalInstall, launcherOf, MISSING_TOOL, runsTests, scriptLines, SETUP_LINE } from './ci-step-kind';
 import { isWorkflowFile, WORKFLOW_DIR, workflowFiles } from './node-ci';
 
 /*
@@ -44,7 +44,7 @@ export interface CiTestJob {
   nodeSpecs: string[];
   /** setup-python's `python-version` in that cell. */
   python?: string;
-  /** pnpm/action-setup's `version`. */
+  /** pnpm/action-setup's `version` ('' when it names none: package.json's packageManager or the default). */
   pnpm?: string;
   /** The install steps the sandbox can run as written (npm, pnpm, yarn, pip), in order. */
   install: string[];
@@ -194,6 +194,12 @@ function jobInCell(input: JobInput, cell: Record<string, unknown>): CiTestJob | 
   const job: CiTestJob = { file, job: id, cell, nodeSpecs: [], install: [], otherInstalls: [], steps: [], runsThrough: [], source: '', ...(input.via ? { via: input.via } : {}) };
   const checks: Array<{ step: CiStep; tests: boolean; missing?: string; afterInstall: boolean }> = [];
   let installed = false;
+  // A global npm install is an entry of its own (the recipe runs those last, into the global prefix).
+  const pushInstalls = (lines: string[], inDirectory: (line: string) => string): void => {
+    const local = lines.filter((line) => !isGlobalInstall(line));
+    if (local.some((line) => !/^cd\s/.test(line))) job.install.push(inDirectory(local.join(' && ')));
+    job.install.push(...lines.filter(isGlobalInstall));
+  };
   for (const step of flatSteps(Array.isArray(definition.steps) ? definition.steps : [])) {
     const stepEnv = { ...jobEnv, ...expandEnv(step.env, { ...base, env: jobEnv }) };
     const scope: ExpressionScope = { ...base, env: stepEnv };
@@ -206,7 +212,7 @@ function jobInCell(input: JobInput, cell: Record<string, unknown>): CiTestJob | 
       if (/^actions\/setup-node@/.test(uses)) job.nodeSpecs = version('node-version');
       // The first setup-python is the tests' (a later one combines coverage on another line).
       if (/^actions\/setup-python@/.test(uses)) job.python ??= version('python-version')[0];
-      if (/^pnpm\/action-setup@/.test(uses)) job.pnpm = version('version')[0];
+      if (/^pnpm\/action-setup@/.test(uses)) job.pnpm = version('version')[0] ?? '';
       continue;
     }
     const run = text(step.run);
@@ -222,7 +228,7 @@ function jobInCell(input: JobInput, cell: Record<string, unknown>): CiTestJob | 
     if (kind === 'install') {
       // Only the installs (and the directory changes between them): a download or an echo beside them is the runner's set-up.
       const installs = scriptLines(command).filter((line) => /^cd\s/.test(line) || (INSTALL_LINE.test(commandLines(line)[0] ?? '') && !SETUP_LINE.test(commandLines(line)[0] ?? '')));
-      job.install.push(inDirectory(installs.join(' && ')));
+      pushInstalls(installs, inDirectory);
       installed = true;
     } else if (kind === 'other-install') {
       job.otherInstalls.push(inDirectory(command));
@@ -232,7 +238,7 @@ function jobInCell(input: JobInput, cell: Record<string, unknown>): CiTestJob | 
       const lines = scriptLines(command);
       const leading = lines.findIndex((line) => !INSTALL_LINE.test(commandLines(line)[0] ?? '') || SETUP_LINE.test(commandLines(line)[0] ?? ''));
       if (leading > 0 && lines.length > 1) {
-        job.install.push(inDirectory(lines.slice(0, leading).join(' && ')));
+        pushInstalls(lines.slice(0, leading), inDirectory);
         installed = true;
         command = lines.slice(leading).join('\n');
       }
@@ -241,7 +247,7 @@ function jobInCell(input: JobInput, cell: Record<string, unknown>): CiTestJob | 
       const missing = commandLines(command).map(launcherOf).find((tool) => MISSING_TOOL.test(tool));
       checks.push({
         step: { name, command: command.includes('\n') ? `set -e\n${command}` : command, ...(cwd ? { cwd } : {}), ...(Object.keys(stepsEnv).length > 0 ? { env: stepsEnv } : {}) },
-        tests: TEST_COMMAND.test(command) || (TEST_NAME.test(stepName) && !NOT_TEST_NAME.test(stepName)),
+        tests: runsTests(command, stepName),
         afterInstall: installed,
         ...(missing ? { missing } : {}),
       });
@@ -294,7 +300,9 @@ function readJob(input: JobInput): CiTestJob | string {
     const minor = pythonMinor(job.python);
     // Nearest the sandbox's Python, the newer line on a tie.
     const pythonOff = wanted === undefined || job.python === undefined ? 0 : minor === undefined ? 99 : Math.abs(minor - wanted) * 2 + (minor < wanted ? 1 : 0);
-    return nodeOff * 100 + pythonOff;
+    // A cell whose install steps include one the sandbox cannot run as written (clsx's coverage
+    // cells, a `bun install` cell) gives way to one on the same line that needs none.
+    return nodeOff * 100 + pythonOff + (job.otherInstalls.length > 0 ? 50 : 0);
   };
   return jobs.reduce((best, job) => (distance(job) < distance(best) ? job : best));
 }

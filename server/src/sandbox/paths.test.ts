@@ -29,4 +29,11 @@ describe('sandboxEnvironment', () => {
     expect(env.join('\n')).not.toContain('leak');
     expect(env.some((line) => line.startsWith('PATH='))).toBe(true);
   });
+
+  it('has a global npm prefix in the workspace (kept by the snapshot) whose bin is on PATH: a CI\'s `npm install -g c8` is found by the tests', () => {
+    const env = sandboxEnvironment();
+    expect(env).toContain('NPM_CONFIG_PREFIX=/workspace/node_modules/.dockhand-global');
+    const path = env.find((line) => line.startsWith('PATH='))?.slice('PATH='.length).split(':') ?? [];
+    expect(path.slice(0, 2)).toEqual(['/workspace/node_modules/.bin', '/workspace/node_modules/.dockhand-global/bin']);
+  });
 });
