@@ -13,7 +13,8 @@ const lines = fs.readFileSync(process.argv[2], 'utf8').split('\n').filter(Boolea
 const parts = Object.fromEntries(lines.map((line) => JSON.parse(line)).map((part) => [part.part, part]));
 const real = parts['real-fleet'] ?? {};
 const gate = parts['content-gate'] ?? {};
-const missing = ['real-fleet', 'content-gate'].filter((name) => !parts[name]);
+const host = parts['host-and-socket'] ?? {};
+const missing = ['real-fleet', 'content-gate', 'host-and-socket'].filter((name) => !parts[name]);
 const sum = (key) => (real[key] ?? 0) + (gate[key] ?? 0);
 const summary = {
   hostile_cases: real.hostile_cases ?? 0,
@@ -31,13 +32,18 @@ const summary = {
   cross_user_checks: real.cross_user_checks ?? 0,
   cross_user_leaks: real.cross_user_leaks ?? (missing.includes('real-fleet') ? 1 : 0),
   unregistered_repo_accepted: real.unregistered_repo_accepted ?? 0,
+  // Issue #23: -1 / false when the part did not get as far as measuring (a failure too).
+  build_egress_escapes: host.build_egress_escapes ?? -1,
+  revoked_socket_events: host.revoked_socket_events ?? -1,
+  data_dir_private: host.data_dir_private ?? false,
   seconds: real.seconds,
   seeds: [real.seed, gate.seed].filter((seed) => seed !== undefined),
   ...(missing.length ? { missing_parts: missing } : {}),
 };
 console.log(JSON.stringify(summary));
 const failures = ['hostile_failed', 'scripted_failed', 'secrets_missed', 'secrets_stored_plaintext', 'fuzz_5xx', 'token_failures', 'cross_user_leaks', 'unregistered_repo_accepted'];
-process.exit(failures.some((key) => summary[key] !== 0) || missing.length ? 1 : 0);
+const hostFailed = summary.build_egress_escapes !== 0 || summary.revoked_socket_events !== 0 || summary.data_dir_private !== true;
+process.exit(hostFailed || failures.some((key) => summary[key] !== 0) || missing.length ? 1 : 0);
 JS
 rm -f "$report"
 exit $code

@@ -3,6 +3,7 @@ import { promisify } from 'node:util';
 import type Docker from 'dockerode';
 import { z } from 'zod';
 import { DockhandError } from '../errors';
+import { processAlive } from '../process-alive';
 import { LABELS } from './docker-driver';
 import { isNotFound } from './docker-sandbox';
 
@@ -67,8 +68,22 @@ async function isolate(): Promise<void> {
     await ensure('last', CHAIN, ['-p', 'tcp', '-j', 'REJECT', '--reject-with', 'tcp-reset']);
     await ensure('last', CHAIN, ['-j', 'DROP']);
     await ensure('first', CHAIN, ['-m', 'conntrack', '--ctstate', 'ESTABLISHED,RELATED', '-j', 'ACCEPT']);
+    await sweepDeadListeners();
   } catch (error) {
     throw isolationFailed(error);
+  }
+}
+
+/**
+ * A server killed during a build leaves its port open on the gateway, where a later listener of
+ * anything else could get the same port: rules whose process is gone are removed.
+ */
+async function sweepDeadListeners(): Promise<void> {
+  const { stdout } = await run('iptables', ['-w', '5', '-S', CHAIN], { timeout: 30_000 });
+  for (const line of stdout.split('\n')) {
+    const match = /^-A \S+ (.*) -m comment --comment "?dockhand build listener pid (\d+)"? -j ACCEPT$/.exec(line.trim());
+    if (!match || processAlive(Number(match[2]))) continue;
+    await iptables(['-D', CHAIN, ...(match[1] ?? '').split(' '), '-m', 'comment', '--comment', `dockhand build listener pid ${match[2]}`, '-j', 'ACCEPT']).catch(() => undefined);
   }
 }
 

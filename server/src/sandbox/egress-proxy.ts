@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { lookup } from 'node:dns/promises';
 import { createServer, type Server } from 'node:http';
 import { BlockList, connect, isIP, type Socket } from 'node:net';
@@ -66,10 +67,32 @@ const PRIVATE = new BlockList();
 for (const [network, prefix] of [['10.0.0.0', 8], ['172.16.0.0', 12], ['192.168.0.0', 16], ['100.64.0.0', 10], ['192.0.0.0', 24], ['198.18.0.0', 15]] as const) PRIVATE.addSubnet(network, prefix, 'ipv4');
 PRIVATE.addSubnet('fc00::', 7, 'ipv6');
 
-/** This host's own addresses, read at each check (bridges come and go). */
-function ownAddresses(): Set<string> {
-  const own = new Set<string>();
-  for (const entries of Object.values(networkInterfaces())) for (const entry of entries ?? []) own.add(entry.address.toLowerCase());
+function readProc(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * This host's own addresses, read at each check (bridges come and go). Node's list leaves out
+ * interfaces without a carrier (an idle Docker bridge such as docker0 at 172.17.0.1), so the
+ * kernel's own tables are read too: the LOCAL entries of /proc/net/fib_trie and /proc/net/if_inet6.
+ */
+function ownAddresses(): BlockList {
+  const own = new BlockList();
+  for (const entries of Object.values(networkInterfaces())) for (const entry of entries ?? []) own.addAddress(entry.address.replace(/%.*$/, ''), entry.family === 'IPv6' ? 'ipv6' : 'ipv4');
+  let last: string | undefined;
+  for (const line of readProc('/proc/net/fib_trie').split('\n')) {
+    const address = /\|--\s+(\d+\.\d+\.\d+\.\d+)/.exec(line)?.[1];
+    if (address) last = address;
+    else if (last && /\/32 host LOCAL/.test(line)) own.addAddress(last, 'ipv4');
+  }
+  for (const line of readProc('/proc/net/if_inet6').split('\n')) {
+    const hex = /^([0-9a-f]{32})\s/i.exec(line)?.[1];
+    if (hex) own.addAddress(hex.match(/.{4}/g)?.join(':') ?? '', 'ipv6');
+  }
   return own;
 }
 
@@ -80,7 +103,7 @@ export function forbiddenAddress(address: string, options: { privateAllowed?: bo
   const family = isIP(plain) === 6 ? 'ipv6' : 'ipv4';
   if (isIP(plain) === 0) return 'not an IP address';
   if (NEVER.check(plain, family)) return 'a loopback, link-local, multicast or unspecified address';
-  if (ownAddresses().has(plain)) return "one of this host's own addresses";
+  if (ownAddresses().check(plain, family)) return "one of this host's own addresses";
   if (!options.privateAllowed && PRIVATE.check(plain, family)) return 'a private network address';
   return undefined;
 }
