@@ -7,7 +7,7 @@ import { ChannelClosed, ChannelFailure, openDockerChannel, type SandboxChannel }
 import { DockerStreamDemuxer } from './demux';
 import { sliceLines, type LineRequest, type LineSlice } from './lines';
 import { sandboxEnvironment } from './environment';
-import { INSTALL_MADE_FUNCTION, INSTALL_MADE_SEPARATOR, installMadeSet, withoutInstallMade } from './install-made';
+import { INSTALL_MADE_FUNCTION, INSTALL_MADE_SEPARATOR, installMadeSet, withoutInstallMade, WORKSPACE_DIFF_SCRIPT } from './install-made';
 import { CappedOutput } from './output';
 import { RESOLVE_INSIDE_WORKSPACE, WORKSPACE, pathError, workspacePath } from './paths';
 import { diskFullNote } from './workspace-disk';
@@ -328,12 +328,7 @@ export class DockerSandbox implements Sandbox {
    * throwaway index keeps the sandbox's own git index (which the agent may be using) untouched.
    */
   async diff(): Promise<string> {
-    const script =
-      `set -e; export GIT_INDEX_FILE=$(mktemp /tmp/.dockhand-index.XXXXXX); trap 'rm -f "$GIT_INDEX_FILE"' EXIT; ${INSTALL_MADE_FUNCTION}\n` +
-      'git read-tree "$0"; git add -A .; made=$(mktemp /tmp/.dockhand-made.XXXXXX); dockhand_install_made > "$made"; ' +
-      'if [ -s "$made" ]; then GIT_LITERAL_PATHSPECS=1 git reset -q "$0" --pathspec-from-file="$made" --pathspec-file-nul; fi; rm -f "$made"; ' +
-      'git diff --cached --binary --no-color --no-ext-diff "$0"';
-    const result = await this.raw(['bash', '-c', script, this.baseSha]);
+    const result = await this.raw(['bash', '-c', WORKSPACE_DIFF_SCRIPT, this.baseSha]);
     if (result.exitCode !== 0) {
       throw new DockhandError('internal', `git diff in sandbox ${this.id} failed: ${result.stderr.toString('utf8').trim()}`);
     }

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readWorkspaceChanges } from '../feedback/snapshot';
-import { describeInstallChanges, INSTALL_MADE_FUNCTION, installMadeSet, readInstallChanges, RECORD_INSTALL_MADE_SCRIPT, withoutInstallMade } from './install-made';
+import { describeInstallChanges, INSTALL_MADE_FUNCTION, installMadeSet, readInstallChanges, RECORD_INSTALL_MADE_SCRIPT, withoutInstallMade, WORKSPACE_DIFF_SCRIPT } from './install-made';
 import { HostSandbox } from './testing/host-sandbox';
 
 /*
@@ -34,14 +34,9 @@ function bash(root: string, script: string): string {
   return execFileSync('bash', ['-c', script], { cwd: root, encoding: 'utf8', env });
 }
 
-/** Sandbox.diff's script (docker-sandbox.ts), run on the host. */
+/** Sandbox.diff's script, run on the host. */
 function diffScript(root: string, base: string): string {
-  const script =
-    `set -e; export GIT_INDEX_FILE=$(mktemp /tmp/.dockhand-index.XXXXXX); trap 'rm -f "$GIT_INDEX_FILE"' EXIT; ${INSTALL_MADE_FUNCTION}\n` +
-    `git read-tree "${base}"; git add -A .; made=$(mktemp /tmp/.dockhand-made.XXXXXX); dockhand_install_made > "$made"; ` +
-    `if [ -s "$made" ]; then GIT_LITERAL_PATHSPECS=1 git reset -q "${base}" --pathspec-from-file="$made" --pathspec-file-nul; fi; rm -f "$made"; ` +
-    `git diff --cached --binary --no-color --no-ext-diff "${base}"`;
-  return bash(root, script);
+  return execFileSync('bash', ['-c', WORKSPACE_DIFF_SCRIPT, base], { cwd: root, encoding: 'utf8' });
 }
 
 /** A package whose install (tshy-like) rewrites package.json, writes dist/ nobody ignores and removes a tracked file. */

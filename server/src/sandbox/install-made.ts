@@ -112,3 +112,16 @@ export function withoutInstallMade(statusZ: string, made: ReadonlySet<string>): 
     .filter((entry) => entry.length > 3 && !made.has(entry.slice(3)))
     .join('\n');
 }
+
+/**
+ * Sandbox.diff's script (bash, base commit as $0): the workspace against the base in a throwaway
+ * index (the agent's own index untouched), tracked and untracked files, ignored ones left out, and
+ * the install-made paths that still hold what the install made reset to the base. Only a snapshot
+ * whose install changed files has the record, so other workspaces pay no extra process.
+ */
+export const WORKSPACE_DIFF_SCRIPT =
+  `set -e; export GIT_INDEX_FILE=$(mktemp /tmp/.dockhand-index.XXXXXX); trap 'rm -f "$GIT_INDEX_FILE"' EXIT; ${INSTALL_MADE_FUNCTION}\n` +
+  'git read-tree "$0"; git add -A .; ' +
+  `if [ -e ${MADE_LIST} ]; then made=$(mktemp /tmp/.dockhand-made.XXXXXX); dockhand_install_made > "$made"; ` +
+  'if [ -s "$made" ]; then GIT_LITERAL_PATHSPECS=1 git reset -q "$0" --pathspec-from-file="$made" --pathspec-file-nul; fi; rm -f "$made"; fi; ' +
+  'git diff --cached --binary --no-color --no-ext-diff "$0"';
