@@ -4,12 +4,12 @@
  * corepack, sudo, uploads), or a test or check. Read from its lines and its name; pure.
  */
 
-/** A command that runs tests: a test script, a runner, tox / nox, `make test`, `scripts/test`. */
-export const TEST_COMMAND = /(?:^|[\s;&|(/'"])(?:tests?(?:[:_-][\w:.-]*)?|vitest|jest|mocha|ava|tap|tape|uvu|pytest|py\.test|tox|nox|unittest|c8|nyc|node --test|make (?:check|ci|unit|coverage)|unit|specs?)(?=$|[\s;&|)'"])/m;
+/** A command that runs tests: a test script, a runner, tox / nox, `make test`, `scripts/test`, a `validate` script (kcd-scripts: lint, test and build). */
+export const TEST_COMMAND = /(?:^|[\s;&|(/'"])(?:tests?(?:[:_-][\w:.-]*)?|vitest|jest|mocha|ava|tap|tape|uvu|pytest|py\.test|tox|nox|unittest|c8|nyc|node --test|make (?:check|ci|unit|coverage)|unit|specs?|(?:npm|pnpm|yarn)(?:\s+run)?\s+validate)(?=$|[\s;&|)'"])/m;
 export const INSTALL_LINE = /^(?:npm\s+(?:ci|install|i)(?:\s|$)|pnpm\s+(?:install|i|add)(?:\s|$)|yarn\s+add\s|yarn(?:\s+install)?(?:\s+--?[\w-]+(?:=\S+)?)*\s*$|(?:python3?\s+-m\s+)?pip3?\s+install\s)/;
 const OTHER_INSTALL_LINE = /^(?:bun\s+install|uv\s+(?:sync|pip\s+install)|poetry\s+install|pdm\s+(?:install|sync)|pipenv\s+(?:install|sync)|pip-sync|hatch\s+env|\.?\/?scripts\/(?:install|bootstrap|setup)|make\s+(?:install|deps|setup|dev)\b|deno\s+install|(?:npx|pnpm\s+exec|yarn)\s+playwright\s+install|playwright\s+install|node\s+\S*puppeteer\S*install)/;
 /** Lines that set up the runner or print, neither install nor check (a step of only these is left out). */
-export const SETUP_LINE = /^(?:echo|printf|ls|cat|pwd|env|printenv|date|which|type|whoami|uname|df|free|nproc|node\s+(?:-v|--version|-p)|npm\s+(?:-v|--version|config|set)|pnpm\s+(?:-v|--version|config|store)|yarn\s+(?:-v|--version|config)|python3?\s+(?:-VV?|--version|-m\s+site)|pip3?\s+(?:--version|list|freeze|config)|(?:python3?\s+-m\s+)?pip3?\s+install\s+(?:(?:-U|--upgrade|-q|--quiet)\s+)*(?:pip|setuptools|wheel)(?:\s+(?:pip|setuptools|wheel))*\s*$|(?:npm|pnpm)\s+(?:ls|list)\b|yarn\s+list\b|git\s+(?:config|fetch|status|log|--version|submodule)|corepack|nvm\s|sudo|apt(?:-get)?\s|brew\s|choco\s|mkdir|chmod|export\s|set\s+[-+]|pnpm\s+(?:i|install|add)\s+(?:-g|--global)|npm\s+(?:i|install|add)\s+(?:-\S+\s+)*(?:npm|pnpm|yarn|corepack)(?:@\S*)?(?:\s+(?:-\S+|(?:npm|pnpm|yarn|corepack)(?:@\S*)?))*\s*(?:$|&&|;)|yarn\s+global|codecov|coveralls|(?:npx\s+)?nx-cloud\s|bash\s+<\(curl|curl\s|wget\s|gh\s)/;
+export const SETUP_LINE = /^(?:echo|printf|ls|cat|pwd|env|printenv|date|which|type|whoami|uname|df|free|nproc|node\s+(?:-v|--version|-p)|npm\s+(?:-v|--version|config|set)|pnpm\s+(?:-v|--version|config|store)|yarn\s+(?:-v|--version|config)|python3?\s+(?:-VV?|--version|-m\s+site)|pip3?\s+(?:--version|list|freeze|config)|(?:python3?\s+-m\s+)?pip3?\s+install\s+(?:(?:-U|--upgrade|-q|--quiet)\s+)*(?:pip|setuptools|wheel)(?:\s+(?:pip|setuptools|wheel))*\s*$|(?:npm|pnpm)\s+(?:-\S+\s+)*(?:ls|list)\b|.*>>?\s*"?\$\{?GITHUB_(?:OUTPUT|ENV|PATH|STEP_SUMMARY)\b|yarn\s+list\b|git\s+(?:config|fetch|status|log|--version|submodule)|corepack|nvm\s|sudo|apt(?:-get)?\s|brew\s|choco\s|mkdir|chmod|export\s|set\s+[-+]|pnpm\s+(?:i|install|add)\s+(?:-g|--global)|npm\s+(?:i|install|add)\s+(?:-\S+\s+)*(?:npm|pnpm|yarn|corepack)(?:@\S*)?(?:\s+(?:-\S+|(?:npm|pnpm|yarn|corepack)(?:@\S*)?))*\s*(?:$|&&|;)|yarn\s+global|codecov|coveralls|(?:npx\s+)?nx-cloud\s|bash\s+<\(curl|curl\s|wget\s|gh\s)/;
 /**
  * A global npm install (`npm install -g c8`, `npm i -fg nyc`): an install step the snapshot build
  * runs into the sandbox's global prefix (NPM_GLOBAL_PREFIX). One of package managers only (`npm i
@@ -61,6 +61,8 @@ export type StepKind = 'install' | 'other-install' | 'setup' | 'check';
 export function classify(run: string, name: string): StepKind {
   const lines = commandLines(run);
   const setupOrInstall = (line: string): boolean => INSTALL_LINE.test(line) || SETUP_LINE.test(line) || UPLOAD_LINE.test(line) || REPORT_LINE.test(line);
+  // Installing Node itself with nvm (jshttp's "Install Node.js" scripts) is the runner's set-up: the recipe's toolchain is the Node.
+  if (lines.some((line) => /^nvm\s+(?:install|use)\b/.test(line)) && !lines.some((line) => (INSTALL_LINE.test(line) && !SETUP_LINE.test(line)) || TEST_COMMAND.test(line))) return 'setup';
   if (INSTALL_NAME.test(name) && !TEST_COMMAND.test(run) && !lines.every(setupOrInstall)) return 'other-install';
   if (lines.some((line) => OTHER_INSTALL_LINE.test(line)) && !lines.some((line) => TEST_COMMAND.test(line) && !INSTALL_LINE.test(line))) return 'other-install';
   // An install step keeps only its install lines (a download or an upload beside them is the runner's).

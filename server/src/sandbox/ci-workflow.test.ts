@@ -170,6 +170,25 @@ describe('real workflows', () => {
     expect(found.install).toEqual(['npm ci']);
   });
 
+  it('npm/hosted-git-info 4862744: a matrix of objects (platform: {name, os, shell}) less an exclude of one object keeps the Linux cells', () => {
+    const found = job({ 'ci.yml': 'hosted-git-info-ci.yml' });
+    expect(found.cell).toMatchObject({ platform: { name: 'Linux', os: 'ubuntu-latest', shell: 'bash' } });
+    expect(found.install).toEqual(['npm i --ignore-scripts --no-audit --no-fund']);
+    expect(found.steps).toEqual([{ name: 'Test', command: 'npm test --ignore-scripts' }]);
+  });
+
+  it('jshttp/etag 5df2cfd: installing Node with nvm and listing the environment into $GITHUB_OUTPUT are set-up; the tests and lint run', () => {
+    const found = job({ 'ci.yml': 'etag-ci.yml' });
+    // "Setup Node.js version-specific dependencies" (a bash if the reader cannot decide) keeps detection's install.
+    expect(found.otherInstalls).toHaveLength(1);
+    expect(found.otherInstalls[0]).toMatch(/^# eslint for linting/);
+    expect(found.steps.map((step) => step.name)).toEqual(['Run tests', 'Lint code']);
+  });
+
+  it('kentcdodds/match-sorter 65e774a: `npm run validate` (kcd-scripts: lint, test, build) is the test step', () => {
+    expect(job({ 'validate.yml': 'match-sorter-validate.yml' }).steps).toEqual([{ name: '▶️ Run validate script', command: 'npm run validate' }]);
+  });
+
   it('moment/luxon b6b9d03: the job\'s env (TZ, LANG) reaches every step', () => {
     const found = job({ 'test.yml': 'luxon-test.yml' });
     expect(found.steps.length).toBeGreaterThan(1);

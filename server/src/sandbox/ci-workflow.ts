@@ -96,6 +96,12 @@ function runsOnChanges(on: unknown): boolean {
   return !(isMapping(push) && push.tags !== undefined && push.branches === undefined && push['branches-ignore'] === undefined);
 }
 
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (isMapping(value)) return `{${Object.keys(value).sort().map((key) => `${JSON.stringify(key)}:${canonical(value[key])}`).join(',')}}`;
+  return JSON.stringify(value) ?? 'null';
+}
+
 /** The matrix's combinations as GitHub makes them: the product of its lists, less `exclude`, with `include` merged or added. */
 export function matrixCells(matrix: unknown): Array<Record<string, unknown>> | undefined {
   if (matrix === undefined) return [{}];
@@ -104,7 +110,8 @@ export function matrixCells(matrix: unknown): Array<Record<string, unknown>> | u
   if (keys.some((key) => !Array.isArray(matrix[key]))) return undefined;
   let cells: Array<Record<string, unknown>> = keys.length > 0 ? [{}] : [];
   for (const key of keys) cells = cells.flatMap((cell) => (matrix[key] as unknown[]).map((value) => ({ ...cell, [key]: value })));
-  const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b) || String(a) === String(b);
+  // Objects (`platform: { os: ubuntu-latest, shell: bash }`) by their content, whatever the key order; scalars as GitHub prints them.
+  const same = (a: unknown, b: unknown): boolean => (typeof a === 'object' && a !== null) || (typeof b === 'object' && b !== null) ? canonical(a) === canonical(b) : String(a) === String(b);
   const exclude = Array.isArray(matrix.exclude) ? matrix.exclude.filter(isMapping) : [];
   cells = cells.filter((cell) => !exclude.some((entry) => Object.entries(entry).every(([key, value]) => same(cell[key], value))));
   const originals = cells.map((cell) => ({ ...cell }));
