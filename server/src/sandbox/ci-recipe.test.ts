@@ -95,6 +95,14 @@ describe('the CI as the reference', () => {
     expect(locked.packageManager?.name).toBe('npm');
   });
 
+  it('pnpm/setup\'s version names pnpm too; its `pnpm ci` keeps detection\'s install (ai/nanoid 07a39d6)', async () => {
+    const workflow = fixture('nanoid-test.yml').replace('version: 11', 'version: 10');
+    const recipe = await detectRecipe(repo({ 'package.json': JSON.stringify({ name: 'nanoid', scripts: { test: 'vitest' } }), 'pnpm-lock.yaml': "lockfileVersion: '9.0'\n", '.github/workflows/test.yml': workflow }), versions);
+    expect(recipe.packageManager).toEqual({ name: 'pnpm', version: '10.20.0', source: '.github/workflows/test.yml pnpm/setup' });
+    expect(recipe.install.command).toBe('pnpm install --frozen-lockfile');
+    expect(recipe.test.command).toBe('pnpm test');
+  });
+
   it('a cell\'s global npm install runs in the build, after the other installs, into the sandbox\'s global prefix (lukeed/clsx)', async () => {
     const clsx = { 'package.json': JSON.stringify({ name: 'clsx', scripts: { build: 'node bin', test: 'uvu -r esm test' } }), '.github/workflows/ci.yml': fixture('clsx-ci.yml') };
     const recipe = await detectRecipe(repo(clsx), versions);

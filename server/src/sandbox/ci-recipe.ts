@@ -58,18 +58,18 @@ const CI_PNPM_DEFAULT = '9';
 const PNPM_LINE = /(?:^|&&\s*|\n)\s*pnpm\s/;
 
 /**
- * pnpm where the CI uses it (pnpm/action-setup, or `pnpm install` among its installs) and no
- * lockfile says another manager: action-setup's version, else the lockfile's, else the default.
+ * pnpm where the CI uses it (pnpm/action-setup or pnpm/setup, or `pnpm install` among its installs)
+ * and no lockfile says another manager: the action's version, else the lockfile's, else the default.
  * A repository that keeps no lockfile and no packageManager is installed with the CI's pnpm, not npm.
  */
 export function ciPnpm(ci: CiReading, fromLockfile: { name: PackageManagerName } | undefined): { name: 'pnpm'; range: string; source: string } | undefined {
   if (!ci.job || (fromLockfile && fromLockfile.name !== 'pnpm')) return undefined;
   const version = ci.job.pnpm;
-  if (version !== undefined && /^\d/.test(version)) return { name: 'pnpm', range: version, source: `${ci.job.file} pnpm/action-setup` };
+  if (version !== undefined && /^\d/.test(version)) return { name: 'pnpm', range: version, source: `${ci.job.file} ${ci.job.pnpmAction ?? 'pnpm/action-setup'}` };
   if (fromLockfile) return undefined;
   const installs = ci.job.install.some((line) => PNPM_LINE.test(line));
   if (version === undefined && !installs) return undefined;
-  return { name: 'pnpm', range: CI_PNPM_DEFAULT, source: `${ci.job.file} ${version !== undefined ? 'pnpm/action-setup' : 'pnpm install'} (no lockfile)` };
+  return { name: 'pnpm', range: CI_PNPM_DEFAULT, source: `${ci.job.file} ${version !== undefined ? ci.job.pnpmAction ?? 'pnpm/action-setup' : 'pnpm install'} (no lockfile)` };
 }
 
 /**

@@ -281,6 +281,7 @@ describe('written workflows', () => {
 `),
     });
     expect(found.pnpm).toBe('9.15.0');
+    expect(found.pnpmAction).toBe('pnpm/action-setup');
     expect(found.steps.map((step) => step.command)).toEqual(['pnpm turbo run test --filter=./packages/*', 'make test']);
     expect(found.runsThrough).toEqual(['Makefile target test']);
   });

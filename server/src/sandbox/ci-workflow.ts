@@ -44,8 +44,9 @@ export interface CiTestJob {
   nodeSpecs: string[];
   /** setup-python's `python-version` in that cell. */
   python?: string;
-  /** pnpm/action-setup's `version` ('' when it names none: package.json's packageManager or the default). */
+  /** pnpm/action-setup's or pnpm/setup's `version` ('' when it names none: package.json's packageManager or the default), and which action. */
   pnpm?: string;
+  pnpmAction?: string;
   /** The install steps the sandbox can run as written (npm, pnpm, yarn, pip), in order. */
   install: string[];
   /** Install steps it cannot (`scripts/install`, `uv sync`, a browser download): detection's install stays for those. */
@@ -219,7 +220,7 @@ function jobInCell(input: JobInput, cell: Record<string, unknown>): CiTestJob | 
       if (/^actions\/setup-node@/.test(uses)) job.nodeSpecs = version('node-version');
       // The first setup-python is the tests' (a later one combines coverage on another line).
       if (/^actions\/setup-python@/.test(uses)) job.python ??= version('python-version')[0];
-      if (/^pnpm\/action-setup@/.test(uses)) job.pnpm = version('version')[0] ?? '';
+      if (/^pnpm\/(?:action-)?setup@/.test(uses)) Object.assign(job, { pnpm: version('version')[0] ?? '', pnpmAction: uses.replace(/@.*$/, '') });
       continue;
     }
     const run = text(step.run);
