@@ -10,14 +10,14 @@ import { samples } from '../../server/src/policy/testing/samples';
 import type { Fleet } from '../../server/src/runner/fleet';
 import type { AgentInput, AgentResult } from '../../server/src/runner/ports';
 import { composedFleet, git } from '../../server/src/runner/testing/composed-fleet';
-import { GATE_DIFF_SCRIPT } from '../../server/src/sandbox/gate-diff';
+import { WORKSPACE_DIFF_SCRIPT } from '../../server/src/sandbox/install-made';
 import { writeReportPart } from './support/report';
 
 /*
  * Issue 23 items 2, 7, 8 and 9 against the whole fleet (API, SQLite store, scheduler, runner,
  * policy on its worker threads, the local forge's real git push). The agent is scripted: it
  * writes files into a real git work tree and hands in that tree's diff, made by the sandbox's own
- * diff script (`GATE_DIFF_SCRIPT`), as a hostile model would.
+ * diff script (`WORKSPACE_DIFF_SCRIPT`), as a hostile model would.
  *
  * - a 30 MB random binary: `/healthz` keeps answering while the diff is masked and checked
  *   (`api_stall_max_ms`, target < 500 ms); the change is blocked by its size, named.
@@ -55,7 +55,7 @@ async function diffWith(files: Record<string, string | Buffer>): Promise<string>
     mkdirSync(dirname(join(workspace, path)), { recursive: true });
     writeFileSync(join(workspace, path), content);
   }
-  const { stdout } = await run('sh', ['-c', GATE_DIFF_SCRIPT, sha], { cwd: workspace, maxBuffer: 512 * 1024 * 1024, encoding: 'utf8' });
+  const { stdout } = await run('bash', ['-c', WORKSPACE_DIFF_SCRIPT, sha], { cwd: workspace, maxBuffer: 512 * 1024 * 1024, encoding: 'utf8' });
   return stdout;
 }
 

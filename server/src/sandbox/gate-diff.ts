@@ -1,5 +1,5 @@
 /**
- * The last step of a workspace's diff (`docker-sandbox.ts`'s `diff()`): with the workspace's tree
+ * The last step of a workspace's diff (`WORKSPACE_DIFF_SCRIPT` in install-made.ts, Sandbox.diff): with the workspace's tree
  * in a throwaway index (`GIT_INDEX_FILE`) and the base SHA in `$0`, print the diff the gates read.
  *
  * Nothing the agent wrote may change how that diff looks. Git attributes decide what git calls
@@ -23,14 +23,4 @@ export const GATE_DIFF_OF_INDEX = [
   '  cd "$gate/empty"',
   '  git -c core.attributesFile=/dev/null --work-tree="$gate/empty" diff --binary --no-color --no-ext-diff --no-textconv "$0" "$tree" ) || { rm -rf "$gate"; exit 1; }',
   'rm -rf "$gate"',
-].join('\n');
-
-/** The whole diff script for a plain repository: `sh -c GATE_DIFF_SCRIPT <baseSha>` in its work tree. */
-export const GATE_DIFF_SCRIPT = [
-  'set -e',
-  'export GIT_INDEX_FILE=$(mktemp /tmp/.dockhand-index.XXXXXX)',
-  'trap \'rm -f "$GIT_INDEX_FILE"\' EXIT',
-  'git read-tree "$0"',
-  'git add -A .',
-  GATE_DIFF_OF_INDEX,
 ].join('\n');

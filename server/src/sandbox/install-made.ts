@@ -14,6 +14,8 @@
  * before it, or installs that changed nothing) the function prints nothing and runs no process.
  */
 
+import { GATE_DIFF_OF_INDEX } from './gate-diff';
+
 export const INSTALL_MADE_REF = 'refs/dockhand-install/made';
 const MADE_LIST = '.git/dockhand-install-made';
 const REMOVED_LIST = '.git/dockhand-install-removed';
@@ -117,11 +119,13 @@ export function withoutInstallMade(statusZ: string, made: ReadonlySet<string>): 
  * Sandbox.diff's script (bash, base commit as $0): the workspace against the base in a throwaway
  * index (the agent's own index untouched), tracked and untracked files, ignored ones left out, and
  * the install-made paths that still hold what the install made reset to the base. Only a snapshot
- * whose install changed files has the record, so other workspaces pay no extra process.
+ * whose install changed files has the record, so other workspaces pay no extra process. The diff
+ * of that index is `GATE_DIFF_OF_INDEX` (gate-diff.ts): no .gitattributes the agent wrote changes it.
  */
 export const WORKSPACE_DIFF_SCRIPT =
   `set -e; export GIT_INDEX_FILE=$(mktemp /tmp/.dockhand-index.XXXXXX); trap 'rm -f "$GIT_INDEX_FILE"' EXIT; ${INSTALL_MADE_FUNCTION}\n` +
   'git read-tree "$0"; git add -A .; ' +
   `if [ -e ${MADE_LIST} ]; then made=$(mktemp /tmp/.dockhand-made.XXXXXX); dockhand_install_made > "$made"; ` +
-  'if [ -s "$made" ]; then GIT_LITERAL_PATHSPECS=1 git reset -q "$0" --pathspec-from-file="$made" --pathspec-file-nul; fi; rm -f "$made"; fi; ' +
-  'git diff --cached --binary --no-color --no-ext-diff "$0"';
+  'if [ -s "$made" ]; then GIT_LITERAL_PATHSPECS=1 git reset -q "$0" --pathspec-from-file="$made" --pathspec-file-nul; fi; rm -f "$made"; fi\n' +
+  // The diff as the gates must read it: attributes from the base only, no config, drivers or textconv.
+  GATE_DIFF_OF_INDEX;
