@@ -94,8 +94,6 @@ export async function hostReference(entry: CensusRepo, clone: string, dataDir: s
       // This machine's registry access goes through a CA of its own (the host's npmrc names it).
       npm_config_cafile: CA_FILE,
       NODE_EXTRA_CA_CERTS: CA_FILE,
-      YARN_CAFILE: CA_FILE,
-      YARN_HTTPS_CA_FILE_PATH: CA_FILE,
       npm_config_fund: 'false',
       npm_config_audit: 'false',
       npm_config_update_notifier: 'false',
@@ -122,6 +120,8 @@ export async function hostReference(entry: CensusRepo, clone: string, dataDir: s
       env.npm_config_nodedir = dirname(dirname(tools.node));
       result.toolchain = tools.describe;
     }
+    // Yarn classic has its own CA setting; berry refuses unknown YARN_* settings and takes Node's NODE_EXTRA_CA_CERTS.
+    if (entry.packageManager === 'yarn-classic') env.YARN_CAFILE = CA_FILE;
     Object.assign(env, entry.ci.env);
     const all = [...install.map((step) => ({ phase: 'install' as const, step })), ...test.map((step) => ({ phase: 'test' as const, step }))];
     let outputs = '';
