@@ -83,10 +83,14 @@ export async function startFullServer(fixture: FixtureRepo, options: { session?:
   // The fixture has no lockfile; the snapshot's `npm install` writes one, which the developer's
   // repository would ignore (the snapshot builder insists on a clean tree after install).
   fixture.commit({ '.gitignore': 'node_modules/\ncoverage/\npackage-lock.json\n' }, 'ignore the install lockfile');
+  // The team's repository (a bare "upstream" outside the data dir) the workspace is a clone of;
+  // the server registers it from there and keeps its own copy in the local forge.
+  const upstream = join(mkdtempSync(join(tmpdir(), 'dockhand-vscode-upstream-')), 'buggy-calc.git');
+  execFileSync('git', ['clone', '-q', '--bare', fixture.path, upstream]);
   const forge = new LocalForge({ dataDir: join(dataDir, 'forge'), store: new InMemoryPullRequestStore() });
-  const forgeRepo = await forge.createRepository('buggy-calc', fixture.path);
+  const forgeRepo = await forge.createRepository('buggy-calc', upstream);
   await forge.createIssue('buggy-calc', { title: 'average() ignores the first value', body: 'average([2, 4]) returns 2 instead of 3.' });
-  execFileSync('git', ['remote', 'add', 'origin', forgeRepo], { cwd: fixture.path });
+  execFileSync('git', ['remote', 'add', 'origin', upstream], { cwd: fixture.path });
   execFileSync('git', ['fetch', '-q', 'origin'], { cwd: fixture.path });
   execFileSync('git', ['branch', '-q', '--set-upstream-to=origin/main', 'main'], { cwd: fixture.path });
   const store = new SqliteStore(join(dataDir, 'dockhand.db'));
@@ -113,11 +117,11 @@ export async function startFullServer(fixture: FixtureRepo, options: { session?:
     child.kill('SIGTERM');
     await new Promise((done) => child.once('exit', done));
   };
-  // Registered as an admin does (dockhand repo add buggy-calc --from <forge repo>): tasks name it.
+  // Registered as an admin does (dockhand repo add buggy-calc --from <upstream>): tasks name it.
   const registered = await fetch(`${url}/v1/repos`, {
     method: 'POST',
     headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ name: 'buggy-calc', source: forgeRepo }),
+    body: JSON.stringify({ name: 'buggy-calc', source: upstream }),
   });
   if (!registered.ok && registered.status !== 404) throw new Error(`registering buggy-calc: ${registered.status} ${await registered.text()}`);
   const get = async <T>(path: string, schema: z.ZodType<T>): Promise<T> => {

@@ -116,13 +116,17 @@ export async function startRealServer(repo: FixtureRepo, options: { stepDelayMs?
   const fleet = await createFleet(config, { sandboxes: new FakeSandboxProvider(base), agent: new ScriptedAgent(fixAverage(options.stepDelayMs ?? 0)) });
   await fleet.store.createUser('dev', 'user');
   const { token } = await fleet.store.createToken('dev');
-  // As a developer would have it: the workspace is a clone of a forge repository with open issues.
+  // As a developer would have it: the workspace is a clone of the team's repository (a bare
+  // "upstream" outside the server's data dir), registered as an admin would (dockhand repo add
+  // buggy-calc --from <upstream>), which makes the local forge's copy where PRs and issues live.
   if (!(fleet.forge instanceof LocalForge)) throw new Error('expected the local forge');
-  const forgeRepo = await fleet.forge.createRepository('buggy-calc', repo.path);
-  // Registered as an admin would (dockhand repo add buggy-calc --from <forge repo>): tasks name it.
-  if (fleet.repos) await fleet.repos.register({ name: 'buggy-calc', source: forgeRepo }, { name: 'admin', role: 'admin', createdAt: new Date().toISOString() });
+  const upstream = join(temporaryDir('dockhand-upstream-'), 'buggy-calc.git');
+  execFileSync('git', ['clone', '-q', '--bare', repo.path, upstream]);
+  if (!fleet.repos) throw new Error('expected the repository registry');
+  await fleet.repos.register({ name: 'buggy-calc', source: upstream }, { name: 'admin', role: 'admin', createdAt: new Date().toISOString() });
+  const forgeRepo = fleet.forge.repositoryPath('buggy-calc');
   await fleet.forge.createIssue('buggy-calc', { title: 'average() ignores the first value', body: 'average([2, 4]) returns 2 instead of 3.' });
-  execFileSync('git', ['remote', 'add', 'origin', forgeRepo], { cwd: repo.path });
+  execFileSync('git', ['remote', 'add', 'origin', upstream], { cwd: repo.path });
   execFileSync('git', ['fetch', '-q', 'origin'], { cwd: repo.path });
   execFileSync('git', ['branch', '-q', '--set-upstream-to=origin/main', 'main'], { cwd: repo.path });
   await fleet.app.listen({ host: '127.0.0.1', port: 0 });
