@@ -61,7 +61,7 @@ describe("the package manager's engines.node against the chosen Node, before any
       code: 'bad_request',
       field: '.node-version',
       message: '.node-version: pnpm 11.1.1 (package.json packageManager) needs Node >=22.13 (its engines.node on the registry), but .node-version pins Node 22.9.0',
-      hint: expect.stringMatching(/^name a Node that satisfies >=22\.13 in \.node-version \(e\.g\. 24\.11\.0\), or a pnpm that runs on Node 22\.9\.0 in package\.json packageManager; node: in \.dockhand\/environment\.yml/),
+      hint: expect.stringMatching(/^name a Node that satisfies >=22\.13 in \.node-version \(e\.g\. 22\.22\.0\), or a pnpm that runs on Node 22\.9\.0 in package\.json packageManager; node: in \.dockhand\/environment\.yml/),
     });
     expect(registry.asked).toEqual(['pnpm@11.1.1']);
     expect(registry.fetched).toEqual([]);

@@ -1,6 +1,6 @@
 import type { EnvironmentRecipe } from '@dockhand/protocol';
 import { DockhandError } from '../errors';
-import { compareVersions, isExactVersion, newestSatisfying, parseRange, satisfies } from './versions';
+import { compareVersions, isExactVersion, majorOf, newestSatisfying, parseRange, satisfies } from './versions';
 
 /*
  * A package manager refuses to start on a Node its `engines.node` excludes (pnpm 11 wants Node
@@ -49,7 +49,8 @@ export async function fitNodeToManager(input: {
   const fitting = range === undefined ? [] : input.published.filter((version) => isExactVersion(version) && satisfies(version, range) && satisfies(version, wanted)).sort(compareVersions);
   const nearest = fitting.find((version) => compareVersions(version, node.version) > 0) ?? fitting.at(-1);
   if (nearest) return { version: nearest, source: `${node.source} (${node.version} → ${nearest}: ${manager.name} ${manager.version} needs Node ${wanted})` };
-  const suggestion = newestSatisfying(input.published, wanted);
+  // The pin's own line first: 22.9.0 with pnpm 11 suggests the newest 22.x, not a new major.
+  const suggestion = newestSatisfying(input.published.filter((version) => majorOf(version) === majorOf(node.version)), wanted) ?? newestSatisfying(input.published, wanted);
   const asked = range === undefined ? `pins Node ${node.version}` : `allows "${range}" (chosen: ${node.version}) and no published Node in it satisfies both`;
   throw new DockhandError(
     'bad_request',
