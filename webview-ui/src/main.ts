@@ -200,7 +200,7 @@ function renderBanner(): void {
   } else if (connection.status === 'reconnecting' || connection.status === 'offline') {
     parts.push(connection.detail ?? 'Lost the connection to the Dockhand server; reconnecting…');
   } else if (summary?.failure) {
-    tone = 'error';
+    tone = summary.failure.kind === 'budget' ? 'budget' : 'error';
     const failure = summary.failure;
     parts.push(
       h('strong', { className: 'failure-title' }, `${failure.title}.`),

@@ -1,4 +1,5 @@
 import { button, h } from './dom';
+import { refusalReason, summarizeToolInput, toolOutcome } from './tool-summary';
 import { formatDuration, type Row } from './trajectory';
 
 /*
@@ -18,8 +19,6 @@ export interface RowContext {
   /** A row changed height on its own (details toggled). */
   resized(element: HTMLElement): void;
 }
-
-const INPUT_PREVIEW_CHARS = 160;
 
 export function renderRow(row: Row, context: RowContext): HTMLElement {
   switch (row.kind) {
@@ -111,29 +110,37 @@ function outputBlock(seq: number, output: string, context: RowContext): HTMLElem
   return blocks;
 }
 
-function previewInput(input: unknown): string {
-  if (input === undefined) return '';
-  const text = typeof input === 'string' ? input : JSON.stringify(input);
-  return text.length > INPUT_PREVIEW_CHARS ? `${text.slice(0, INPUT_PREVIEW_CHARS)}…` : text;
+/**
+ * The badge of a test run: a run whose only failures were already failing at the base is not a
+ * plain green "tests pass" beside a count of failures; it says "no new failures" in amber.
+ */
+export function testsBadge(row: { ok: boolean; interrupted?: boolean; failed: number; preExisting: string[] }): { tone: string; label: string } {
+  if (row.interrupted) return { tone: 'tone-muted', label: 'tests interrupted' };
+  if (!row.ok) return { tone: 'tone-error', label: 'tests fail' };
+  if (row.failed > 0 || row.preExisting.length > 0) return { tone: 'tone-warn', label: 'no new failures' };
+  return { tone: 'tone-ok', label: 'tests pass' };
 }
 
 function renderTool(row: Extract<Row, { kind: 'tool' }>, context: RowContext): HTMLElement {
   const result = row.result;
-  const status = row.interrupted
-    ? h('span', { className: 'badge tone-muted' }, 'interrupted')
-    : !result
-    ? h('span', { className: 'badge tone-info' }, 'running…')
-    : result.isError
-      ? h('span', { className: 'badge tone-error' }, `error · ${formatDuration(result.durationMs)}`)
-      : h('span', { className: 'badge tone-ok' }, formatDuration(result.durationMs));
+  const outcome = toolOutcome(result, row.interrupted);
+  const duration = result ? formatDuration(result.durationMs) : '';
+  const status = {
+    interrupted: h('span', { className: 'badge tone-muted' }, 'interrupted'),
+    running: h('span', { className: 'badge tone-info' }, 'running…'),
+    refused: h('span', { className: 'badge tone-refused' }, 'refused'),
+    error: h('span', { className: 'badge tone-error' }, `error · ${duration}`),
+    ok: h('span', { className: 'badge tone-ok' }, duration),
+  }[outcome];
   const summary = h(
     'summary',
     {},
     h('span', { className: 'tool-name' }, row.name),
     ' ',
-    h('span', { className: 'tool-input' }, previewInput(row.input)),
+    h('span', { className: 'tool-input', attrs: { title: summarizeToolInput(row.name, row.input) } }, summarizeToolInput(row.name, row.input)),
     ' ',
     status,
+    outcome === 'refused' && result ? h('div', { className: 'refusal' }, refusalReason(result.output)) : null,
   );
   const body = (): HTMLElement[] => [
     h('div', { className: 'label' }, 'Input'),
@@ -145,13 +152,13 @@ function renderTool(row: Extract<Row, { kind: 'tool' }>, context: RowContext): H
         ]
       : []),
   ];
-  return h('div', { className: 'row row-tool', dataset: { seq: String(row.seq) } }, collapsible(row, context, summary, body));
+  return h('div', { className: `row row-tool outcome-${outcome}`, dataset: { seq: String(row.seq) } }, collapsible(row, context, summary, body));
 }
 
 function renderTests(row: Extract<Row, { kind: 'tests' }>, context: RowContext): HTMLElement {
   const pre = row.preExisting.length;
   const counts = `${row.passed} passed, ${row.failed} failed${pre ? ` (${pre} already failing at the base)` : ''}${row.skipped ? `, ${row.skipped} skipped` : ''}`;
-  const [tone, label] = row.interrupted ? ['tone-muted', 'tests interrupted'] : row.ok ? ['tone-ok', 'tests pass'] : ['tone-error', 'tests fail'];
+  const { tone, label } = testsBadge(row);
   const summary = h(
     'summary',
     {},

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { clipEventOutput } from './messages';
 import { TASK_ID, approvalResolved, blockedForOverride, longRun, overriddenAndPushed, pushed, runUntilApproval, runUntilReview, stamp } from './test/recorded-stream';
 import { classifyFailure } from './failures';
-import { applyEvents, createTrajectory, workedMs } from './trajectory';
+import { applyEvents, createTrajectory, stateTone, workedMs } from './trajectory';
 
 const first = stamp(TASK_ID, runUntilApproval());
 const second = stamp(TASK_ID, approvalResolved('denied'), first.length + 1);
@@ -84,6 +84,23 @@ describe('trajectory fold', () => {
       detail: 'no sandbox could be started',
       action: expect.stringContaining('Docker and gVisor'),
     });
+  });
+
+  it('gives a budget stop its own tone and a banner with the next step, and each ending its own tone', () => {
+    const t = createTrajectory(TASK_ID);
+    applyEvents(t, stamp(TASK_ID, [
+      { type: 'budget.exceeded', data: { budget: 'turns', limit: 20, used: 20 } },
+      { type: 'task.state', data: { state: 'budget_exhausted' } },
+    ]));
+    expect(t.rows.map((r) => (r.kind === 'note' ? r.tone : ''))).toEqual(['budget', 'budget']);
+    expect(t.summary.failure).toEqual({
+      kind: 'budget',
+      title: 'Stopped: the turn budget ran out',
+      detail: 'the turn budget is used up (20 of 20 turns)',
+      action: 'Nothing was pushed. Send the ticket again with a larger turn budget (setting dockhand.budgets.maxTurns), or narrow the ticket.',
+    });
+    const tones = (['failed', 'budget_exhausted', 'cancelled', 'closed', 'pr_open'] as const).map(stateTone);
+    expect(tones).toEqual(['error', 'budget', 'muted', 'muted', 'ok']);
   });
 
   it('classifies failures by what went wrong', () => {

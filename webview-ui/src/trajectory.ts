@@ -8,7 +8,8 @@ import { classifyFailure, type Failure } from './failures';
  * by seq.
  */
 
-export type Tone = 'info' | 'warn' | 'error' | 'ok';
+/** error: failed; budget: stopped by a budget; muted: ended by a person (cancelled, closed). */
+export type Tone = 'info' | 'warn' | 'error' | 'ok' | 'budget' | 'muted';
 
 interface RowBase {
   /** Seq of the event that created the row; rows are ordered by it. */
@@ -301,7 +302,9 @@ function applyEvent(trajectory: Trajectory, event: TaskEvent, touched: Set<numbe
       summary.policy = event.data;
       return note(trajectory, seq, event.data.ok ? 'ok' : event.data.overridden ? 'warn' : 'error', policyNote(event.data));
     case 'budget.exceeded':
-      return note(trajectory, seq, 'error', budgetMessage(event.data));
+      // A banner with the next step, as a failure has: the run stopped, it did not break.
+      summary.failure = budgetFailure(event.data);
+      return note(trajectory, seq, 'budget', budgetMessage(event.data));
     case 'context.compacted':
       return note(
         trajectory,
@@ -408,12 +411,28 @@ function budgetMessage(data: TaskEventOf<'budget.exceeded'>['data']): string {
   }
 }
 
+const BUDGET_NAMES = { turns: 'turn', cost: 'cost', wall_clock: 'time' } as const;
+const BUDGET_SETTINGS = { turns: 'maxTurns', cost: 'maxCostUsd', wall_clock: 'maxWallClockSeconds' } as const;
+
+/** The banner for a run a budget stopped: which budget, and what to do next. */
+export function budgetFailure(data: TaskEventOf<'budget.exceeded'>['data']): Failure {
+  const name = BUDGET_NAMES[data.budget];
+  return {
+    kind: 'budget',
+    title: `Stopped: the ${name} budget ran out`,
+    detail: budgetMessage(data).replace(/^Stopped: /, '').replace(/\.$/, ''),
+    action: `Nothing was pushed. Send the ticket again with a larger ${name} budget (setting dockhand.budgets.${BUDGET_SETTINGS[data.budget]}), or narrow the ticket.`,
+  };
+}
+
 export function stateLabel(state: TaskState): string {
   return state.replace(/_/g, ' ');
 }
 
 export function stateTone(state: TaskState): Tone {
-  if (state === 'failed' || state === 'budget_exhausted' || state === 'cancelled') return 'error';
+  if (state === 'failed') return 'error';
+  if (state === 'budget_exhausted') return 'budget';
+  if (state === 'cancelled' || state === 'closed' || state === 'reverted') return 'muted';
   if (state === 'awaiting_approval' || state === 'awaiting_review' || state === 'paused') return 'warn';
   if (state === 'pr_open' || state === 'merged') return 'ok';
   return 'info';
