@@ -71,4 +71,22 @@ describe('verified stop: a full suite that ran no test, or fewer than at the bas
     expect(outcome.status).toBe('finished_verified');
     expect(outcome.tests).toMatchObject({ ok: true, passed: 3, ran: 3 });
   });
+
+  it('a ticket that allows test edits may remove a test file: fewer tests than at the base is then verified, not refused', async () => {
+    const { sandbox, events, engine } = setup({
+      'shop/report.py': 'def render():\n    return "ok"\n',
+      'tests/test_report.py': 'from shop.report import render\n\n\ndef test_render():\n    assert render() == "ok"\n',
+    });
+    const model = new ScriptedModel([
+      { tools: [FIX, { name: 'run_command', input: { command: 'rm shop/report.py tests/test_report.py' } }] },
+      { tools: [{ name: 'finish', input: { summary: 'divide the percent by 100; drop the unused report and its test, as the ticket asks' } }] },
+      { text: 'not reached' },
+    ]);
+    const outcome = await runAgent({ task: { ticket: TICKET, allowTestEdits: true }, sandbox, model, events, approver: new RecordingApprover(), feedback: engine });
+
+    const finishes = events.ofType('tool.finished').filter((event) => event.data.name === 'finish');
+    expect(finishes.map((event) => event.data.isError)).toEqual([false]);
+    expect(outcome.status).toBe('finished_verified');
+    expect(outcome.tests).toMatchObject({ ok: true, passed: 2, ran: 2 });
+  });
 });

@@ -183,7 +183,8 @@ async function fullSuite(input: VerifyInput, diff: string, selected: TestReport)
  * failure it reports is then pre-existing, and "0 passed" would pass). Fewer than at the base: the
  * change stopped them, and the model is told. None where the base ran none either (or the base is
  * not known): the suite does not run in this sandbox, which no change fixes — infrastructure.
- * A command that gives no count (`ran` absent) is not judged.
+ * A command that gives no count (`ran` absent) is not judged. A ticket that allows test edits
+ * may leave fewer tests than the base when its diff changes test files.
  */
 async function ranTooFew(input: VerifyInput, diff: string, tests: TestReport): Promise<VerifyResult | undefined> {
   const ran = tests.ran;
@@ -192,6 +193,9 @@ async function ranTooFew(input: VerifyInput, diff: string, tests: TestReport): P
   const unloaded = tests.cases.filter((testCase) => testCase.kind === 'load_error');
   const listed = unloaded.slice(0, 5).map((testCase) => `${testCase.id}${testCase.message ? ` (${testCase.message})` : ''}`);
   const why = unloaded.length > 0 ? `; ${unloaded.length} test file(s) could not be collected or loaded: ${listed.join('; ')}${unloaded.length > 5 ? '; …' : ''}` : '';
+  // A ticket that asks for test changes may remove tests: fewer than at the base is then the
+  // change the ticket asked for, as long as the diff touches test files and some tests still run.
+  if (base !== undefined && ran < base && ran > 0 && input.allowTestEdits && changedPaths(diff).some(isTestPath)) return undefined;
   if (base !== undefined && ran < base) {
     return {
       verified: false,
