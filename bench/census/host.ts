@@ -5,7 +5,7 @@
  * Like a CI job, the first failing step ends the run; each step has a time limit.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { CensusRepo, CiStep } from './repos';
 import { countsIn, type Counts } from './summary';
@@ -107,6 +107,11 @@ export async function hostReference(entry: CensusRepo, clone: string, dataDir: s
       // Debian's Python (the sandbox's family), a venv that sees Debian's python3-* packages.
       const venv = join(scratchRoot, 'venv');
       execFileSync('/usr/bin/python3', ['-m', 'venv', '--system-site-packages', venv]);
+      // Debian's /usr/bin/pytest and python3-coverage run /usr/bin/python3, which does not see the venv: launchers in the venv.
+      for (const name of ['pytest', 'coverage']) {
+        writeFileSync(join(venv, 'bin', name), `#!/bin/sh\nexec "${join(venv, 'bin', 'python')}" -m ${name} "$@"\n`);
+        chmodSync(join(venv, 'bin', name), 0o755);
+      }
       env.VIRTUAL_ENV = venv;
       env.PATH = `${join(venv, 'bin')}:${SYSTEM_PATH}`;
       result.toolchain = `Debian python3 ${execFileSync('/usr/bin/python3', ['--version'], { encoding: 'utf8' }).trim().split(' ')[1]} + ${entry.host?.debianPackages.join(', ') || 'no Debian package'}`;

@@ -278,7 +278,7 @@ export const CENSUS: CensusRepo[] = [
     repo: 'pytest-dev/iniconfig', commit: '71901257f6cbf660e77b1077e00f11a0f440be1e', branch: 'main',
     language: 'python', packageManager: 'hatch', runner: 'pytest', monorepo: 'none', traits: ['hatchling'],
     ci: { workflow: '.github/workflows/main.yml', job: 'build', cell: 'python 3.11, ubuntu-latest', python: '3.11', install: steps('python -m pip install --upgrade pip hatch hatch-vcs'), test: steps('hatch run +py=3.11 test:default --color=yes') },
-    host: { debianPackages: ['python3-hatchling', 'python3-hatch-vcs'], install: steps('pip install --no-index --no-build-isolation .'), test: steps('pytest --color=yes'), note: 'hatch env test:default is `pytest {args}`' },
+    host: { debianPackages: [], install: [], test: [step('pytest --color=yes', { env: { PYTHONPATH: 'src' } })], note: "hatch env test:default is `pytest {args}`; Debian 12's hatchling 1.12 refuses the classifier `Python :: 3.13`: the source tree" },
   },
   {
     repo: 'python-poetry/tomlkit', commit: 'd8ed1e3cdb024dfc2c6f12b45a0dfd4d4d91f727', branch: 'master',
@@ -314,15 +314,15 @@ export const CENSUS: CensusRepo[] = [
     ci: { workflow: '.github/workflows/continuous_integration.yml', job: 'unit-tests', cell: 'ubuntu-latest, 3.11', python: '3.11', install: steps('pip install -U tox tox-gh-actions'), test: steps('tox') },
     host: {
       debianPackages: ['flit', 'python3-dateutil', 'python3-dateparser', 'python3-pytest-cov', 'python3-pytest-mock', 'python3-tz', 'python3-simplejson'],
-      install: steps('pip install --no-index --no-build-isolation .'), test: steps('pytest'),
-      note: "tox's `pytest` with requirements-tests.txt from Debian; tox.ini's addopts name pytest-cov (--cov-branch --cov=arrow --cov-fail-under=99)",
+      install: [], test: [step('pytest', { env: { PYTHONPATH: '.' } })],
+      note: "tox's `pytest` with requirements-tests.txt from Debian; tox.ini's addopts name pytest-cov (--cov-branch --cov=arrow --cov-fail-under=99); flit 3.8 cannot build it (imports the module for its version): the source tree",
     },
   },
   {
     repo: 'andialbrecht/sqlparse', commit: '60cdc649726bf1bc4f1b336050560b336da715ec', branch: 'master',
     language: 'python', packageManager: 'uv', runner: 'pytest', monorepo: 'none', traits: ['hatchling'],
     ci: { workflow: '.github/workflows/python-app.yml', job: 'test', cell: 'python-version 3.11, ubuntu-latest', python: '3.11', install: [], test: steps('uv run --group dev pytest tests/') },
-    host: { debianPackages: ['python3-hatchling'], install: steps('pip install --no-index --no-build-isolation .'), test: steps('pytest tests/'), note: '`uv run --group dev` installs the project and its dev group (pytest) first' },
+    host: { debianPackages: [], install: [], test: [step('pytest tests/', { env: { PYTHONPATH: '.' } })], note: "`uv run --group dev` installs the project and its dev group (pytest) first; Debian 12's hatchling 1.12 refuses the classifier `Python :: 3.13`: the source tree" },
   },
   {
     repo: 'marshmallow-code/marshmallow', commit: '341b927f219205704728c05cd61f04d7e9727523', branch: 'dev',
