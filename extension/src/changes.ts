@@ -83,9 +83,11 @@ export class ChangeItem extends vscode.TreeItem {
     readonly change: 'added' | 'modified' | 'deleted',
     /** In review: whether the file's changes go out with the approval (a checkbox); else no checkbox. */
     accepted?: boolean,
+    /** The reviewer asked the agent to revert this file and it is still changed. */
+    notReverted = false,
   ) {
     super(path, vscode.TreeItemCollapsibleState.None);
-    this.description = accepted === false ? `${change} · left out` : change;
+    this.description = [change, notReverted ? 'revert not done' : '', accepted === false ? 'left out' : ''].filter(Boolean).join(' · ');
     if (accepted !== undefined) {
       this.checkboxState = {
         state: accepted ? vscode.TreeItemCheckboxState.Checked : vscode.TreeItemCheckboxState.Unchecked,
@@ -141,9 +143,10 @@ export class ChangesTreeProvider implements vscode.TreeDataProvider<ChangeItem>,
     if (item || !taskId) return [];
     const { changedFiles, state } = this.state.trajectory(taskId).summary;
     const reviewing = state === 'awaiting_review';
+    const unreverted = reviewing ? this.decisions.unreverted(taskId) : [];
     return [...changedFiles]
       .sort(([a], [b]) => a.localeCompare(b))
-      .map(([path, change]) => new ChangeItem(taskId, path, change, reviewing ? this.decisions.isAccepted(taskId, path) : undefined));
+      .map(([path, change]) => new ChangeItem(taskId, path, change, reviewing ? this.decisions.isAccepted(taskId, path) : undefined, unreverted.includes(path)));
   }
 
   /** The view's checkboxes write the decisions (several at once when many rows are toggled). */

@@ -8,7 +8,7 @@ import { cancelTask, registerCommands } from './commands';
 import { Connection } from './connection';
 import { DockhandState } from './dockhand-state';
 import { describeError, isSignedOutError } from './errors';
-import { FileDecisions } from './file-decisions';
+import { checkRequestedReverts, FileDecisions } from './file-decisions';
 import { showError } from './notify';
 import { PULL_REQUEST_SCHEME, PullRequestDocuments } from './pull-request-view';
 import { READINESS_SCHEME, ReadinessDocuments } from './readiness';
@@ -49,7 +49,7 @@ export function activate(context: vscode.ExtensionContext): void {
   const state = register(new DockhandState(api, sessions, context.workspaceState));
   const actions = new TaskActions(api, log);
   const comments = register(new ReviewComments());
-  const decisions = register(new FileDecisions());
+  const decisions = register(new FileDecisions(context.workspaceState));
   const content = register(new ChangeContentProvider(api));
   register(vscode.workspace.registerTextDocumentContentProvider(BASE_SCHEME, content));
   register(vscode.workspace.registerTextDocumentContentProvider(AGENT_SCHEME, content));
@@ -76,7 +76,9 @@ export function activate(context: vscode.ExtensionContext): void {
     const rejected = decisions.rejected(taskId, state.trajectory(taskId).summary.changedFiles.keys());
     const ok = await actions.review(taskId, action, all, rejected);
     if (ok && action === 'request_changes') comments.clear(taskId);
-    if (ok) decisions.clear(taskId);
+    // The reviewer's decisions stay for the next round; only a finished review forgets them.
+    if (ok && action === 'request_changes') decisions.revertsRequested(taskId, rejected);
+    else if (ok) decisions.clear(taskId);
     return ok;
   };
   const openChanges = (taskId: string, scope: 'round' | 'all'): void => {
@@ -97,6 +99,7 @@ export function activate(context: vscode.ExtensionContext): void {
         pendingComments: (taskId) => comments.pending(taskId).flatMap((c) => (c.path && c.line ? [{ path: c.path, line: c.line, body: c.body }] : [])),
         onDidChangeComments: comments.onDidChange,
         rejectedFiles: (taskId) => decisions.rejected(taskId),
+        unrevertedFiles: (taskId) => decisions.unreverted(taskId),
         setFileAccepted: (taskId, path, accepted) => decisions.set(taskId, path, accepted),
         onDidChangeFileDecisions: decisions.onDidChange,
         openChanges,
@@ -151,6 +154,18 @@ export function activate(context: vscode.ExtensionContext): void {
   register(
     state.onDidChangeStatus(({ status, detail }) => {
       if (status === 'signed_out') signedOutNow(detail ?? 'The server no longer accepts your token.');
+    }),
+  );
+  register(
+    checkRequestedReverts({
+      decisions,
+      onDidReceiveEvents: state.onDidReceiveEvents,
+      diffFiles: async (taskId) => (await api().getDiff(taskId)).files.map((file) => file.path),
+      log,
+      show: (taskId) => {
+        state.select(taskId);
+        revealPanel();
+      },
     }),
   );
   // Task state changes the streams report are written to the log in full (the panel keeps it short).

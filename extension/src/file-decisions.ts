@@ -1,49 +1,142 @@
+import type { TaskEvent } from '@dockhand/protocol';
 import * as vscode from 'vscode';
 
 /*
- * Accept per file: which files of a task's diff the developer leaves out of the push, per task,
- * until the review goes out. The Changes view's checkboxes and the panel's file list both write
- * here and both show it; "Approve and push" sends the rejected files (the server pushes the
- * rest), "Request changes" sends them as files the agent is to revert. Kept in memory only: a
- * half-made review does not outlive the window, as pending line comments do not.
+ * Accept per file: which files of a task's diff the developer leaves out of the push, per task.
+ * The Changes view's checkboxes and the panel's file list both write here and both show it;
+ * "Approve and push" sends the rejected files (the server pushes the rest), "Request changes"
+ * sends them as files the agent is to revert.
+ *
+ * A decision is the reviewer's until the reviewer changes it: it outlives "Request changes" (round
+ * 2 starts with the file still unchecked, not silently back in the push) and a reload of the
+ * window (kept in the workspace state). The files a request asked the agent to revert are kept
+ * too, so round 2 can say which reverts did not happen (the file is still in the diff).
  */
 
+/** What is kept per task in the workspace state. */
+interface Stored {
+  rejected: string[];
+  revertRequested: string[];
+}
+
+/** The part of `vscode.Memento` used here (the workspace state, or a map in tests). */
+export interface DecisionStore {
+  get<T>(key: string): T | undefined;
+  update(key: string, value: unknown): Thenable<void>;
+}
+
+const KEY = 'dockhand.fileDecisions';
+
 export class FileDecisions implements vscode.Disposable {
-  private readonly rejectedByTask = new Map<string, Set<string>>();
+  private readonly byTask: Map<string, Stored>;
+  /** The diff's files as last read from the server, per task (not kept: read again after a reload). */
+  private readonly currentFiles = new Map<string, Set<string>>();
   private readonly changed = new vscode.EventEmitter<string>();
   /** Fires with the task id whenever that task's decisions change. */
   readonly onDidChange = this.changed.event;
 
+  constructor(private readonly store?: DecisionStore) {
+    this.byTask = new Map(Object.entries(store?.get<Record<string, Stored>>(KEY) ?? {}));
+  }
+
   /** The files left out, limited to `files` when given (the diff's current files), sorted. */
   rejected(taskId: string, files?: Iterable<string>): string[] {
-    const rejected = this.rejectedByTask.get(taskId);
-    if (!rejected) return [];
+    const rejected = this.byTask.get(taskId)?.rejected ?? [];
     const current = files ? new Set(files) : undefined;
-    return [...rejected].filter((path) => !current || current.has(path)).sort();
+    return rejected.filter((path) => !current || current.has(path)).sort();
   }
 
   isAccepted(taskId: string, path: string): boolean {
-    return !this.rejectedByTask.get(taskId)?.has(path);
+    return !this.byTask.get(taskId)?.rejected.includes(path);
   }
 
   set(taskId: string, path: string, accepted: boolean): void {
-    const rejected = this.rejectedByTask.get(taskId) ?? new Set<string>();
-    if (accepted === !rejected.has(path)) return;
-    if (accepted) rejected.delete(path);
-    else rejected.add(path);
-    if (rejected.size) this.rejectedByTask.set(taskId, rejected);
-    else this.rejectedByTask.delete(taskId);
-    this.changed.fire(taskId);
+    const entry = this.byTask.get(taskId) ?? { rejected: [], revertRequested: [] };
+    if (accepted === !entry.rejected.includes(path)) return;
+    entry.rejected = accepted ? entry.rejected.filter((p) => p !== path) : [...entry.rejected, path].sort();
+    this.save(taskId, entry);
   }
 
-  /** The review went out: the next round starts with every file accepted. */
+  /** "Request changes" went out asking the agent to revert `files`: the decisions stay as they are. */
+  revertsRequested(taskId: string, files: string[]): void {
+    const entry = this.byTask.get(taskId) ?? { rejected: [], revertRequested: [] };
+    entry.revertRequested = [...files].sort();
+    this.save(taskId, entry);
+  }
+
+  /** The files the last "Request changes" asked the agent to revert. */
+  revertRequestedFor(taskId: string): string[] {
+    return this.byTask.get(taskId)?.revertRequested ?? [];
+  }
+
+  /** The files of the task's diff as the server has it now (read when the task is back in review). */
+  diffRead(taskId: string, files: string[]): void {
+    this.currentFiles.set(taskId, new Set(files));
+    if (this.byTask.get(taskId)?.revertRequested.length) this.changed.fire(taskId);
+  }
+
+  /** Files the last request asked the agent to revert that are still in the task's diff: reverts that did not happen. */
+  unreverted(taskId: string): string[] {
+    const requested = this.byTask.get(taskId)?.revertRequested ?? [];
+    const current = this.currentFiles.get(taskId);
+    return current ? requested.filter((path) => current.has(path)) : [];
+  }
+
+  /** The task is done with review (approved and pushed, or rejected): nothing left to decide. */
   clear(taskId: string): void {
-    if (!this.rejectedByTask.delete(taskId)) return;
-    this.changed.fire(taskId);
+    this.currentFiles.delete(taskId);
+    if (!this.byTask.has(taskId)) return;
+    this.save(taskId, undefined);
   }
 
   dispose(): void {
-    this.rejectedByTask.clear();
     this.changed.dispose();
   }
+
+  private save(taskId: string, entry: Stored | undefined): void {
+    if (entry && (entry.rejected.length || entry.revertRequested.length)) this.byTask.set(taskId, entry);
+    else this.byTask.delete(taskId);
+    void this.store?.update(KEY, Object.fromEntries(this.byTask));
+    this.changed.fire(taskId);
+  }
+}
+
+export interface RevertCheckDeps {
+  decisions: FileDecisions;
+  onDidReceiveEvents: vscode.Event<{ taskId: string; events: TaskEvent[] }>;
+  /** The files of the task's diff as the server has it. */
+  diffFiles(taskId: string): Promise<string[]>;
+  log: vscode.LogOutputChannel;
+  /** Selects the task and shows the side panel. */
+  show(taskId: string): void;
+}
+
+/**
+ * When a task whose review asked for reverts is back in review, reads its diff and says which
+ * reverts did not happen (a warning; the panel and the Changes view mark the files), instead of
+ * letting round 2 look as if the files were dealt with.
+ */
+export function checkRequestedReverts(deps: RevertCheckDeps): vscode.Disposable {
+  const checked = new Set<string>();
+  return deps.onDidReceiveEvents(({ taskId, events }) => {
+    const back = events.filter((e) => e.type === 'task.state' && e.data.state === 'awaiting_review').at(-1);
+    if (!back || checked.has(`${taskId}:${back.seq}`)) return;
+    checked.add(`${taskId}:${back.seq}`);
+    if (!deps.decisions.revertRequestedFor(taskId).length) return;
+    deps.diffFiles(taskId).then(
+      (files) => {
+        deps.decisions.diffRead(taskId, files);
+        const left = deps.decisions.unreverted(taskId);
+        if (!left.length) return;
+        const names = left.join(', ');
+        void Promise.resolve(
+          vscode.window.showWarningMessage(
+            `Dockhand: you asked the agent to revert ${names}, but ${left.length === 1 ? 'it is' : 'they are'} still changed in this round. ${left.length === 1 ? 'It stays' : 'They stay'} unchecked (left out of the push) until you check ${left.length === 1 ? 'it' : 'them'}.`,
+            'Review',
+          ),
+        ).then((picked) => picked && deps.show(taskId));
+      },
+      (error: unknown) => deps.log.warn(`Could not read the diff of ${taskId} to check the requested reverts: ${error instanceof Error ? error.message : String(error)}`),
+    );
+  });
 }

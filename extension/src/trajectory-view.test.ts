@@ -87,6 +87,7 @@ function setup() {
     pendingComments: (taskId: string) => pending.get(taskId) ?? [],
     onDidChangeComments: commentsChanged.event,
     rejectedFiles: (taskId: string) => decisions.rejected(taskId),
+    unrevertedFiles: (taskId: string) => decisions.unreverted(taskId),
     setFileAccepted: (taskId: string, path: string, accepted: boolean) => decisions.set(taskId, path, accepted),
     onDidChangeFileDecisions: decisions.onDidChange,
     openChanges: vi.fn(),
@@ -144,12 +145,12 @@ describe('Trajectory view provider', () => {
     const { view, posted, send } = fakeView();
     t.provider.resolveWebviewView(view);
     send({ type: 'ready' });
-    expect(posted.find((m) => m.type === 'fileDecisions')).toEqual({ type: 'fileDecisions', taskId: TASK_ID, rejected: [] });
+    expect(posted.find((m) => m.type === 'fileDecisions')).toEqual({ type: 'fileDecisions', taskId: TASK_ID, rejected: [], unreverted: [] });
     send({ type: 'setFileAccepted', taskId: TASK_ID, path: 'src/b.js', accepted: false });
     expect(t.decisions.rejected(TASK_ID)).toEqual(['src/b.js']);
-    expect(posted.at(-1)).toEqual({ type: 'fileDecisions', taskId: TASK_ID, rejected: ['src/b.js'] });
+    expect(posted.at(-1)).toEqual({ type: 'fileDecisions', taskId: TASK_ID, rejected: ['src/b.js'], unreverted: [] });
     send({ type: 'setFileAccepted', taskId: TASK_ID, path: 'src/b.js', accepted: true });
-    expect(posted.at(-1)).toEqual({ type: 'fileDecisions', taskId: TASK_ID, rejected: [] });
+    expect(posted.at(-1)).toEqual({ type: 'fileDecisions', taskId: TASK_ID, rejected: [], unreverted: [] });
     send({ type: 'openChanges', taskId: TASK_ID, scope: 'round' });
     expect(t.commands.openChanges).toHaveBeenCalledWith(TASK_ID, 'round');
   });

@@ -37,6 +37,8 @@ export class TrajectoryViewProvider implements vscode.WebviewViewProvider, vscod
       onDidChangeComments: vscode.Event<string>;
       /** Accept per file: the files left out of the push, and changing one. */
       rejectedFiles(taskId: string): string[];
+      /** Files the last "Request changes" asked to revert that are still in the diff. */
+      unrevertedFiles(taskId: string): string[];
       setFileAccepted(taskId: string, path: string, accepted: boolean): void;
       onDidChangeFileDecisions: vscode.Event<string>;
       /** The native multi-file diff editor: this round's changes or all of them. */
@@ -123,7 +125,7 @@ export class TrajectoryViewProvider implements vscode.WebviewViewProvider, vscod
   }
 
   private postFileDecisions(taskId: string): void {
-    this.post({ type: 'fileDecisions', taskId, rejected: this.commands.rejectedFiles(taskId) });
+    this.post({ type: 'fileDecisions', taskId, rejected: this.commands.rejectedFiles(taskId), unreverted: this.commands.unrevertedFiles(taskId) });
   }
 
   private postEvents(taskId: string, events: readonly TaskEvent[], reset: boolean): void {

@@ -21,6 +21,8 @@ export interface ActionAreaInput {
   pending: PendingComment[];
   /** Files the developer leaves out of the push (unchecked in review). */
   rejected: string[];
+  /** Files the last "Request changes" asked the agent to revert that are still in the diff. */
+  unreverted?: string[];
 }
 
 export interface ActionCallbacks {
@@ -153,6 +155,7 @@ export class ActionArea {
       const files = [...summary.changedFiles].sort(([a], [b]) => a.localeCompare(b));
       const reviewing = mode === 'review';
       const left = reviewing ? files.filter(([path]) => input.rejected.includes(path)).length : 0;
+      const unreverted = reviewing ? (input.unreverted ?? []) : [];
       detail.push(
         h(
           'ul',
@@ -161,10 +164,24 @@ export class ActionArea {
             const link = button(path, 'link', () => this.post({ type: 'openDiff', taskId: this.taskId(), path }), `Open the diff of ${path}`);
             const accepted = !input.rejected.includes(path);
             const toggle = reviewing ? this.acceptToggle(path, accepted) : null;
-            return h('li', { className: accepted ? '' : 'left-out' }, toggle, h('span', { className: `badge change-${change}` }, change), ' ', link, accepted ? '' : h('span', { className: 'left-out-note' }, ' (left out)'));
+            const notReverted = reviewing && unreverted.includes(path);
+            return h(
+              'li',
+              { className: accepted ? '' : 'left-out' },
+              toggle,
+              h('span', { className: `badge change-${change}` }, change),
+              ' ',
+              link,
+              notReverted ? h('span', { className: 'badge tone-warn not-reverted' }, 'revert not done') : '',
+              accepted ? '' : h('span', { className: 'left-out-note' }, ' (left out)'),
+            );
           }),
         ),
       );
+      if (unreverted.length) {
+        // Said outside the collapsed details too: round 2 must not look as if the revert happened.
+        parts.push(h('span', { className: 'verdict tone-warn unreverted', attrs: { role: 'status' } }, `⚠ Revert not done: ${unreverted.join(', ')}`));
+      }
       parts.push(h('span', { className: 'verdict' }, `${files.length} file${files.length === 1 ? '' : 's'} changed${left ? ` · ${left} left out` : ''}`));
     }
     if (!parts.length) {

@@ -55,7 +55,7 @@ let connection: { status: ConnectionStatus; detail?: string } = { status: 'conne
 let access: { taskId: string; byId: Map<string, ApprovalAccess>; canReview: boolean } = { taskId: '', byId: new Map(), canReview: true };
 let pending: { taskId: string; comments: PendingComment[] } = { taskId: '', comments: [] };
 /** Files of the selected task the developer leaves out of the push, as the extension holds them. */
-let rejected: { taskId: string; paths: string[] } = { taskId: '', paths: [] };
+let rejected: { taskId: string; paths: string[]; unreverted: string[] } = { taskId: '', paths: [], unreverted: [] };
 /** A refusal or other notice from the extension; cleared when the next state arrives. */
 let notice: { level: 'info' | 'error'; text: string } | null = null;
 
@@ -236,6 +236,7 @@ function renderActions(): void {
     requester: tasks.find((t) => t.id === selectedTaskId)?.owner,
     pending: pending.taskId === selectedTaskId ? pending.comments : [],
     rejected: rejected.taskId === selectedTaskId ? rejected.paths : [],
+    unreverted: rejected.taskId === selectedTaskId ? rejected.unreverted : [],
   });
 }
 
@@ -309,7 +310,7 @@ window.addEventListener('message', (event: MessageEvent<unknown>) => {
       if (message.taskId === selectedTaskId) renderActions();
       break;
     case 'fileDecisions':
-      rejected = { taskId: message.taskId, paths: message.rejected };
+      rejected = { taskId: message.taskId, paths: message.rejected, unreverted: message.unreverted ?? [] };
       if (message.taskId === selectedTaskId) renderActions();
       break;
     case 'notice':

@@ -60,7 +60,13 @@ export const ToWebview = z.discriminatedUnion('type', [
   /** The line comments waiting to go out with "Request changes"; replaces what was sent before. */
   z.object({ type: z.literal('pendingComments'), taskId: z.string(), comments: z.array(PendingComment) }),
   /** Files of the diff the developer does not accept (left out of the push); replaces what was sent before. */
-  z.object({ type: z.literal('fileDecisions'), taskId: z.string(), rejected: z.array(z.string()) }),
+  z.object({
+    type: z.literal('fileDecisions'),
+    taskId: z.string(),
+    rejected: z.array(z.string()),
+    /** Files the last "Request changes" asked the agent to revert that are still in the diff. */
+    unreverted: z.array(z.string()).optional(),
+  }),
 ]);
 export type ToWebview = z.infer<typeof ToWebview>;
 
