@@ -61,11 +61,13 @@ export class Attention implements vscode.Disposable {
 
   private receive(taskId: string, events: TaskEvent[]): void {
     if (this.deps.state.isKept(taskId)) return;
+    // A review that ended in the same batch (rejected, approved, changes requested) is not news.
+    const lastState = events.filter((event) => event.type === 'task.state').at(-1);
     for (const event of events) {
       if (Date.parse(event.ts) < this.since - 2_000) continue;
       switch (event.type) {
         case 'task.state':
-          if (event.data.state === 'awaiting_review') this.reviewReady(taskId, event.seq);
+          if (event.data.state === 'awaiting_review' && event === lastState) this.reviewReady(taskId, event.seq);
           break;
         case 'approval.requested':
           if (event.data.kind === 'command') this.decisionNeeded(taskId, event.data.approvalId, event.data.command ?? '');
@@ -106,7 +108,25 @@ export class Attention implements vscode.Disposable {
 
   private reviewReady(taskId: string, seq: number): void {
     if (!this.once(`${taskId}:review:${seq}`)) return;
-    this.ask(vscode.window.showInformationMessage(`Dockhand: “${this.title(taskId)}” is ready for your review.`, 'Review'), { Review: () => this.deps.show(taskId) });
+    this.ask(vscode.window.showInformationMessage(`Dockhand: “${this.title(taskId)}” is ready for your review.`, 'Review'), { Review: () => this.openReview(taskId) });
+  }
+
+  /**
+   * A review notification stays in the notification centre after the review is over (rejected,
+   * approved, or changes requested, maybe from another window): its button says so then instead
+   * of opening a task with nothing to review.
+   */
+  private openReview(taskId: string): void {
+    const state = this.currentState(taskId);
+    if (state === undefined || state === 'awaiting_review') return this.deps.show(taskId);
+    const ended = state === 'closed' ? 'was rejected' : `is ${state.replace(/_/g, ' ')} now`;
+    void vscode.window.showInformationMessage(`Dockhand: “${this.title(taskId)}” ${ended}; there is nothing to review.`);
+  }
+
+  private currentState(taskId: string): Task['state'] | undefined {
+    // The live stream when this window followed the task, else the task list.
+    const trajectory = this.deps.state.trajectory(taskId);
+    return trajectory.lastSeq > 0 ? trajectory.summary.state : this.deps.state.task(taskId)?.state;
   }
 
   private decisionNeeded(taskId: string, approvalId: string, command: string): void {
