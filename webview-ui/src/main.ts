@@ -5,7 +5,7 @@ import { button, h } from './dom';
 import { FromWebview, ToWebview, type ApprovalAccess, type ConnectionStatus, type PendingComment } from './messages';
 import { renderRow, type RowContext } from './rows';
 import { renderTaskItems } from './task-list';
-import { applyEvents, createTrajectory, formatDuration, isWorkingState, stateLabel, stateTone, workedMs, type Trajectory } from './trajectory';
+import { applyEvents, createTrajectory, formatDuration, formatTokens, isWorkingState, stateLabel, stateTone, workedMs, type Trajectory } from './trajectory';
 import { VirtualList } from './virtual-list';
 
 /*
@@ -180,6 +180,8 @@ function renderHeader(): void {
     bar('Cost', summary.costUsd, b.maxCostUsd, `$${summary.costUsd.toFixed(2)} / $${b.maxCostUsd.toFixed(2)}`),
     bar('Time', elapsedMs / 1000, b.maxWallClockSeconds, `${formatDuration(elapsedMs)} / ${formatDuration(b.maxWallClockSeconds * 1000)}`),
   );
+  const tokens = formatTokens(summary.tokens);
+  if (tokens) budgets.append(h('div', { className: 'tokens muted', title: 'Tokens of every model call: the prompt (uncached, read from and written to the cache) and the output' }, `Tokens: ${tokens}`));
   renderBanner();
 }
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { clipEventOutput } from './messages';
 import { TASK_ID, approvalResolved, blockedForOverride, longRun, overriddenAndPushed, pushed, runUntilApproval, runUntilReview, stamp } from './test/recorded-stream';
 import { classifyFailure } from './failures';
-import { applyEvents, createTrajectory, stateTone, workedMs } from './trajectory';
+import { applyEvents, createTrajectory, formatTokens, stateTone, workedMs } from './trajectory';
 
 const first = stamp(TASK_ID, runUntilApproval());
 const second = stamp(TASK_ID, approvalResolved('denied'), first.length + 1);
@@ -101,6 +101,21 @@ describe('trajectory fold', () => {
     });
     const tones = (['failed', 'budget_exhausted', 'cancelled', 'closed', 'pr_open'] as const).map(stateTone);
     expect(tones).toEqual(['error', 'budget', 'muted', 'muted', 'ok']);
+  });
+
+  it('adds up the tokens of every model call and the share of the prompt read from the cache', () => {
+    const t = createTrajectory(TASK_ID);
+    const turn = (n: number, usage: { inputTokens: number; outputTokens: number; cacheReadTokens: number; cacheWriteTokens: number }) => ({
+      type: 'model.turn' as const,
+      data: { turn: n, model: 'm', usage, costUsd: 0.01, stopReason: 'tool_use', contextTokens: 0, content: [] },
+    });
+    expect(formatTokens(t.summary.tokens)).toBe('');
+    applyEvents(t, stamp(TASK_ID, [
+      turn(1, { inputTokens: 3000, outputTokens: 400, cacheReadTokens: 0, cacheWriteTokens: 9000 }),
+      turn(2, { inputTokens: 1000, outputTokens: 700, cacheReadTokens: 9000, cacheWriteTokens: 2000 }),
+    ]));
+    expect(t.summary.tokens).toEqual({ inputTokens: 4000, outputTokens: 1100, cacheReadTokens: 9000, cacheWriteTokens: 11000 });
+    expect(formatTokens(t.summary.tokens)).toBe('24k in · 1.1k out · 38% of the prompt from cache');
   });
 
   it('classifies failures by what went wrong', () => {

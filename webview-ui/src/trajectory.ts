@@ -1,4 +1,4 @@
-import { ACTIVE_STATES, type Budgets, type TaskEvent, type TaskEventOf, type TaskState } from '@dockhand/protocol';
+import { ACTIVE_STATES, type Budgets, type TaskEvent, type TaskEventOf, type TaskState, type TurnUsage } from '@dockhand/protocol';
 import { classifyFailure, type Failure } from './failures';
 
 /*
@@ -75,6 +75,8 @@ export interface TrajectorySummary {
   budgets: Budgets;
   turnsUsed: number;
   costUsd: number;
+  /** Tokens of every model call (agent turns, self-review, compaction), as `model.turn` reports them. */
+  tokens: TurnUsage;
   startedAt?: string;
   /** Time of the last event, used for the wall-clock bar of a task that has ended. */
   lastEventAt?: string;
@@ -118,6 +120,7 @@ export function createTrajectory(taskId: string): Trajectory {
       budgets: { ...DEFAULT_BUDGETS },
       turnsUsed: 0,
       costUsd: 0,
+      tokens: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 },
       pendingApprovals: [],
       changedFiles: new Map(),
       round: 1,
@@ -230,6 +233,12 @@ function applyEvent(trajectory: Trajectory, event: TaskEvent, touched: Set<numbe
     case 'model.turn':
       summary.turnsUsed = Math.max(summary.turnsUsed, event.data.turn);
       summary.costUsd += event.data.costUsd;
+      summary.tokens = {
+        inputTokens: summary.tokens.inputTokens + event.data.usage.inputTokens,
+        outputTokens: summary.tokens.outputTokens + event.data.usage.outputTokens,
+        cacheReadTokens: summary.tokens.cacheReadTokens + event.data.usage.cacheReadTokens,
+        cacheWriteTokens: summary.tokens.cacheWriteTokens + event.data.usage.cacheWriteTokens,
+      };
       return undefined;
     case 'assistant.text':
       return push(trajectory, { kind: 'text', seq, version: 0, turn: event.data.turn, text: event.data.text });
@@ -436,6 +445,24 @@ export function stateTone(state: TaskState): Tone {
   if (state === 'awaiting_approval' || state === 'awaiting_review' || state === 'paused') return 'warn';
   if (state === 'pr_open' || state === 'merged') return 'ok';
   return 'info';
+}
+
+function compactCount(count: number): string {
+  if (count < 1000) return String(count);
+  if (count < 1_000_000) return `${(count / 1000).toFixed(count < 10_000 ? 1 : 0)}k`;
+  return `${(count / 1_000_000).toFixed(1)}M`;
+}
+
+/**
+ * Tokens in one line: "182k in · 4.1k out · 64% of the prompt from cache". The prompt is the
+ * uncached input plus cache reads and writes (the API reports them apart); the share read from
+ * the cache is what makes a long run cheap, as the CLI shows.
+ */
+export function formatTokens(tokens: TurnUsage): string {
+  const prompt = tokens.inputTokens + tokens.cacheReadTokens + tokens.cacheWriteTokens;
+  if (prompt === 0 && tokens.outputTokens === 0) return '';
+  const share = prompt ? Math.round((tokens.cacheReadTokens / prompt) * 100) : 0;
+  return `${compactCount(prompt)} in · ${compactCount(tokens.outputTokens)} out · ${share}% of the prompt from cache`;
 }
 
 export function formatDuration(ms: number): string {
