@@ -27,6 +27,12 @@ export function sandboxEnvironment(extra: Record<string, string> = {}): string[]
     GIT_TERMINAL_PROMPT: '0',
     // `npm root -g` and `npm ls -g` find what the build installed globally.
     NPM_CONFIG_PREFIX: NPM_GLOBAL_PREFIX,
+    // A CI step's script that appends to the runner's files (`echo x >> "$GITHUB_STEP_SUMMARY"`)
+    // would fail on the empty name; scratch files in /tmp take the lines instead.
+    GITHUB_OUTPUT: '/tmp/github-output',
+    GITHUB_ENV: '/tmp/github-env',
+    GITHUB_PATH: '/tmp/github-path',
+    GITHUB_STEP_SUMMARY: '/tmp/github-step-summary',
   };
   const merged = { ...base, ...extra };
   return Object.entries(merged).map(([key, value]) => `${key}=${value}`);

@@ -36,4 +36,11 @@ describe('sandboxEnvironment', () => {
     const path = env.find((line) => line.startsWith('PATH='))?.slice('PATH='.length).split(':') ?? [];
     expect(path.slice(0, 2)).toEqual(['/workspace/node_modules/.bin', '/workspace/node_modules/.dockhand-global/bin']);
   });
+
+  it('points the runner\'s files at scratch files, so a CI script appending to "$GITHUB_OUTPUT" does not fail on an empty name (jshttp/etag)', () => {
+    const env = sandboxEnvironment();
+    for (const name of ['GITHUB_OUTPUT', 'GITHUB_ENV', 'GITHUB_PATH', 'GITHUB_STEP_SUMMARY']) expect(env.find((line) => line.startsWith(`${name}=`))).toMatch(/^\w+=\/tmp\/github-[\w-]+$/);
+    // Not the marker tools read as "running in GitHub Actions".
+    expect(env.some((line) => line.startsWith('GITHUB_ACTIONS='))).toBe(false);
+  });
 });
