@@ -105,7 +105,7 @@ beforeAll(async () => {
   replay.addCassette('bomb', {
     description: 'the repository test becomes a fork bomb; the agent runs the suite, in each sandbox it gets',
     turns: [
-      tool('edit_file', { path: 'test/greet.test.js', command: 'create', new_text: BOMB_TEST }, 'make the test a fork bomb'),
+      tool('edit_file', { path: 'test/load.test.js', command: 'create', new_text: BOMB_TEST }, 'add a test that is a fork bomb'),
       tool('run_tests', { scope: 'full' }, 'run the suite (kills the sandbox)'),
       tool('run_tests', { scope: 'full' }, 'run it again in the replacement (kills that too)'),
       tool('run_tests', { scope: 'full' }, 'and again (never reached)'),
@@ -164,10 +164,11 @@ describe('attacks on the sandbox life cycle (dockhand serve, gVisor)', () => {
     const failed = events.filter((event) => event.type === 'task.failed').at(-1);
     const hung = task === undefined || diff.status !== 200;
     figures.hung_tasks = hung ? 1 : 0;
+    const ran = events.flatMap((event) => (event.type === 'tool.finished' ? [`${event.data.name}: ${event.data.output.slice(0, 400)}`] : []));
     notes.push(`bomb task: ${task?.state ?? 'not settled'} after ${Math.round((Date.now() - started) / 1000)} s, ${events.filter((event) => event.type === 'sandbox.ready').length} sandboxes, /diff ${diff.status}, ${JSON.stringify(failed?.data ?? null).slice(0, 300)}`);
     expect(task?.state, server?.output().slice(-3000)).toBe('failed');
-    expect(failed).toMatchObject({ data: { code: 'sandbox_lost' } });
-    expect(failed?.type === 'task.failed' ? failed.data.message : '').toMatch(/it was running: .*(node|npm|test)/);
+    expect(failed, ran.join('\n---\n')).toMatchObject({ data: { code: 'sandbox_lost' } });
+    expect(failed?.type === 'task.failed' ? failed.data.message : '').toMatch(/lost again during run_tests \(its container (exited|was)/);
     expect(events.filter((event) => event.type === 'sandbox.ready')).toHaveLength(2);
     const outputs = events.flatMap((event) => (event.type === 'tool.finished' ? [event.data.output] : []));
     expect(outputs.some((output) => /The sandbox was lost/.test(output))).toBe(true);

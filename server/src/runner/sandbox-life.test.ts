@@ -139,7 +139,7 @@ describe('sandbox life (runner)', () => {
     expect((await store.getTask(task.id))?.state).toBe('failed');
     const failed = of(events, 'task.failed').at(-1);
     expect(failed).toMatchObject({ data: { code: 'sandbox_lost' } });
-    expect(failed?.type === 'task.failed' ? failed.data.message : '').toMatch(/lost again \(its container exited \(code 2\)\); it was running: npm test/);
+    expect(failed?.type === 'task.failed' ? failed.data.message : '').toMatch(/lost again during run_tests \(its container exited \(code 2\)\); it was running: npm test/);
     expect(await runner.liveDiff(task.id)).toContain('+generated');
     expect((await store.getResult(task.id))?.diff).toContain('+generated');
   });

@@ -210,10 +210,13 @@ export class TaskRunner {
     }
     const { loss } = stopped;
     this.deps.logger?.warn({ taskId, loss }, 'sandbox lost');
-    for (const result of lostCallResults(events, loss)) await this.emit(taskId, result);
+    const cut = lostCallResults(events, loss);
+    for (const result of cut) await this.emit(taskId, result);
     if (lossesSoFar(events) >= SANDBOX_REPLACEMENTS) {
-      const running = loss.running.length > 0 ? `; it was running: ${loss.running.join('; ')}` : '';
-      const message = `the sandbox was lost again (${loss.reason})${running}; the task had ${SANDBOX_REPLACEMENTS} replacement sandbox and stops here. Its workspace as of the last completed tool call is the task's diff.`;
+      const tools = cut.flatMap((result) => (result.type === 'tool.finished' ? [result.data.name] : []));
+      const during = tools.length > 0 ? ` during ${tools.join(', ')}` : '';
+      const running = loss.running.length > 0 ? `; it was running: ${loss.running.map((command) => command.slice(0, 120)).join('; ')}` : '';
+      const message = `the sandbox was lost again${during} (${loss.reason})${running}; the task had ${SANDBOX_REPLACEMENTS} replacement sandbox and stops here. Its workspace as of the last completed tool call is the task's diff.`;
       await this.emit(taskId, { type: 'task.failed', data: { code: 'sandbox_lost', message } });
       await this.deps.log.setResult(taskId, { diff, summary: message });
       await this.setState(taskId, 'failed', `sandbox lost: ${loss.reason}`);
