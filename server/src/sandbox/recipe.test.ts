@@ -104,6 +104,14 @@ describe('package manager and install command', () => {
     const placeholder = await detectRecipe(repo({ 'package.json': JSON.stringify({ scripts: { test: 'echo "Error: no test specified" && exit 1' } }) }), versions);
     expect(placeholder.test.command).toBe('node --test');
   });
+  it("runs each member's test at a workspace root with no test script of its own, never node --test at the root", async () => {
+    const npmRoot = await detectRecipe(repo({ 'package.json': JSON.stringify({ name: 'mono', workspaces: ['packages/*'] }) }, ['package-lock.json']), versions);
+    expect(npmRoot.test).toEqual({ command: 'npm test --workspaces --if-present', source: "default (a npm workspace root with no test script: each member's test)" });
+    const pnpmRoot = await detectRecipe(repo({ 'package.json': JSON.stringify({ name: 'mono', packageManager: 'pnpm@9.1.0' }), 'pnpm-workspace.yaml': "packages:\n  - 'packages/*'\n" }), versions);
+    expect(pnpmRoot.test.command).toBe('pnpm -r --if-present test');
+    const yarnClassic = await detectRecipe(repo({ 'package.json': JSON.stringify({ name: 'mono', private: true, workspaces: { packages: ['packages/*'] } }), 'yarn.lock': '# yarn lockfile v1\n' }), versions);
+    expect(yarnClassic.test.command).toBe('yarn workspaces run test');
+  });
   it('refuses a broken package.json naming it', async () => {
     await expect(detectRecipe(repo({ 'package.json': '{ nope' }), versions)).rejects.toThrow(/^package\.json: not valid JSON/);
   });

@@ -73,9 +73,23 @@ const PackageJson = z
     engines: z.object({ node: z.string().optional() }).loose().optional(),
     volta: z.object({ node: z.string().optional() }).loose().optional(),
     scripts: z.record(z.string(), z.string()).optional(),
+    /** npm and yarn workspaces: an array of globs, or yarn classic's `{ packages: [...] }`. */
+    workspaces: z.union([z.array(z.string()), z.object({ packages: z.array(z.string()).optional() }).loose()]).optional(),
   })
   .loose();
 type PackageJson = z.infer<typeof PackageJson>;
+
+/**
+ * A workspace root without a test script of its own runs each member's `test` (members without
+ * one are skipped), the way the package manager itself does it; the feedback engine follows these
+ * into each member. Never `node --test` at the root of a monorepo: it walks every package.
+ */
+const WORKSPACES_TEST: Record<PackageManagerName, string> = {
+  npm: 'npm test --workspaces --if-present',
+  pnpm: 'pnpm -r --if-present test',
+  yarn: 'yarn workspaces run test',
+  'yarn-berry': 'yarn workspaces foreach -A run test',
+};
 
 const PolicyFields = z.object({ testCommand: z.string().min(1).optional(), allowedEgressHosts: z.array(z.string().min(1)).optional() }).loose();
 
@@ -375,7 +389,11 @@ export async function detectRecipe(input: RecipeInput, versions: VersionLookup, 
     recipe.python = python.python;
     if (!hasJsTestScript) recipe.test = { command: 'python3 -m pytest', source: python.python.source };
   } else if (isNode && !hasJsTestScript) {
-    recipe.test = { command: 'node --test', source: 'default (no test script in package.json)' };
+    const workspaceRoot = packageJson?.workspaces !== undefined || input.rootFiles.includes('pnpm-workspace.yaml');
+    const manager = recipe.packageManager?.name ?? 'npm';
+    recipe.test = workspaceRoot
+      ? { command: WORKSPACES_TEST[manager], source: `default (a ${manager} workspace root with no test script: each member's test)` }
+      : { command: 'node --test', source: 'default (no test script in package.json)' };
   }
   if (input.rootFiles.includes('go.sum')) installs.push('if command -v go >/dev/null; then go mod download; fi');
   if (installs.length > 0) recipe.install = { command: installs.join(' && '), source: 'detected' };
