@@ -39,6 +39,7 @@ describe('test counts from runner output', () => {
   it('sums the summaries of a workspace run and says nothing where none was printed', () => {
     expect(countsIn('ℹ pass 3\nℹ fail 0\nℹ pass 4\nℹ fail 1')).toEqual({ passed: 7, failed: 1 });
     expect(countsIn('lint ok\nbuild ok')).toEqual({});
+    expect(countsIn('solid-js:test:       Tests  1 failed | 486 passed (487)\npackages/core test: ℹ pass 5')).toEqual({ passed: 491, failed: 1 });
   });
 });
 

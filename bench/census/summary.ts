@@ -29,7 +29,8 @@ export function countsIn(output: string): Counts {
   };
   const number = (pattern: RegExp, line: string) => Number(pattern.exec(line)?.[1] ?? 0);
   for (const raw of output.replace(ANSI, '').split('\n')) {
-    const line = raw.trim();
+    // A workspace runner's prefix: turbo's `pkg:task: `, pnpm -r's `packages/x test: `.
+    const line = raw.trim().replace(/^[\w@/.-]+:[\w:-]+: ?/, '').replace(/^[\w@/.-]+ [\w:-]+: /, '').trim();
     if (/^Tests:\s/.test(line) && /\d+ total/.test(line)) add(number(/(\d+) passed/, line), number(/(\d+) failed/, line)); // jest
     else if (/^Tests\s+.*\(\d+\)$/.test(line)) add(number(/(\d+) passed/, line), number(/(\d+) failed/, line)); // vitest
     else if (/^\d+ passing\b/.test(line)) add(number(/^(\d+)/, line), 0); // mocha
