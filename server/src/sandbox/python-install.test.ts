@@ -48,5 +48,7 @@ describe('test dependencies outside the root', () => {
 
   it('reads the keys of one TOML table, quoted or not, up to the next header', () => {
     expect(tableKeys('[project]\nname = "x"\n[project.optional-dependencies]\n"test" = []\ndev=[\n "a",\n]\n[tool.x]\ntest = 1\n', 'project.optional-dependencies')).toEqual(['test', 'dev']);
+    // pyproject-fmt's dotted keys under [project] (python-humanize/humanize's pyproject.toml).
+    expect(tableKeys('[project]\nname = "humanize"\noptional-dependencies.tests = [\n  "freezegun",\n]\nurls.Homepage = "x"\n[tool.hatch]\n', 'project.optional-dependencies')).toEqual(['tests']);
   });
 });

@@ -48,20 +48,31 @@ for name in sys.argv[1:]:
 print('\\n'.join(out))
 `;
 
-/** The keys of a TOML table `[name]` (up to the next table header), read from the text. */
+/**
+ * The keys of a TOML table `[name]` (up to the next table header), read from the text; for a
+ * dotted name also the dotted keys of its parent table (`optional-dependencies.tests = [` under
+ * `[project]`, as pyproject-fmt writes it).
+ */
 export function tableKeys(toml: string, name: string): string[] {
-  const lines = toml.split('\n');
   const header = `[${name}]`;
+  const dot = name.lastIndexOf('.');
+  const parent = dot > 0 ? `[${name.slice(0, dot)}]` : undefined;
+  const prefix = dot > 0 ? name.slice(dot + 1) : '';
   const keys: string[] = [];
-  let inside = false;
-  for (const raw of lines) {
+  let table = '';
+  for (const raw of toml.split('\n')) {
     const line = raw.trim();
     if (line.startsWith('[')) {
-      inside = line.replace(/\s+/g, '') === header;
+      table = line.replace(/\s+/g, '');
       continue;
     }
-    const key = inside ? /^["']?([A-Za-z0-9_.-]+)["']?\s*=/.exec(line)?.[1] : undefined;
-    if (key) keys.push(key);
+    if (table === header) {
+      const key = /^["']?([A-Za-z0-9_.-]+)["']?\s*=/.exec(line)?.[1];
+      if (key) keys.push(key);
+    } else if (parent && table === parent) {
+      const key = new RegExp(`^${prefix.replace(/[.-]/g, '\\$&')}\\.["']?([A-Za-z0-9_-]+)["']?\\s*=`).exec(line)?.[1];
+      if (key) keys.push(key);
+    }
   }
   return keys;
 }
