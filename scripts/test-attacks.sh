@@ -14,7 +14,8 @@ const parts = Object.fromEntries(lines.map((line) => JSON.parse(line)).map((part
 const real = parts['real-fleet'] ?? {};
 const gate = parts['content-gate'] ?? {};
 const host = parts['host-and-socket'] ?? {};
-const missing = ['real-fleet', 'content-gate', 'host-and-socket'].filter((name) => !parts[name]);
+const life = parts['sandbox-life'] ?? {};
+const missing = ['real-fleet', 'content-gate', 'sandbox-life', 'host-and-socket'].filter((name) => !parts[name]);
 const sum = (key) => (real[key] ?? 0) + (gate[key] ?? 0);
 const summary = {
   hostile_cases: real.hostile_cases ?? 0,
@@ -32,6 +33,10 @@ const summary = {
   cross_user_checks: real.cross_user_checks ?? 0,
   cross_user_leaks: real.cross_user_leaks ?? (missing.includes('real-fleet') ? 1 : 0),
   unregistered_repo_accepted: real.unregistered_repo_accepted ?? 0,
+  // sandbox-life (issue #23 items 4-6): -1 / false when the case did not get as far as measuring.
+  hung_tasks: life.hung_tasks ?? -1,
+  resume_lost_changes: life.resume_lost_changes ?? -1,
+  disk_quota_enforced: life.disk_quota_enforced === true,
   // Issue #23: -1 / false when the part did not get as far as measuring (a failure too).
   build_egress_escapes: host.build_egress_escapes ?? -1,
   revoked_socket_events: host.revoked_socket_events ?? -1,
@@ -42,8 +47,10 @@ const summary = {
 };
 console.log(JSON.stringify(summary));
 const failures = ['hostile_failed', 'scripted_failed', 'secrets_missed', 'secrets_stored_plaintext', 'fuzz_5xx', 'token_failures', 'cross_user_leaks', 'unregistered_repo_accepted'];
+const lifeFailures = ['hung_tasks', 'resume_lost_changes'];
 const hostFailed = summary.build_egress_escapes !== 0 || summary.revoked_socket_events !== 0 || summary.data_dir_private !== true;
-process.exit(hostFailed || failures.some((key) => summary[key] !== 0) || missing.length ? 1 : 0);
+const lifeFailed = lifeFailures.some((key) => summary[key] !== 0) || summary.disk_quota_enforced !== true;
+process.exit(hostFailed || lifeFailed || failures.some((key) => summary[key] !== 0) || missing.length ? 1 : 0);
 JS
 rm -f "$report"
 exit $code
