@@ -15,13 +15,14 @@ const real = parts['real-fleet'] ?? {};
 const gate = parts['content-gate'] ?? {};
 const host = parts['host-and-socket'] ?? {};
 const life = parts['sandbox-life'] ?? {};
-const missing = ['real-fleet', 'content-gate', 'sandbox-life', 'host-and-socket'].filter((name) => !parts[name]);
+const policy = parts['policy-gate'] ?? {};
+const missing = ['real-fleet', 'content-gate', 'sandbox-life', 'host-and-socket', 'policy-gate'].filter((name) => !parts[name]);
 const sum = (key) => (real[key] ?? 0) + (gate[key] ?? 0);
 const summary = {
   hostile_cases: real.hostile_cases ?? 0,
   hostile_failed: (real.hostile_failed ?? 0) + (missing.includes('real-fleet') ? 1 : 0),
-  scripted_cases: gate.hostile_cases ?? 0,
-  scripted_failed: (gate.hostile_failed ?? 0) + (missing.includes('content-gate') ? 1 : 0),
+  scripted_cases: (gate.hostile_cases ?? 0) + (policy.hostile_cases ?? 0),
+  scripted_failed: (gate.hostile_failed ?? 0) + (policy.hostile_failed ?? 0) + (missing.includes('content-gate') || missing.includes('policy-gate') ? 1 : 0),
   secret_formats: Math.max(real.secret_formats ?? 0, gate.secret_formats ?? 0),
   secrets_missed: sum('secrets_missed'),
   secrets_stored_plaintext: sum('secrets_stored_plaintext'),
@@ -41,6 +42,8 @@ const summary = {
   build_egress_escapes: host.build_egress_escapes ?? -1,
   revoked_socket_events: host.revoked_socket_events ?? -1,
   data_dir_private: host.data_dir_private ?? false,
+  // policy-gate (issue #23 item 2): the slowest /healthz while a 30 MB binary diff is processed; -1 when not measured.
+  api_stall_max_ms: policy.api_stall_max_ms ?? -1,
   seconds: real.seconds,
   seeds: [real.seed, gate.seed].filter((seed) => seed !== undefined),
   ...(missing.length ? { missing_parts: missing } : {}),
@@ -50,7 +53,8 @@ const failures = ['hostile_failed', 'scripted_failed', 'secrets_missed', 'secret
 const lifeFailures = ['hung_tasks', 'resume_lost_changes'];
 const hostFailed = summary.build_egress_escapes !== 0 || summary.revoked_socket_events !== 0 || summary.data_dir_private !== true;
 const lifeFailed = lifeFailures.some((key) => summary[key] !== 0) || summary.disk_quota_enforced !== true;
-process.exit(hostFailed || lifeFailed || failures.some((key) => summary[key] !== 0) || missing.length ? 1 : 0);
+const stallFailed = summary.api_stall_max_ms < 0 || summary.api_stall_max_ms >= 500;
+process.exit(hostFailed || lifeFailed || stallFailed || failures.some((key) => summary[key] !== 0) || missing.length ? 1 : 0);
 JS
 rm -f "$report"
 exit $code
