@@ -62,7 +62,8 @@ describe('the summary line', () => {
   it('counts READY among host-green repositories, agreement over repositories with both results, medians, causes once per repository', () => {
     expect(summarize(rows)).toEqual({
       repos: 6,
-      host_green: 3,
+      host_green: 4,
+      host_green_checked: 3,
       ready: 2,
       ready_share: 0.667,
       verdict_agreement: 0.6,

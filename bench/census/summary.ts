@@ -135,7 +135,9 @@ const round = (value: number | null, digits: number) => (value === null ? null :
 
 export interface CensusSummary {
   repos: number;
+  /** Repositories whose CI steps pass on the host, and how many of those Dockhand has checked (ready_share's denominator). */
   host_green: number;
+  host_green_checked: number;
   ready: number;
   ready_share: number | null;
   verdict_agreement: number | null;
@@ -150,8 +152,8 @@ export interface CensusSummary {
 }
 
 /**
- * The proof's figures over `rows`: `ready` counts READY among host-green repositories, so
- * `ready_share` = ready / host_green; `verdict_agreement` is the share of repositories with both
+ * The proof's figures over `rows`: `ready` counts READY among host-green repositories Dockhand
+ * checked, so `ready_share` = ready / host_green_checked; `verdict_agreement` is the share of repositories with both
  * results whose verdict is READY exactly where the host's CI steps pass; `ran_no_test` counts
  * checks that ran no test where the host ran tests. Blockers are counted once per repository and cause.
  */
@@ -159,6 +161,7 @@ export function summarize(rows: Row[]): CensusSummary {
   const compared = rows.filter((row) => agrees(row) !== undefined);
   const green = compared.filter((row) => row.host?.green);
   const ready = green.filter((row) => row.dockhand?.ready);
+  const hostGreen = rows.filter((row) => row.host?.green && !row.host.error);
   const blockers: Record<string, number> = {};
   for (const row of rows) {
     const causes = new Set((row.dockhand?.blockers ?? []).map((blocker) => causeOf(blocker.problem)));
@@ -168,7 +171,8 @@ export function summarize(rows: Row[]): CensusSummary {
   const checked = rows.map((row) => row.dockhand).filter((result) => result !== undefined);
   return {
     repos: rows.length,
-    host_green: green.length,
+    host_green: hostGreen.length,
+    host_green_checked: green.length,
     ready: ready.length,
     ready_share: green.length ? round(ready.length / green.length, 3) : null,
     verdict_agreement: compared.length ? round(compared.filter((row) => agrees(row)).length / compared.length, 3) : null,
