@@ -1,5 +1,6 @@
 import { inRecipeStep, selectableFiles, selectedPlan, wholeCommandPlan, wholeWorkspacePlans, type PlanContext, type RecipeStep, type SuitePlan } from './suite-plan';
 import { planTestCommand, runsInWorkspaces, type WorkspaceMember } from './test-command';
+import { shellQuote } from './runners';
 import type { Selection } from './selection';
 
 /*
@@ -31,8 +32,9 @@ export async function planRecipeSteps(steps: readonly RecipeStep[], sources: Ste
     const cwd = step.cwd?.replace(/^\.\/|\/$/g, '');
     const dir = cwd && cwd !== '.' ? cwd : '';
     const packageJson = await sources.read(dir ? `${dir}/package.json` : 'package.json');
-    const members = !dir && runsInWorkspaces(step.command, packageJson) ? await sources.members(packageJson) : [];
-    const plan = planTestCommand(step.command, packageJson, members);
+    const block = scriptBlock(step.command);
+    const members = !block && !dir && runsInWorkspaces(step.command, packageJson) ? await sources.members(packageJson) : [];
+    const plan = planTestCommand(block ?? step.command, packageJson, members);
     if (plan.workspaces) {
       whole.push(...wholeWorkspacePlans(plan, context).map((member) => inRecipeStep(step, member)));
       continue;
@@ -46,6 +48,17 @@ export async function planRecipeSteps(steps: readonly RecipeStep[], sources: Ste
     selected.push(inRecipeStep(step, selectedPlan(plan, selectable.files.map((file) => ({ file })), context, { dir, workspaces: false })));
   }
   return selected.length > 0 ? { whole, selected: { plans: selected, files: taken.size } } : { whole };
+}
+
+/**
+ * A workflow's multi-line `run: |` is one script, run the way GitHub runs it (`bash --noprofile
+ * --norc -eo pipefail`), never split into lines joined with `&&` (an `if … then … fi` block becomes
+ * a syntax error that way). The side channel still counts the runners it starts.
+ */
+function scriptBlock(command: string): string | undefined {
+  const text = command.trim();
+  if (!text.includes('\n')) return undefined;
+  return `bash --noprofile --norc -eo pipefail -c ${shellQuote(text)}`;
 }
 
 /** The reason line for a selection over the recipe's steps. */

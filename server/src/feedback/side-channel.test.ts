@@ -216,6 +216,25 @@ describe('the test command as written, step by step', { timeout: 120_000 }, () =
     ]);
   });
 
+  it("a step's multi-line `run: |` block runs as one bash script, as GitHub runs it (jshttp/etag's if/then/else/fi), and its tests are counted", async () => {
+    const block = 'if npm -ps ls nyc | grep -q nyc; then\n  npm run test-ci\nelse\n  npm test\nfi\n';
+    const sandbox = sandboxOf(
+      {
+        'package.json': JSON.stringify({ name: 'etag-like', scripts: { test: 'node --test test/' } }),
+        ...NODE_TESTS,
+      },
+      { command: block.trim(), source: '.github/workflows/ci.yml', steps: [{ name: 'Run tests', command: block }] },
+    );
+    const full = await new SmartFeedbackEngine({ repo: 'fixture/block' }).runTests(sandbox, { scope: 'full' });
+    // Before: the lines joined with && (`… nyc && then npm run test-ci && else …`), bash's syntax error, exit 2.
+    expect(full.infrastructure).toBeUndefined();
+    expect(full.cases.map((testCase) => [testCase.id, testCase.outcome])).toEqual([
+      ['adds', 'passed'],
+      ['multiplies', 'passed'],
+    ]);
+    expect(full.steps?.map((step) => step.counted)).toEqual(['tests']);
+  });
+
   it("the recipe's test.steps run separately, each in its cwd with its env; a failing first step does not stop the second", async () => {
     const sandbox = sandboxOf(
       {
