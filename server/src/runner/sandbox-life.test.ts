@@ -5,7 +5,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CreateTaskRequest, type TaskEvent } from '@dockhand/protocol';
 import { EventHub, EventLog } from '../store/hub';
 import { SqliteStore } from '../store/sqlite';
+import { createTwoFilesPatch } from 'diff';
 import { FileCheckpointStore } from './checkpoints';
+import { replayFileChanges } from './sandbox-life';
 import { TaskRunner } from './task-runner';
 import type { AgentInput, AgentResult } from './ports';
 import { CountingPublisher, FakePolicy, FakeSandboxProvider, MemorySandbox, ScriptedAgent, type AgentScript } from './testing/fakes';
@@ -160,4 +162,20 @@ describe('sandbox life (runner)', () => {
     expect((await store.getResult(task.id))?.diff).toContain('+generated');
     expect(sandboxes.released).toEqual(['sbx-1']);
   }, 20_000);
+});
+
+describe('replayFileChanges', () => {
+  const change = (seq: number, path: string, before: string, after: string): TaskEvent => ({
+    seq, taskId: 't', at: new Date(0).toISOString(), type: 'file.changed',
+    data: { path, change: 'modified', patch: createTwoFilesPatch(`a/${path}`, `b/${path}`, before, after, undefined, undefined, { context: 3 }) },
+  } as TaskEvent);
+
+  it('skips a change the checkpoint already holds (its file.changed was logged after the checkpointed tool result), and still refuses one that fits neither way', async () => {
+    const sandbox = new MemorySandbox('sbx', 'a'.repeat(40), { 'src/calc.js': 'let index = 1;\nreturn total;\n' });
+    // What the restored checkpoint left: the edit is already there.
+    await sandbox.writeFile('src/calc.js', 'let index = 0;\nreturn total;\n');
+    expect(await replayFileChanges(sandbox, [change(13, 'src/calc.js', 'let index = 1;\nreturn total;\n', 'let index = 0;\nreturn total;\n')])).toBe(0);
+    expect((await sandbox.readFile('src/calc.js')).toString()).toBe('let index = 0;\nreturn total;\n');
+    await expect(replayFileChanges(sandbox, [change(14, 'src/calc.js', 'something else\n', 'other\n')])).rejects.toThrow('recorded change to src/calc.js (seq 14) does not apply to a fresh workspace');
+  });
 });

@@ -1,4 +1,4 @@
-import { applyPatch } from 'diff';
+import { applyPatch, parsePatch, reversePatch } from 'diff';
 import { Budgets, type NewEvent, type Task, type TaskEvent } from '@dockhand/protocol';
 import type { EventSink } from '../agent/ports';
 import { activeMs } from '../agent/conversation';
@@ -72,7 +72,16 @@ export async function restoreWorkspace(sandbox: Sandbox, events: TaskEvent[], ch
   return {};
 }
 
-/** Re-applies every `file.changed` patch given, in order, to a fresh workspace. */
+function alreadyApplied(current: string, patch: string): boolean {
+  try {
+    const [parsed] = parsePatch(patch);
+    return parsed !== undefined && applyPatch(current, reversePatch(parsed)) !== false;
+  } catch {
+    return false;
+  }
+}
+
+/** Re-applies every `file.changed` patch given, in order, to a fresh workspace (one already in it is skipped). */
 export async function replayFileChanges(sandbox: Sandbox, events: TaskEvent[]): Promise<number> {
   let applied = 0;
   for (const event of events) {
@@ -86,7 +95,12 @@ export async function replayFileChanges(sandbox: Sandbox, events: TaskEvent[]): 
     let current = '';
     if (change === 'modified') current = (await sandbox.readFile(path)).toString('utf8');
     const next = applyPatch(current, patch);
-    if (next === false) throw new DockhandError('conflict', `recorded change to ${path} (seq ${event.seq}) does not apply to a fresh workspace`);
+    if (next === false) {
+      // Already there: a checkpoint taken after the write but before its file.changed was logged
+      // holds it (the patch reversed applies to what the file is now).
+      if (alreadyApplied(current, patch)) continue;
+      throw new DockhandError('conflict', `recorded change to ${path} (seq ${event.seq}) does not apply to a fresh workspace`);
+    }
     await sandbox.writeFile(path, next);
     applied += 1;
   }
