@@ -166,9 +166,9 @@ describe('sandbox life (runner)', () => {
 
 describe('replayFileChanges', () => {
   const change = (seq: number, path: string, before: string, after: string): TaskEvent => ({
-    seq, taskId: 't', at: new Date(0).toISOString(), type: 'file.changed',
+    seq, taskId: 't', ts: new Date(0).toISOString(), type: 'file.changed',
     data: { path, change: 'modified', patch: createTwoFilesPatch(`a/${path}`, `b/${path}`, before, after, undefined, undefined, { context: 3 }) },
-  } as TaskEvent);
+  });
 
   it('skips a change the checkpoint already holds (its file.changed was logged after the checkpointed tool result), and still refuses one that fits neither way', async () => {
     const sandbox = new MemorySandbox('sbx', 'a'.repeat(40), { 'src/calc.js': 'let index = 1;\nreturn total;\n' });
