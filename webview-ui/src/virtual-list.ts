@@ -23,6 +23,8 @@ export class VirtualList {
   private count = 0;
   private frame = 0;
   private stickToBottom = true;
+  /** scrollTop at the last scroll event: only a move up is the developer leaving the bottom. */
+  private lastScrollTop = 0;
 
   constructor(
     private readonly viewport: HTMLElement,
@@ -33,7 +35,13 @@ export class VirtualList {
     this.content.setAttribute('role', 'list');
     viewport.replaceChildren(this.content);
     viewport.addEventListener('scroll', () => {
-      this.stickToBottom = this.isAtBottom();
+      // A scroll event arrives a frame after the scroll. By then the panel above may have grown
+      // (an approval card, the review area) and shrunk the viewport, so "not at the bottom" alone
+      // would stop following a live run the developer never scrolled: only a move up stops it.
+      const top = viewport.scrollTop;
+      if (this.isAtBottom()) this.stickToBottom = true;
+      else if (top < this.lastScrollTop - 1) this.stickToBottom = false;
+      this.lastScrollTop = top;
       this.schedule();
     });
     new ResizeObserver(() => this.schedule()).observe(viewport);
@@ -53,6 +61,7 @@ export class VirtualList {
     this.stickToBottom = true;
     this.setCount(count);
     this.viewport.scrollTop = 0;
+    this.lastScrollTop = 0;
   }
 
   setCount(count: number): void {

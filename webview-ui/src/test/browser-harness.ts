@@ -23,7 +23,7 @@ const NONCE = 'harnessNonce0123456789';
 const HTML = `<!DOCTYPE html><html lang="en"><head><meta charset="UTF-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src ${ORIGIN}; img-src ${ORIGIN} data:; font-src ${ORIGIN}; script-src 'nonce-${NONCE}'">
 <link rel="stylesheet" href="${ORIGIN}/theme.css"><link rel="stylesheet" href="${ORIGIN}/webview.css"><title>Dockhand</title></head>
-<body><script nonce="${NONCE}" src="${ORIGIN}/harness.js"></script><script nonce="${NONCE}" src="${ORIGIN}/webview.js"></script></body></html>`;
+<body class="vscode-THEME"><script nonce="${NONCE}" src="${ORIGIN}/harness.js"></script><script nonce="${NONCE}" src="${ORIGIN}/webview.js"></script></body></html>`;
 
 const HARNESS = `
 window.__posted = [];
@@ -80,7 +80,8 @@ export async function openPanel(browser: Browser, size = { width: 420, height: 8
   await page.route(`${ORIGIN}/**`, (route) => {
     const path = new URL(route.request().url()).pathname;
     const files: Record<string, [string, string | Buffer]> = {
-      '/index.html': ['text/html', HTML],
+      // VS Code marks the theme's kind on the body: vscode-light, vscode-dark, vscode-high-contrast(-light).
+      '/index.html': ['text/html', HTML.replace('vscode-THEME', theme === 'high-contrast-light' ? 'vscode-high-contrast vscode-high-contrast-light' : `vscode-${theme}`)],
       '/harness.js': ['text/javascript', HARNESS],
       '/webview.js': ['text/javascript', js],
       '/webview.css': ['text/css', css],
