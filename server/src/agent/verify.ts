@@ -142,6 +142,8 @@ function passedText(tests: TestReport): string {
 
 /** A runner failure ends verification: the event, and a result the loop turns into a stopped task. */
 async function infrastructureStop(input: VerifyInput, diff: string, tests: TestReport): Promise<VerifyResult | undefined> {
+  // A cancel kills the run: nothing about the tests or their runner is recorded from it.
+  if (input.signal.aborted) return { verified: false, diff, tests, feedback: 'The verification was stopped: the task was cancelled.' };
   if (!tests.infrastructure) {
     await input.events.append({ type: 'tests.finished', data: testsFinishedData(tests) });
     return undefined;

@@ -75,6 +75,9 @@ export const runTestsTool = defineTool({
   input: RunTestsInput,
   async run(input, { sandbox, signal, feedback, events, reproducingTests }) {
     const report = await feedback.runTests(sandbox, { scope: input.scope, signal, ...(reproducingTests?.length ? { reproducing: reproducingTests } : {}) });
+    // Cancelled while the tests ran: the runner was killed by us (exit 137), which says nothing
+    // about the runner or the change — no "runner crashed, often out of memory", no red run.
+    if (signal.aborted) return { output: 'The test run was stopped: the task was cancelled.', isError: true };
     if (report.infrastructure) {
       await events.append({ type: 'tests.runner_failed', data: runnerFailedData(report.infrastructure) });
       return { output: describeTestReport(report), isError: true };

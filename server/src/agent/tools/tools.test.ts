@@ -4,6 +4,8 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { createFixtureRepo, type FixtureRepo } from '../../../../test/support/fixture-repo';
 import { RecordingApprover, toolContext } from '../testing/context';
 import { HostSandbox } from '../../sandbox/testing/host-sandbox';
+import { SimpleFeedbackEngine } from '../simple-feedback';
+import type { FeedbackEngine } from '../../feedback/types';
 import { defaultTools, executeTool } from './index';
 
 const tools = defaultTools();
@@ -253,6 +255,26 @@ describe('run_command', () => {
 });
 
 describe('run_tests', () => {
+  it('a run the task cancelled (its runner killed, exit 137) is said as cancelled: no runner crash, no test result recorded', async () => {
+    const cancel = new AbortController();
+    const killed = {
+      ...new SimpleFeedbackEngine(),
+      runTests: async () => {
+        cancel.abort();
+        return {
+          scope: 'selected' as const, command: 'npm test', runner: 'node-test', passed: 0, failed: 0, skipped: 0, ok: false, cases: [], quarantined: [], output: 'Killed', durationMs: 5,
+          infrastructure: { kind: 'crash' as const, command: 'npm test', message: 'the test runner crashed: `npm test`: killed by a signal (exit 137: SIGKILL, often out of memory)', action: 'x', output: 'Killed' },
+        };
+      },
+    };
+    const context = toolContext(sandbox, { signal: cancel.signal, feedback: killed as unknown as FeedbackEngine });
+    const result = await run('run_tests', {}, context);
+    expect(result).toMatchObject({ isError: true, output: 'The test run was stopped: the task was cancelled.' });
+    expect(context.events.ofType('tests.runner_failed')).toEqual([]);
+    expect(context.events.ofType('tests.finished')).toEqual([]);
+  });
+
+
   it('runs the repo suite through the feedback engine and records tests.finished', async () => {
     const context = toolContext(sandbox);
     const result = await run('run_tests', {}, context);
