@@ -137,9 +137,10 @@ function renderTool(row: Extract<Row, { kind: 'tool' }>, context: RowContext): H
     {},
     h('span', { className: 'tool-name' }, row.name),
     ' ',
-    h('span', { className: 'tool-input', attrs: { title: summarizeToolInput(row.name, row.input) } }, summarizeToolInput(row.name, row.input)),
-    ' ',
+    // The outcome before the input: a long path or command is cut at the edge, the outcome never.
     status,
+    ' ',
+    h('span', { className: 'tool-input', attrs: { title: summarizeToolInput(row.name, row.input) } }, summarizeToolInput(row.name, row.input)),
     outcome === 'refused' && result ? h('div', { className: 'refusal' }, refusalReason(result.output)) : null,
   );
   const body = (): HTMLElement[] => [

@@ -96,7 +96,7 @@ describe('trajectory fold', () => {
     expect(t.summary.failure).toEqual({
       kind: 'budget',
       title: 'Stopped: the turn budget ran out',
-      detail: 'the turn budget is used up (20 of 20 turns)',
+      detail: '20 of 20 turns used',
       action: 'Nothing was pushed. Send the ticket again with a larger turn budget (setting dockhand.budgets.maxTurns), or narrow the ticket.',
     });
     const tones = (['failed', 'budget_exhausted', 'cancelled', 'closed', 'pr_open'] as const).map(stateTone);

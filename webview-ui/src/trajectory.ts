@@ -429,7 +429,8 @@ export function budgetFailure(data: TaskEventOf<'budget.exceeded'>['data']): Fai
   return {
     kind: 'budget',
     title: `Stopped: the ${name} budget ran out`,
-    detail: budgetMessage(data).replace(/^Stopped: /, '').replace(/\.$/, ''),
+    // "20 of 20 turns used": the title already says which budget stopped it.
+    detail: `${/\((.*)\)/.exec(budgetMessage(data))?.[1] ?? ''} used`,
     action: `Nothing was pushed. Send the ticket again with a larger ${name} budget (setting dockhand.budgets.${BUDGET_SETTINGS[data.budget]}), or narrow the ticket.`,
   };
 }
