@@ -45,4 +45,18 @@ describe('the workspace diff the gates read (WORKSPACE_DIFF_SCRIPT)', () => {
     writeFileSync(join(root, 'change.diff'), diff);
     git(clone, 'apply', '--check', join(root, 'change.diff'));
   });
+
+  it('shows a renamed test file as its old path deleted and its new path added, not a rename that hides the old path', () => {
+    const work = join(root, 'renamed');
+    git(root, 'init', '-q', work);
+    writeFileSync(join(work, 'greet.test.js'), "const assert = require('node:assert');\nassert.strictEqual(1 + 1, 2);\n");
+    git(work, 'add', '-A');
+    git(work, 'commit', '-q', '-m', 'base');
+    const base = git(work, 'rev-parse', 'HEAD');
+    git(work, 'mv', 'greet.test.js', 'greet.check.js');
+    const diff = execFileSync('bash', ['-c', WORKSPACE_DIFF_SCRIPT, base], { cwd: work, env, encoding: 'utf8' });
+    expect(diff).not.toContain('rename from');
+    expect(diff).toContain('diff --git a/greet.test.js b/greet.test.js\ndeleted file mode');
+    expect(diff).toContain('diff --git a/greet.check.js b/greet.check.js\nnew file mode');
+  });
 });

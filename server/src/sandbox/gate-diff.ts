@@ -9,6 +9,8 @@
  * tree an empty directory, so attributes come from the base only; no repository, global or
  * system config (the agent's `core.attributesFile`, diff drivers), no `info/attributes`, no
  * external diff, no textconv. `--binary`, so real binary files still round-trip to the push.
+ * `--no-renames`: git's default without config detects renames, and a rename would show only its
+ * new path; the gates must see a moved test file's old path (a test removed) and the whole text.
  */
 export const GATE_DIFF_OF_INDEX = [
   'tree=$(git write-tree)',
@@ -21,6 +23,6 @@ export const GATE_DIFF_OF_INDEX = [
   '  git read-tree "$0"',
   // Attributes are looked up in the work tree of the current directory: the empty one.
   '  cd "$gate/empty"',
-  '  git -c core.attributesFile=/dev/null --work-tree="$gate/empty" diff --binary --no-color --no-ext-diff --no-textconv "$0" "$tree" ) || { rm -rf "$gate"; exit 1; }',
+  '  git -c core.attributesFile=/dev/null --work-tree="$gate/empty" diff --binary --no-color --no-ext-diff --no-textconv --no-renames "$0" "$tree" ) || { rm -rf "$gate"; exit 1; }',
   'rm -rf "$gate"',
 ].join('\n');
