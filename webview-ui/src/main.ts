@@ -142,13 +142,19 @@ function renderTasks(): void {
   detail.hidden = !selectedTaskId;
 }
 
-function bar(label: string, used: number, limit: number, text: string): HTMLElement {
+/** " · 43% cached": the share of the prompt read from the cache, once a model call reported it. */
+function cacheShare(tokens: Trajectory['summary']['tokens']): string {
+  const prompt = tokens.inputTokens + tokens.cacheReadTokens + tokens.cacheWriteTokens;
+  return prompt ? ` · ${Math.round((tokens.cacheReadTokens / prompt) * 100)}% cached` : '';
+}
+
+function bar(label: string, used: number, limit: number, text: string, detail?: string): HTMLElement {
   const ratio = limit > 0 ? Math.min(1, used / limit) : 0;
   const fill = h('div', { className: `bar-fill${ratio >= 0.9 ? ' high' : ''}` });
   fill.style.width = `${(ratio * 100).toFixed(1)}%`;
   return h(
     'div',
-    { className: 'budget', title: `${label}: ${text}`, attrs: { role: 'meter', 'aria-label': label, 'aria-valuenow': String(used), 'aria-valuemin': '0', 'aria-valuemax': String(limit), 'aria-valuetext': text } },
+    { className: 'budget', title: `${label}: ${text}${detail ? `\n${detail}` : ''}`, attrs: { role: 'meter', 'aria-label': label, 'aria-valuenow': String(used), 'aria-valuemin': '0', 'aria-valuemax': String(limit), 'aria-valuetext': text } },
     h('span', { className: 'budget-label' }, label),
     h('div', { className: 'bar' }, fill),
     h('span', { className: 'budget-text' }, text),
@@ -175,13 +181,14 @@ function renderHeader(): void {
   // The clock counts the agent's time only: waiting for the developer's review or decision is not the agent's.
   const elapsedMs = workedMs(summary, isWorkingState(state) ? Date.now() : Date.parse(summary.lastEventAt ?? '') || Date.now());
   const b = summary.budgets;
+  // Tokens on the cost line (its share read from the cache) and in full in its tooltip: no extra line taken from the trajectory.
+  const tokens = formatTokens(summary.tokens);
   budgets.replaceChildren(
     bar('Turns', summary.turnsUsed, b.maxTurns, `${summary.turnsUsed} / ${b.maxTurns}`),
-    bar('Cost', summary.costUsd, b.maxCostUsd, `$${summary.costUsd.toFixed(2)} / $${b.maxCostUsd.toFixed(2)}`),
+    bar('Cost', summary.costUsd, b.maxCostUsd, `$${summary.costUsd.toFixed(2)} / $${b.maxCostUsd.toFixed(2)}${cacheShare(summary.tokens)}`, tokens ? `Tokens: ${tokens}` : undefined),
     bar('Time', elapsedMs / 1000, b.maxWallClockSeconds, `${formatDuration(elapsedMs)} / ${formatDuration(b.maxWallClockSeconds * 1000)}`),
   );
-  const tokens = formatTokens(summary.tokens);
-  if (tokens) budgets.append(h('div', { className: 'tokens muted', title: 'Tokens of every model call: the prompt (uncached, read from and written to the cache) and the output' }, `Tokens: ${tokens}`));
+
   renderBanner();
 }
 

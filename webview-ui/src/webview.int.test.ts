@@ -63,7 +63,7 @@ describe('side panel in Chromium', () => {
     // Budgets as bars: 3 turns of 20, $0.08 of $2.00.
     const budgets = await page.$$eval('.budget-text', (els) => els.map((el) => el.textContent));
     expect(budgets[0]).toBe('3 / 20');
-    expect(budgets[1]).toBe('$0.08 / $2.00');
+    expect(budgets[1]).toBe('$0.08 / $2.00 · 43% cached');
     // The file change is rendered as a diff.
     expect(await page.textContent('.row-file pre.diff .diff-del')).toBe('-  const start = page * size + 1;');
     expect(await page.textContent('.row-file pre.diff .diff-add')).toBe('+  const start = (page - 1) * size;');
@@ -343,7 +343,7 @@ describe('side panel in Chromium', () => {
         await new Promise((r) => requestAnimationFrame(() => r(null)));
       }
     });
-    const bigRow = page.locator('.row-tool', { hasText: 'paginate_50"' });
+    const bigRow = page.locator('.row-tool', { hasText: '“paginate_50”' });
     await bigRow.locator('summary').click();
     const loadMore = bigRow.locator('button.load-more');
     await loadMore.waitFor();
