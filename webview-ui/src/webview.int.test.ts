@@ -338,7 +338,7 @@ describe('side panel in Chromium', () => {
     await page.evaluate(async () => {
       const t = document.querySelector<HTMLElement>('.trajectory')!;
       for (let y = 0; y < t.scrollHeight; y += 200) {
-        if ([...document.querySelectorAll('.row-tool')].some((r) => r.textContent?.includes('paginate_50"'))) break;
+        if ([...document.querySelectorAll('.row-tool')].some((r) => r.textContent?.includes('“paginate_50”'))) break;
         t.scrollTop = y;
         await new Promise((r) => requestAnimationFrame(() => r(null)));
       }
