@@ -17,7 +17,7 @@ import type { RepoMirror } from './mirror';
 import { workflowFiles, WORKFLOW_DIR } from './node-ci';
 import { TEST_REQUIREMENT_FILES } from './python-install';
 import { canonicalJson, detectRecipe, DEFAULT_NPM_RANGE, RECIPE_FILES, recipeToolchains, REQUIREMENTS_PATTERN, SETUP_SCRIPT_PATH, TOOLCHAIN_PACKAGES, type RecipeInput, type ToolchainName } from './recipe';
-import { buildSnapshotImage, SnapshotBuildFailed, usesDependencyCache, type ProgressListener } from './snapshot-build';
+import { buildSnapshotImage, SnapshotBuildFailed, usesDependencyCache, type ProgressListener, type SnapshotProgress } from './snapshot-build';
 import { checkSnapshotLabels, readSnapshotLabels, SNAPSHOT_KEY_VERSION, SNAPSHOT_LABELS, type SnapshotIdentity } from './snapshot-labels';
 import { toolchainComplete, ToolchainStore } from './toolchains';
 import { newestSatisfying } from './versions';
@@ -216,6 +216,13 @@ interface Lookup {
   at: number;
 }
 
+/** The `recipe` progress: the detected environment, and a line naming the toolchains and commands. */
+function recipeProgress(environment: EnvironmentRecipe): SnapshotProgress {
+  const tools = [environment.node ? `node ${environment.node.version}` : '', environment.packageManager ? `${environment.packageManager.name} ${environment.packageManager.version}` : '', environment.python ? 'python3' : ''];
+  const line = `${tools.filter(Boolean).join(', ') || 'no toolchain'}; install: ${environment.install.command}; test: ${environment.test.command}`;
+  return { stage: 'recipe', elapsedMs: 0, line: line.slice(0, 2000), environment };
+}
+
 /** Bumped whenever detection or the key's inputs change: older entries are then looked up afresh. */
 const LOOKUP_FORMAT = `lookup-4 key-${SNAPSHOT_KEY_VERSION}`;
 const LOOKUP_TTL_MS = 12 * 3600_000;
@@ -287,6 +294,8 @@ export class SnapshotManager {
     const versions = (name: string): Promise<string[]> => this.toolchains.versions(name);
     // The package manager's own engines.node are checked against the Node before anything is fetched.
     const environment = await detectRecipe(recipeInputOf(repo, inputs), versions, (name, version) => this.toolchains.nodeEngines(name, version));
+    // What was chosen and from where, whatever happens next (a failed fetch or build still shows it).
+    onProgress?.(recipeProgress(environment));
     const npmVersion = environment.node ? newestSatisfying(await versions(TOOLCHAIN_PACKAGES.npm), DEFAULT_NPM_RANGE) : undefined;
     const wanted = recipeToolchains(environment, npmVersion);
     const started = Date.now();
@@ -303,6 +312,7 @@ export class SnapshotManager {
     const known = this.lookups.get(id) ?? (await this.readLookup(id));
     if (known && this.stillHolds(known, request.repo)) {
       this.lookups.set(id, known);
+      request.onProgress?.(recipeProgress(known.identity.environment));
       return { key: known.key, identity: known.identity, cached: true };
     }
     const inputs = await readRecipeInputs(this.options.mirror, request.mirrorPath, request.sha);
