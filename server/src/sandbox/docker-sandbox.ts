@@ -243,6 +243,12 @@ export class DockerSandbox implements Sandbox {
     workspacePath(path);
     const served = await this.viaChannel((channel) => channel.readLines(path, request), path);
     if (served) return served.value;
+    // Without the channel: the size first, as the channel does, so a 200 MB file is answered at
+    // once by its size instead of being copied out of the sandbox to be refused.
+    const sized = await this.raw(['sh', '-c', `cd ${WORKSPACE} && ${RESOLVE_INSIDE_WORKSPACE}; exec stat -L -c %s -- "$resolved"`, '_', path]);
+    this.checkFileResult(sized, path);
+    const bytes = Number(sized.stdout.toString('utf8').trim());
+    if (Number.isFinite(bytes) && bytes > request.maxBytes) return { bytes, binary: false, total: 0, lines: [] };
     return sliceLines(await this.readFile(path), request);
   }
 
