@@ -70,6 +70,8 @@ if [ ! -f "$pnp/project/.pnp.cjs" ] || [ "$(cat "$pnp/project/package.json" 2>/d
   rm -rf "$pnp/project" && mkdir -p "$pnp/project"
   printf '%s\n' "$pnp_manifest" > "$pnp/project/package.json"
   printf 'nodeLinker: pnp\nenableGlobalCache: false\nenableTelemetry: false\n' > "$pnp/project/.yarnrc.yml"
-  (cd "$pnp/project" && node "$pnp/berry/node_modules/@yarnpkg/cli-dist/bin/yarn.js" install >/dev/null)
+  # Under CI=true berry makes installs immutable (YN0028: no lockfile may be created); this one makes it.
+  (cd "$pnp/project" && YARN_ENABLE_IMMUTABLE_INSTALLS=false node "$pnp/berry/node_modules/@yarnpkg/cli-dist/bin/yarn.js" install >/dev/null) ||
+    { echo "[needs/feedback] yarn berry could not install the PnP project in $pnp/project" >&2; exit 1; }
 fi
 echo "yarn berry and a PnP project (mocha) in $pnp"
