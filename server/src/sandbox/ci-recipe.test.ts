@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { EnvironmentRecipe } from '@dockhand/protocol';
 import { describe, expect, it } from 'vitest';
 import { joinedCommand, provisionCommands } from './ci-recipe';
+import { SOURCE_TREE_FALLBACK } from './python-install';
 import { detectRecipe, type RecipeInput } from './recipe';
 
 /*
@@ -44,7 +45,7 @@ describe('the CI as the reference', () => {
     const recipe = await detectRecipe(repo({ 'pyproject.toml': '[project]\nname = "pyjwt"\n', 'tox.ini': '[tox]\n', '.github/workflows/main.yml': fixture('pyjwt-main.yml') }), versions);
     expect(recipe.install.command).toBe(
       'python3 -m venv --system-site-packages .venv && { python -m pip install --upgrade coverage[toml] virtualenv tox tox-gh-actions; } ' +
-        '|| { echo "dockhand: the CI\'s pip install failed; the detected install follows" >&2 && python3 -m venv --system-site-packages .venv && .venv/bin/pip install -q --no-build-isolation -e .; } ' +
+        `|| { echo "dockhand: the CI's pip install failed; the detected install follows" >&2 && python3 -m venv --system-site-packages .venv && { .venv/bin/pip install -q --no-build-isolation -e . || ${SOURCE_TREE_FALLBACK}; }; } ` +
         '&& (export USING_COVERAGE=3.9 && python -m tox --notest)',
     );
     expect(recipe.python?.version).toBe('3.11');

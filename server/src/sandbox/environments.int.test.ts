@@ -255,26 +255,25 @@ describe('lifecycle scripts under the egress allowlist', () => {
 });
 
 describe('a Python project whose build backend is newer than Debian’s', () => {
-  it('fails the build naming the unmet build-system.requires, and the environment.yml way around the build gets past it', async () => {
-    // Shaped like tkem/cachetools: setuptools >= 77 for PEP 639's `license = "MIT"`, a src layout.
+  it('builds its snapshot with the tests on the source tree (a .pth in the venv; the build log says so), and they run with no environment.yml', async () => {
+    // Shaped like tkem/cachetools and hukkin/tomli: a backend newer than Debian's for PEP 639's
+    // `license = "MIT"`, a src layout. Before: the build failed ("build-system.requires asks for
+    // setuptools>=77.0.3 (installed: 66.1.1)") and the repository needed an environment.yml.
     const repo = register('acme/pyback', {
       'pyproject.toml': '[build-system]\nrequires = ["setuptools>=77.0.3", "wheel"]\nbuild-backend = "setuptools.build_meta"\n\n[project]\nname = "pyback"\nversion = "1.0"\nlicense = "MIT"\n',
       'src/pyback/__init__.py': 'def double(x):\n    return 2 * x\n',
       'tests/test_double.py': 'from pyback import double\n\ndef test_double():\n    assert double(2) == 4\n',
-      '.gitignore': '__pycache__/\n',
+      '.gitignore': '__pycache__/\n.venv/\n',
     });
-    const failure = await snapshotOf('acme/pyback', repo.sha).catch((error: unknown) => error);
-    const message = failure instanceof Error ? failure.message : String(failure);
-    expect(message).toContain("pyproject.toml's build-system.requires asks for setuptools>=77.0.3 (installed: 66.1.1)");
-    expect(message).not.toContain('wheel (');
-    expect(message).toContain('`install: python3 -m venv --system-site-packages .venv` in .dockhand/environment.yml');
-
-    const around = repo.commit({ '.dockhand/environment.yml': 'install: python3 -m venv --system-site-packages .venv\ntest: PYTHONPATH=src python3 -m pytest -q -p no:cacheprovider\n' }, 'build nothing');
-    const snapshot = await snapshotOf('acme/pyback', around);
+    const snapshot = await snapshotOf('acme/pyback', repo.sha);
+    expect(snapshot.environment.test.command).toBe('python3 -m pytest');
     const sandbox = await sandboxOf(snapshot);
     try {
-      const test = await sh(sandbox, snapshot.environment.test.command);
+      // The source is what the tests import: a change to it is what they see.
+      await sandbox.writeFile('src/pyback/__init__.py', 'def double(x):\n    return x + x\n');
+      const test = await sh(sandbox, `${snapshot.environment.test.command} -q -p no:cacheprovider`);
       expect(test.output).toContain('1 passed');
+      expect((await sh(sandbox, 'cat .venv/lib/python3*/site-packages/dockhand-source-tree.pth')).output.trim()).toBe('/workspace/src');
     } finally {
       await sandbox.destroy();
     }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { detectRecipe, RECIPE_FILES, type RecipeInput } from './recipe';
-import { tableKeys } from './python-install';
+import { SOURCE_TREE_FALLBACK, tableKeys } from './python-install';
 
 /*
  * A Python project's install for its test job when no CI says otherwise: the test dependencies it
@@ -21,7 +21,7 @@ describe('test dependencies outside the root', () => {
     expect(RECIPE_FILES).toEqual(expect.arrayContaining(['tests/requirements.txt', 'requirements/test.txt']));
     const recipe = await detectRecipe(repo({ 'pyproject.toml': HATCHLING, 'tests/requirements.txt': 'pytest-cov\n', 'requirements/test.txt': 'hypothesis\n', 'requirements-dev.txt': 'pytest-mock\n' }), versions);
     expect(recipe.install.command).toBe(
-      'python3 -m venv --system-site-packages .venv && .venv/bin/pip install -q -r requirements-dev.txt -r tests/requirements.txt -r requirements/test.txt && .venv/bin/pip install -q --no-build-isolation -e .',
+      `python3 -m venv --system-site-packages .venv && .venv/bin/pip install -q -r requirements-dev.txt -r tests/requirements.txt -r requirements/test.txt && { .venv/bin/pip install -q --no-build-isolation -e . || ${SOURCE_TREE_FALLBACK}; }`,
     );
     expect(recipe.python?.requirements).toEqual(['requirements-dev.txt', 'tests/requirements.txt', 'requirements/test.txt']);
   });
@@ -31,7 +31,7 @@ describe('test dependencies outside the root', () => {
     expect((await detectRecipe(repo({ 'pyproject.toml': withTest }), versions)).install.command).toContain(".venv/bin/pip install -q --no-build-isolation -e '.[test]'");
     const withDev = `${HATCHLING}\n[project.optional-dependencies]\ndev = ["pytest-cov"]\n`;
     expect((await detectRecipe(repo({ 'pyproject.toml': withDev }), versions)).install.command).toContain("-e '.[dev]'");
-    expect((await detectRecipe(repo({ 'pyproject.toml': HATCHLING }), versions)).install.command).toMatch(/-e \.$/);
+    expect((await detectRecipe(repo({ 'pyproject.toml': HATCHLING }), versions)).install.command).toMatch(/-e \. \|\| /);
   });
 
   it('installs a [dependency-groups] test group through the helper the build writes', async () => {

@@ -90,6 +90,15 @@ export interface PythonInstallInput {
   installable: boolean;
 }
 
+/**
+ * After a failed build of the project itself: `src/` (a src layout) or the root on the venv's
+ * import path through a `.pth` file, and a line in the build log saying so.
+ */
+export const SOURCE_TREE_FALLBACK =
+  `{ dir=$([ -d src ] && echo "$PWD/src" || echo "$PWD"); ` +
+  `echo "dockhand: the project could not be built with the base image's build backends (above); its tests run on the source tree: $dir is on the import path" >&2; ` +
+  `.venv/bin/python -c 'import site, sys; open(site.getsitepackages()[0] + "/dockhand-source-tree.pth", "w").write(sys.argv[1] + "\\n")' "$dir"; }`;
+
 /** The install steps (the venv first) and the requirement files they name. */
 export function pythonInstallSteps(input: PythonInstallInput): { steps: string[]; requirements: string[] } {
   const requirements = [...input.requirements];
@@ -101,7 +110,10 @@ export function pythonInstallSteps(input: PythonInstallInput): { steps: string[]
   const pyproject = input.files['pyproject.toml'];
   const extra = pyproject !== undefined && !input.fromEnvironmentFile ? testName(tableKeys(pyproject, 'project.optional-dependencies')) : undefined;
   // Built with the base image's Debian backends: the package index may not be reachable for build isolation.
-  if (input.installable) steps.push(`.venv/bin/pip install -q --no-build-isolation -e ${extra ? `'.[${extra}]'` : '.'}`);
+  // A project those backends cannot build (newer metadata: PEP 639's `license = "MIT"`, a
+  // backend version Debian lacks) still has tests that run on its source tree, as its own
+  // developers run them: its source directory goes on the venv's import path, said in the log.
+  if (input.installable) steps.push(`{ .venv/bin/pip install -q --no-build-isolation -e ${extra ? `'.[${extra}]'` : '.'} || ${SOURCE_TREE_FALLBACK}; }`);
   const group = pyproject !== undefined && !input.fromEnvironmentFile ? testName(tableKeys(pyproject, 'dependency-groups')) : undefined;
   if (group) {
     const list = '/tmp/dockhand/dependency-groups.txt';
