@@ -1,6 +1,10 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { detectRecipe, RECIPE_FILES, type RecipeInput } from './recipe';
-import { SOURCE_TREE_FALLBACK, tableKeys } from './python-install';
+import { bestEffort, SOURCE_TREE_FALLBACK, tableKeys } from './python-install';
 
 /*
  * A Python project's install for its test job when no CI says otherwise: the test dependencies it
@@ -21,7 +25,7 @@ describe('test dependencies outside the root', () => {
     expect(RECIPE_FILES).toEqual(expect.arrayContaining(['tests/requirements.txt', 'requirements/test.txt']));
     const recipe = await detectRecipe(repo({ 'pyproject.toml': HATCHLING, 'tests/requirements.txt': 'pytest-cov\n', 'requirements/test.txt': 'hypothesis\n', 'requirements-dev.txt': 'pytest-mock\n' }), versions);
     expect(recipe.install.command).toBe(
-      `python3 -m venv --system-site-packages .venv && .venv/bin/pip install -q -r requirements-dev.txt -r tests/requirements.txt -r requirements/test.txt && { .venv/bin/pip install -q --no-build-isolation -e . || ${SOURCE_TREE_FALLBACK}; }`,
+      `python3 -m venv --system-site-packages .venv && { .venv/bin/pip install -q -r requirements-dev.txt -r tests/requirements.txt -r requirements/test.txt || ${bestEffort(['requirements-dev.txt', 'tests/requirements.txt', 'requirements/test.txt'])}; } && { .venv/bin/pip install -q --no-build-isolation -e . || ${SOURCE_TREE_FALLBACK}; }`,
     );
     expect(recipe.python?.requirements).toEqual(['requirements-dev.txt', 'tests/requirements.txt', 'requirements/test.txt']);
   });
@@ -37,7 +41,7 @@ describe('test dependencies outside the root', () => {
   it('installs a [dependency-groups] test group through the helper the build writes', async () => {
     const groups = `${HATCHLING}\n[dependency-groups]\ntest = ["pytest-cov", { include-group = "lint" }]\nlint = ["ruff"]\n`;
     const recipe = await detectRecipe(repo({ 'pyproject.toml': groups }), versions);
-    expect(recipe.install.command).toContain('.venv/bin/python /tmp/dockhand/dependency-groups.py test > /tmp/dockhand/dependency-groups.txt && .venv/bin/pip install -q -r /tmp/dockhand/dependency-groups.txt');
+    expect(recipe.install.command).toContain(`.venv/bin/python /tmp/dockhand/dependency-groups.py test > /tmp/dockhand/dependency-groups.txt && { .venv/bin/pip install -q -r /tmp/dockhand/dependency-groups.txt || ${bestEffort(['/tmp/dockhand/dependency-groups.txt'])}; }`);
   });
 
   it("environment.yml's python.requirements is all that is installed from requirement files", async () => {
@@ -51,4 +55,22 @@ describe('test dependencies outside the root', () => {
     // pyproject-fmt's dotted keys under [project] (python-humanize/humanize's pyproject.toml).
     expect(tableKeys('[project]\nname = "humanize"\noptional-dependencies.tests = [\n  "freezegun",\n]\nurls.Homepage = "x"\n[tool.hatch]\n', 'project.optional-dependencies')).toEqual(['tests']);
   });
+});
+
+describe('test requirements the image cannot give', () => {
+  it('installs those it can one by one and names the rest, where pip refused the file whole (mahmoud/boltons: pytest>=8 where Debian has 7.2)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'dockhand-best-effort-'));
+    try {
+      execFileSync('python3', ['-m', 'venv', '--system-site-packages', '.venv'], { cwd: dir });
+      writeFileSync(join(dir, 'test-requirements.txt'), '# tests\npytest  # the runner\ndockhand-no-such-plugin==9.9\n-r other.txt\n');
+      const script = `.venv/bin/pip install -q -r test-requirements.txt || ${bestEffort(['test-requirements.txt'])}`;
+      const run = spawnSync('bash', ['-c', script], { cwd: dir, encoding: 'utf8', env: { ...process.env, PIP_NO_INDEX: '1', PIP_DISABLE_PIP_VERSION_CHECK: '1' } });
+      expect(run.status).toBe(0);
+      expect(run.stderr).toContain('dockhand: not every test requirement is available here');
+      expect(run.stderr).toContain('dockhand: test requirement not available here, the tests run without it: dockhand-no-such-plugin==9.9');
+      expect(run.stderr).not.toContain('without it: pytest');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });

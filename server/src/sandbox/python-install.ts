@@ -99,6 +99,18 @@ export const SOURCE_TREE_FALLBACK =
   `echo "dockhand: the project could not be built with the base image's build backends (above); its tests run on the source tree: $dir is on the import path" >&2; ` +
   `.venv/bin/python -c 'import site, sys; open(site.getsitepackages()[0] + "/dockhand-source-tree.pth", "w").write(sys.argv[1] + "\\n")' "$dir"; }`;
 
+/**
+ * After pip refused a test requirement file whole (one requirement it cannot find makes it install
+ * none): each requirement on its own, those it cannot get named in the build log.
+ */
+export function bestEffort(files: readonly string[]): string {
+  return (
+    `{ echo "dockhand: not every test requirement is available here (above); installing those that are, one by one" >&2; ` +
+    `for file in ${files.join(' ')}; do grep -hvE '^[[:space:]]*(#|-|$)' "$file" | sed 's/[[:space:]]#.*//' | while IFS= read -r requirement; do ` +
+    `.venv/bin/pip install -q "$requirement" >/dev/null 2>&1 || echo "dockhand: test requirement not available here, the tests run without it: $requirement" >&2; done; done; }`
+  );
+}
+
 /** The install steps (the venv first) and the requirement files they name. */
 export function pythonInstallSteps(input: PythonInstallInput): { steps: string[]; requirements: string[] } {
   const requirements = [...input.requirements];
@@ -106,7 +118,12 @@ export function pythonInstallSteps(input: PythonInstallInput): { steps: string[]
     for (const path of TEST_REQUIREMENT_FILES) if (input.files[path] !== undefined && !requirements.includes(path)) requirements.push(path);
   }
   const steps = ['python3 -m venv --system-site-packages .venv'];
-  if (requirements.length > 0) steps.push(`.venv/bin/pip install -q ${requirements.map((name) => `-r ${name}`).join(' ')}`);
+  // What the project needs to run is required; what only its tests use (pytest>=8 where Debian has
+  // 7.2, a plugin Debian lacks) is installed where it can be: the tests say what is missing.
+  const runtime = requirements.filter((name) => input.fromEnvironmentFile || name === 'requirements.txt');
+  const testOnly = requirements.filter((name) => !runtime.includes(name));
+  if (runtime.length > 0) steps.push(`.venv/bin/pip install -q ${runtime.map((name) => `-r ${name}`).join(' ')}`);
+  if (testOnly.length > 0) steps.push(`{ .venv/bin/pip install -q ${testOnly.map((name) => `-r ${name}`).join(' ')} || ${bestEffort(testOnly)}; }`);
   const pyproject = input.files['pyproject.toml'];
   const extra = pyproject !== undefined && !input.fromEnvironmentFile ? testName(tableKeys(pyproject, 'project.optional-dependencies')) : undefined;
   // Built with the base image's Debian backends: the package index may not be reachable for build isolation.
@@ -117,7 +134,7 @@ export function pythonInstallSteps(input: PythonInstallInput): { steps: string[]
   const group = pyproject !== undefined && !input.fromEnvironmentFile ? testName(tableKeys(pyproject, 'dependency-groups')) : undefined;
   if (group) {
     const list = '/tmp/dockhand/dependency-groups.txt';
-    steps.push(`.venv/bin/python ${DEPENDENCY_GROUPS_HELPER} ${group} > ${list} && .venv/bin/pip install -q -r ${list}`);
+    steps.push(`.venv/bin/python ${DEPENDENCY_GROUPS_HELPER} ${group} > ${list} && { .venv/bin/pip install -q -r ${list} || ${bestEffort([list])}; }`);
   }
   return { steps, requirements };
 }
