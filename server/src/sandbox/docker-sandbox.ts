@@ -199,25 +199,35 @@ export class DockerSandbox implements Sandbox {
     this.running.set(runId, { command: describeCommand(opts.cmd) });
     let exitCode: number;
     try {
-      exitCode = await run.exitCode;
+      try {
+        exitCode = await run.exitCode;
+      } finally {
+        clearTimeout(timer);
+        opts.signal?.removeEventListener('abort', onAbort);
+      }
+      // Still listed as running while the loss is judged, so a loss report names this command.
+      if (!this.loss && (exitCode === -1 || exitCode >= 128)) {
+        // The host cgroup's memory limit (or the host's process limit, or a kill of the container)
+        // kills the whole gVisor sandbox, not one process: the sandbox is lost, and the call fails
+        // saying so. The command's stream can end a moment before the engine reports the container
+        // stopped, so the state is read again for a short while before the exit code is believed.
+        for (let attempt = 0; attempt < 10 && !this.loss; attempt += 1) {
+          const state = await this.container.inspect().then((info) => info.State, (error: unknown) => (isNotFound(error) ? { Running: false, OOMKilled: false, ExitCode: -1 } : undefined));
+          if (state && !state.Running) {
+            this.markLost(describeExit(state));
+            break;
+          }
+          if (!state || (exitCode !== -1 && exitCode !== 137)) break;
+          await delay(200);
+        }
+      }
+      if (this.loss) throw this.lostError();
     } finally {
-      clearTimeout(timer);
-      opts.signal?.removeEventListener('abort', onAbort);
       this.running.delete(runId);
     }
-    if (this.loss) throw this.lostError();
     if (this.diskLimitMiB !== undefined && /No space left on device/i.test(stderr.text() + stdout.text())) stderr.push(Buffer.from(diskFullNote(this.diskLimitMiB)));
     const durationMs = Date.now() - started;
     if (!aborted && durationMs >= timeoutMs && exitCode !== 0) timedOut = true;
-    if (exitCode === -1 || exitCode === 137) {
-      // The host cgroup's memory limit (or the host's process limit) kills the whole gVisor
-      // sandbox, not one process: the sandbox is lost, and the call fails saying so.
-      const state = await this.container.inspect().then((info) => info.State, (error: unknown) => (isNotFound(error) ? { Running: false, OOMKilled: false, ExitCode: -1 } : undefined));
-      if (state && !state.Running) {
-        this.markLost(describeExit(state));
-        throw this.lostError();
-      }
-    }
     return {
       // 124 is GNU timeout's convention for "killed at the deadline".
       exitCode: timedOut ? 124 : exitCode,
