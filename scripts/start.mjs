@@ -145,6 +145,7 @@ async function prepareSample(tsImport) {
   // Only the repository and issue files are touched here; pull requests live in the server's store.
   const forge = new LocalForge({ dataDir: join(dataDir, 'forge'), store: {} });
   const bare = forge.repositoryPath(REPO_NAME);
+  const upstream = join(dataDir, 'sample-upstream', `${REPO_NAME}.git`);
   const work = mkdtempSync(join(tmpdir(), 'dockhand-sample-'));
   let sampleSha;
   try {
@@ -156,6 +157,13 @@ async function prepareSample(tsImport) {
     execFileSync('git', ['-C', work, 'add', '-A'], { env });
     execFileSync('git', ['-C', work, 'commit', '-q', '-m', 'invoice-kit: totals, VAT, payment terms'], { env });
     sampleSha = git(work, 'rev-parse', 'HEAD');
+    // The team's repository the registration names (a source outside the local forge, whose own
+    // copies the server refuses as sources); main follows examples/sample-repo.
+    if (!existsSync(join(upstream, 'HEAD'))) {
+      mkdirSync(dirname(upstream), { recursive: true });
+      execFileSync('git', ['init', '-q', '--bare', '-b', 'main', upstream]);
+    }
+    execFileSync('git', ['-C', work, 'push', '-q', '--force', upstream, 'main:main']);
     if (!existsSync(join(bare, 'HEAD'))) {
       await forge.createRepository(REPO_NAME, work);
       say(`      created ${bare}`);
@@ -176,7 +184,7 @@ async function prepareSample(tsImport) {
     issue = await forge.createIssue(REPO_NAME, ticket);
     say(`      opened issue #${issue.number}: ${issue.title}`);
   }
-  return { bare, issue, baseSha: sampleSha };
+  return { bare, upstream, issue, baseSha: sampleSha };
 }
 
 // 4. Model + server ------------------------------------------------------------------------------
@@ -367,10 +375,10 @@ function streamEvents(url, token, taskId, after, onEvent) {
 const FINAL = new Set(['merged', 'closed', 'reverted', 'failed', 'cancelled', 'budget_exhausted']);
 
 async function runTask(url, token, sample) {
-  // A task names a registered repository (`dockhand repo add`); the forge's bare repository is its
-  // source. Registering again with the same source is a refresh, so every run does it.
-  const registration = await api(url, token, 'POST', '/v1/repos', { name: REPO_NAME, source: sample.bare });
-  say(`      registered ${registration.name} (default branch ${registration.defaultBranch}) from ${sample.bare}`);
+  // A task names a registered repository (`dockhand repo add`) whose source is the sample's upstream;
+  // the forge keeps its copy. Registering again with the same source is a refresh, so every run does it.
+  const registration = await api(url, token, 'POST', '/v1/repos', { name: REPO_NAME, source: sample.upstream });
+  say(`      registered ${registration.name} (default branch ${registration.defaultBranch}) from ${sample.upstream}`);
   step(5, `ticket #${sample.issue.number} → agent → review`);
   const interactive = process.stdin.isTTY && !options.yes;
   const { id } = await api(url, token, 'POST', '/v1/tasks', {
