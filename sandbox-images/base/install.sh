@@ -16,7 +16,7 @@ apt-get install -y -qq --no-install-recommends \
   python3 python3-pytest python3-pip python3-venv \
   python3-hatchling python3-hatch-vcs flit python3-pdm-pep517 python3-poetry-core python3-setuptools-scm python3-wheel \
   python3-pytest-cov python3-pytest-xdist python3-pytest-mock python3-hypothesis tox \
-  procps coreutils findutils diffutils patch less >/dev/null
+  procps coreutils findutils diffutils patch less make >/dev/null
 apt-get clean
 # hatchling's default editable build (no dev-mode-exact) imports `editables` only to write a .pth
 # file naming the source directory; bookworm does not package it. This stand-in does that part
