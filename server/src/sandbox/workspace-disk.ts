@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { chmod, chown, mkdir, open, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdir, open, readdir, readFile, readlink, rm, stat, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
@@ -59,6 +59,13 @@ export class WorkspaceDisks {
   unavailable(): Promise<string | undefined> {
     this.checked ??= (async () => {
       if (process.getuid?.() !== 0) return 'the server is not root (mounting a sandbox disk needs it)';
+      // A mount made here is seen by the Docker engine only when both share a mount namespace
+      // (`ip netns exec`, a worker in a container of its own: they do not); otherwise the sandbox
+      // would get the empty directory under it as its /workspace.
+      const own = await readlink('/proc/self/ns/mnt').catch(() => undefined);
+      const engine = (await readFile('/var/run/docker.pid', 'utf8').catch(() => '')).trim();
+      const host = /^\d+$/.test(engine) ? await readlink(`/proc/${engine}/ns/mnt`).catch(() => undefined) : undefined;
+      if (own && host && own !== host) return `the server runs in a mount namespace (${own}) other than the Docker engine's (${host}), where the engine would not see a sandbox's disk`;
       const mkfs = await runChild('mkfs.ext4', ['-V'], { ...CHILD, timeoutMs: 10_000 });
       if (mkfs.code !== 0) return `mkfs.ext4 is not available (${mkfs.error?.message ?? mkfs.stderr.trim()}); install e2fsprogs`;
       return undefined;
