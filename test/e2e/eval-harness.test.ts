@@ -21,7 +21,9 @@ import { SqliteStore } from '../../server/src/store/sqlite';
  */
 
 const ROOT = resolve(import.meta.dirname, '../..');
-const IDS = ['dockhand-eval__buggy-calc-p001', 'dockhand-eval__buggy-calc-h001'];
+// Two instances whose base has tests: an instance whose visible tree runs no test (h001's tests arrive only with its
+// test patch) cannot be verified and stops as test_infrastructure (issue 27: a suite that ran no test verifies nothing).
+const IDS = ['dockhand-eval__buggy-calc-p001', 'dockhand-eval__buggy-calc-p002'];
 
 let scratch: string;
 let reposDir: string;
