@@ -62,6 +62,22 @@ describe('SmartFeedbackEngine with the repository test command', { timeout: 120_
     expect(fresh.infrastructure?.kind).toBe('timeout');
   });
 
+  it('a runner the change broke (its test script in package.json) is red and the change\u2019s, infrastructure when there is no baseline', async () => {
+    const { sandbox, root } = sandboxWith('npm test', { test: 'node --test test/' });
+    const engine = new SmartFeedbackEngine({ repo: 'buggy-calc' });
+    await engine.baseline(sandbox);
+    writeFileSync(join(root, 'package.json'), JSON.stringify({ name: 'buggy-calc', scripts: { test: 'node --no-such-flag --test test/' } }));
+    const broken = await engine.runTests(sandbox, { scope: 'full' });
+    expect(broken.infrastructure).toBeUndefined();
+    expect(broken.ok).toBe(false);
+    const blamed = broken.cases.find((testCase) => testCase.id.endsWith('(the runner did not start with the change)'));
+    expect(blamed?.message).toContain('so the change broke the test run');
+    expect(blamed?.message).toContain('the change touches how the tests run (package.json)');
+    expect(broken.output).toContain('the runner did not start with the change');
+    const fresh = await new SmartFeedbackEngine({ repo: 'buggy-calc' }).runTests(sandbox, { scope: 'full' });
+    expect(fresh.infrastructure).toBeDefined();
+  });
+
   it('a command it does not know runs whole and its exit status decides; a missing script is infrastructure', async () => {
     const unknown = sandboxWith('bash -c "node --test test/ >/dev/null"');
     const report = await new SmartFeedbackEngine({ repo: 'buggy-calc' }).runTests(unknown.sandbox, { scope: 'full' });

@@ -13,6 +13,7 @@ import { readBaseSnapshot, readWorkspaceChanges, workspaceHash, type WorkspaceCh
 import { customPlan, detectedPlan, selectableFiles, selectedPlan, selectedWorkspacePlans, wholeCommandPlan, wholeWorkspacePlans, type PlanContext, type SuitePlan } from './suite-plan';
 import { runSuite, type SuiteContext, type SuiteRun } from './suite-run';
 import { planRecipeSteps, stepsReason } from './recipe-steps';
+import { blameRunner, blameTimeout, configuresTests } from './blame';
 import { ranOf } from './tests-ran';
 import { planTestCommand, runsInWorkspaces, type TestPlan, type WorkspaceMember } from './test-command';
 import { workspaceDirs, workspaceGlobs } from './workspaces';
@@ -129,6 +130,12 @@ export class SmartFeedbackEngine implements FeedbackEngine {
     const baseline = await this.baselines.get(this.baselineKey(sandbox));
     // The whole suite finished at the base: a run of the changed workspace that hangs is the change's.
     if (baseline && context.changed.length > 0) for (const run of runs) if (run.infrastructure?.kind === 'timeout') blameTimeout(run, baseline.seconds);
+    // The runner ran at the base: one that does not start now, on the same whole command or after
+    // the change touched how the tests run (package.json's scripts, the runner's config), is the change's.
+    const runnerFiles = context.changed.filter(configuresTests);
+    if (baseline && context.changed.length > 0 && (planned.whole || runnerFiles.length > 0)) {
+      for (const run of runs) if (run.infrastructure) blameRunner(run, baseline, runnerFiles);
+    }
     const infrastructure = runs.find((run) => run.infrastructure)?.infrastructure;
     // A specific action (pytest's refused addopts plugin) stays; the generic one names where the command comes from.
     if (infrastructure && sandbox.environment && infrastructure.action === infrastructureAction()) infrastructure.action = infrastructureAction(sandbox.environment.test.source);
@@ -387,14 +394,6 @@ export class SmartFeedbackEngine implements FeedbackEngine {
 
 /** Test ids a baseline keeps (a large suite's ids are only for telling a named test that does not exist). */
 const MAX_BASELINE_IDS = 20_000;
-
-/** A timeout turned into a red case: the suite finished at the base, so the change made it hang. */
-function blameTimeout(run: SuiteRun, baseSeconds: number): void {
-  const message = `timed out; at the base commit the whole suite finished in ${baseSeconds.toFixed(1)} s, so the change makes a test hang`;
-  run.cases.push({ id: `${run.plan.command} (timed out)`, outcome: 'failed', message, kind: 'exit_status' });
-  run.failures.push(`✗ ${run.plan.command} (timed out)\n${message}\n${run.infrastructure?.output ?? ''}`);
-  delete run.infrastructure;
-}
 
 function rerunTargets(runner: TestRunner, failing: TestCaseResult[]): TestTarget[] {
   const byFile = new Map<string, string[]>();
