@@ -141,6 +141,24 @@ export const MIGRATIONS: ReadonlyArray<{ id: number; name: string; sql: string }
       CREATE INDEX pull_requests_branch ON pull_requests(repo, branch, number);
     `,
   },
+  {
+    id: 7,
+    name: 'repository secrets',
+    // Values only encrypted (secrets/cipher.ts); key_id names the key that did it (the start-up check).
+    sql: `
+      CREATE TABLE secrets (
+        repo TEXT NOT NULL,
+        name TEXT NOT NULL,
+        ciphertext TEXT NOT NULL,
+        key_id TEXT NOT NULL,
+        set_by TEXT NOT NULL,
+        set_at TEXT NOT NULL,
+        last_used_at TEXT,
+        last_used_by TEXT,
+        PRIMARY KEY (repo, name)
+      );
+    `,
+  },
 ];
 
 export function migrate(db: Database.Database): number[] {

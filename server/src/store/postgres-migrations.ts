@@ -173,6 +173,24 @@ export const POSTGRES_MIGRATIONS: ReadonlyArray<{ id: number; name: string; sql:
       INSERT INTO pull_request_numbers (repo, last) SELECT repo, MAX(number) FROM pull_requests GROUP BY repo;
     `,
   },
+  {
+    id: 7,
+    name: 'repository secrets',
+    // Values only encrypted (secrets/cipher.ts); key_id names the key that did it (the start-up check).
+    sql: `
+      CREATE TABLE secrets (
+        repo TEXT NOT NULL,
+        name TEXT NOT NULL,
+        ciphertext TEXT NOT NULL,
+        key_id TEXT NOT NULL,
+        set_by TEXT NOT NULL,
+        set_at TEXT NOT NULL,
+        last_used_at TEXT,
+        last_used_by TEXT,
+        PRIMARY KEY (repo, name)
+      );
+    `,
+  },
 ];
 
 /**
