@@ -23,6 +23,7 @@ import { flakyRoutes } from './api/flaky';
 import { webhookRoutes } from './api/webhooks';
 import { metricsRoutes } from './api/metrics';
 import { repoRoutes } from './api/repos';
+import { secretRoutes } from './api/secrets';
 import { taskRoutes } from './api/tasks';
 import { tokenRoutes } from './api/tokens';
 import { DockhandError, asDockhandError } from './errors';
@@ -180,6 +181,7 @@ export async function app(fastify: FastifyInstance, given: AppDeps): Promise<voi
       await v1.register(taskRoutes, deps);
       await v1.register(approvalRoutes, deps);
       await v1.register(repoRoutes, deps);
+      await v1.register(secretRoutes, deps);
       await v1.register(flakyRoutes, deps);
       await v1.register(tokenRoutes, deps);
       await v1.register(eventRoutes, deps);

@@ -43,6 +43,12 @@ export const Config = z.object({
    * public API). `api` and `worker` need the shared Postgres store.
    */
   role: z.enum(['all', 'api', 'worker']).default('all'),
+  /**
+   * The key of repositories' secrets at rest (`DOCKHAND_SECRETS_KEY`: 32 bytes as 64 hex digits or
+   * base64). Unset: `<dataDir>/secrets.key`, made 0600 when the first secret is set. A fleet on
+   * Postgres sets it on every process. Redacted from logs.
+   */
+  secretsKey: z.string().min(1).optional(),
   host: z.string().default('127.0.0.1'),
   port: intFromString.min(0).max(65_535).default(8737),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -158,6 +164,7 @@ export const ENV_KEYS: Record<string, string> = {
   DOCKHAND_EVAL_RUNS_DIR: 'evalRunsDir',
   DOCKHAND_DATABASE_URL: 'databaseUrl',
   DOCKHAND_ROLE: 'role',
+  DOCKHAND_SECRETS_KEY: 'secretsKey',
   DOCKHAND_HOST: 'host',
   DOCKHAND_PORT: 'port',
   DOCKHAND_LOG_LEVEL: 'logLevel',

@@ -6,6 +6,7 @@ import { registeredMirror } from './runner/fleet';
 import type { SandboxProvider } from './runner/ports';
 import { createSandboxProvider, type SandboxSetup } from './runner/sandboxes';
 import { EventHub } from './store/hub';
+import { openSecrets } from './secrets/open';
 import { openStore } from './store/open';
 import { PostgresEventHub } from './store/postgres-hub';
 
@@ -53,7 +54,7 @@ export interface RunningServer {
  * closes at once (running tasks handed back).
  */
 export async function startServer(config: Config, options: { logger?: Logger; parts?: Partial<FleetParts>; handleSignals?: boolean } = {}): Promise<RunningServer> {
-  const logger = options.logger ?? createLogger({ level: config.logLevel, secrets: [config.forge.pushToken ?? '', config.forge.webhookSecret ?? '', config.model.apiKey ?? '', config.databaseUrl ?? ''] });
+  const logger = options.logger ?? createLogger({ level: config.logLevel, secrets: [config.forge.pushToken ?? '', config.forge.webhookSecret ?? '', config.model.apiKey ?? '', config.databaseUrl ?? '', config.secretsKey ?? ''] });
   // Seconds since the process started: module loading, the part of start-up nothing else can log.
   const loadedSeconds = Number(process.uptime().toFixed(2));
   logger.info({ role: config.role, dataDir: config.dataDir, loadedSeconds }, `starting (modules loaded ${loadedSeconds} s after launch): opening the store, then the sandbox host…`);
@@ -61,6 +62,11 @@ export async function startServer(config: Config, options: { logger?: Logger; pa
   const { store, hub } = options.parts?.store
     ? { store: options.parts.store, hub: options.parts.hub ?? new EventHub() }
     : await openStore(config, logger);
+  // The secrets' key is checked now: a server with another key (or none) where secrets are stored does not start.
+  const secrets = options.parts?.secrets ?? (await openSecrets(config, store).catch(async (error: unknown) => {
+    await store.close();
+    throw error;
+  }));
   const mirror = options.parts?.mirror ?? registeredMirror(config, store);
   const sandboxes: SandboxSetup = options.parts?.sandboxes
     ? { provider: options.parts.sandboxes, check: options.parts.sandboxCheck, dependencyCache: options.parts.dependencyCache, close: async () => undefined }
@@ -76,6 +82,7 @@ export async function startServer(config: Config, options: { logger?: Logger; pa
     store,
     hub,
     mirror,
+    secrets,
     sandboxes: sandboxes.provider,
     ...(sandboxes.check ? { sandboxCheck: sandboxes.check } : {}),
     ...(sandboxes.dependencyCache ? { dependencyCache: sandboxes.dependencyCache } : {}),

@@ -32,6 +32,9 @@ export const ROUTE_SCOPES: Readonly<Record<string, TokenScope>> = {
   'POST /v1/tasks/:id/resume': 'submit',
   // A readiness check runs the repository's tests in a sandbox, as a task would (admins and owners).
   'POST /v1/repos/:name/check': 'submit',
+  // A repository's secrets: admins and its owners (checked by the route), as a readiness check is.
+  'PUT /v1/repos/:name/secrets/:secret': 'submit',
+  'DELETE /v1/repos/:name/secrets/:secret': 'submit',
   'POST /v1/tasks/:id/review': 'review',
   'POST /v1/tasks/:id/approvals/:approvalId': 'review',
   'POST /v1/repos': 'admin',

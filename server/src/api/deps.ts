@@ -7,6 +7,7 @@ import type { TokenSockets } from './socket-tokens';
 import type { ReadinessChecks } from '../runner/readiness';
 import type { RepoRegistry } from '../runner/registry';
 import type { RepoStore, Store } from '../store/types';
+import type { RepositorySecrets } from '../secrets/service';
 import type { WebhookDeps } from './webhooks';
 
 /** What the runner offers the API: wake the scheduler, abort in-process work, a live diff. */
@@ -34,6 +35,8 @@ export interface AppDeps {
   store: Store & RepoStore;
   /** Registered repositories: every submitted task names one. */
   repos: RepoRegistry;
+  /** Repositories' secrets (`secrets/`): set, listed and removed by admins and owners, never read back. */
+  secrets?: RepositorySecrets;
   /** Readiness checks (servers with sandboxes). */
   readiness?: ReadinessChecks;
   hub: EventHub;

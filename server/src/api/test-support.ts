@@ -10,6 +10,8 @@ import { RepoMirror } from '../sandbox/mirror';
 import { EventHub, EventLog } from '../store/hub';
 import { SqliteStore } from '../store/sqlite';
 import type { AppDeps, BaseFiles, TaskControl } from './deps';
+import { RepositorySecrets } from '../secrets/service';
+import { SqliteSecretRows } from '../store/secret-rows';
 
 export const SHA = 'a'.repeat(40);
 
@@ -84,7 +86,8 @@ export async function harness(options: { deps?: Partial<AppDeps>; path?: string;
   const repos = new RepoRegistry({ store, mirror, ...(options.registryTimeoutMs ? { timeoutMs: options.registryTimeoutMs } : {}) });
   await repos.register({ name: 'app', source: path }, root);
   const baseFiles: BaseFiles = { read: async (_repo, _sha, file) => (file === 'src/a.ts' ? 'one\ntwo\nthree\n' : null) };
-  const app = await buildApp({ store, repos, hub, events, control, baseFiles, ...options.deps });
+  const secrets = await RepositorySecrets.open(new SqliteSecretRows(store.db), { dataDir: dir });
+  const app = await buildApp({ store, repos, hub, events, control, baseFiles, secrets, ...options.deps });
   return {
     app, store, hub, events, control, tokens, mirror,
     repo: { name: 'app', path, sha },

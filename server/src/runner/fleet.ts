@@ -26,6 +26,8 @@ import type { AgentPort, SandboxProvider } from './ports';
 import { ReadinessChecks } from './readiness';
 import { registeredSource, RepoRegistry } from './registry';
 import { FileCheckpointStore } from './checkpoints';
+import { openSecrets } from '../secrets/open';
+import type { RepositorySecrets } from '../secrets/service';
 import { TaskRunner } from './task-runner';
 import { agentPort, forgeTickets, gitBaseFiles, policyPort, publisherPort, repoPolicy } from './wiring';
 
@@ -67,6 +69,8 @@ export interface FleetParts {
   mirror?: RepoMirror;
   /** Timeout of each git call to a repository's source at registration and submission (default 60 s). */
   repoTimeoutMs?: number;
+  /** Repositories' secrets, opened (and their key checked) at start-up; made from the store when absent. */
+  secrets?: RepositorySecrets;
   /** Extra clean-up on close (e.g. draining a warm pool). */
   onClose?: () => Promise<void>;
 }
@@ -116,6 +120,7 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
   const store = parts.store ?? new SqliteStore(join(config.dataDir, 'dockhand.db'));
   const mirror = parts.mirror ?? registeredMirror(config, store);
   const hub = parts.hub ?? new EventHub();
+  const secrets = parts.secrets ?? (await openSecrets(config, store));
   // Secrets the server holds are masked wherever they would be written (the model may echo them).
   const known = [config.forge.pushToken, config.model.apiKey, config.forge.webhookSecret].filter((secret): secret is string => typeof secret === 'string' && secret !== '');
   const events = new EventLog(store, hub, known);
@@ -192,6 +197,7 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
     store,
     repos: registry,
     readiness,
+    secrets,
     hub,
     events,
     control: {
