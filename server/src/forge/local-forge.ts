@@ -5,6 +5,7 @@ import { isAbsolute, join, relative, resolve } from 'node:path';
 import { z } from 'zod';
 import { DockhandError, notFound } from '../errors';
 import { checkGitSource, GitChildren, type GitRunOptions } from '../git-child';
+import { copyBranches, skippedSummary, type SkippedBranch } from './branch-copy';
 import { createGit, gitFailure, tryRaw } from './git';
 import { findRevert, type BranchCommit } from './revert';
 import { ORIGIN_BRANCHES, sourceDefaultBranch } from './source-branch';
@@ -61,6 +62,22 @@ export interface ImportOptions {
   signal?: AbortSignal;
   /** The default branch when the caller already knows it. */
   defaultBranch?: string;
+  /** Told the source's branches that could not be copied (their history lacks objects there). */
+  onSkipped?: (summary: string, skipped: SkippedBranch[]) => void;
+}
+
+/** Refuses a copy that lacks the default branch; tells the caller of the other skipped ones. */
+function reportSkipped(source: string, skipped: SkippedBranch[], options: ImportOptions): void {
+  if (skipped.length === 0) return;
+  const branch = options.defaultBranch;
+  const lost = branch && skipped.find(({ ref }) => ref === `refs/heads/${branch}` || ref === `${ORIGIN_BRANCHES}${branch}`);
+  if (lost) {
+    throw new DockhandError('bad_request', `source: the default branch ${branch} of ${source} could not be copied: ${lost.reason}`, {
+      field: 'source',
+      hint: `fetch the missing objects in ${source} (git -C ${source} fetch --refetch, or clone it again without --filter/--depth) and register it again`,
+    });
+  }
+  options.onSkipped?.(skippedSummary(source, skipped), skipped);
 }
 
 export function localPullRequestUrl(repo: string, number: number): string {
@@ -125,7 +142,8 @@ export class LocalForge implements Forge {
     }
     if (from !== undefined && resolve(from) !== path) {
       const source = checkGitSource(from, 'source').source;
-      await run(['fetch', '--quiet', '--no-tags', '--', source, '+refs/heads/*:refs/heads/*', `+${ORIGIN_BRANCHES}*:${SOURCE_ORIGIN}*`], `copying the branches of ${source}`);
+      const skipped = await copyBranches(run, source, [{ from: 'refs/heads/', to: 'refs/heads/' }, { from: ORIGIN_BRANCHES, to: SOURCE_ORIGIN }], `copying the branches of ${source}`);
+      reportSkipped(source, skipped, options);
       // A clone checked out at a commit may hold its branches only as its origin's.
       for (const [branch, sha] of await this.originOnly(name, run)) await run(['update-ref', `refs/heads/${branch}`, sha, ''], `copying ${branch}`).catch(() => undefined);
       const branch = options.defaultBranch ?? (await sourceDefaultBranch(children, source, options).catch(() => undefined));
@@ -169,7 +187,8 @@ export class LocalForge implements Forge {
     const run = (args: string[], what: string) =>
       children.run(args, { cwd: path, timeoutMs: options.timeoutMs ?? 120_000, what, ...(options.signal ? { signal: options.signal } : {}) });
     const source = checkGitSource(from, 'source').source;
-    await run(['fetch', '--quiet', '--no-tags', '--prune', '--', source, '+refs/heads/*:refs/dockhand/source/*', `+${ORIGIN_BRANCHES}*:${SOURCE_ORIGIN}*`], `fetching ${source}`);
+    const skipped = await copyBranches(run, source, [{ from: 'refs/heads/', to: 'refs/dockhand/source/' }, { from: ORIGIN_BRANCHES, to: SOURCE_ORIGIN }], `fetching ${source}`, ['--prune']);
+    reportSkipped(source, skipped, options);
     const listing = (await run(['for-each-ref', '--format=%(refname) %(objectname)', SOURCE_ORIGIN, 'refs/dockhand/source/'], 'listing branches')).stdout.toString();
     // The source's branches; where it has none of a name its origin has (a clone at a commit), the origin's.
     const branches = new Map<string, string>();

@@ -6,6 +6,7 @@ import { LocalForge } from '../forge/local-forge';
 import { sourceDefaultBranch } from '../forge/source-branch';
 import { checkGitSource, GitCommandError } from '../git-child';
 import type { RepoMirror } from '../sandbox/mirror';
+import type { Logger } from '../log';
 import type { RepoStore, User } from '../store/types';
 
 /*
@@ -30,6 +31,8 @@ export interface RegistryOptions {
   localForge?: LocalForge;
   /** Timeout of each git call to a source at registration and submission (default 60 s). */
   timeoutMs?: number;
+  /** Where a registration's skipped branches (history incomplete at the source) are said. */
+  logger?: Logger;
 }
 
 /** The value a client typed for `context.repo`, compared without trailing slashes or `.git`. */
@@ -105,7 +108,8 @@ export class RepoRegistry {
         hint: `pick another name, or remove it first: dockhand repo remove ${request.name}`,
       });
     }
-    const git = { children: this.options.mirror.children, timeoutMs: this.options.timeoutMs ?? 60_000 };
+    const onSkipped = (summary: string) => this.options.logger?.warn({ repo: request.name }, `repo add ${request.name}: ${summary}`);
+    const git = { children: this.options.mirror.children, timeoutMs: this.options.timeoutMs ?? 60_000, onSkipped };
     let defaultBranch: string;
     try {
       defaultBranch = await sourceDefaultBranch(git.children, source, { ...git, ...(existing ? { known: existing.defaultBranch } : {}) });
