@@ -44,3 +44,13 @@ export function visibleTicketText(text: string): string {
       .replace(MARKDOWN_COMMENT, (_match, a?: string, b?: string, c?: string) => `[hidden Markdown comment in the ticket: ${(a ?? b ?? c ?? '').trim()}]`),
   );
 }
+
+/**
+ * The text with what a renderer hides taken out (HTML comments, Markdown comments, invisible
+ * characters): what a reviewer saw of a PR comment, so hidden instructions in it never reach the
+ * model. Tickets are shown marked (`visibleTicketText`); a comment is steering on a diff, where a
+ * hidden part has no reason to be followed at all.
+ */
+export function withoutHiddenContent(text: string): string {
+  return text.replace(HTML_COMMENT, '').replace(MARKDOWN_COMMENT, '').replace(INVISIBLE, '');
+}

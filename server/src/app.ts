@@ -26,6 +26,7 @@ import { repoRoutes } from './api/repos';
 import { secretRoutes } from './api/secrets';
 import { taskRoutes } from './api/tasks';
 import { tokenRoutes } from './api/tokens';
+import { pullRequestRoutes } from './api/pulls';
 import { DockhandError, asDockhandError } from './errors';
 import { maySubmit } from './runner/registry';
 import type { Logger } from './log';
@@ -186,6 +187,7 @@ export async function app(fastify: FastifyInstance, given: AppDeps): Promise<voi
       await v1.register(tokenRoutes, deps);
       await v1.register(eventRoutes, deps);
       await v1.register(evalRoutes, deps);
+      await v1.register(pullRequestRoutes, deps);
       v1.withTypeProvider<ZodTypeProvider>().get('/tickets', {
         schema: { tags: ['tickets'], querystring: z.object({ repo: z.string().min(1) }), response: { 200: TicketListResponse } },
       }, async (request) => {

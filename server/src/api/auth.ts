@@ -37,6 +37,10 @@ export const ROUTE_SCOPES: Readonly<Record<string, TokenScope>> = {
   'DELETE /v1/repos/:name/secrets/:secret': 'submit',
   'POST /v1/tasks/:id/review': 'review',
   'POST /v1/tasks/:id/approvals/:approvalId': 'review',
+  // A PR comment may steer a task (its requester, owners, submitters); a review approves or asks for changes.
+  'POST /v1/repos/:name/pulls/:number/comments': 'submit',
+  'POST /v1/repos/:name/pulls/:number/reviews': 'review',
+  'POST /v1/repos/:name/pulls/:number/checks': 'submit',
   'POST /v1/repos': 'admin',
   'DELETE /v1/repos/:name': 'admin',
   'DELETE /v1/flaky': 'admin',

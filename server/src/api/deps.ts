@@ -7,6 +7,7 @@ import type { TokenSockets } from './socket-tokens';
 import type { ReadinessChecks } from '../runner/readiness';
 import type { RepoRegistry } from '../runner/registry';
 import type { RepoStore, Store } from '../store/types';
+import type { PullRequestThreads } from '../forge/comments';
 import type { RepositorySecrets } from '../secrets/service';
 import type { WebhookDeps } from './webhooks';
 
@@ -62,6 +63,8 @@ export interface AppDeps {
   logger?: Logger;
   /** Where evaluation runs are (`GET /v1/evals`, eval figures on `/metrics`): one directory per run. */
   evalRunsDir?: string;
+  /** The local forge's PR comments, reviews and checks; `onActivity` wakes the PR follower. */
+  pullRequests?: { threads: PullRequestThreads; onActivity?: () => void };
   limits?: {
     /** Requests per minute per user. */
     ratePerMinute?: number;

@@ -13,6 +13,7 @@ import { registerEvalCommands } from './eval';
 import { describeEvent, taskLine } from './format';
 import { addRepoCommands } from './repo-commands';
 import { addReviewCommands } from './review-commands';
+import { addPullRequestCommands } from './pr-commands';
 import { addTokenCommands } from './token-commands';
 import { OPTION_OF_FIELD, resolveSubmitTarget } from './submit-repo';
 
@@ -25,6 +26,7 @@ import { OPTION_OF_FIELD, resolveSubmitTarget } from './submit-repo';
  *   approve|reject <task> [appr]   decide a review (or one approval request); approve --reject-file <path> leaves files out
  *   token create|list|revoke       API tokens: over the API with --server/DOCKHAND_URL + an admin token, else (or --local) on the data dir
  *   pr merge|close <repo> <n>      local forge only (direct on the data dir)
+ *   pr comment|review|checks|check <repo> <n>   comments, reviews and checks on a local-forge PR (API)
  * Client commands read DOCKHAND_URL and DOCKHAND_TOKEN (or --server/--token).
  */
 
@@ -161,6 +163,7 @@ export function buildCli(): Command {
       out('the server records the outcome on the task at its next PR poll');
     }));
   }
+  addPullRequestCommands(pr, { client, out, clientOptions });
   addRepoCommands(program, client, out, clientOptions);
   program.command('repo-create <name>').description('create a local forge repository directly on the data dir (no registration: use `repo add`)')
     .option('--from <path>', 'push the branches of this repository into it')

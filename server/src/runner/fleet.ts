@@ -26,6 +26,7 @@ import type { AgentPort, SandboxProvider } from './ports';
 import { ReadinessChecks } from './readiness';
 import { registeredSource, RepoRegistry } from './registry';
 import { FileCheckpointStore } from './checkpoints';
+import { localThreads } from '../followup/stewards';
 import { openSecrets } from '../secrets/open';
 import type { RepositorySecrets } from '../secrets/service';
 import { TaskRunner } from './task-runner';
@@ -130,6 +131,8 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
   // A task names a registered repository: the local forge's repository of that name, or its mirror.
   const repoPath = (repo: string) => (repo.startsWith('/') ? repo : localForge ? localForge.repositoryPath(repo) : mirror.pathFor(repo));
   const registry = new RepoRegistry({ store, mirror, ...(localForge ? { localForge } : {}), ...(parts.repoTimeoutMs ? { timeoutMs: parts.repoTimeoutMs } : {}) });
+  // The local forge's PR comments, reviews and checks (issue 26).
+  const pullRequestThreads = localForge ? localThreads({ forge: localForge, store, known }) : undefined;
   const readiness = new ReadinessChecks({
     registry,
     sandboxes: parts.sandboxes,
@@ -220,6 +223,7 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
     },
     limits: { ratePerMinute: config.rateLimit.perMinute },
     evalRunsDir: config.evalRunsDir ?? join(config.dataDir, 'evals'),
+    ...(pullRequestThreads ? { pullRequests: { threads: pullRequestThreads } } : {}),
     ...(config.forge.webhookSecret
       ? { webhooks: { githubSecret: config.forge.webhookSecret, onPullRequest: async () => void (await outcomes.pollOnce()) } }
       : {}),

@@ -159,6 +159,28 @@ export const MIGRATIONS: ReadonlyArray<{ id: number; name: string; sql: string }
       );
     `,
   },
+  {
+    id: 8,
+    name: 'pull request comments and checks',
+    // The local forge's comments and reviews per PR, and checks per commit (forge/comments.ts):
+    // JSON records, numbered in the order they came.
+    sql: `
+      CREATE TABLE pr_comments (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        repo TEXT NOT NULL,
+        number INTEGER NOT NULL,
+        record TEXT NOT NULL
+      );
+      CREATE INDEX pr_comments_pr ON pr_comments(repo, number, id);
+      CREATE TABLE pr_checks (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        repo TEXT NOT NULL,
+        sha TEXT NOT NULL,
+        record TEXT NOT NULL
+      );
+      CREATE INDEX pr_checks_sha ON pr_checks(repo, sha, id);
+    `,
+  },
 ];
 
 export function migrate(db: Database.Database): number[] {

@@ -191,6 +191,27 @@ export const POSTGRES_MIGRATIONS: ReadonlyArray<{ id: number; name: string; sql:
       );
     `,
   },
+  {
+    id: 8,
+    name: 'pull request comments and checks',
+    // As SQLite's migration 8: the local forge's comments per PR and checks per commit.
+    sql: `
+      CREATE TABLE pr_comments (
+        id INTEGER GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        repo TEXT NOT NULL,
+        number INTEGER NOT NULL,
+        record TEXT NOT NULL
+      );
+      CREATE INDEX pr_comments_pr ON pr_comments(repo, number, id);
+      CREATE TABLE pr_checks (
+        id INTEGER GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        repo TEXT NOT NULL,
+        sha TEXT NOT NULL,
+        record TEXT NOT NULL
+      );
+      CREATE INDEX pr_checks_sha ON pr_checks(repo, sha, id);
+    `,
+  },
 ];
 
 /**

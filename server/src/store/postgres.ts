@@ -20,6 +20,7 @@ import { PostgresModelBudget, type BudgetLimits } from './postgres-budget';
 import { PostgresLeadership } from './postgres-leader';
 import { PostgresQueue } from './postgres-queue';
 import { PostgresBaselineStore, PostgresFlakyStore, PostgresPullRequestStore, PostgresRepoStore } from './postgres-records';
+import { PostgresPullRequestThreadStore } from './postgres-pr-threads';
 import type { Claim, ClaimingStore, FencedLease } from './queue';
 import { TOKEN_JOIN_COLUMNS, toAuthenticated, toTask, toTokenInfo, toUser } from './rows';
 import { hashToken, tokenColumns } from './sqlite';
@@ -68,6 +69,7 @@ export class PostgresStore implements Store, RepoStore, ClaimingStore {
   readonly baselines: PostgresBaselineStore;
   private readonly repos: PostgresRepoStore;
   readonly pullRequests: PostgresPullRequestStore;
+  readonly prThreads: PostgresPullRequestThreadStore;
   readonly queue: PostgresQueue;
   private readonly approvals: PostgresApprovals;
   private readonly events: PostgresEvents;
@@ -84,6 +86,7 @@ export class PostgresStore implements Store, RepoStore, ClaimingStore {
     this.baselines = new PostgresBaselineStore(pool);
     this.repos = new PostgresRepoStore(pool);
     this.pullRequests = new PostgresPullRequestStore(pool, (work) => this.transaction(work));
+    this.prThreads = new PostgresPullRequestThreadStore(pool, (work) => this.transaction(work));
     this.queue = new PostgresQueue(pool);
     this.approvals = new PostgresApprovals(pool, (work) => this.transaction(work), (client, taskId, event) => this.appendIn(client, taskId, event));
   }

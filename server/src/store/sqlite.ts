@@ -49,6 +49,7 @@ import type {
 import { SqliteBaselineStore } from './baselines';
 import { SqliteFlakyStore } from './flaky';
 import { SqlitePullRequestStore } from './pull-requests';
+import { SqlitePullRequestThreadStore } from './pr-threads';
 
 export function hashToken(token: string): string {
   return createHash('sha256').update(token).digest('hex');
@@ -86,6 +87,7 @@ export class SqliteStore implements Store, RepoStore {
   readonly flaky: SqliteFlakyStore;
   readonly baselines: SqliteBaselineStore;
   readonly pullRequests: SqlitePullRequestStore;
+  readonly prThreads: SqlitePullRequestThreadStore;
   private readonly statements;
 
   constructor(path: string) {
@@ -99,6 +101,7 @@ export class SqliteStore implements Store, RepoStore {
     this.flaky = new SqliteFlakyStore(this.db);
     this.baselines = new SqliteBaselineStore(this.db);
     this.pullRequests = new SqlitePullRequestStore(this.db);
+    this.prThreads = new SqlitePullRequestThreadStore(this.db);
     this.statements = {
       projection: this.db.prepare('SELECT last_seq, usage, state FROM tasks WHERE id = ?'),
       insertEvent: this.db.prepare('INSERT INTO events (task_id, seq, type, data, ts) VALUES (?, ?, ?, ?, ?)'),

@@ -1,5 +1,6 @@
 import type { FlakyStore } from '../feedback/types';
 import type { PullRequestStore } from '../forge/types';
+import type { PullRequestThreadStore } from '../forge/comments';
 import type { CreateTaskRequest, EventType, NewEvent, RepoRegistration, Task, TaskEvent, TaskState } from '@dockhand/protocol';
 
 /*
@@ -187,6 +188,8 @@ export interface Store {
 
   /** The local forge's pull-request records (its `PullRequestStore` port). */
   readonly pullRequests: PullRequestStore;
+  /** The local forge's PR comments, reviews and checks (`pr-threads.ts`). */
+  readonly prThreads: PullRequestThreadStore;
   /** Quarantined flaky tests per repo (the feedback engine's port). */
   readonly flaky: FlakyStore;
 
