@@ -14,6 +14,7 @@ import { describeEvent, taskLine } from './format';
 import { addRepoCommands } from './repo-commands';
 import { addReviewCommands } from './review-commands';
 import { addPullRequestCommands } from './pr-commands';
+import { addSecretCommands, readAllStdin } from './secret-commands';
 import { addTokenCommands } from './token-commands';
 import { OPTION_OF_FIELD, resolveSubmitTarget } from './submit-repo';
 
@@ -24,6 +25,7 @@ import { OPTION_OF_FIELD, resolveSubmitTarget } from './submit-repo';
  *   repo add|list|remove|check     registered repositories and their readiness (API)
  *   tasks                          list tasks
  *   approve|reject <task> [appr]   decide a review (or one approval request); approve --reject-file <path> leaves files out
+ *   secret set|list|rm <repo>      a repository's secrets (admins, owners; API): the value from stdin or --from-file, never shown
  *   token create|list|revoke       API tokens: over the API with --server/DOCKHAND_URL + an admin token, else (or --local) on the data dir
  *   pr merge|close <repo> <n>      local forge only (direct on the data dir)
  *   pr comment|review|checks|check <repo> <n>   comments, reviews and checks on a local-forge PR (API)
@@ -153,6 +155,7 @@ export function buildCli(): Command {
   addReviewCommands(program, { client, out, clientOptions });
 
   addTokenCommands(program, { client, withStore, localDatabase, out, clientOptions });
+  addSecretCommands(program, { client, out, clientOptions, readStdin: readAllStdin });
 
   const pr = program.command('pr').description('pull requests of the local forge (uses DOCKHAND_DATA_DIR)');
   for (const action of ['merge', 'close'] as const) {
