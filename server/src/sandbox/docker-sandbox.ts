@@ -1,10 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import type { Duplex } from 'node:stream';
 import type Docker from 'dockerode';
 import type { EnvironmentRecipe } from '@dockhand/protocol';
 import { DockhandError } from '../errors';
 import { ChannelClosed, ChannelFailure, openDockerChannel, type SandboxChannel } from './channel';
-import { DockerStreamDemuxer } from './demux';
+import { delay, describeCommand, describeExit, isNotFound, SANDBOX_USER, startDockerExec, type Started, type StartOptions } from './docker-exec';
 import { sliceLines, type LineRequest, type LineSlice } from './lines';
 import { sandboxEnvironment } from './environment';
 import { INSTALL_MADE_FUNCTION, INSTALL_MADE_SEPARATOR, installMadeSet, withoutInstallMade, WORKSPACE_DIFF_SCRIPT } from './install-made';
@@ -17,27 +16,11 @@ const DEFAULT_TIMEOUT_MS = 120_000;
 const DEFAULT_OUTPUT_CAP = 64 * 1024;
 /** How long a killed command's stream may take to close before we stop waiting for it. */
 const KILL_GRACE_MS = 2_000;
-const SANDBOX_USER = '1000:1000';
 /** Extra time the in-sandbox `timeout` gets before the host kills the tree itself. */
 const BACKSTOP_MS = 1_500;
 /** After the command channel failed to start, calls use docker exec this long before it is tried again. */
 const CHANNEL_RETRY_MS = 5_000;
 const CHANNEL_LOST_NOTE = '\n[dockhand: the sandbox command channel stopped while this command ran; its exit status is unknown]\n';
-/**
- * A `docker exec` that has not started within this long means the sandbox no longer answers (a
- * gVisor sentry stuck after a fork storm): the sandbox is marked lost instead of waiting forever.
- */
-const EXEC_START_TIMEOUT_MS = 60_000;
-
-type Started = { exitCode: Promise<number>; done: Promise<void>; abort: () => void };
-type StartOptions = {
-  cwd: string;
-  env?: Record<string, string> | undefined;
-  stdin?: Buffer | undefined;
-  user?: string | undefined;
-  onChunk: (chunk: Buffer, stream: 'stdout' | 'stderr') => void;
-};
-
 export interface RawResult {
   exitCode: number;
   stdout: Buffer;
@@ -59,6 +42,8 @@ export interface ListOptions {
  * checks. The channel starts on first use (that call and any while it starts take the exec path)
  * and again after it dies; calls in flight when it dies are retried by exec when nothing ran yet.
  */
+export { describeExit, isNotFound } from './docker-exec';
+
 export class DockerSandbox implements Sandbox {
   private destroyed = false;
   private loss: SandboxLoss | undefined;
@@ -544,115 +529,24 @@ export class DockerSandbox implements Sandbox {
     };
   }
 
+  /** A docker exec of `cmd` (docker-exec.ts), failed at once when the sandbox is gone or lost. */
   private start(cmd: string[], options: StartOptions): Started {
-    if (this.destroyed || this.loss) {
-      const gone = Promise.reject(this.loss ? this.lostError() : new DockhandError('sandbox_unavailable', `sandbox ${this.id} was destroyed`));
-      gone.catch(() => undefined);
-      return { exitCode: gone.then(() => -1), done: Promise.resolve(), abort: () => undefined };
-    }
-    let stream: Duplex | undefined;
-    let aborted = false;
-    let markDone: () => void = () => undefined;
-    const done = new Promise<void>((resolve) => (markDone = resolve));
-    // Settled by the command's end, by abort() (even before the exec started: a sandbox that no
-    // longer answers never hands back a stream) and by markLost().
-    let settle: { resolve: (code: number) => void; reject: (error: Error) => void } = { resolve: () => undefined, reject: () => undefined };
-    const settled = new Promise<number>((resolve, reject) => (settle = { resolve, reject }));
-    const runId = this.nextRun++;
-    this.running.set(runId, { fail: (error) => settle.reject(error) });
-    const work = (async (): Promise<number> => {
-      try {
-        const startTimer = setTimeout(() => this.markLost(`it did not start a command within ${EXEC_START_TIMEOUT_MS / 1000} s`), EXEC_START_TIMEOUT_MS);
-        let exec: Docker.Exec;
-        try {
-          exec = await this.container.exec({
-            Cmd: cmd,
-            AttachStdout: true,
-            AttachStderr: true,
-            AttachStdin: options.stdin !== undefined,
-            User: options.user ?? SANDBOX_USER,
-            WorkingDir: options.cwd,
-            Env: sandboxEnvironment({ ...this.baseEnv, ...options.env }),
-          });
-          stream = await exec.start({ hijack: true, stdin: options.stdin !== undefined });
-        } finally {
-          clearTimeout(startTimer);
-        }
-        const demuxer = new DockerStreamDemuxer(options.onChunk);
-        const ended = new Promise<void>((resolve, reject) => {
-          stream?.on('data', (data: Buffer) => demuxer.push(data));
-          stream?.on('end', () => resolve());
-          stream?.on('close', () => resolve());
-          stream?.on('error', (error) => (aborted ? resolve() : reject(error)));
-        });
-        if (aborted) stream.destroy();
-        if (options.stdin !== undefined) stream.end(options.stdin);
-        await ended;
-        markDone();
-        // The stream can end a moment before the engine records the exit; poll briefly.
-        for (let attempt = 0; ; attempt += 1) {
-          const info = await exec.inspect();
-          if (!info.Running) return info.ExitCode ?? -1;
-          if (aborted || attempt >= 200) return -1;
-          await delay(10);
-        }
-      } catch (error) {
-        markDone();
-        if (this.loss) throw this.lostError();
-        if (this.destroyed || isNotFound(error)) {
-          throw new DockhandError('sandbox_unavailable', `sandbox ${this.id} is gone`, { cause: error });
-        }
-        if (isNotRunning(error)) {
-          this.markLost('its container is not running');
-          throw this.lostError();
-        }
-        throw error;
-      }
-    })();
-    work.then(settle.resolve, settle.reject);
-    const exitCode = settled.finally(() => this.running.delete(runId));
-    exitCode.catch(() => undefined);
-    return {
-      exitCode,
-      done,
-      abort: () => {
-        aborted = true;
-        stream?.destroy();
-        if (!stream) {
-          markDone();
-          settle.resolve(-1);
-        }
+    return startDockerExec(
+      {
+        container: this.container,
+        env: (extra) => sandboxEnvironment({ ...this.baseEnv, ...extra }),
+        unavailable: () => (this.loss ? this.lostError() : this.destroyed ? new DockhandError('sandbox_unavailable', `sandbox ${this.id} was destroyed`) : undefined),
+        gone: (cause) => (this.loss ? this.lostError() : this.destroyed || isNotFound(cause) ? new DockhandError('sandbox_unavailable', `sandbox ${this.id} is gone`, { cause }) : undefined),
+        markLost: (reason) => this.markLost(reason),
+        lostError: () => this.lostError(),
+        track: (fail) => {
+          const runId = this.nextRun++;
+          this.running.set(runId, { fail });
+          return () => this.running.delete(runId);
+        },
       },
-    };
+      cmd,
+      options,
+    );
   }
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-/** How a container's end reads in a loss report. */
-export function describeExit(state: { ExitCode?: number; OOMKilled?: boolean; Error?: string }): string {
-  if (state.OOMKilled) return 'its container was killed at its memory limit';
-  if (state.ExitCode === -1) return 'its container was removed';
-  return `its container exited (code ${state.ExitCode ?? 'unknown'}${state.Error ? `: ${state.Error}` : ''})`;
-}
-
-/** A command as a loss report names it: the shell line the agent or the test runner gave, cut short. */
-function describeCommand(cmd: string[]): string {
-  const shell = cmd.indexOf('-c');
-  // The exec wrapper is `setsid -w sh -c <script> sh <pidfile> ...cmd`; a tool's is `bash -c <line>`.
-  const inner = cmd[0] === 'setsid' ? cmd.slice(7) : cmd;
-  const innerShell = inner.indexOf('-c');
-  const text = innerShell >= 0 && inner[innerShell + 1] !== undefined ? inner[innerShell + 1] : shell >= 0 && cmd[0] !== 'setsid' ? cmd[shell + 1] : inner.join(' ');
-  const line = (text ?? '').replace(/\s+/g, ' ').trim();
-  return line.length > 200 ? `${line.slice(0, 200)}…` : line;
-}
-
-function isNotRunning(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && 'statusCode' in error && error.statusCode === 409 && /is not running|is paused|restarting/i.test(String((error as { message?: unknown }).message));
-}
-
-export function isNotFound(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && 'statusCode' in error && error.statusCode === 404;
 }
