@@ -3,6 +3,8 @@ import type { CiReading, CiStep } from './ci-workflow';
 import { isGlobalInstall } from './ci-step-kind';
 import type { EnvironmentFile } from './environment-file';
 import { NPM_GLOBAL_PREFIX } from './environment';
+import { SOURCE_TREE_FALLBACK } from './python-install';
+import { toxEnvironment, type ToxEnvironment } from './tox-env';
 
 /*
  * The CI's test job (ci-workflow.ts) applied to a detected recipe (recipe.ts): its steps, its
@@ -87,7 +89,7 @@ function withGlobalInstalls(command: string, globals: readonly string[]): string
  * that PATH puts first) and environment.yml does not hold lifecycle scripts back (its skipScripts
  * need the detected install's rebuild). Without a test job, detection stays and says why.
  */
-export function followCi(recipe: EnvironmentRecipe, ci: CiReading, file: EnvironmentFile | undefined, python: boolean): void {
+export function followCi(recipe: EnvironmentRecipe, ci: CiReading, file: EnvironmentFile | undefined, python: boolean, toxIni?: string): void {
   if (!ci.job) {
     if (ci.reason !== 'no workflow in .github/workflows') recipe.test.source = clip(`${recipe.test.source} (CI not followed: ${ci.reason})`);
     return;
@@ -95,6 +97,7 @@ export function followCi(recipe: EnvironmentRecipe, ci: CiReading, file: Environ
   const { job } = ci;
   const through = job.runsThrough.length > 0 ? ` via ${job.runsThrough.join(', ')}` : '';
   recipe.test = { command: joinedCommand(job.steps), source: clip(`${job.source}${through}`), steps: job.steps };
+  if (python && followTox(recipe, job.steps, toxIni, file)) return;
   if (python && recipe.python && job.python) {
     // The sandbox has one Python; a cell on another line is said, not pretended.
     const same = job.python.replace(/^(\d+\.\d+).*$/, '$1') === SANDBOX_PYTHON;
@@ -120,4 +123,33 @@ export function followCi(recipe: EnvironmentRecipe, ci: CiReading, file: Environ
     command = `${venv.join('')} && { ${installs.join(' && ')}; } || { echo "dockhand: the CI's pip install failed; the detected install follows" >&2 && ${recipe.install.command}; }`;
   }
   recipe.install = { command: withGlobalInstalls([command, ...provision].join(' && '), globals), source: clip(`${job.via ? `${job.via} › ` : ''}${job.file} › ${job.job} (install steps)`) };
+}
+
+/**
+ * A test step that runs tox becomes its environment's commands (tox-env.ts), and the install that
+ * environment's: its deps and the project with its extras in the .venv (a project the base
+ * image's backends cannot build on its source tree). False where no step runs tox or tox.ini
+ * does not say clearly. environment.yml's install still wins.
+ */
+function followTox(recipe: EnvironmentRecipe, steps: readonly CiStep[], toxIni: string | undefined, file: EnvironmentFile | undefined): boolean {
+  const found: ToxEnvironment[] = [];
+  const followed = steps.flatMap((step) => {
+    const tox = toxEnvironment(step.command, toxIni, SANDBOX_PYTHON);
+    if (!tox) return [step];
+    found.push(tox);
+    return tox.steps.map((toxStep) => ({ ...toxStep, ...(step.env || toxStep.env ? { env: { ...step.env, ...toxStep.env } } : {}) }));
+  });
+  if (found.length === 0) return false;
+  const names = found.map((tox) => tox.name).join(', ');
+  recipe.test = { command: joinedCommand(followed), source: clip(`${recipe.test.source} → tox.ini [testenv] ${names} (its commands; tox would pip-install its environments from an index)`), steps: followed.slice(0, 50) };
+  if (file?.install !== undefined) return true;
+  const install = ['python3 -m venv --system-site-packages .venv'];
+  const deps = [...new Set(found.flatMap((tox) => tox.deps))];
+  if (deps.length > 0) install.push(`.venv/bin/pip install -q ${deps.map(shellQuote).join(' ').replace(/'(-[rc]) /g, "$1 '")}`);
+  if (found.some((tox) => !tox.skipInstall)) {
+    const extras = [...new Set(found.flatMap((tox) => tox.extras))];
+    install.push(`{ .venv/bin/pip install -q --no-build-isolation -e ${extras.length > 0 ? `'.[${extras.join(',')}]'` : '.'} || ${SOURCE_TREE_FALLBACK}; }`);
+  }
+  recipe.install = { command: install.join(' && '), source: clip(`tox.ini [testenv] ${names}: deps${found.some((tox) => !tox.skipInstall) ? ' and the project' : ''}`) };
+  return true;
 }

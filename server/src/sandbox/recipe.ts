@@ -43,6 +43,7 @@ export const RECIPE_FILES = [
   'pyproject.toml',
   'setup.py',
   'setup.cfg',
+  'tox.ini',
   ENVIRONMENT_FILE_PATH,
   POLICY_FILE,
   SETUP_SCRIPT_PATH,
@@ -397,7 +398,7 @@ export async function detectRecipe(input: RecipeInput, versions: VersionLookup, 
   }
   if (input.rootFiles.includes('go.sum')) installs.push('if command -v go >/dev/null; then go mod download; fi');
   if (installs.length > 0) recipe.install = { command: installs.join(' && '), source: 'detected' };
-  followCi(recipe, ci, file, python !== undefined);
+  followCi(recipe, ci, file, python !== undefined, input.files['tox.ini']);
   const policyTest = policyFields(input.files[POLICY_FILE]).testCommand;
   if (policyTest) recipe.test = { command: policyTest, source: `${POLICY_FILE} testCommand` };
   if (file?.install) recipe.install = { command: file.install, source: ENVIRONMENT_FILE_PATH };
