@@ -1,13 +1,14 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { mkdir, readdir, readFile, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { Agent as HttpAgent, createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { Agent, request as httpsRequest } from 'node:https';
 import type { Socket } from 'node:net';
 import { join } from 'node:path';
 import { rootCertificates } from 'node:tls';
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import { isPackageDocument, pointTarballsAtFront, privateUpstreamUrl, registryFor, type PrivateRegistry, type RegistryRefusal } from './private-registries';
 
 /**
  * The node's dependency cache: a plain-HTTP npm registry front that snapshot builds use as their
@@ -25,6 +26,9 @@ import { z } from 'zod';
  * package manager still checks each tarball against its lockfile's integrity. Package documents
  * (version lists) are passed through uncached: they change.
  *
+ * A repository's own registries with their credentials (`private-registries.ts`) are routed per
+ * build listener: the server adds the credential upstream, and what they serve is never kept.
+ *
  * It will not: cache pip wheels or yarn classic / berry downloads (those keep the CONNECT proxy),
  * nor anything outside the upstream's origin.
  */
@@ -36,6 +40,8 @@ const FORWARDED_HEADERS = ['accept', 'accept-encoding', 'user-agent', 'npm-comma
 const RESPONSE_HOP_HEADERS = new Set(['connection', 'keep-alive', 'transfer-encoding', 'proxy-authenticate', 'upgrade']);
 /** Tarballs larger than this are passed through, not kept. */
 const MAX_ENTRY_BYTES = 256 * 1024 * 1024;
+/** A private registry's package document is read whole to point its tarballs at the front. */
+const MAX_DOCUMENT_BYTES = 64 * 1024 * 1024;
 
 const EntryRecord = z.object({ path: z.string(), sha512: z.string().regex(/^[A-Za-z0-9+/]+={0,2}$/), size: z.number().int().nonnegative() });
 
@@ -82,7 +88,21 @@ export interface DependencyCacheListener {
   readonly url: string;
   readonly host: string;
   readonly stats: DependencyCacheStats;
+  /** A repository's registries that refused the server's credential during this build (401/403). */
+  readonly refusals: RegistryRefusal[];
   close(): Promise<void>;
+}
+
+/** What one build's listener routes besides the public upstream. */
+export interface ListenOptions {
+  /** The repository's own registries with their credentials (`private-registries.ts`). */
+  registries?: readonly PrivateRegistry[];
+}
+
+interface BuildRoute {
+  registries: readonly PrivateRegistry[];
+  url: string;
+  refusals: RegistryRefusal[];
 }
 
 function readCaBundle(path: string, logger: Logger | undefined): string {
@@ -115,6 +135,7 @@ export class DependencyCache {
   /** Counts over every build this process served. */
   readonly stats: DependencyCacheStats = emptyStats();
   private readonly agent: Agent;
+  private readonly plainAgent = new HttpAgent({ keepAlive: true, maxSockets: 32 });
   private readonly logger: Logger | undefined;
   private totalBytes: number | undefined;
   private evicting: Promise<void> | undefined;
@@ -237,7 +258,7 @@ export class DependencyCache {
   }
 
   /** Starts a listener for one build on `host` (the egress network's gateway). */
-  async listen(host: string): Promise<DependencyCacheListener> {
+  async listen(host: string, options: ListenOptions = {}): Promise<DependencyCacheListener> {
     // A build that starts while the server shuts down fetches through the proxy instead.
     if (this.closed) throw new Error('dependency cache is closed');
     await mkdir(this.tarballDir(), { recursive: true });
@@ -247,8 +268,9 @@ export class DependencyCache {
       this.stats[field] += amount;
     };
     const sockets = new Set<Socket>();
+    const route: BuildRoute = { registries: options.registries ?? [], url: '', refusals: [] };
     const server: Server = createServer((request, response) => {
-      this.handle(request, response, count).catch((error: unknown) => {
+      this.handle(request, response, count, route).catch((error: unknown) => {
         count('refused');
         this.logger?.warn({ url: request.url, err: error instanceof Error ? error.message : String(error) }, 'dependency cache request failed');
         if (!response.headersSent) response.writeHead(502, { 'content-type': 'text/plain' });
@@ -266,10 +288,12 @@ export class DependencyCache {
     const address = server.address();
     if (address === null || typeof address === 'string') throw new Error('dependency cache is not listening on a TCP port');
     let closing: Promise<void> | undefined;
+    route.url = `http://${host}:${address.port}/`;
     const listener: DependencyCacheListener = {
-      url: `http://${host}:${address.port}/`,
+      url: route.url,
       host,
       stats,
+      refusals: route.refusals,
       close: () => {
         closing ??= (async () => {
           await new Promise<void>((resolve) => {
@@ -290,7 +314,7 @@ export class DependencyCache {
     return listener;
   }
 
-  private async handle(request: IncomingMessage, response: ServerResponse, count: (field: keyof DependencyCacheStats, amount?: number) => void): Promise<void> {
+  private async handle(request: IncomingMessage, response: ServerResponse, count: (field: keyof DependencyCacheStats, amount?: number) => void, route: BuildRoute): Promise<void> {
     // Whatever a client sends is read and dropped: nothing of it is kept or passed on.
     request.resume();
     const method = request.method ?? 'GET';
@@ -304,6 +328,12 @@ export class DependencyCache {
     for (const name of FORWARDED_HEADERS) {
       const value = request.headers[name];
       if (typeof value === 'string') headers[name] = value;
+    }
+    const registry = registryFor(path, route.registries);
+    if (registry) {
+      count('passedThrough');
+      await this.handlePrivate(method, path, headers, registry, response, route);
+      return;
     }
     // A tarball fetched with the build's credentials may be private: never kept, never served from here.
     const cacheable = method === 'GET' && TARBALL_PATH.test(path) && !headers.authorization;
@@ -345,10 +375,44 @@ export class DependencyCache {
     });
   }
 
+  /**
+   * A path of one of the build's own registries: asked with the server's credential (never the
+   * build's), never kept, package documents pointed back at the front; a 401/403 is recorded for
+   * the build's failure message.
+   */
+  private async handlePrivate(method: string, path: string, headers: Record<string, string>, registry: PrivateRegistry, response: ServerResponse, route: BuildRoute): Promise<void> {
+    const { authorization: _build, 'accept-encoding': _encoding, 'if-none-match': _etag, 'if-modified-since': _since, ...rest } = headers;
+    const url = privateUpstreamUrl(registry, path);
+    const upstream = await this.fetchUrl(method, url, { ...rest, authorization: registry.authorization });
+    const status = upstream.statusCode ?? 502;
+    if (status === 401 || status === 403) {
+      route.refusals.push({ registry: registry.url.origin + registry.url.pathname, ...(registry.scope ? { scope: registry.scope } : {}), secret: registry.secret, status, path });
+      this.logger?.warn({ registry: registry.url.origin, scope: registry.scope, secret: registry.secret, status, path }, 'a repository registry refused the credential of its secret');
+    }
+    const outHeaders: Record<string, string | string[]> = {};
+    for (const [name, value] of Object.entries(upstream.headers)) if (value !== undefined && !RESPONSE_HOP_HEADERS.has(name)) outHeaders[name] = value;
+    if (method === 'GET' && status === 200 && isPackageDocument(upstream)) {
+      const document = pointTarballsAtFront((await readBody(upstream, MAX_DOCUMENT_BYTES)).toString('utf8'), registry, route.url);
+      delete outHeaders.etag;
+      response.writeHead(200, { ...outHeaders, 'content-length': Buffer.byteLength(document) }).end(document);
+      return;
+    }
+    response.writeHead(status, outHeaders);
+    upstream.pipe(response);
+    await new Promise<void>((resolve, reject) => {
+      upstream.once('end', resolve);
+      upstream.once('error', reject);
+    });
+  }
+
   private fetchUpstream(method: string, path: string, headers: Record<string, string>): Promise<IncomingMessage> {
-    const url = this.upstreamUrl(path);
+    return this.fetchUrl(method, this.upstreamUrl(path), headers);
+  }
+
+  private fetchUrl(method: string, url: URL, headers: Record<string, string>): Promise<IncomingMessage> {
     return new Promise((resolve, reject) => {
-      const outgoing = httpsRequest(url, { method, headers, agent: this.agent, timeout: 120_000 }, resolve);
+      const send = url.protocol === 'http:' ? httpRequest : httpsRequest;
+      const outgoing = send(url, { method, headers, agent: url.protocol === 'http:' ? this.plainAgent : this.agent, timeout: 120_000 }, resolve);
       outgoing.on('timeout', () => outgoing.destroy(new Error(`upstream ${url.host} timed out`)));
       outgoing.on('error', reject);
       outgoing.end();
@@ -370,6 +434,7 @@ export class DependencyCache {
     await Promise.all([...this.listeners].map((listener) => listener.close()));
     await this.idle();
     this.agent.destroy();
+    this.plainAgent.destroy();
   }
 }
 

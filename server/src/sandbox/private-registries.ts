@@ -1,0 +1,74 @@
+import type { IncomingMessage } from 'node:http';
+
+/**
+ * The credential path of the registry front (`dep-cache.ts`): a repository's own registries
+ * (`.dockhand/environment.yml` `registries:`), each with the secret that authenticates it, held by
+ * the server. A build's package manager asks the front with no credential at all; for a path of a
+ * configured scope (or every path, for a default registry) the front asks that registry with the
+ * secret's `authorization` header, for that build's listener only. Nothing it fetches this way is
+ * kept or served from the node's cache (a private package must not reach another repository's
+ * build, and a public package of the same name must not stand in for it), and package documents
+ * have their tarball URLs pointed back at the front, so the package manager never learns the
+ * registry's address or needs to reach it.
+ *
+ * It will not: pass a build's own `authorization` header to a private registry (the build has none
+ * to give), follow redirects to another origin with the credential, or accept a scope that is not
+ * an npm scope.
+ */
+
+export interface PrivateRegistry {
+  /** `@acme`: the scope's packages. Absent: the default registry (every package no scope names). */
+  scope?: string;
+  /** The registry's base URL (https, or http on loopback). */
+  url: URL;
+  /** The `authorization` header the front sends upstream: `Bearer <the secret's value>`. */
+  authorization: string;
+  /** The secret's name (messages name it, never its value). */
+  secret: string;
+}
+
+/** A registry that refused the front's credential: what the build's failure names. */
+export interface RegistryRefusal {
+  registry: string;
+  scope?: string;
+  secret: string;
+  status: number;
+  path: string;
+}
+
+/** The scope a registry path asks for: `/@acme%2fname`, `/@acme/name/-/name-1.0.0.tgz` → `@acme`. */
+export function scopeOfPath(path: string): string | undefined {
+  const match = /^\/(@[^/%]+)(?:%2f|\/)/i.exec(path);
+  return match?.[1]?.toLowerCase();
+}
+
+/** The repository's registry for a path: its scope's, else the default one, else none (the public upstream). */
+export function registryFor(path: string, registries: readonly PrivateRegistry[]): PrivateRegistry | undefined {
+  if (registries.length === 0) return undefined;
+  const scope = scopeOfPath(path);
+  return (scope ? registries.find((registry) => registry.scope?.toLowerCase() === scope) : undefined) ?? registries.find((registry) => registry.scope === undefined);
+}
+
+/** The registry's URL for a front path (under the registry's own base path: `/artifactory/api/npm/npm-local/`). */
+export function privateUpstreamUrl(registry: PrivateRegistry, path: string): URL {
+  return new URL(registry.url.origin + registry.url.pathname.replace(/\/$/, '') + path);
+}
+
+/** A package document with its tarball URLs at the registry turned into the front's. */
+export function pointTarballsAtFront(document: string, registry: PrivateRegistry, frontUrl: string): string {
+  const base = registry.url.origin + registry.url.pathname.replace(/\/$/, '');
+  return document.split(`${base}/`).join(frontUrl.replace(/\/?$/, '/'));
+}
+
+/** Whether an upstream answer is a package document (JSON) the front must rewrite. */
+export function isPackageDocument(response: IncomingMessage): boolean {
+  return /json/i.test(String(response.headers['content-type'] ?? ''));
+}
+
+/** The check made when a build's registries are resolved: https anywhere, plain http only on loopback. */
+export function checkRegistryUrl(url: URL): string | undefined {
+  if (url.protocol === 'https:') return undefined;
+  const loopback = url.hostname === 'localhost' || url.hostname === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(url.hostname);
+  if (url.protocol === 'http:' && loopback) return undefined;
+  return `${url.href}: a registry the server sends a credential to must be https:// (plain http only on this host's loopback)`;
+}
