@@ -61,6 +61,16 @@ describe('loadConfig', () => {
     await expect(cli.parseAsync(['node', 'dockhand', 'serve', '--model-tpm', '1.5'])).rejects.toThrow(/--model-tpm: must be a whole number of at least 1, got "1.5"/);
   });
 
+  it('serve --port/--host/--data-dir win over DOCKHAND_PORT/HOST/DATA_DIR; a port out of range names --port', async () => {
+    const env = { DOCKHAND_PORT: '9000', DOCKHAND_HOST: '0.0.0.0', DOCKHAND_DATA_DIR: '/srv/a' };
+    expect(loadConfig(env)).toMatchObject({ port: 9000, host: '0.0.0.0', dataDir: '/srv/a' });
+    expect(loadConfig(env, serveOverrides({ port: 8701, host: '127.0.0.1', dataDir: '/srv/b' }))).toMatchObject({ port: 8701, host: '127.0.0.1', dataDir: '/srv/b' });
+    expect(loadConfig({}, serveOverrides({ port: 0 })).port).toBe(0);
+    const cli = buildCli().exitOverride();
+    cli.commands.find((command) => command.name() === 'serve')?.exitOverride().configureOutput({ writeErr: () => undefined });
+    await expect(cli.parseAsync(['node', 'dockhand', 'serve', '--port', '70000'])).rejects.toThrow(/--port: must be a whole number from 0 to 65535, got "70000"/);
+  });
+
   it('cost routing: DOCKHAND_MODEL_ROUTINE or serve --model-routine names the routine tasks\' model, which must have prices', () => {
     expect(loadConfig({}).model.routine).toBeUndefined();
     expect(loadConfig({ DOCKHAND_MODEL_ROUTINE: 'claude-haiku-4-5' }).model.routine).toBe('claude-haiku-4-5');

@@ -65,13 +65,25 @@ function positiveInt(name: string) {
 }
 
 /** `dockhand serve` flags as configuration overrides (dotted keys; they win over the environment). */
-export function serveOverrides(options: { role?: string; modelTpm?: number; modelRpm?: number; modelRoutine?: string }): Record<string, unknown> {
+export function serveOverrides(options: ServeOptions): Record<string, unknown> {
   return {
     ...(options.role ? { role: options.role } : {}),
+    ...(options.port !== undefined ? { port: options.port } : {}),
+    ...(options.host !== undefined ? { host: options.host } : {}),
+    ...(options.dataDir !== undefined ? { dataDir: options.dataDir } : {}),
     ...(options.modelRoutine !== undefined ? { 'model.routine': options.modelRoutine } : {}),
     ...(options.modelTpm !== undefined ? { 'modelBudget.inputTokensPerMinute': options.modelTpm } : {}),
     ...(options.modelRpm !== undefined ? { 'modelBudget.requestsPerMinute': options.modelRpm } : {}),
   };
+}
+
+interface ServeOptions { role?: string; port?: number; host?: string; dataDir?: string; modelTpm?: number; modelRpm?: number; modelRoutine?: string }
+
+/** A TCP port: 0 (any free one) to 65535. */
+function portNumber(value: string): number {
+  const number = Number(value);
+  if (!Number.isInteger(number) || number < 0 || number > 65_535) throw new DockhandError('bad_request', `--port: must be a whole number from 0 to 65535, got ${JSON.stringify(value)}`, { field: '--port' });
+  return number;
 }
 
 export function buildCli(): Command {
@@ -81,10 +93,13 @@ export function buildCli(): Command {
     .command('serve')
     .description('run the fleet server')
     .addOption(new Option('--role <role>', 'all: one process is the fleet; api: REST + WebSocket only; worker: tasks and sandboxes only (api and worker share a Postgres store, DOCKHAND_DATABASE_URL)').choices(['all', 'api', 'worker']))
+    .option('--port <n>', 'the API\'s port (default DOCKHAND_PORT, else 8737; 0: any free port)', portNumber)
+    .option('--host <address>', 'the address to listen on (default DOCKHAND_HOST, else 127.0.0.1)')
+    .option('--data-dir <dir>', 'where the database, forge, mirrors and snapshots\' records live (default DOCKHAND_DATA_DIR, else ./.dockhand-data)')
     .option('--model-tpm <n>', 'fleet rate budget: model input tokens per minute for the whole fleet, shared through Postgres (default DOCKHAND_MODEL_BUDGET_TPM; unset: none)', positiveInt('--model-tpm'))
     .option('--model-rpm <n>', 'fleet rate budget: model requests per minute for the whole fleet (default DOCKHAND_MODEL_BUDGET_RPM)', positiveInt('--model-rpm'))
     .option('--model-routine <model>', 'the model for routine tasks (--priority routine) fleet-wide; a repository\'s routineModel in .dockhand/policy.yml wins (default DOCKHAND_MODEL_ROUTINE; unset: DOCKHAND_MODEL)')
-    .action(async (options: { role?: string; modelTpm?: number; modelRpm?: number; modelRoutine?: string }) => {
+    .action(async (options: ServeOptions) => {
       await startServer(loadConfig(process.env, serveOverrides(options)));
     });
 
