@@ -180,6 +180,41 @@ export const EventData = {
     outcome: z.enum(['merged', 'closed', 'reverted']),
     at: z.string(),
   }),
+  /**
+   * What came back on the task's open PR (issue 26), recorded before anything is done about it:
+   * `round` starts a follow-up round (the comments, or a red check caused by the PR); `ignored`:
+   * comments from people who may not steer (never shown to the model); `triaged`: a red check not
+   * caused by the PR (pre-existing, flaky, infrastructure: no round); `limit`: the PR's rounds or
+   * cost cap is reached; `seen`: nothing to act on (approvals). `seenThrough` / `checksSeenThrough`:
+   * the highest comment and check ids taken into account.
+   */
+  'pr.feedback': z.object({
+    number: z.number().int().min(1),
+    kind: z.enum(['round', 'ignored', 'triaged', 'limit', 'seen']),
+    round: z.number().int().min(2).optional(),
+    seenThrough: z.number().int().min(0),
+    checksSeenThrough: z.number().int().min(0),
+    comments: z.array(z.object({ id: z.number().int(), author: z.string(), path: z.string().optional(), line: z.number().int().optional(), body: z.string() })),
+    ignored: z.array(z.object({ id: z.number().int(), author: z.string(), reason: z.string() })),
+    check: z
+      .object({
+        id: z.number().int(),
+        name: z.string(),
+        conclusion: z.string(),
+        triage: z.enum(['caused', 'pre_existing', 'flaky', 'infrastructure']),
+        evidence: z.string(),
+      })
+      .optional(),
+    reason: z.string().optional(),
+  }),
+  /** A follow-up round's one push: a new commit on the PR's branch (`commit` false: no code change was needed), and the threads replied to. */
+  'pr.pushed': z.object({
+    round: z.number().int().min(2),
+    number: z.number().int().min(1),
+    headSha: z.string(),
+    commit: z.boolean(),
+    replied: z.array(z.number().int()),
+  }),
   'user.message': z.object({ from: z.string(), text: z.string().min(1).max(20_000) }),
   'review.requested_changes': z.object({
     by: z.string(),
@@ -242,6 +277,8 @@ export const TaskEvent = z.discriminatedUnion('type', [
   envelope('model.fell_back'),
   envelope('pr.opened'),
   envelope('pr.outcome'),
+  envelope('pr.feedback'),
+  envelope('pr.pushed'),
   envelope('user.message'),
   envelope('review.requested_changes'),
   envelope('review.files_rejected'),

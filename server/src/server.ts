@@ -94,6 +94,7 @@ export async function startServer(config: Config, options: { logger?: Logger; pa
   if (config.role !== 'api') {
     fleet.scheduler.start();
     fleet.outcomes.start();
+    fleet.follower?.start();
     if (hub instanceof PostgresEventHub) followStateNotices(hub, fleet);
   }
   const storeKind = config.databaseUrl === undefined ? 'sqlite' : 'postgres';

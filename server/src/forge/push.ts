@@ -96,7 +96,7 @@ export function branchName(ticketId: string, title: string, taskId?: string): st
   return slug ? `dockhand/${id}-${slug}${suffix}` : `dockhand/${id}${suffix}`;
 }
 
-function withTrailer(message: string, requester: Person | undefined): string {
+export function withTrailer(message: string, requester: Person | undefined): string {
   const text = message.trim();
   if (!requester) return `${text}\n`;
   return `${text}\n\nCo-authored-by: ${requester.name} <${requester.email}>\n`;
@@ -130,7 +130,7 @@ function validate(input: PushChangeInput): void {
   }
 }
 
-async function ensureClone(cloneDir: string): Promise<void> {
+export async function ensureClone(cloneDir: string): Promise<void> {
   if (existsSync(join(cloneDir, '.git'))) return;
   await mkdir(cloneDir, { recursive: true });
   await createGit(cloneDir).raw(['init', '-q']);
@@ -144,7 +144,7 @@ const clones = new KeyedQueue();
  * push into that clone finds them: those of a process of this host that is gone are removed.
  * Another host's (a container sharing the volume, its own pid space) are left alone.
  */
-async function scratchDir(cloneDir: string): Promise<string> {
+export async function scratchDir(cloneDir: string): Promise<string> {
   const parent = join(cloneDir, '.git', 'dockhand-scratch');
   await mkdir(parent, { recursive: true });
   const host = hostname().replace(/[^A-Za-z0-9.]/g, '_');
@@ -154,6 +154,11 @@ async function scratchDir(cloneDir: string): Promise<string> {
     await rm(join(parent, name), { recursive: true, force: true });
   }
   return mkdtemp(join(parent, `${host}-${process.pid}-`));
+}
+
+/** Runs `work` when no other push runs in `cloneDir` (a follow-up push shares the clone: `follow-push.ts`). */
+export function inClone<T>(cloneDir: string, work: () => Promise<T>): Promise<T> {
+  return clones.run(resolve(cloneDir), work);
 }
 
 export async function pushChange(input: PushChangeInput): Promise<PushChangeResult> {

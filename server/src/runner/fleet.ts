@@ -27,6 +27,8 @@ import { ReadinessChecks } from './readiness';
 import { registeredSource, RepoRegistry } from './registry';
 import { FileCheckpointStore } from './checkpoints';
 import { localThreads } from '../followup/stewards';
+import { PullRequestFollower } from '../followup/follower';
+import { followUpPublisher } from '../followup/publish';
 import { openSecrets } from '../secrets/open';
 import type { RepositorySecrets } from '../secrets/service';
 import { TaskRunner } from './task-runner';
@@ -40,6 +42,8 @@ export interface Fleet {
   scheduler: Scheduler;
   /** Follows opened PRs to merged / closed / reverted (started by `start`). */
   outcomes: OutcomePoller;
+  /** Takes comments and red checks on the local forge's PRs back to their tasks (started with `outcomes`; absent with another forge). */
+  follower?: PullRequestFollower;
   runner: TaskRunner;
   forge: Forge;
   /** Registered repositories (tests register theirs here, as `POST /v1/repos` does). */
@@ -176,6 +180,9 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
       ...('confirmLease' in store ? { confirmLease: (taskId: string) => store.confirmLease(taskId, config.scheduler.leaseSeconds * 1000) } : {}),
     }),
     checkpoints: new FileCheckpointStore({ dataDir: config.dataDir }),
+    ...(pullRequestThreads && localForge
+      ? { followUp: followUpPublisher({ forge: localForge, threads: pullRequestThreads, threadStore: store.prThreads, clonesDir: join(config.dataDir, 'clones'), ...('confirmLease' in store ? { confirmLease: (taskId: string) => store.confirmLease(taskId, config.scheduler.leaseSeconds * 1000) } : {}) }) }
+      : {}),
     ...(parts.logger ? { logger: parts.logger } : {}),
   });
   const scheduler = new Scheduler({
@@ -196,6 +203,19 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
     ...(leadership ? { leader: () => leadership.isLeader() } : {}),
     ...(parts.logger ? { logger: parts.logger } : {}),
   });
+  // Comments and red checks on the local forge's PRs go back to their tasks (issue 26); one process follows on a fleet.
+  const followLeadership = 'leadership' in store ? store.leadership('pr-follower') : undefined;
+  const follower = pullRequestThreads
+    ? new PullRequestFollower({
+        log: events,
+        threads: pullRequestThreads,
+        threadStore: store.prThreads,
+        checkpoints: new FileCheckpointStore({ dataDir: config.dataDir }),
+        wake: () => scheduler.wake(),
+        ...(followLeadership ? { leader: () => followLeadership.isLeader() } : {}),
+        ...(parts.logger ? { logger: parts.logger } : {}),
+      })
+    : undefined;
   const app = await buildApp({
     store,
     repos: registry,
@@ -223,7 +243,7 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
     },
     limits: { ratePerMinute: config.rateLimit.perMinute },
     evalRunsDir: config.evalRunsDir ?? join(config.dataDir, 'evals'),
-    ...(pullRequestThreads ? { pullRequests: { threads: pullRequestThreads } } : {}),
+    ...(pullRequestThreads ? { pullRequests: { threads: pullRequestThreads, onActivity: () => void follower?.pollOnce().catch(() => undefined) } } : {}),
     ...(config.forge.webhookSecret
       ? { webhooks: { githubSecret: config.forge.webhookSecret, onPullRequest: async () => void (await outcomes.pollOnce()) } }
       : {}),
@@ -231,7 +251,7 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
   });
   let closed = false;
   return {
-    app, store, hub, scheduler, outcomes, runner, forge, repos: registry,
+    app, store, hub, scheduler, outcomes, runner, forge, repos: registry, ...(follower ? { follower } : {}),
     async close() {
       if (closed) return;
       closed = true;
@@ -239,6 +259,7 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
       mirror.close();
       readiness.close();
       outcomes.stop();
+      follower?.stop();
       await scheduler.stop();
       await app.close();
       await runner.releaseAll();

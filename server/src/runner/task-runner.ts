@@ -7,6 +7,8 @@ import type { EventLog } from '../store/hub';
 import type { ApprovalKind } from '../store/types';
 import { StoreApprover } from './approver';
 import type { CheckpointStore } from './checkpoints';
+import type { FollowUpPort } from '../followup/publish';
+import { unpushedRound } from '../followup/rounds';
 import { raisePolicyOverride } from './policy-override';
 import { pushedDiff } from './review-files';
 import { checkpointingSink, lossesSoFar, lostCallResults, replacedNote, restoreWorkspace, SANDBOX_NOTE_AUTHOR, SANDBOX_REPLACEMENTS, watchRun, type RunStop } from './sandbox-life';
@@ -25,6 +27,8 @@ import type { AgentPort, PolicyPort, PublisherPort, SandboxProvider, SnapshotPro
  *     (blocked with repo owners: back to awaiting_review with a policy_override request)
  *     → push + PR (idempotent; skipped when pr.opened is already in the log) → pr.opened → pr_open
  *   awaiting_review --(API: request changes)--> running (comments arrive as a user.message)
+ *   pr_open --(followup/: an allowed PR comment, a red check the PR caused)--> running at the PR's head
+ *     → … → pushing → ONE new commit on the PR's branch (pr.pushed; never a force-push) → pr_open
  *
  * Every event is written before the action it announces. A task in `cancelled` (the API wrote it
  * on interrupt) is never moved out of it by the runner.
@@ -41,6 +45,8 @@ export interface RunnerDeps {
   maxPolicyRounds?: number;
   /** Workspace checkpoints (`checkpoints.ts`): a resumed task gets its workspace back, not only its logged edits. */
   checkpoints?: CheckpointStore;
+  /** Pushes a follow-up round on the task's open PR (the local forge's follower, `followup/`). */
+  followUp?: FollowUpPort;
   /** The wall-clock watch's grace past the budget and how long a stopped run may take (tests shorten them). */
   watchTiming?: { graceMs?: number; abandonAfterMs?: number };
 }
@@ -291,7 +297,9 @@ export class TaskRunner {
   private async push(task: Task): Promise<void> {
     const events = await this.deps.log.store.listEvents(task.id);
     const opened = events.find((e) => e.type === 'pr.opened');
-    if (!opened) {
+    // A follow-up round on the open PR (followup/): its one push is a new commit on the PR's branch.
+    const round = opened ? unpushedRound(events) : undefined;
+    if (!opened || round) {
       const stored = await this.deps.log.store.getResult(task.id);
       if (!stored) throw new DockhandError('conflict', `task ${task.id} has no diff to push`);
       // Files the approval rejected are left out: the push, its policy check and the PR see the rest.
@@ -314,8 +322,14 @@ export class TaskRunner {
         await this.setState(task.id, 'failed', reason);
         return;
       }
-      const pr = await this.deps.publisher.publish({ task, diff: result.diff, summary: result.summary, events, policy });
-      await this.emit(task.id, { type: 'pr.opened', data: pr });
+      if (opened) {
+        if (!this.deps.followUp) throw new DockhandError('internal', `task ${task.id} has a follow-up round to push and this server has no PR follower (a local forge)`);
+        const pushed = await this.deps.followUp.push({ task, diff: result.diff, summary: result.summary, events });
+        await this.emit(task.id, { type: 'pr.pushed', data: pushed });
+      } else {
+        const pr = await this.deps.publisher.publish({ task, diff: result.diff, summary: result.summary, events, policy });
+        await this.emit(task.id, { type: 'pr.opened', data: pr });
+      }
     }
     await this.deps.checkpoints?.remove(task.id).catch(() => undefined);
     await this.setState(task.id, 'pr_open');

@@ -1,0 +1,195 @@
+import type { Task, TaskEvent } from '@dockhand/protocol';
+import { isRed, type PullRequestCheck } from '../forge/checks';
+import { modelText, type PullRequestComment, type PullRequestThreads, type PullRequestThreadStore } from '../forge/comments';
+import type { Logger } from '../log';
+import type { CheckpointStore } from '../runner/checkpoints';
+import { pushedDiff } from '../runner/review-files';
+import type { EventLog } from '../store/hub';
+import { checkMessage, DEFAULT_MAX_ROUNDS, roundMessage, roundsStarted, seenThrough, startCutShort } from './rounds';
+import { triageCheck, type Triage } from './triage';
+
+/*
+ * Follows the PRs of tasks in `pr_open` on the local forge (issue 26): a new comment or a review
+ * asking for changes from someone who may steer, or a red check the PR caused, sends the task back
+ * to `running` at the PR branch's head for one more round. Everything is recorded on the task
+ * first (`pr.feedback`): comments from others as ignored, a red check the PR did not cause with its
+ * triage (and a PR comment saying so), a round past the PR's limits as a `limit` (and a PR comment).
+ *
+ * The warm start: the task's workspace checkpoint is set to the diff the PR holds, so the runner's
+ * next sandbox is the base snapshot with the branch applied (no cold build), and the round's
+ * `review.requested_changes` carries the same diff, so the developer's review shows this round's
+ * changes only.
+ */
+
+export interface FollowerLimits {
+  /** Follow-up rounds per PR (default 3). */
+  maxRounds?: number;
+  /** The task's whole cost (every round) past which no round starts (default: none). */
+  maxCostUsd?: number;
+}
+
+export interface FollowerOptions {
+  log: EventLog;
+  threads: PullRequestThreads;
+  /** The same store the threads use: checks at the base commit. */
+  threadStore: PullRequestThreadStore;
+  checkpoints?: CheckpointStore;
+  /** Something became runnable. */
+  wake: () => void;
+  limits?: FollowerLimits;
+  /** Test ids failing at a task's base (the baseline), when known. */
+  baselineFailures?: (task: Task) => Promise<readonly string[] | undefined>;
+  intervalMs?: number;
+  logger?: Logger;
+  /** On a fleet, only the leader follows (a comment starts one round, once). */
+  leader?: () => Promise<boolean>;
+}
+
+type Opened = Extract<TaskEvent, { type: 'pr.opened' }>;
+
+export class PullRequestFollower {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<string[]> | undefined;
+  private again = false;
+
+  constructor(private readonly options: FollowerOptions) {}
+
+  start(): void {
+    this.timer = setInterval(() => void this.pollOnce().catch((error: unknown) => this.options.logger?.warn({ err: error }, 'PR follow-up poll failed')), this.options.intervalMs ?? 5000);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+  }
+
+  /** One pass over the followed PRs; returns the tasks sent back to work. A call during a pass runs once more after it. */
+  async pollOnce(): Promise<string[]> {
+    if (this.running) {
+      this.again = true;
+      return this.running;
+    }
+    this.running = this.pass().finally(() => {
+      this.running = undefined;
+    });
+    const started = await this.running;
+    if (this.again) {
+      this.again = false;
+      return [...started, ...(await this.pollOnce())];
+    }
+    return started;
+  }
+
+  private async pass(): Promise<string[]> {
+    if (this.options.leader && !(await this.options.leader())) return [];
+    const started: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await this.options.log.store.listTasks({ state: 'pr_open', limit: 200, ...(cursor ? { cursor } : {}) });
+      for (const task of page.tasks) {
+        try {
+          if (await this.follow(task)) started.push(task.id);
+        } catch (error) {
+          this.options.logger?.warn({ err: error, taskId: task.id }, 'following the PR failed');
+        }
+      }
+      cursor = page.nextCursor;
+    } while (cursor);
+    return started;
+  }
+
+  /** Looks at one task's PR; true when it went back to work. */
+  async follow(task: Task): Promise<boolean> {
+    const { log } = this.options;
+    const events = await log.store.listEvents(task.id);
+    const opened = [...events].reverse().find((event): event is Opened => event.type === 'pr.opened');
+    if (!opened) return false;
+    const cut = startCutShort(events);
+    if (cut) {
+      await this.toRunning(task, cut.data.round ?? 2, opened.data.number);
+      return true;
+    }
+    const view = await this.options.threads.view(task.context.repo, opened.data.number);
+    if (view.pr.state !== 'open') return false; // the outcome poller records merges and closes
+    const seen = seenThrough(events);
+    const fresh = view.comments.filter((comment) => comment.id > seen.comments && comment.steering !== 'bot');
+    const headChecks = await this.options.threadStore.listChecks(view.pr.repo, view.pr.headSha);
+    const freshChecks = headChecks.filter((check) => check.id > seen.checks);
+    if (fresh.length === 0 && freshChecks.length === 0) return false;
+    const marks = {
+      number: opened.data.number,
+      seenThrough: Math.max(seen.comments, ...fresh.map((comment) => comment.id)),
+      checksSeenThrough: Math.max(seen.checks, ...freshChecks.map((check) => check.id)),
+    };
+    const ignored = fresh.filter((comment) => comment.steering === 'ignored').map((comment) => ({ id: comment.id, author: comment.author, reason: comment.ignoredBecause ?? 'may not steer' }));
+    const steering = fresh.filter((comment) => comment.steering === 'allowed' && (comment.kind === 'comment' || comment.verdict === 'request_changes'));
+    const red = await this.triageRed(task, freshChecks, headChecks, view.pr.base);
+
+    if (steering.length === 0 && red?.triage.triage !== 'caused') {
+      if (red) {
+        await this.options.threads.reply(view.pr, `Check **${red.check.name}** is red, and it is not this PR's doing: **${red.triage.triage.replace('_', '-')}**. ${red.triage.evidence}. No round was started.`);
+        await log.append(task.id, { type: 'pr.feedback', data: { ...marks, kind: 'triaged', comments: [], ignored, check: checkSummary(red.check, red.triage) } });
+      } else {
+        await log.append(task.id, { type: 'pr.feedback', data: { ...marks, kind: ignored.length > 0 ? 'ignored' : 'seen', comments: [], ignored } });
+      }
+      return false;
+    }
+
+    const limit = this.limitReached(task, events);
+    if (limit) {
+      await this.options.threads.reply(view.pr, `Dockhand stopped following this PR: ${limit}. Nothing more is changed automatically; push to the branch or open a new task.`);
+      await log.append(task.id, { type: 'pr.feedback', data: { ...marks, kind: 'limit', comments: [], ignored, reason: limit } });
+      return false;
+    }
+
+    const round = roundsStarted(events) + 2;
+    const text = steering.length > 0 ? roundMessage(round, opened.data.number, steering) : checkMessage(round, opened.data.number, red!.check, red!.triage.evidence, red!.triage.failingTests);
+    const stored = await log.store.getResult(task.id);
+    const onBranch = stored ? pushedDiff(stored.diff, events) : '';
+    // The warm start: the next sandbox gets the PR's diff on the base snapshot.
+    await this.options.checkpoints?.save(task.id, events.at(-1)?.seq ?? 0, onBranch);
+    const by = [...new Set(steering.map((comment) => comment.author))].join(', ') || `check ${red!.check.name}`;
+    await log.append(task.id, {
+      type: 'review.requested_changes',
+      data: { by, comments: steering.map((comment) => ({ ...(comment.path ? { path: comment.path, line: comment.line } : {}), body: modelText(comment) || '(no text)' })), reviewedDiff: onBranch },
+    });
+    await log.append(task.id, { type: 'user.message', data: { from: steering.length > 0 ? 'pr-review' : 'pr-check', text } });
+    await log.append(task.id, {
+      type: 'pr.feedback',
+      data: { ...marks, kind: 'round', round, comments: steering.map(feedbackComment), ignored, ...(red && steering.length === 0 ? { check: checkSummary(red.check, red.triage) } : {}) },
+    });
+    await this.toRunning(task, round, opened.data.number);
+    return true;
+  }
+
+  private async toRunning(task: Task, round: number, number: number): Promise<void> {
+    await this.options.log.append(task.id, { type: 'task.state', data: { state: 'running', reason: `round ${round}: review on PR #${number}` } });
+    this.options.wake();
+  }
+
+  private limitReached(task: Task, events: readonly TaskEvent[]): string | undefined {
+    const maxRounds = this.options.limits?.maxRounds ?? DEFAULT_MAX_ROUNDS;
+    const rounds = roundsStarted(events);
+    if (rounds >= maxRounds) return `its ${maxRounds} follow-up rounds are used`;
+    const cap = this.options.limits?.maxCostUsd;
+    if (cap !== undefined && task.usage.costUsd >= cap) return `the cost cap of $${cap.toFixed(2)} across its rounds is reached ($${task.usage.costUsd.toFixed(2)})`;
+    return undefined;
+  }
+
+  /** The first check name with a new red result, triaged against its other runs and the base. */
+  private async triageRed(task: Task, fresh: readonly PullRequestCheck[], headChecks: readonly PullRequestCheck[], _base: string): Promise<{ check: PullRequestCheck; triage: Triage } | undefined> {
+    const red = [...fresh].reverse().find((check) => isRed(check.conclusion));
+    if (!red) return undefined;
+    const baseChecks = await this.options.threadStore.listChecks(task.context.repo, task.context.baseSha);
+    const baselineFailures = await this.options.baselineFailures?.(task).catch(() => undefined);
+    return { check: red, triage: triageCheck({ check: red, headChecks, baseChecks, ...(baselineFailures ? { baselineFailures } : {}) }) };
+  }
+}
+
+function feedbackComment(comment: PullRequestComment): { id: number; author: string; path?: string; line?: number; body: string } {
+  return { id: comment.id, author: comment.author, ...(comment.path ? { path: comment.path, line: comment.line! } : {}), body: modelText(comment).slice(0, 2000) };
+}
+
+function checkSummary(check: PullRequestCheck, triage: Triage) {
+  return { id: check.id, name: check.name, conclusion: check.conclusion, triage: triage.triage, evidence: triage.evidence };
+}

@@ -1,0 +1,90 @@
+import { createHash } from 'node:crypto';
+import { join } from 'node:path';
+import type { Task, TaskEvent } from '@dockhand/protocol';
+import { DockhandError } from '../errors';
+import type { PullRequestThreads, PullRequestThreadStore } from '../forge/comments';
+import { pushFollowUp } from '../forge/follow-push';
+import type { LocalForge } from '../forge/local-forge';
+import { lastPushedHead, unpushedRound } from './rounds';
+
+/*
+ * The end of an approved follow-up round: one new commit on the PR's branch (`forge/follow-push.ts`),
+ * the PR record's head moved to it, a reply on each thread the round addressed (with the commit)
+ * and the thread resolved, and a short summary on the PR. Safe to run again after a crash: the
+ * same commit is rebuilt and found on the branch, and a reply already posted is not posted twice.
+ */
+
+export interface FollowUpResult {
+  round: number;
+  number: number;
+  headSha: string;
+  commit: boolean;
+  replied: number[];
+}
+
+/** What the runner asks when a task in a follow-up round reaches `pushing`. */
+export interface FollowUpPort {
+  push(input: { task: Task; diff: string; summary: string; events: TaskEvent[] }): Promise<FollowUpResult>;
+}
+
+export interface FollowUpPublisherOptions {
+  forge: LocalForge;
+  threads: PullRequestThreads;
+  threadStore: PullRequestThreadStore;
+  /** The server's clones (one per repository, as the first push's). */
+  clonesDir: string;
+  confirmLease?: (taskId: string) => Promise<void>;
+}
+
+export function commitUrl(repo: string, sha: string): string {
+  return `dockhand-local://${repo}/commit/${sha}`;
+}
+
+export function followUpPublisher(options: FollowUpPublisherOptions): FollowUpPort {
+  return {
+    async push({ task, diff, summary, events }) {
+      const round = unpushedRound(events);
+      const opened = [...events].reverse().find((event) => event.type === 'pr.opened');
+      if (!round || round.data.round === undefined || opened?.type !== 'pr.opened') {
+        throw new DockhandError('conflict', `task ${task.id} has no follow-up round waiting to push`);
+      }
+      const parentSha = lastPushedHead(events)!;
+      const repo = options.forge.repositoryName(task.context.repo);
+      const target = await options.forge.pushTarget(repo);
+      const approved = [...events].reverse().find((event) => event.type === 'task.state' && event.data.state === 'pushing');
+      const number = opened.data.number;
+      const addressed = round.data.comments.map((comment) => `#${comment.id}`).join(', ');
+      const trigger = round.data.check ? `the red check ${round.data.check.name}` : `review comments ${addressed}`;
+      await options.confirmLease?.(task.id);
+      const pushed = await pushFollowUp({
+        cloneDir: join(options.clonesDir, createHash('sha256').update(repo).digest('hex').slice(0, 16)),
+        remoteUrl: target.url,
+        baseSha: task.context.baseSha,
+        parentSha,
+        diff,
+        branch: opened.data.branch,
+        message: `Address ${trigger} (round ${round.data.round})\n\n${summary.slice(0, 4000)}`,
+        requester: { name: task.owner, email: `${task.owner}@users.dockhand.invalid` },
+        ...(approved ? { date: approved.ts } : {}),
+      });
+      const pr = pushed.commit
+        ? await options.forge.openPullRequest({ repo, branch: opened.data.branch, base: (await options.forge.getPullRequest(repo, number)).base, title: task.ticket.title, body: '' })
+        : await options.forge.getPullRequest(repo, number);
+      const existing = await options.threadStore.listComments(repo, number);
+      const marker = `(round ${round.data.round})`;
+      const already = (id: number | undefined) => existing.some((comment) => comment.steering === 'bot' && comment.inReplyTo === id && comment.body.includes(marker));
+      const what = pushed.commit ? `Addressed in ${pushed.headSha.slice(0, 12)} ${marker}: ${commitUrl(repo, pushed.headSha)}` : `No code change was needed ${marker}.`;
+      const replied: number[] = [];
+      for (const comment of round.data.comments) {
+        if (!already(comment.id)) await options.threads.reply(pr, `${what}\n\n${summary.slice(0, 2000)}`, comment.id);
+        if (pushed.commit) await options.threadStore.resolveComment(repo, comment.id, pushed.headSha);
+        replied.push(comment.id);
+      }
+      if (!already(undefined)) {
+        const change = pushed.commit ? `one new commit ${pushed.headSha.slice(0, 12)} on ${opened.data.branch}` : 'no new commit (no code change was needed)';
+        await options.threads.reply(pr, `Follow-up ${marker} for ${trigger}: ${change}.${round.data.ignored.length ? ` Ignored (may not steer): ${round.data.ignored.map((entry) => `#${entry.id} by ${entry.author}`).join(', ')}.` : ''}`);
+      }
+      return { round: round.data.round, number, headSha: pushed.headSha, commit: pushed.commit, replied };
+    },
+  };
+}
