@@ -34,6 +34,12 @@ export const EnvironmentRecipe = z.object({
   skipScripts: z.array(z.string()).default([]),
   /** Hosts the install may reach besides the package registries. */
   egressHosts: z.array(z.string()).default([]),
+  /**
+   * The repository's own npm registries (`.dockhand/environment.yml` `registries`): a scope (absent:
+   * the default registry), its URL and the name of the repository secret that authenticates it.
+   * The value stays in the server (its registry front adds it upstream); absent when none.
+   */
+  registries: z.array(z.object({ scope: z.string().optional(), url: z.string(), token: z.string() })).optional(),
   test: z.object({
     command: z.string().min(1),
     source: Source,

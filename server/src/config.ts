@@ -101,6 +101,17 @@ export const Config = z.object({
         )
         .default([]),
       /**
+       * URL prefixes repositories' own registries (`.dockhand/environment.yml` `registries`) may be
+       * under (`DOCKHAND_PRIVATE_REGISTRIES`, comma-separated): the server sends a repository
+       * secret's token only there. Default none.
+       */
+      privateRegistries: z
+        .preprocess(
+          (value) => (typeof value === 'string' ? value.split(',').map((url) => url.trim()).filter((url) => url !== '') : value),
+          z.array(z.string().url('must be a registry URL such as https://npm.acme.internal/')),
+        )
+        .default([]),
+      /**
        * The node's npm/pnpm tarball cache for snapshot builds (`sandbox/dep-cache.ts`): on by
        * default; `maxGiB` bounds what it keeps (least recently used go first).
        */
@@ -111,7 +122,7 @@ export const Config = z.object({
         })
         .default({ enabled: true, maxGiB: 4 }),
     })
-    .default({ image: 'dockhand/base:latest', warmPoolSize: 0, diskMiB: 10_240, unsafeRunc: false, egressHosts: [], depCache: { enabled: true, maxGiB: 4 } }),
+    .default({ image: 'dockhand/base:latest', warmPoolSize: 0, diskMiB: 10_240, unsafeRunc: false, egressHosts: [], privateRegistries: [], depCache: { enabled: true, maxGiB: 4 } }),
   scheduler: z
     .object({
       concurrency: intFromString.min(1).max(256).default(2),
@@ -182,6 +193,7 @@ export const ENV_KEYS: Record<string, string> = {
   DOCKHAND_EXTRA_CA_BUNDLE: 'sandbox.extraCaBundle',
   DOCKHAND_PIP_INDEX_URL: 'sandbox.pipIndexUrl',
   DOCKHAND_EGRESS_HOSTS: 'sandbox.egressHosts',
+  DOCKHAND_PRIVATE_REGISTRIES: 'sandbox.privateRegistries',
   DOCKHAND_DEP_CACHE: 'sandbox.depCache.enabled',
   DOCKHAND_DEP_CACHE_MAX_GIB: 'sandbox.depCache.maxGiB',
   DOCKHAND_CONCURRENCY: 'scheduler.concurrency',

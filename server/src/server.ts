@@ -72,7 +72,7 @@ export async function startServer(config: Config, options: { logger?: Logger; pa
     ? { provider: options.parts.sandboxes, check: options.parts.sandboxCheck, dependencyCache: options.parts.dependencyCache, close: async () => undefined }
     : config.role === 'api'
       ? { provider: NO_SANDBOXES, check: undefined, close: async () => undefined }
-      : await createSandboxProvider(config, logger, { mirror }).catch(async (error: unknown) => {
+      : await createSandboxProvider(config, logger, { mirror, registryCredentials: (repo, names, usedBy) => secrets.resolve(repo, names, usedBy) }).catch(async (error: unknown) => {
         await store.close();
         throw error;
       });

@@ -8,6 +8,7 @@ import type { DependencyCacheMetrics } from '../sandbox/dep-cache';
 import type { RepoMirror } from '../sandbox/mirror';
 import type { SandboxService } from '../sandbox/service';
 import type { SandboxProvider } from './ports';
+import type { RegistryCredentials } from '../sandbox/private-registries';
 
 export interface SandboxSetup {
   provider: SandboxProvider;
@@ -28,7 +29,7 @@ export function dependencyCacheSetting(config: Config): { enabled: boolean; maxB
  * task resumed after a restart gets a fresh sandbox with its recorded edits replayed; a task that
  * this same process resumes (lease regained) keeps the sandbox it holds.
  */
-export async function createSandboxProvider(config: Config, logger: Logger, options: { mirror?: RepoMirror } = {}): Promise<SandboxSetup> {
+export async function createSandboxProvider(config: Config, logger: Logger, options: { mirror?: RepoMirror; registryCredentials?: RegistryCredentials } = {}): Promise<SandboxSetup> {
   const docker = new Docker();
   const create = () => createSandboxService({
     dataDir: config.dataDir,
@@ -41,6 +42,8 @@ export async function createSandboxProvider(config: Config, logger: Logger, opti
     ...(config.sandbox.pipIndexUrl ? { pipIndexUrl: config.sandbox.pipIndexUrl } : {}),
     ...(config.sandbox.extraCaBundle ? { extraCaBundle: config.sandbox.extraCaBundle } : {}),
     fleetEgressHosts: config.sandbox.egressHosts,
+    privateRegistries: config.sandbox.privateRegistries,
+    ...(options.registryCredentials ? { registryCredentials: options.registryCredentials } : {}),
     dependencyCache: dependencyCacheSetting(config),
     docker,
     logger,

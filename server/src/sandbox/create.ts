@@ -6,6 +6,7 @@ import { DockerSandboxDriver } from './docker-driver';
 import { DependencyCache } from './dep-cache';
 import { checkSandboxHost } from './host-check';
 import { RepoMirror } from './mirror';
+import type { RegistryCredentials } from './private-registries';
 import { WarmPool } from './pool';
 import { SandboxService } from './service';
 import { SnapshotManager, type InstallEgress } from './snapshots';
@@ -34,6 +35,9 @@ export interface SandboxServiceConfig {
   pipIndexUrl?: string;
   /** The node's tarball cache for builds (`dep-cache.ts`): off, or its bound; default on at 4 GiB. */
   dependencyCache?: { enabled: boolean; maxBytes?: number };
+  /** Repositories' secrets for their registries (`private-registries.ts`), and where those may be (`sandbox.privateRegistries`). */
+  registryCredentials?: RegistryCredentials;
+  privateRegistries?: string[];
   docker?: Docker;
   logger?: Logger;
   /** The server's mirror of registered repositories (shared with the API's submission checks). */
@@ -87,6 +91,8 @@ export async function createSandboxService(config: SandboxServiceConfig): Promis
     ...(config.fleetEgressHosts ? { fleetEgressHosts: config.fleetEgressHosts } : {}),
     ...(extraCaBundle ? { extraCaBundle } : {}),
     ...(dependencyCache !== undefined ? { dependencyCache } : {}),
+    ...(config.registryCredentials ? { registryCredentials: config.registryCredentials } : {}),
+    ...(config.privateRegistries ? { privateRegistries: config.privateRegistries } : {}),
     ...(logger ? { logger } : {}),
   });
   const pool = (config.warmPoolSize ?? 0) > 0 ? new WarmPool({ driver, size: config.warmPoolSize ?? 0, ...(logger ? { logger } : {}), ...(config.limits ? { limits: config.limits } : {}) }) : undefined;

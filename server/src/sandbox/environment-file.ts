@@ -18,6 +18,7 @@ import { DockhandError } from '../errors';
  * skipScripts: [puppeteer]                            # packages whose lifecycle scripts do not run
  * lifecycleScripts: true                              # false: no lifecycle script runs at all
  * setup: after                                        # .dockhand/setup.sh after the install, or `replace` it
+ * registries: [{ scope: "@acme", url: "https://npm.acme.internal/", token: NPM_ACME }]   # no scope: the default registry
  * ```
  */
 export const ENVIRONMENT_FILE_PATH = '.dockhand/environment.yml';
@@ -29,6 +30,17 @@ const Host = z
   // The build proxy tunnels only to names it resolves and checks itself (egress-proxy.ts).
   .refine((host) => !/^[\d.]+$/.test(host), 'must be a host name, not an IP address (the build proxy refuses IP literals)');
 const PackageName = z.string().regex(/^(?:@[a-z0-9][\w.-]*\/)?[a-z0-9][\w.-]*$/i, 'must be an npm package name such as "puppeteer" or "@scope/name"');
+
+/** A registry with the repository secret that authenticates it (`dockhand secret set <repo> NPM_ACME`). */
+const Registry = z.strictObject({
+  scope: z.string().regex(/^@[a-z0-9][a-z0-9._-]*$/, 'must be an npm scope such as "@acme"').optional(),
+  url: z.string().url('must be the registry\'s URL, e.g. https://npm.acme.internal/'),
+  token: z.string().regex(/^[A-Z][A-Z0-9_]{0,63}$/, 'must name a repository secret such as NPM_ACME (A-Z 0-9 _)'),
+});
+const Registries = z
+  .array(Registry)
+  .max(20)
+  .refine((list) => new Set(list.map((registry) => registry.scope ?? '')).size === list.length, 'each scope (and the default registry, without one) may be named once');
 
 export const EnvironmentFile = z.strictObject({
   node: z.union([z.string().trim().min(1).max(100), z.number().positive()]).transform(String).optional(),
@@ -44,6 +56,7 @@ export const EnvironmentFile = z.strictObject({
   skipScripts: z.array(PackageName).max(500).default([]),
   lifecycleScripts: z.boolean().default(true),
   setup: z.enum(['after', 'replace']).optional(),
+  registries: Registries.optional(),
 });
 export type EnvironmentFile = z.infer<typeof EnvironmentFile>;
 

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import { DockhandError } from '../errors';
 
 /**
  * The credential path of the registry front (`dep-cache.ts`): a repository's own registries
@@ -71,4 +72,74 @@ export function checkRegistryUrl(url: URL): string | undefined {
   const loopback = url.hostname === 'localhost' || url.hostname === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(url.hostname);
   if (url.protocol === 'http:' && loopback) return undefined;
   return `${url.href}: a registry the server sends a credential to must be https:// (plain http only on this host's loopback)`;
+}
+
+/** The server's side of a repository's secrets, as the snapshot build asks for them (`secrets/service.ts` implements it). */
+export type RegistryCredentials = (repo: string, names: readonly string[], usedBy: string) => Promise<{ values: Map<string, string>; missing: string[] }>;
+
+/** A recipe's registries (`EnvironmentRecipe.registries`): scope, URL and the secret's name. */
+export interface RegistryRecipe {
+  scope?: string | undefined;
+  url: string;
+  token: string;
+}
+
+export interface BuildRegistriesInput {
+  repo: string;
+  /** `snapshot build <key>`: the secrets' last use. */
+  usedBy: string;
+  registries: readonly RegistryRecipe[];
+  credentials: RegistryCredentials | undefined;
+  /** URL prefixes an admin allows repositories' registries under (`DOCKHAND_PRIVATE_REGISTRIES`). */
+  allowed: readonly string[];
+  /** Why the build cannot use the front (a yarn build, the cache off, no egress proxy); undefined when it can. */
+  frontMissing: string | undefined;
+}
+
+/**
+ * The build's registries with their credentials, or an error naming what is missing and the one
+ * command or setting that fixes it. Not a remembered build failure (a `DockhandError`, not
+ * `SnapshotBuildFailed`): once the secret is set the next attempt builds.
+ */
+export async function resolveBuildRegistries(input: BuildRegistriesInput): Promise<PrivateRegistry[]> {
+  if (input.registries.length === 0) return [];
+  const file = '.dockhand/environment.yml';
+  if (input.frontMissing) throw new DockhandError('sandbox_unavailable', `${file} names registries, but ${input.frontMissing}`, { field: `${file}:registries`, hint: 'registries with credentials are reached only through the server\'s registry front: an npm or pnpm build with DOCKHAND_DEP_CACHE on' });
+  for (const registry of input.registries) {
+    const url = new URL(registry.url);
+    const problem = checkRegistryUrl(url);
+    if (problem) throw new DockhandError('sandbox_unavailable', `${file}: registries: ${problem}`, { field: `${file}:registries` });
+    if (!input.allowed.some((prefix) => url.href.startsWith(prefix.replace(/\/?$/, '/')) || url.href === prefix)) {
+      throw new DockhandError('sandbox_unavailable', `${file}: registries: ${url.href} is not a registry this server may send credentials to`, {
+        field: `${file}:registries`,
+        hint: `an admin allows it with DOCKHAND_PRIVATE_REGISTRIES=${url.origin}${url.pathname} (comma-separated URL prefixes)`,
+      });
+    }
+  }
+  if (!input.credentials) throw new DockhandError('sandbox_unavailable', `${file} names registries, but this server holds no repository secrets`);
+  const names = input.registries.map((registry) => registry.token);
+  const { values, missing } = await input.credentials(input.repo, names, input.usedBy);
+  if (missing.length > 0) {
+    throw new DockhandError('sandbox_unavailable', `${input.repo} has no secret ${missing.join(', ')}, which ${file} names for ${input.registries.filter((registry) => missing.includes(registry.token)).map((registry) => registry.scope ?? 'the default registry').join(', ')}`, {
+      field: missing[0] ?? '',
+      hint: missing.map((name) => `dockhand secret set ${input.repo} ${name} --from-file <token file>`).join('; '),
+    });
+  }
+  return input.registries.map((registry) => ({
+    ...(registry.scope ? { scope: registry.scope } : {}),
+    url: new URL(registry.url),
+    authorization: `Bearer ${values.get(registry.token) ?? ''}`,
+    secret: registry.token,
+  }));
+}
+
+/** The failure of a build whose registry refused the server's credential: the registry, its answer, the secret and the fix. */
+export function describeRefusals(repo: string, refusals: readonly RegistryRefusal[]): { message: string; hint: string } | undefined {
+  const first = refusals[0];
+  if (!first) return undefined;
+  const secrets = [...new Set(refusals.map((refusal) => refusal.secret))];
+  return {
+    message: `registry ${first.registry} answered ${first.status} (${first.status === 401 ? 'not authenticated' : 'forbidden'}) for ${first.scope ?? 'the default registry'} with the token of secret ${first.secret}${refusals.length > 1 ? ` (and ${refusals.length - 1} more refusal(s))` : ''}`,
+    hint: `set a token that registry accepts: ${secrets.map((name) => `dockhand secret set ${repo} ${name} --from-file <token file>`).join('; ')}`,
+  };
 }

@@ -339,6 +339,8 @@ export async function detectRecipe(input: RecipeInput, versions: VersionLookup, 
     skipScripts: file?.skipScripts ?? [],
     // policy.yml's allowedEgressHosts are "hosts the snapshot build may reach": the same allowlist.
     egressHosts: [...new Set([...(file?.egressHosts ?? []), ...(policyFields(input.files[POLICY_FILE]).allowedEgressHosts ?? [])])],
+    // Only when named: a recipe without them keeps its hash (and its snapshots).
+    ...(file?.registries?.length ? { registries: file.registries.map((registry) => ({ ...(registry.scope ? { scope: registry.scope } : {}), url: registry.url, token: registry.token })) } : {}),
     test: { command: 'echo "dockhand: no test command found; set test in .dockhand/environment.yml" >&2; exit 2', source: 'default' },
   };
   const installs: string[] = [];

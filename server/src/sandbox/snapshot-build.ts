@@ -162,6 +162,8 @@ function buildEnvironment(request: BuildRequest): Record<string, string> {
     // npm fetches a lockfile's resolved URLs on this host from the configured registry instead
     // (its default replaces registry.npmjs.org, the cache's default upstream).
     if (request.registry) env.npm_config_replace_registry_host = new URL(request.registry).hostname;
+    // A repository's own registries are behind the front too: a lockfile's resolved URLs on their hosts are fetched from it.
+    if (identity.environment.registries?.length) env.npm_config_replace_registry_host = 'always';
   }
   return env;
 }

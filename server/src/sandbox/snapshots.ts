@@ -9,6 +9,7 @@ import { EnvironmentRecipe } from '@dockhand/protocol';
 import { z } from 'zod';
 import { DockhandError } from '../errors';
 import { DependencyCache, describeCacheStats, type DependencyCacheListener } from './dep-cache';
+import { describeRefusals, resolveBuildRegistries, type RegistryCredentials } from './private-registries';
 import { LABELS } from './docker-driver';
 import { isNotFound } from './docker-sandbox';
 import { ensureBuildNetwork, openBuildPort, BUILD_NETWORK } from './build-network';
@@ -86,6 +87,10 @@ export interface SnapshotManagerOptions {
   logDir?: string;
   /** The node's npm/pnpm tarball cache for builds under the proxy (`dep-cache.ts`); default one under `<dataDir>/dep-cache`; false: none. */
   dependencyCache?: DependencyCache | false;
+  /** A repository's secrets for its registries' credentials (`private-registries.ts`); absent: a recipe naming registries fails. */
+  registryCredentials?: RegistryCredentials;
+  /** URL prefixes repositories' registries may be under (`DOCKHAND_PRIVATE_REGISTRIES`); default none. */
+  privateRegistries?: string[];
   logger?: Logger;
 }
 
@@ -466,14 +471,26 @@ export class SnapshotManager {
         proxy = await startEgressProxy({ host: gateway, allow, ...(registryHost ? { privateAllowed: [registryHost] } : {}), ...(logger ? { logger } : {}) });
         closePorts.push(await openBuildPort(network, proxy.port));
         egressSetup = { mode: 'proxy', proxyUrl: `http://${proxy.host}:${proxy.port}`, refused: proxy.refused };
-        // An accelerator only: when it cannot start, the build fetches through the proxy as before.
+        // The repository's own registries: the front holds their credentials (private-registries.ts).
+        const registries = await resolveBuildRegistries({
+          repo: request.repo,
+          usedBy: `snapshot build ${key}`,
+          registries: identity.environment.registries ?? [],
+          credentials: this.options.registryCredentials,
+          allowed: this.options.privateRegistries ?? [],
+          frontMissing: !this.dependencyCache ? 'the dependency cache (the registry front) is off (DOCKHAND_DEP_CACHE=off)' : usesDependencyCache(identity) ? undefined : `its package manager (${identity.environment.packageManager?.name ?? 'none'}) does not install through the registry front (npm and pnpm do)`,
+        });
+        // An accelerator only: when it cannot start, the build fetches through the proxy as before (not with registries: they need it).
         if (this.dependencyCache && usesDependencyCache(identity)) {
-          cache = await this.dependencyCache.listen(gateway).catch((error: unknown) => {
+          cache = await this.dependencyCache.listen(gateway, { registries }).catch((error: unknown) => {
+            if (registries.length > 0) throw error;
             logger?.warn({ err: error instanceof Error ? error.message : String(error) }, 'dependency cache unavailable; this build fetches through the proxy');
             return undefined;
           });
           if (cache) closePorts.push(await openBuildPort(network, Number(new URL(cache.url).port)));
         }
+      } else if (identity.environment.registries?.length) {
+        throw new DockhandError('sandbox_unavailable', `.dockhand/environment.yml names registries, but builds here run without the egress proxy (${egress}), where the registry front is`, { field: '.dockhand/environment.yml:registries' });
       }
       await buildSnapshotImage({
         docker: this.docker,
@@ -498,7 +515,10 @@ export class SnapshotManager {
       this.builds += 1;
       request.onProgress?.({ stage: 'done', elapsedMs: Date.now() - started, image });
       logger?.info({ image, sha: request.sha, ms: Date.now() - started, ...(cache ? { dependencyCache: describeCacheStats(cache.stats) } : {}) }, 'snapshot built');
-    } catch (error) {
+    } catch (caught) {
+      // A registry that refused the server's credential is the cause to name (npm says only E401): not remembered, the secret is the fix.
+      const refused = cache ? describeRefusals(request.repo, cache.refusals) : undefined;
+      const error = refused ? new DockhandError('sandbox_unavailable', `${refused.message}; the install failed: ${caught instanceof Error ? caught.message.split('\n')[0] : String(caught)}`, { hint: refused.hint, cause: caught }) : caught;
       const message = error instanceof Error ? error.message : String(error);
       const hint = error instanceof DockhandError ? error.hint : undefined;
       // Only the repository's own failures are remembered; an engine or network fault may pass.
