@@ -4,6 +4,7 @@ import { isGlobalInstall } from './ci-step-kind';
 import type { EnvironmentFile } from './environment-file';
 import { NPM_GLOBAL_PREFIX } from './environment';
 import { SOURCE_TREE_FALLBACK } from './python-install';
+import { PYTHON_REQUIREMENTS_HELPER } from './python-requirements';
 import { toxEnvironment, type ToxEnvironment } from './tox-env';
 
 /*
@@ -145,7 +146,9 @@ function followTox(recipe: EnvironmentRecipe, steps: readonly CiStep[], toxIni: 
   if (file?.install !== undefined) return true;
   const install = ['python3 -m venv --system-site-packages .venv'];
   const deps = [...new Set(found.flatMap((tox) => tox.deps))];
-  if (deps.length > 0) install.push(`.venv/bin/pip install -q ${deps.map(shellQuote).join(' ').replace(/'(-[rc]) /g, "$1 '")}`);
+  // As tox would, though a dep the index lacks may come from Debian, and one neither has is named (python-requirements.ts).
+  const quoted = deps.map(shellQuote).join(' ').replace(/'(-[rc]) /g, "$1 '");
+  if (deps.length > 0) install.push(`{ .venv/bin/pip install -q ${quoted} || .venv/bin/python ${PYTHON_REQUIREMENTS_HELPER} ${quoted}; }`);
   if (found.some((tox) => !tox.skipInstall)) {
     const extras = [...new Set(found.flatMap((tox) => tox.extras))];
     install.push(`{ .venv/bin/pip install -q --no-build-isolation -e ${extras.length > 0 ? `'.[${extras.join(',')}]'` : '.'} || ${SOURCE_TREE_FALLBACK}; }`);

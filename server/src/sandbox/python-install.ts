@@ -8,6 +8,8 @@
  * writes prints the group's requirements). Pure.
  */
 
+import { PYTHON_REQUIREMENTS_HELPER } from './python-requirements';
+
 /** Test requirement files below the root that are installed for the test job, where they exist. */
 export const TEST_REQUIREMENT_FILES = [
   'tests/requirements.txt',
@@ -101,14 +103,11 @@ export const SOURCE_TREE_FALLBACK =
 
 /**
  * After pip refused a test requirement file whole (one requirement it cannot find makes it install
- * none): each requirement on its own, those it cannot get named in the build log.
+ * none): each requirement on its own, from pip, else from Debian (python-requirements.ts), those it
+ * cannot get named in the build log.
  */
 export function bestEffort(files: readonly string[]): string {
-  return (
-    `{ echo "dockhand: not every test requirement is available here (above); installing those that are, one by one" >&2; ` +
-    `for file in ${files.join(' ')}; do grep -hvE '^[[:space:]]*(#|-|$)' "$file" | sed 's/[[:space:]]#.*//' | while IFS= read -r requirement; do ` +
-    `.venv/bin/pip install -q "$requirement" >/dev/null 2>&1 || echo "dockhand: test requirement not available here, the tests run without it: $requirement" >&2; done; done; }`
-  );
+  return `{ echo "dockhand: not every test requirement is available here (above); installing those that are, one by one" >&2; .venv/bin/python ${PYTHON_REQUIREMENTS_HELPER} ${files.map((file) => `-r ${file}`).join(' ')}; }`;
 }
 
 /** The install steps (the venv first) and the requirement files they name. */
@@ -122,7 +121,11 @@ export function pythonInstallSteps(input: PythonInstallInput): { steps: string[]
   // 7.2, a plugin Debian lacks) is installed where it can be: the tests say what is missing.
   const runtime = requirements.filter((name) => input.fromEnvironmentFile || name === 'requirements.txt');
   const testOnly = requirements.filter((name) => !runtime.includes(name));
-  if (runtime.length > 0) steps.push(`.venv/bin/pip install -q ${runtime.map((name) => `-r ${name}`).join(' ')}`);
+  // Required, though a requirement pip cannot get may come from Debian's package of that name.
+  if (runtime.length > 0) {
+    const files = runtime.map((name) => `-r ${name}`).join(' ');
+    steps.push(`{ .venv/bin/pip install -q ${files} || .venv/bin/python ${PYTHON_REQUIREMENTS_HELPER} --required ${files}; }`);
+  }
   if (testOnly.length > 0) steps.push(`{ .venv/bin/pip install -q ${testOnly.map((name) => `-r ${name}`).join(' ')} || ${bestEffort(testOnly)}; }`);
   const pyproject = input.files['pyproject.toml'];
   const extra = pyproject !== undefined && !input.fromEnvironmentFile ? testName(tableKeys(pyproject, 'project.optional-dependencies')) : undefined;

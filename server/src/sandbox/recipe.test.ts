@@ -123,8 +123,8 @@ describe('Python', () => {
     const recipe = await detectRecipe(repo({ 'requirements.txt': 'attrs\n', 'requirements-dev.txt': 'pytest\n' }), versions);
     expect(recipe.node).toBeUndefined();
     expect(recipe.python).toEqual({ requirements: ['requirements-dev.txt', 'requirements.txt'], source: 'requirements-dev.txt' });
-    // requirements.txt is required; requirements-dev.txt is installed as far as the image allows (python-install.ts bestEffort).
-    expect(recipe.install.command).toBe(`python3 -m venv --system-site-packages .venv && .venv/bin/pip install -q -r requirements.txt && { .venv/bin/pip install -q -r requirements-dev.txt || ${bestEffort(['requirements-dev.txt'])}; }`);
+    // requirements.txt is required (from pip, else Debian); requirements-dev.txt is installed as far as the image allows (python-install.ts bestEffort).
+    expect(recipe.install.command).toBe(`python3 -m venv --system-site-packages .venv && { .venv/bin/pip install -q -r requirements.txt || .venv/bin/python /tmp/dockhand/python-requirements.py --required -r requirements.txt; } && { .venv/bin/pip install -q -r requirements-dev.txt || ${bestEffort(['requirements-dev.txt'])}; }`);
     expect(recipe.test).toEqual({ command: 'python3 -m pytest', source: 'requirements-dev.txt' });
   });
   it('pip install -e . for an installable project, not for a tool-config-only pyproject', async () => {
@@ -136,7 +136,7 @@ describe('Python', () => {
   });
   it('keeps the JS test script when a repo has both', async () => {
     const both = await detectRecipe(repo({ 'package.json': pkg(), 'requirements.txt': 'attrs\n' }, ['package-lock.json']), versions);
-    expect(both.install.command).toBe('npm ci && python3 -m venv --system-site-packages .venv && .venv/bin/pip install -q -r requirements.txt');
+    expect(both.install.command).toBe('npm ci && python3 -m venv --system-site-packages .venv && { .venv/bin/pip install -q -r requirements.txt || .venv/bin/python /tmp/dockhand/python-requirements.py --required -r requirements.txt; }');
     expect(both.test.command).toBe('npm test');
   });
 });

@@ -9,6 +9,7 @@ import { describeCacheStats, type DependencyCacheStats } from './dep-cache';
 import { DockerSandbox } from './docker-sandbox';
 import { describeInstallChanges, readInstallChanges, RECORD_INSTALL_MADE_SCRIPT } from './install-made';
 import { DEPENDENCY_GROUPS_HELPER, DEPENDENCY_GROUPS_PROGRAM } from './python-install';
+import { PYTHON_REQUIREMENTS_HELPER, PYTHON_REQUIREMENTS_PROGRAM } from './python-requirements';
 import { BUILD_REQUIREMENTS_PROBE, describeInstallFailure, diagnoseInstall, InstallTranscript, readBuildRequirementsProbe, REFUSED_MARKER, type UnmetBuildRequirement } from './install-failure';
 import { SCRIPTED_PACKAGES_HELPER, SETUP_SCRIPT_PATH } from './recipe';
 import { WORKSPACE } from './paths';
@@ -274,6 +275,9 @@ export async function buildSnapshotImage(request: BuildRequest): Promise<void> {
     await checkoutFromBundle(builder, request.sha, await request.bundle());
     if (identity.environment.install.command.includes(DEPENDENCY_GROUPS_HELPER)) {
       await builder.raw(['sh', '-c', `mkdir -p /tmp/dockhand && cat > ${DEPENDENCY_GROUPS_HELPER}`], { stdin: Buffer.from(DEPENDENCY_GROUPS_PROGRAM) });
+    }
+    if (identity.environment.install.command.includes(PYTHON_REQUIREMENTS_HELPER)) {
+      await builder.raw(['sh', '-c', `mkdir -p /tmp/dockhand && cat > ${PYTHON_REQUIREMENTS_HELPER}`], { stdin: Buffer.from(PYTHON_REQUIREMENTS_PROGRAM) });
     }
     if (identity.environment.skipScripts.length > 0) {
       await builder.raw(['sh', '-c', `mkdir -p /tmp/dockhand && cat > ${SCRIPTED_PACKAGES_HELPER}`], { stdin: Buffer.from(SCRIPTED_PACKAGES_PROGRAM) });

@@ -119,7 +119,7 @@ jobs:
     const recipe = await detectRecipe(input, async () => []);
     expect(recipe.test.command).toBe('pytest --cov --cov-report=term-missing');
     expect(recipe.test.source).toMatch(/test\.yml › test .*→ tox\.ini \[testenv\] py311/);
-    expect(recipe.install.command).toMatch(/^python3 -m venv --system-site-packages \.venv && \.venv\/bin\/pip install -q pytest pytest-cov click ipython && \{ \.venv\/bin\/pip install -q --no-build-isolation -e \. \|\| /);
+    expect(recipe.install.command).toMatch(/^python3 -m venv --system-site-packages \.venv && \{ \.venv\/bin\/pip install -q pytest pytest-cov click ipython \|\| \.venv\/bin\/python \/tmp\/dockhand\/python-requirements\.py pytest pytest-cov click ipython; \} && \{ \.venv\/bin\/pip install -q --no-build-isolation -e \. \|\| /);
     expect(recipe.install.command).not.toMatch(/bumpversion|requirements\.txt|tox-gh-actions/);
   });
 });
