@@ -211,4 +211,40 @@ describe('following a PR on the local forge', { timeout: 60_000 }, () => {
     expect(await follower.pollOnce()).toEqual([task.id]);
     expect((await store.getTask(task.id))!.state).toBe('running');
   });
+  it('triages a red check before any round: only one the PR caused starts a round; the others get a PR comment with the evidence', async () => {
+    const { runner, follower } = fleet(async (input) => {
+      // Each PR's own change: checks are per commit, and equal changes would be one commit.
+      await editLikeTheAgent(input, 'two', `TWO ${input.task.id}`);
+      return { outcome: 'finished', summary: 'done', diff: await input.sandbox.diff() };
+    });
+    const cases = ['caused', 'pre_existing', 'flaky', 'infrastructure'] as const;
+    const tasks = new Map<string, Task>();
+    for (const name of cases) {
+      const task = await createTask();
+      await runner.run(task.id, new AbortController().signal);
+      await approveAndPush(runner, task.id);
+      tasks.set(name, task);
+    }
+    const red = ' FAIL  test/a.test.ts > a > is loud';
+    await threads.check({ repo: 'app', number: 1, sha: baseSha, name: 'ci/caused', conclusion: 'success', log: 'ok', postedBy: 'ci' });
+    await threads.check({ repo: 'app', number: 1, name: 'ci/caused', conclusion: 'failure', log: red, postedBy: 'ci' });
+    await threads.check({ repo: 'app', number: 2, sha: baseSha, name: 'ci/pre', conclusion: 'failure', log: red, postedBy: 'ci' });
+    await threads.check({ repo: 'app', number: 2, name: 'ci/pre', conclusion: 'failure', log: red, postedBy: 'ci' });
+    await threads.check({ repo: 'app', number: 3, name: 'ci/flaky', conclusion: 'failure', log: red, postedBy: 'ci' });
+    await threads.check({ repo: 'app', number: 3, name: 'ci/flaky', conclusion: 'success', log: 'ok', postedBy: 'ci' });
+    await threads.check({ repo: 'app', number: 4, name: 'ci/infra', conclusion: 'timed_out', log: 'npm ci\n##[error]The job running on runner x has exceeded the maximum execution time', postedBy: 'ci' });
+    expect(await follower.pollOnce()).toEqual([tasks.get('caused')!.id]);
+    const classes: string[] = [];
+    for (const [index, name] of cases.entries()) {
+      const events = await store.listEvents(tasks.get(name)!.id);
+      const feedback = events.filter((e) => e.type === 'pr.feedback').at(-1);
+      classes.push(feedback?.type === 'pr.feedback' ? `${feedback.data.kind}:${feedback.data.check?.triage}` : 'none');
+      if (name !== 'caused') {
+        expect((await threads.view('app', index + 1)).comments.at(-1)?.body).toContain(`not this PR's doing: **${name.replace('_', '-')}**`);
+      }
+    }
+    expect(classes).toEqual(['round:caused', 'triaged:pre_existing', 'triaged:flaky', 'triaged:infrastructure']);
+    const message = (await store.listEvents(tasks.get('caused')!.id)).filter((e) => e.type === 'user.message').at(-1);
+    expect(message?.type === 'user.message' && message.data.text).toContain('Failing tests named in the log: test/a.test.ts > a > is loud');
+  });
 });
