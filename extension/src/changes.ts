@@ -196,3 +196,37 @@ export async function openTaskChanges(api: ApiClient, taskId: string, scope: 'ro
   );
   return files.length;
 }
+
+/**
+ * Space on a row of the Changes view toggles the file's checkbox in review (VS Code's own Space
+ * opens the row, here its diff). The API does not say which row has the keyboard focus; toggling
+ * the list's selection of the focused row (`list.toggleSelection`) does, through the view's
+ * selection event, so the row that changed selection is the focused one.
+ */
+export async function toggleFocusedFile(view: vscode.TreeView<ChangeItem>, decisions: FileDecisions, waitMs = 1_000): Promise<string | undefined> {
+  const key = (item: ChangeItem) => `${item.taskId}\n${item.path}`;
+  const before = new Map(view.selection.map((item) => [key(item), item]));
+  const selection = new Promise<readonly ChangeItem[] | undefined>((resolve) => {
+    const timer = setTimeout(() => {
+      listener.dispose();
+      resolve(undefined);
+    }, waitMs);
+    const listener = view.onDidChangeSelection((event) => {
+      clearTimeout(timer);
+      listener.dispose();
+      resolve(event.selection);
+    });
+  });
+  await vscode.commands.executeCommand('list.toggleSelection');
+  const after = await selection;
+  let item: ChangeItem | undefined;
+  if (after) {
+    const now = new Map(after.map((entry) => [key(entry), entry]));
+    item = [...now.values()].find((entry) => !before.has(key(entry))) ?? [...before.values()].find((entry) => !now.has(key(entry)));
+  } else {
+    item = view.selection[0];
+  }
+  if (!item) return undefined;
+  decisions.set(item.taskId, item.path, !decisions.isAccepted(item.taskId, item.path));
+  return item.path;
+}

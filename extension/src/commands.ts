@@ -7,7 +7,7 @@ import type { Connection } from './connection';
 import type { DockhandState } from './dockhand-state';
 import { applyDiffOnNewBranch, readGitState } from './git-context';
 import { showError } from './notify';
-import { openPullRequest, type PullRequestDocuments } from './pull-request-view';
+import { openPullRequest, type PullRequestViews } from './pull-request-view';
 import { checkReadiness, type ReadinessDocuments } from './readiness';
 import type { ReviewComments } from './review-comments';
 import { sendTicket } from './send-ticket';
@@ -29,7 +29,7 @@ export interface CommandDeps {
   actions: TaskActions;
   comments: ReviewComments;
   readiness: ReadinessDocuments;
-  pullRequests: PullRequestDocuments;
+  pullRequests: PullRequestViews;
   log: vscode.LogOutputChannel;
   register(disposable: vscode.Disposable): void;
   revealPanel(): void;

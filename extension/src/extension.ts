@@ -3,14 +3,14 @@ import { TaskActions } from './actions';
 import { ApiClient } from './api-client';
 import { Attention } from './attention';
 import { TokenStore } from './auth';
-import { AGENT_SCHEME, BASE_SCHEME, ChangeContentProvider, ChangesTreeProvider, REVIEWED_SCHEME, openChangeDiff, openTaskChanges } from './changes';
+import { AGENT_SCHEME, BASE_SCHEME, ChangeContentProvider, ChangesTreeProvider, REVIEWED_SCHEME, openChangeDiff, openTaskChanges, toggleFocusedFile } from './changes';
 import { cancelTask, registerCommands } from './commands';
 import { Connection } from './connection';
 import { DockhandState } from './dockhand-state';
 import { describeError, isSignedOutError } from './errors';
 import { checkRequestedReverts, FileDecisions } from './file-decisions';
 import { showError } from './notify';
-import { PULL_REQUEST_SCHEME, PullRequestDocuments } from './pull-request-view';
+import { PullRequestViews } from './pull-request-view';
 import { READINESS_SCHEME, ReadinessDocuments } from './readiness';
 import { ReviewComments } from './review-comments';
 import { affectsServerUrl, readSettings } from './settings';
@@ -55,12 +55,13 @@ export function activate(context: vscode.ExtensionContext): void {
   register(vscode.workspace.registerTextDocumentContentProvider(AGENT_SCHEME, content));
   register(vscode.workspace.registerTextDocumentContentProvider(REVIEWED_SCHEME, content));
   const readiness = register(new ReadinessDocuments());
-  const pullRequests = register(new PullRequestDocuments());
-  register(vscode.workspace.registerTextDocumentContentProvider(PULL_REQUEST_SCHEME, pullRequests));
+  const pullRequests = register(new PullRequestViews());
   register(vscode.workspace.registerTextDocumentContentProvider(READINESS_SCHEME, readiness));
   const changes = register(new ChangesTreeProvider(state, content, decisions));
   const changesView = register(vscode.window.createTreeView('dockhand.changes', { treeDataProvider: changes, showCollapseAll: false }));
   register(changesView.onDidChangeCheckboxState((event) => changes.onCheckboxes(event)));
+  // Bound to Space in the Changes view during review (package.json keybindings).
+  register(vscode.commands.registerCommand('dockhand.toggleFocusedFile', () => toggleFocusedFile(changesView, decisions)));
   register(new TaskStatusBar(state, connection));
   const welcome = register(new WelcomeView(connection, state, () => api().baseUrl));
 

@@ -4,39 +4,120 @@ import type { DockhandState } from './dockhand-state';
 
 /*
  * "Open pull request": a GitHub PR opens in the browser; a PR on the server's local forge
- * (`dockhand-local://…`, which no browser opens) is shown inside VS Code as a Markdown preview:
- * its description, head commit, checks (tests, policy, self-review) and changed files, with the
- * Changes view beside it for the diffs.
+ * (`dockhand-local://…`, which no browser opens) is shown inside VS Code in an editor tab titled
+ * by the PR ("PR #3: Add farewell"): the change round by round (what the agent said it did, and
+ * what the reviewer asked for before each later round), the head commit, the checks and the
+ * changed files, with the Changes view beside it for the diffs. It is plain HTML written here, so
+ * it shows at once (the Markdown preview it replaced stayed blank for ~10 s while the Markdown
+ * extension started, and titled itself "Preview pull request t_<uuid>.md"). The self-review's
+ * verdict is one of the checks, not the description.
  */
 
-export const PULL_REQUEST_SCHEME = 'dockhand-pr';
+export interface PullRequestRound {
+  round: number;
+  /** What the reviewer asked before this round (none for the first). */
+  requested?: { by: string; comments: string[]; revert: string[] };
+  /** What the agent said it did in this round (its accepted `finish`). */
+  summary: string;
+}
 
-export function renderPullRequest(title: string, events: readonly TaskEvent[]): string | undefined {
+/**
+ * The story of the change from the task's log: one entry per review round, with the summary of
+ * the round's accepted finish and the request for changes that started it. The server's PR body
+ * tells the same rounds (server/src/forge/pr-rounds.ts reads the same events).
+ */
+export function pullRequestRounds(events: readonly TaskEvent[]): PullRequestRound[] {
+  const rounds: PullRequestRound[] = [];
+  const finishes = new Map<string, string>();
+  let current: PullRequestRound = { round: 1, summary: '' };
+  for (const event of events) {
+    if (event.type === 'tool.called' && event.data.name === 'finish') {
+      const summary: unknown = event.data.input && typeof event.data.input === 'object' ? Reflect.get(event.data.input, 'summary') : undefined;
+      if (typeof summary === 'string') finishes.set(event.data.toolUseId, summary.trim());
+    } else if (event.type === 'tool.finished' && event.data.name === 'finish' && !event.data.isError) {
+      current.summary = finishes.get(event.data.toolUseId) ?? current.summary;
+    } else if (event.type === 'review.requested_changes') {
+      rounds.push(current);
+      const comments = event.data.comments.map((comment) => (comment.path ? `${comment.path}${comment.line ? `:${comment.line}` : ''} ${comment.body}` : comment.body));
+      current = { round: current.round + 1, requested: { by: event.data.by, comments, revert: event.data.rejectedFiles ?? [] }, summary: '' };
+    }
+  }
+  rounds.push(current);
+  return rounds.filter((round) => round.summary || round.requested);
+}
+
+export interface PullRequestPage {
+  /** The editor tab's title: "PR #3: Add farewell". */
+  title: string;
+  html: string;
+}
+
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c);
+}
+
+const code = (text: string) => `<code>${escapeHtml(text)}</code>`;
+
+/** The PR view for a task whose PR is open; undefined before `pr.opened`. */
+export function renderPullRequest(title: string, events: readonly TaskEvent[]): PullRequestPage | undefined {
   const opened = events.findLast((event) => event.type === 'pr.opened');
   if (opened?.type !== 'pr.opened') return undefined;
-  const lines = [`# #${opened.data.number} ${title}`, '', `\`${opened.data.branch}\` at \`${opened.data.headSha.slice(0, 12)}\` · ${opened.data.url}`, ''];
-  const review = events.findLast((event) => event.type === 'review.finished');
-  if (review?.type === 'review.finished' && review.data.summary) lines.push('## Description', '', review.data.summary, '');
-  lines.push('## Checks', '');
+  const heading = `PR #${opened.data.number}: ${title}`;
+  const body: string[] = [`<h1>${escapeHtml(heading)}</h1>`, `<p class="meta">${code(opened.data.branch)} at ${code(opened.data.headSha.slice(0, 12))} · ${escapeHtml(opened.data.url)}</p>`];
+
+  const rounds = pullRequestRounds(events.filter((event) => event.seq < opened.seq));
+  body.push('<h2>What changed</h2>');
+  if (!rounds.length) body.push('<p class="muted">The agent left no summary.</p>');
+  for (const round of rounds) {
+    if (rounds.length > 1) body.push(`<h3>Round ${round.round}</h3>`);
+    if (round.requested) {
+      const asked = round.requested.comments.length ? round.requested.comments.join(' · ') : 'changes';
+      const revert = round.requested.revert.length ? ` (and to revert ${round.requested.revert.map(code).join(', ')})` : '';
+      body.push(`<p class="asked">${escapeHtml(round.requested.by)} asked: ${escapeHtml(asked)}${revert}</p>`);
+    }
+    body.push(round.summary ? `<blockquote class="summary">${escapeHtml(round.summary)}</blockquote>` : '<p class="muted">No summary for this round.</p>');
+  }
+
+  const checks: string[] = [];
   const tests = events.findLast((event) => event.type === 'tests.finished');
   if (tests?.type === 'tests.finished') {
     const pre = tests.data.preExisting?.length ? ` (${tests.data.preExisting.length} already failing at the base)` : '';
-    lines.push(`- ${tests.data.ok ? '✓' : '✗'} Tests: ${tests.data.passed} passed, ${tests.data.failed} failed${pre} — \`${tests.data.command}\``);
+    checks.push(`${tests.data.ok ? '✓' : '✗'} Tests: ${tests.data.passed} passed, ${tests.data.failed} failed${escapeHtml(pre)} — ${code(tests.data.command)}`);
   }
   const policy = events.findLast((event) => event.type === 'policy.checked');
   if (policy?.type === 'policy.checked') {
-    lines.push(`- ${policy.data.ok ? '✓ Policy checks passed' : policy.data.overridden ? `⚠ Policy overridden by ${policy.data.overriddenBy ?? 'a repo owner'}` : '✗ Policy checks failed'}`);
+    checks.push(escapeHtml(policy.data.ok ? '✓ Policy checks passed' : policy.data.overridden ? `⚠ Policy overridden by ${policy.data.overriddenBy ?? 'a repo owner'}` : '✗ Policy checks failed'));
   }
-  if (review?.type === 'review.finished') lines.push(`- ${review.data.approved ? '✓ Self-review approved' : '⚠ Self-review found problems'}`);
+  const review = events.findLast((event) => event.type === 'review.finished');
+  if (review?.type === 'review.finished') checks.push(review.data.approved ? '✓ Self-review approved' : '⚠ Self-review found problems');
+  if (checks.length) body.push('<h2>Checks</h2>', `<ul>${checks.map((check) => `<li>${check}</li>`).join('')}</ul>`);
+
   const files = new Map<string, string>();
   for (const event of events) if (event.type === 'file.changed') files.set(event.data.path, event.data.change);
   // Files the approval left out are not in the PR (the server pushed the rest).
   const leftOut = leftOutOfPush(events, opened.seq);
   for (const path of leftOut) files.delete(path);
-  lines.push('', `## Changed files (${files.size})`, '', ...[...files].sort(([a], [b]) => a.localeCompare(b)).map(([path, change]) => `- \`${path}\` (${change})`), '');
-  if (leftOut.length) lines.push('## Left out in review', '', 'Not in this pull request; the tests ran with them in:', '', ...leftOut.map((path) => `- \`${path}\``), '');
-  lines.push('Open a file\'s diff from the Dockhand **Changes** view.', '');
-  return lines.join('\n');
+  const sorted = [...files].sort(([a], [b]) => a.localeCompare(b));
+  body.push(`<h2>Changed files (${files.size})</h2>`, `<ul>${sorted.map(([path, change]) => `<li>${code(path)} (${escapeHtml(change)})</li>`).join('')}</ul>`);
+  if (leftOut.length) body.push('<h2>Left out in review</h2>', '<p>Not in this pull request; the tests ran with them in:</p>', `<ul>${leftOut.map((path) => `<li>${code(path)}</li>`).join('')}</ul>`);
+  body.push('<p class="muted">Open a file\'s diff from the Dockhand <strong>Changes</strong> view.</p>');
+  return { title: heading, html: page(heading, body.join('\n')) };
+}
+
+function page(title: string, body: string): string {
+  // No script; styles inline under a CSP that allows nothing else. Colours from the theme.
+  return `<!DOCTYPE html><html lang="en"><head><meta charset="UTF-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
+<title>${escapeHtml(title)}</title><style>
+body { font-family: var(--vscode-font-family); font-size: var(--vscode-font-size); color: var(--vscode-foreground); padding: 0 24px 24px; max-width: 880px; line-height: 1.5; }
+h1 { font-size: 1.6em; border-bottom: 1px solid var(--vscode-panel-border, transparent); padding-bottom: 4px; }
+h2 { font-size: 1.25em; margin-top: 1.2em; }
+h3 { font-size: 1.05em; margin: 0.8em 0 0.2em; }
+code { font-family: var(--vscode-editor-font-family); background: var(--vscode-textCodeBlock-background); padding: 0 3px; border-radius: 3px; }
+blockquote { margin: 0.3em 0; padding: 2px 10px; border-left: 3px solid var(--vscode-textBlockQuote-border, var(--vscode-focusBorder)); background: var(--vscode-textBlockQuote-background); white-space: pre-wrap; }
+.asked { margin: 0.2em 0; }
+.meta, .muted { color: var(--vscode-descriptionForeground); }
+</style></head><body>${body}</body></html>`;
 }
 
 /** Files the approvals of the round that led to the push left out (after its last move to review). */
@@ -50,39 +131,39 @@ function leftOutOfPush(events: readonly TaskEvent[], before: number): string[] {
   return [...files].sort();
 }
 
-export class PullRequestDocuments implements vscode.TextDocumentContentProvider, vscode.Disposable {
-  private readonly documents = new Map<string, string>();
-  private readonly changed = new vscode.EventEmitter<vscode.Uri>();
-  readonly onDidChange = this.changed.event;
+/** One editor tab per task's pull request, revealed again (and brought up to date) when reopened. */
+export class PullRequestViews implements vscode.Disposable {
+  private readonly panels = new Map<string, vscode.WebviewPanel>();
 
-  set(taskId: string, markdown: string): vscode.Uri {
-    const uri = vscode.Uri.from({ scheme: PULL_REQUEST_SCHEME, path: `/pull request ${taskId.replace(/[^A-Za-z0-9_-]/g, '_')}.md` });
-    this.documents.set(uri.path, markdown);
-    this.changed.fire(uri);
-    return uri;
-  }
-
-  provideTextDocumentContent(uri: vscode.Uri): string {
-    return this.documents.get(uri.path) ?? '# No pull request yet';
+  show(taskId: string, shown: PullRequestPage): void {
+    let panel = this.panels.get(taskId);
+    if (panel) {
+      panel.title = shown.title;
+      panel.reveal(vscode.ViewColumn.Active);
+    } else {
+      panel = vscode.window.createWebviewPanel('dockhand.pullRequest', shown.title, vscode.ViewColumn.Active, { enableScripts: false, enableFindWidget: true });
+      this.panels.set(taskId, panel);
+      panel.onDidDispose(() => this.panels.delete(taskId));
+    }
+    panel.webview.html = shown.html;
   }
 
   dispose(): void {
-    this.changed.dispose();
+    for (const panel of this.panels.values()) panel.dispose();
+    this.panels.clear();
   }
 }
 
 /** Opens a task's pull request: in the browser when it has a web address, in VS Code otherwise. */
-export async function openPullRequest(state: DockhandState, documents: PullRequestDocuments, taskId: string, url: string): Promise<void> {
+export async function openPullRequest(state: DockhandState, views: PullRequestViews, taskId: string, url: string): Promise<void> {
   if (/^https?:\/\//.test(url)) {
     await vscode.env.openExternal(vscode.Uri.parse(url));
     return;
   }
   const title = state.task(taskId)?.ticket.title ?? state.trajectory(taskId).summary.title ?? taskId;
-  const markdown = renderPullRequest(title, state.sessions.events(taskId)) ?? `# ${title}\n\nThe pull request is ${url}.`;
-  const uri = documents.set(taskId, markdown);
-  try {
-    await vscode.commands.executeCommand('markdown.showPreview', uri);
-  } catch {
-    await vscode.window.showTextDocument(uri, { preview: true });
-  }
+  const shown = renderPullRequest(title, state.sessions.events(taskId)) ?? {
+    title: `PR: ${title}`,
+    html: page(title, `<h1>${escapeHtml(title)}</h1><p>The pull request is ${escapeHtml(url)}.</p>`),
+  };
+  views.show(taskId, shown);
 }

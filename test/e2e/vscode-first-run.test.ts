@@ -177,6 +177,7 @@ describe('first run to an approved pull request in VS Code (1440×900)', () => {
       expect(await panel.locator('.trajectory').textContent()).toMatch(/Round 2: dev requested changes[\s\S]*Saying why the loop starts at 0/);
 
       // 9. This round's changes alone in the multi-file diff editor: the one line round 2 changed.
+      await panel.locator('.verdict-details summary').click();
       await panel.locator('button.open-round-changes').click();
       await page.locator('.tabs-container .tab', { hasText: 'round 2 changes' }).first().waitFor({ timeout: 45_000 });
       expect(await multiDiffFiles(page)).toEqual(['calc.js']);
@@ -216,9 +217,9 @@ describe('first run to an approved pull request in VS Code (1440×900)', () => {
 
       // 11. The local forge's PR has no web page: it opens as a PR view in the editor; its description says what was left out.
       await panel.locator('button.open-pr').click();
-      await page.locator('.tabs-container .tab', { hasText: 'pull request' }).first().waitFor({ timeout: 45_000 });
+      await page.locator('.tabs-container .tab', { hasText: 'PR #1: average() ignores the first value' }).first().waitFor({ timeout: 45_000 });
       const preview = page.frameLocator('iframe.webview.ready >> nth=-1').frameLocator('#active-frame');
-      await preview.locator('h1', { hasText: 'average() ignores the first value' }).waitFor({ timeout: 45_000 });
+      await preview.locator('h1', { hasText: 'PR #1: average() ignores the first value' }).waitFor({ timeout: 45_000 });
       expect(await preview.locator('body').textContent()).toContain('Changed files (1)');
       expect(await preview.locator('body').textContent()).toContain('Left out in review');
       await shot('13-pr-view');

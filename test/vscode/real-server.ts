@@ -86,7 +86,14 @@ async function runFix(input: AgentInput): Promise<AgentResult> {
     type: 'tests.finished',
     data: { command: 'node --test test', scope: 'selected', passed: 9, failed: 0, skipped: 0, ok: true, quarantined: [], output: '# pass 9\n# fail 0', durationMs: 640 },
   });
-  return { outcome: 'finished', summary: 'Fix average() so it sums from the first value.', diff: await input.sandbox.diff() };
+  return finish(input, 2, 'tu_finish', 'Fix average() so it sums from the first value.');
+}
+
+/** The agent's finish call as the real loop logs it: its summary is the round's account in the PR. */
+async function finish(input: AgentInput, turn: number, toolUseId: string, summary: string): Promise<AgentResult> {
+  await input.events.append({ type: 'tool.called', data: { turn, toolUseId, name: 'finish', input: { summary } } });
+  await input.events.append({ type: 'tool.finished', data: { toolUseId, name: 'finish', isError: false, output: 'Verified.', truncated: false, durationMs: 3 } });
+  return { outcome: 'finished', summary, diff: await input.sandbox.diff() };
 }
 
 /** After "request changes": one more edit of the fixed line, so the round's own diff is that line alone. */
@@ -106,7 +113,7 @@ async function runSecondRound(input: AgentInput): Promise<AgentResult> {
     type: 'tests.finished',
     data: { command: 'node --test test', scope: 'selected', passed: 9, failed: 0, skipped: 0, ok: true, quarantined: [], output: '# pass 9\n# fail 0', durationMs: 610 },
   });
-  return { outcome: 'finished', summary: 'Fix average() so it sums from the first value; say why.', diff: await input.sandbox.diff() };
+  return finish(input, 3, 'tu_finish_2', 'Fix average() so it sums from the first value; say why.');
 }
 
 export async function startRealServer(repo: FixtureRepo, options: { stepDelayMs?: number } = {}): Promise<RealServer> {

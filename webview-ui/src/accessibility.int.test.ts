@@ -109,9 +109,15 @@ describe('side panel accessibility (axe-core, Chromium)', () => {
       throw new Error(`Tab never reached ${selector}`);
     };
 
-    // The task list is reachable and the selected task says so.
-    await tabTo('.task-item');
+    // The task list is a picker: reachable, it opens on the selected task, which says so; Escape folds it.
+    await tabTo('.task-picker');
+    expect(await page.getAttribute('.task-picker', 'aria-expanded')).toBe('false');
+    await page.keyboard.press('Enter');
+    expect(await page.evaluate(() => document.activeElement?.matches('.task-item.selected'))).toBe(true);
     expect(await page.getAttribute('.task-item', 'aria-current')).toBe('true');
+    await page.keyboard.press('Escape');
+    expect(await page.evaluate(() => document.activeElement?.matches('.task-picker'))).toBe(true);
+    expect(await page.isHidden('.task-list')).toBe(true);
     // The verdicts open with the keyboard.
     await tabTo('.verdict-details summary');
     await page.keyboard.press('Enter');

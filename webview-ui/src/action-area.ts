@@ -40,10 +40,17 @@ function modeOf(input: ActionAreaInput): Mode {
   return 'work';
 }
 
+/* Short, so the one-line box (it grows with what is written) shows all of it; the tooltip says more. */
 const PLACEHOLDERS: Record<Mode, string> = {
-  work: 'Message the agent: it reads it before its next step (Ctrl+Enter sends)',
-  paused: 'Paused. What should the agent do next? It reads this when you resume (Ctrl+Enter)',
-  review: 'What should change? Sent with your line comments by "Request changes" (Ctrl+Enter)',
+  work: 'Message the agent (Ctrl+Enter)',
+  paused: 'What should the agent do next?',
+  review: 'What should change? (Ctrl+Enter)',
+  none: '',
+};
+const TOOLTIPS: Record<Mode, string> = {
+  work: 'The agent reads it before its next step. Ctrl+Enter sends.',
+  paused: 'The agent reads it when you resume. Ctrl+Enter resumes.',
+  review: 'Sent with your line comments by "Request changes". Ctrl+Enter sends.',
   none: '',
 };
 
@@ -59,10 +66,16 @@ export class ActionArea {
   private current: ActionAreaInput | null = null;
   private renderedKey = '';
   private busy = false;
+  /**
+   * In review the text box shows only once there is something to say: a draft, pending line
+   * comments, or "Request changes" pressed with nothing yet (then it opens, focused). Approving
+   * needs no text, and a 720-pixel side bar needs the room for the trajectory. Kept per task and state.
+   */
+  private writingFor = '';
 
   constructor(private readonly callbacks: ActionCallbacks) {
     const label = h('label', { className: 'visually-hidden', attrs: { for: 'action-input' } }, 'Message for the agent');
-    this.input = h('textarea', { className: 'action-input', attrs: { id: 'action-input', rows: '2' } });
+    this.input = h('textarea', { className: 'action-input', attrs: { id: 'action-input', rows: '1' } });
     this.composer = h('div', { className: 'composer' }, label, this.input, this.hint, this.buttons);
     this.element = h(
       'section',
@@ -115,7 +128,9 @@ export class ActionArea {
     this.renderComments(input, mode);
     this.renderExtra(input);
     this.composer.hidden = mode === 'none';
+    this.input.hidden = mode === 'review' && this.writingFor !== `${input.taskId}:${input.state}` && !this.input.value && !input.pending.length;
     this.input.placeholder = PLACEHOLDERS[mode];
+    this.input.title = TOOLTIPS[mode];
     this.input.setAttribute('aria-label', mode === 'review' ? 'Feedback for the agent' : 'Message for the agent');
     this.input.disabled = this.busy;
     this.renderButtons();
@@ -126,6 +141,7 @@ export class ActionArea {
     const summary = input.summary;
     const parts: HTMLElement[] = [];
     const detail: HTMLElement[] = [];
+    let warning: HTMLElement | null = null;
     if (summary.policy) {
       const policy = summary.policy;
       // An overridden check keeps its violations (`ok: false`) but did not block: a repo owner let it through.
@@ -179,19 +195,36 @@ export class ActionArea {
         ),
       );
       if (unreverted.length) {
-        // Said outside the collapsed details too: round 2 must not look as if the revert happened.
-        parts.push(h('span', { className: 'verdict tone-warn unreverted', attrs: { role: 'status' } }, `⚠ Revert not done: ${unreverted.join(', ')}`));
+        // Said on its own line outside the folded details: round 2 must not look as if the revert happened.
+        warning = h('div', { className: 'verdict tone-warn unreverted', attrs: { role: 'status' } }, `⚠ Revert not done: ${unreverted.join(', ')}`);
       }
       parts.push(h('span', { className: 'verdict' }, `${files.length} file${files.length === 1 ? '' : 's'} changed${left ? ` · ${left} left out` : ''}`));
+    }
+    if (input.summary.round > 1 && input.summary.changedFiles.size) {
+      // The round leads the folded line; its diffs are inside (and in the Changes view's title bar).
+      const round = input.summary.round;
+      parts.unshift(h('span', { className: 'verdict round' }, `Round ${round}`));
+      detail.push(
+        h(
+          'div',
+          { className: 'round-diffs' },
+          `Round ${round}: `,
+          button("This round's changes", 'link open-round-changes', () => this.post({ type: 'openChanges', taskId: input.taskId, scope: 'round' }), `Open what changed since changes were requested (round ${round - 1} → ${round}) in the diff editor`),
+          ' · ',
+          button('All changes', 'link open-all-changes', () => this.post({ type: 'openChanges', taskId: input.taskId, scope: 'all' }), 'Open the whole diff against the base in the diff editor'),
+        ),
+      );
     }
     if (!parts.length) {
       this.verdicts.replaceChildren();
       return;
     }
     const open = this.verdicts.querySelector('details')?.open ?? false;
-    const details = h('details', { className: 'verdict-details' }, h('summary', { attrs: { 'aria-label': `Review summary: ${parts.map((p) => p.textContent).join(', ')}` } }, ...joinWith(parts, ' · ')), ...detail);
+    // One line (the whole of it in the tooltip), so the trajectory keeps the height.
+    const said = parts.map((p) => p.textContent).join(', ');
+    const details = h('details', { className: 'verdict-details' }, h('summary', { title: said, attrs: { 'aria-label': `Review summary: ${said}` } }, ...joinWith(parts, ' · ')), ...detail);
     details.open = open;
-    this.verdicts.replaceChildren(details);
+    this.verdicts.replaceChildren(details, ...(warning ? [warning] : []));
   }
 
   /** A checkbox: checked pushes the file's changes, unchecked leaves them out (Space toggles it). */
@@ -243,19 +276,6 @@ export class ActionArea {
       parts.push(h('div', { className: 'pause-status', attrs: { role: 'status' } }, 'Paused: the agent waits for you; its sandbox is kept and the time budget is stopped.'));
     } else if (input.summary.pauseRequestedBy && input.state !== 'awaiting_review') {
       parts.push(h('div', { className: 'pause-status', attrs: { role: 'status' } }, 'Pausing after the current step…'));
-    }
-    if (input.summary.round > 1 && input.summary.changedFiles.size) {
-      const round = input.summary.round;
-      parts.push(
-        h(
-          'div',
-          { className: 'round-diffs' },
-          `Round ${round}: `,
-          button("This round's changes", 'link open-round-changes', () => this.post({ type: 'openChanges', taskId: input.taskId, scope: 'round' }), `Open what changed since changes were requested (round ${round - 1} → ${round}) in the diff editor`),
-          ' · ',
-          button('All changes', 'link open-all-changes', () => this.post({ type: 'openChanges', taskId: input.taskId, scope: 'all' }), 'Open the whole diff against the base in the diff editor'),
-        ),
-      );
     }
     if (input.summary.prUrl) {
       const url = input.summary.prUrl;
@@ -349,7 +369,9 @@ export class ActionArea {
     if (!input || this.busy) return;
     const text = this.input.value.trim();
     if (action === 'request_changes' && !text && input.pending.length === 0) {
-      this.refuse('Write what should change, or add line comments in the diff first.');
+      this.writingFor = `${input.taskId}:${input.state}`;
+      this.input.hidden = false;
+      this.refuse('Write what should change (or add line comments in the diff), then Request changes again.');
       return;
     }
     this.busy = true;

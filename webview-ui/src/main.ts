@@ -13,9 +13,11 @@ import { VirtualList } from './virtual-list';
  * it never talks to the server. It says `ready` once its listener is in place, and the extension
  * sends nothing before that.
  *
- * Layout, top to bottom: the task list, the selected task's header (title, state, budgets), one
- * banner for a problem, approval cards, the trajectory (the only part that grows), and one compact
- * action area (action-area.ts).
+ * Layout, top to bottom: the selected task's header (a picker that opens the task list, the title,
+ * the state, and the budgets in a section that folds to one line), one banner for a problem,
+ * approval cards, the trajectory (the only part that grows), and one compact action area
+ * (action-area.ts). The task list and the budget bars are folded away in review, so the trajectory
+ * keeps most of a 720-pixel-high side bar (issue 24 found it left 85-140 px).
  */
 
 interface VsCodeApi {
@@ -82,7 +84,21 @@ function persist(): void {
 
 // ---- layout -------------------------------------------------------------------------------
 
-const taskList = h('ul', { className: 'task-list', attrs: { 'aria-label': 'Tasks' } });
+const taskList = h('ul', { className: 'task-list', attrs: { id: 'task-list', 'aria-label': 'Tasks' } });
+/** The task list is a picker: open while no task is selected, or when the developer opens it. */
+let pickerOpen = false;
+const picker = h('button', { className: 'task-picker', attrs: { type: 'button', 'aria-controls': 'task-list', 'aria-expanded': 'false' } });
+picker.addEventListener('click', () => {
+  pickerOpen = !pickerOpen;
+  renderTasks();
+  if (pickerOpen) taskList.querySelector<HTMLElement>('.task-item.selected, .task-item')?.focus();
+});
+taskList.addEventListener('keydown', (event) => {
+  if (event.key !== 'Escape' || !selectedTaskId) return;
+  pickerOpen = false;
+  renderTasks();
+  picker.focus();
+});
 const empty = h(
   'div',
   { className: 'empty' },
@@ -93,6 +109,15 @@ const title = h('h2', { className: 'task-title' });
 const stateBadge = h('span', { className: 'badge state' });
 const connectionBadge = h('span', { className: 'badge connection' });
 const budgets = h('div', { className: 'budgets' });
+/** The budgets fold to their cost on the title line; the bars show while the agent works, or when the developer opens them. */
+const budgetsToggle = h('button', { className: 'budgets-toggle', attrs: { type: 'button', 'aria-controls': 'budgets' } });
+budgets.id = 'budgets';
+/** The developer's own choice (until another task is selected); else open only while the agent works. */
+let budgetsFolded: boolean | null = null;
+budgetsToggle.addEventListener('click', () => {
+  budgetsFolded = !budgets.hidden;
+  renderHeader();
+});
 const banner = h('div', { className: 'banner', attrs: { role: 'alert' } });
 const approvals = h('section', { className: 'approvals', attrs: { 'aria-label': 'Pending approvals' } });
 const viewport = h('div', { className: 'trajectory', attrs: { role: 'log', 'aria-label': 'Trajectory', tabindex: '0' } });
@@ -105,7 +130,7 @@ const actions = new ActionArea({
     persist();
   },
 });
-const header = h('section', { className: 'task-header', attrs: { 'aria-label': 'Selected task' } }, h('div', { className: 'title-line' }, title, stateBadge, connectionBadge), budgets);
+const header = h('section', { className: 'task-header', attrs: { 'aria-label': 'Selected task' } }, h('div', { className: 'title-line' }, picker, title, stateBadge, connectionBadge, budgetsToggle), budgets);
 const detail = h('div', { className: 'detail' }, header, banner, approvals, viewport, actions.element);
 document.body.append(h('main', { className: 'app' }, h('nav', { className: 'tasks', attrs: { 'aria-label': 'Tasks' } }, taskList), empty, detail));
 
@@ -134,11 +159,22 @@ function renderTasks(): void {
   taskList.replaceChildren(
     ...renderTaskItems(shown, selectedTaskId, Date.now(), (taskId) => {
       if (taskId !== selectedTaskId) post({ type: 'selectTask', taskId });
+      if (pickerOpen) {
+        pickerOpen = false;
+        renderTasks();
+        picker.focus();
+      }
     }),
   );
   if (focused) taskList.querySelector<HTMLElement>(`[data-task-id="${CSS.escape(focused)}"]`)?.focus();
   empty.hidden = tasks.length > 0;
-  taskList.hidden = tasks.length === 0;
+  const listShown = tasks.length > 0 && (pickerOpen || !selectedTaskId);
+  taskList.hidden = !listShown;
+  picker.hidden = !selectedTaskId;
+  picker.replaceChildren(h('span', { attrs: { 'aria-hidden': 'true' } }, listShown ? '▾ ' : '▸ '), String(tasks.length));
+  picker.setAttribute('aria-expanded', String(listShown));
+  picker.setAttribute('aria-label', `${tasks.length} ${tasks.length === 1 ? 'task' : 'tasks'}: ${listShown ? 'hide the list' : 'show the list to choose another'}`);
+  picker.title = listShown ? 'Hide the task list' : `Choose another task (${tasks.length} in all)`;
   detail.hidden = !selectedTaskId;
 }
 
@@ -178,11 +214,20 @@ function renderHeader(): void {
   const status = connection.status;
   connectionBadge.textContent = status === 'signed_out' ? 'signed out' : status;
   connectionBadge.className = `badge connection connection-${status}`;
+  // "live" matters while the agent works; later only a problem with the connection is worth the room.
+  connectionBadge.hidden = status === 'live' && !isWorkingState(state) && state !== 'awaiting_approval';
   // The clock counts the agent's time only: waiting for the developer's review or decision is not the agent's.
   const elapsedMs = workedMs(summary, isWorkingState(state) ? Date.now() : Date.parse(summary.lastEventAt ?? '') || Date.now());
   const b = summary.budgets;
   // Tokens on the cost line (its share read from the cache) and in full in its tooltip: no extra line taken from the trajectory.
   const tokens = formatTokens(summary.tokens);
+  const open = budgetsFolded === null ? isWorkingState(state) : !budgetsFolded;
+  budgets.hidden = !open;
+  const said = `${summary.turnsUsed} of ${b.maxTurns} turns, $${summary.costUsd.toFixed(2)} of $${b.maxCostUsd.toFixed(2)}, ${formatDuration(elapsedMs)}`;
+  budgetsToggle.textContent = `$${summary.costUsd.toFixed(2)}`;
+  budgetsToggle.setAttribute('aria-expanded', String(open));
+  budgetsToggle.setAttribute('aria-label', `$${summary.costUsd.toFixed(2)} spent: ${open ? 'hide the budgets' : 'show the budgets'}`);
+  budgetsToggle.title = `Budgets: ${said}. ${open ? 'Click to fold them.' : 'Click to show them as bars.'}`;
   budgets.replaceChildren(
     bar('Turns', summary.turnsUsed, b.maxTurns, `${summary.turnsUsed} / ${b.maxTurns}`),
     bar('Cost', summary.costUsd, b.maxCostUsd, `$${summary.costUsd.toFixed(2)} / $${b.maxCostUsd.toFixed(2)}${cacheShare(summary.tokens)}`, tokens ? `Tokens: ${tokens}` : undefined),
@@ -262,6 +307,7 @@ function selectTrajectory(taskId: string): void {
   context.clippedOutputs.clear();
   context.expanded.clear();
   notice = null;
+  budgetsFolded = null;
   actions.setDraft(saved.drafts[taskId] ?? '');
   list.reset(0);
   persist();

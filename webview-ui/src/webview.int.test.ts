@@ -128,10 +128,13 @@ describe('side panel in Chromium', () => {
     expect(await page.$$eval('.row-tests .test-counts', (els) => els.map((el) => el.textContent))).toEqual(['11 passed, 1 failed', '12 passed, 0 failed']);
     await panel.screenshot('webview-review');
 
-    // "Request changes" needs a comment or a line comment; without either nothing is sent, and the panel says why.
+    // The text box waits until there is something to say (the trajectory keeps the room).
+    expect(await page.isHidden('.action-input')).toBe(true);
+    // "Request changes" needs a comment or a line comment; without either nothing is sent, the box opens and the panel says why.
     await page.click('button.review-changes');
     expect((await panel.posted()).some((m) => m.type === 'review')).toBe(false);
-    expect(await page.textContent('.action-hint')).toBe('Write what should change, or add line comments in the diff first.');
+    expect(await page.textContent('.action-hint')).toBe('Write what should change (or add line comments in the diff), then Request changes again.');
+    expect(await page.evaluate(() => document.activeElement?.matches('.action-input'))).toBe(true);
     await page.fill('.action-input', 'Add a test for an empty list.');
     await page.click('button.review-changes');
     expect(await panel.waitForPosted((m) => m.type === 'review')).toEqual({ type: 'review', taskId: TASK_ID, action: 'request_changes', comment: 'Add a test for an empty list.' });
@@ -467,6 +470,9 @@ describe('side panel in Chromium', () => {
     await page.getByText('Round 2: dev@example.com requested changes: src/paginate.js:2 Name the offset.; revert README.md').waitFor();
     // The new round's steps follow in the same list, after the request.
     expect(await page.textContent('.trajectory')).toMatch(/Round 2: dev@example\.com requested changes[\s\S]*Naming the offset as asked\./);
+    // The round leads the folded review line; its diffs are inside.
+    expect(await page.textContent('.verdict-details summary')).toMatch(/^Round 2 · /);
+    await page.click('.verdict-details summary');
     await page.waitForSelector('.round-diffs');
     expect(await page.textContent('.round-diffs')).toBe("Round 2: This round's changes · All changes");
     await panel.screenshot('webview-round-2');
