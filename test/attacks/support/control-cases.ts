@@ -9,7 +9,7 @@ import { FAREWELL, failure, git, holds, insist, pushedBranches, REPO, replace, t
 
 async function approveAndPush(ctx: CaseContext, id: string): Promise<{ branch: string; body: string; prUrl: string }> {
   const { task, events } = await ctx.fleet.waitFor(id);
-  holds(task.state === 'awaiting_review', `expected awaiting_review, got ${task.state} ${JSON.stringify(failure(events))}`);
+  holds(task.state === 'awaiting_review', `expected awaiting_review, got ${task.state} ${JSON.stringify(failure(events))} after ${events.slice(-6).map((event) => event.type).join(', ')}`);
   const approved = await ctx.fleet.request('POST', `/v1/tasks/${id}/review`, ctx.fleet.tokens.alice, { action: 'approve' });
   holds(approved.status === 200, `approve: ${approved.status} ${approved.body}`);
   const { task: pushed, events: after } = await ctx.fleet.waitFor(id, ['pr_open', 'failed']);
