@@ -164,8 +164,12 @@ export const Config = z.object({
       /** Secret GitHub signs webhook deliveries with; enables POST /v1/webhooks/github. Redacted. */
       webhookSecret: z.string().min(16, 'use a random secret of at least 16 characters').optional(),
       requiredApprovals: intFromString.min(1).max(10).default(1),
+      /** Follow-up rounds per PR after it opens (local forge, `followup/`). */
+      followUpRounds: intFromString.min(0).max(20).default(3),
+      /** No follow-up round starts once the task's cost (every round) reaches this (USD); unset: none. */
+      followUpMaxCostUsd: z.coerce.number().positive().max(10_000).optional(),
     })
-    .default({ kind: 'local', requiredApprovals: 1 }),
+    .default({ kind: 'local', requiredApprovals: 1, followUpRounds: 3 }),
 });
 export type Config = z.infer<typeof Config>;
 
@@ -209,6 +213,8 @@ export const ENV_KEYS: Record<string, string> = {
   DOCKHAND_PUSH_TOKEN: 'forge.pushToken',
   DOCKHAND_GITHUB_WEBHOOK_SECRET: 'forge.webhookSecret',
   DOCKHAND_REQUIRED_APPROVALS: 'forge.requiredApprovals',
+  DOCKHAND_FOLLOWUP_ROUNDS: 'forge.followUpRounds',
+  DOCKHAND_FOLLOWUP_MAX_COST_USD: 'forge.followUpMaxCostUsd',
 };
 
 type Plain = Record<string, unknown>;

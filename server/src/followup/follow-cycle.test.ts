@@ -59,13 +59,13 @@ const publisher: PublisherPort = {
   },
 };
 
-function fleet(script: AgentScript) {
+function fleet(script: AgentScript, limits: { maxRounds?: number; maxCostUsd?: number } = {}) {
   const checkpoints = new FileCheckpointStore({ dataDir });
   const agent = new ScriptedAgent(script);
   const sandboxes = new FakeSandboxProvider();
   const followUp = followUpPublisher({ forge, threads, threadStore: store.prThreads, clonesDir: `${dataDir}/clones` });
   const runner = new TaskRunner({ log, sandboxes, agent, policy: new FakePolicy(), publisher, checkpoints, followUp });
-  const follower = new PullRequestFollower({ log, threads, threadStore: store.prThreads, checkpoints, wake: () => undefined });
+  const follower = new PullRequestFollower({ log, threads, threadStore: store.prThreads, checkpoints, wake: () => undefined, limits });
   return { agent, runner, follower, followUp, sandboxes };
 }
 
@@ -197,6 +197,22 @@ describe('following a PR on the local forge', { timeout: 60_000 }, () => {
     expect(events.filter((e) => e.type === 'pr.pushed')).toHaveLength(3);
     expect(events.filter((e) => e.type === 'pr.feedback').at(-1)).toMatchObject({ data: { kind: 'limit', reason: 'its 3 follow-up rounds are used' } });
     expect((await threads.view('app', 1)).comments.at(-1)?.body).toContain('stopped following this PR');
+  });
+
+  it('starts no round once the task\'s cost across its rounds reaches the cap', async () => {
+    const { runner, follower } = fleet(async (input) => {
+      await editLikeTheAgent(input, 'two', 'TWO');
+      return { outcome: 'finished', summary: 'done', diff: await input.sandbox.diff() };
+    }, { maxCostUsd: 1 });
+    const task = await createTask();
+    await runner.run(task.id, new AbortController().signal);
+    await approveAndPush(runner, task.id);
+    const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0 };
+    await log.append(task.id, { type: 'model.turn', data: { turn: 1, model: 'm', usage, costUsd: 1.5, stopReason: null, contextTokens: 0, content: [], purpose: 'review' } });
+    await threads.comment({ repo: 'app', number: 1, author: 'alice', body: 'more' });
+    expect(await follower.pollOnce()).toEqual([]);
+    const last = (await store.listEvents(task.id)).filter((e) => e.type === 'pr.feedback').at(-1);
+    expect(last).toMatchObject({ data: { kind: 'limit', reason: expect.stringContaining('cost cap of $1.00') } });
   });
 
   it('finishes a round whose start was cut short between its pr.feedback and the move to running', async () => {

@@ -212,6 +212,7 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
         threadStore: store.prThreads,
         checkpoints: new FileCheckpointStore({ dataDir: config.dataDir }),
         wake: () => scheduler.wake(),
+        limits: { maxRounds: config.forge.followUpRounds, ...(config.forge.followUpMaxCostUsd !== undefined ? { maxCostUsd: config.forge.followUpMaxCostUsd } : {}) },
         ...(followLeadership ? { leader: () => followLeadership.isLeader() } : {}),
         ...(parts.logger ? { logger: parts.logger } : {}),
       })
