@@ -5,6 +5,7 @@ import type { EnvironmentFile } from './environment-file';
 import { NPM_GLOBAL_PREFIX } from './environment';
 import { SOURCE_TREE_FALLBACK } from './python-install';
 import { PYTHON_REQUIREMENTS_HELPER } from './python-requirements';
+import { makeTarget, pipArguments } from './make-target';
 import { toxEnvironment, type ToxEnvironment } from './tox-env';
 
 /*
@@ -90,7 +91,25 @@ function withGlobalInstalls(command: string, globals: readonly string[]): string
  * that PATH puts first) and environment.yml does not hold lifecycle scripts back (its skipScripts
  * need the detected install's rebuild). Without a test job, detection stays and says why.
  */
-export function followCi(recipe: EnvironmentRecipe, ci: CiReading, file: EnvironmentFile | undefined, python: boolean, toxIni?: string): void {
+export function followCi(recipe: EnvironmentRecipe, ci: CiReading, file: EnvironmentFile | undefined, python: boolean, toxIni?: string, makefile?: string): void {
+  followJob(recipe, ci, file, python, toxIni);
+  if (!python || !recipe.test.steps) return;
+  // `make <target>` whose recipe pip-installs first: those lines go to the build (make-target.ts).
+  const installs: string[] = [];
+  const targets: string[] = [];
+  const steps = recipe.test.steps.flatMap((step) => {
+    const make = makeTarget(step.command, makefile);
+    if (!make) return [step];
+    targets.push(make.target);
+    installs.push(...make.installs.map((line) => `{ ${line.replace(/^(?:python3?\s+-m\s+)?pip3?\s/, '.venv/bin/pip ')} || .venv/bin/python ${PYTHON_REQUIREMENTS_HELPER} ${pipArguments(line).join(' ')}; }`));
+    return make.steps.map((made) => ({ ...made, ...(step.cwd ? { cwd: step.cwd } : {}), ...(step.env ? { env: step.env } : {}) }));
+  });
+  if (targets.length === 0) return;
+  recipe.test = { command: joinedCommand(steps), source: clip(`${recipe.test.source} → Makefile ${targets.join(', ')} (its pip installs run in the build)`), steps: steps.slice(0, 50) };
+  if (file?.install === undefined) recipe.install = { command: [recipe.install.command, ...installs].join(' && '), source: clip(`${recipe.install.source}; Makefile ${targets.join(', ')}'s pip installs`) };
+}
+
+function followJob(recipe: EnvironmentRecipe, ci: CiReading, file: EnvironmentFile | undefined, python: boolean, toxIni?: string): void {
   if (!ci.job) {
     if (ci.reason !== 'no workflow in .github/workflows') recipe.test.source = clip(`${recipe.test.source} (CI not followed: ${ci.reason})`);
     return;

@@ -106,6 +106,15 @@ def from_debian(requirement):
         return None
     for deb in sorted(set(glob.glob(f'{APT}/cache/archives/*.deb')) - before):
         subprocess.run(['dpkg', '-x', deb, PREFIX], check=True)
+    # Its commands (python3-coverage's coverage) run with the venv's Python, which sees the package.
+    for path in glob.glob(f'{PREFIX}/usr/bin/*'):
+        for name in {os.path.basename(path), re.sub(r'^python3-', '', os.path.basename(path))}:
+            wrapper = os.path.abspath(f'.venv/bin/{name}')
+            if os.path.exists(wrapper) or not open(path, 'rb').read(2) == b'#!':
+                continue
+            with open(wrapper, 'w') as file:
+                file.write(f'#!/bin/sh\nexec {os.path.abspath(".venv/bin/python")} {path} "$@"\n')
+            os.chmod(wrapper, 0o755)
     pth = os.path.join(site.getsitepackages()[0], 'dockhand-debian.pth')
     with open(pth, 'w') as file:
         file.write(f'{PREFIX}/usr/lib/python3/dist-packages\n')
@@ -113,10 +122,22 @@ def from_debian(requirement):
     return f'{package} {version}'
 
 
+def command_of_system_package(requirement):
+    """Debian names a package's command python3-<name> (python3-coverage); pip's would be <name>."""
+    name = canonical(requirement)
+    system = f'/usr/bin/python3-{name}'
+    wrapper = os.path.abspath(f'.venv/bin/{name}')
+    if os.path.exists(system) and not os.path.exists(wrapper):
+        with open(wrapper, 'w') as file:
+            file.write(f'#!/bin/sh\nexec {os.path.abspath(".venv/bin/python")} {system} "$@"\n')
+        os.chmod(wrapper, 0o755)
+
+
 required = sys.argv[1:2] == ['--required']
 missing = []
 for requirement in requirements(sys.argv[2:] if required else sys.argv[1:]):
     if subprocess.run([sys.executable, '-m', 'pip', 'install', '-q', requirement], capture_output=True).returncode == 0:
+        command_of_system_package(requirement)
         continue
     debian = from_debian(requirement)
     if debian:

@@ -44,6 +44,7 @@ export const RECIPE_FILES = [
   'setup.py',
   'setup.cfg',
   'tox.ini',
+  'Makefile',
   ENVIRONMENT_FILE_PATH,
   POLICY_FILE,
   SETUP_SCRIPT_PATH,
@@ -400,7 +401,7 @@ export async function detectRecipe(input: RecipeInput, versions: VersionLookup, 
   }
   if (input.rootFiles.includes('go.sum')) installs.push('if command -v go >/dev/null; then go mod download; fi');
   if (installs.length > 0) recipe.install = { command: installs.join(' && '), source: 'detected' };
-  followCi(recipe, ci, file, python !== undefined, input.files['tox.ini']);
+  followCi(recipe, ci, file, python !== undefined, input.files['tox.ini'], input.files.Makefile);
   const policyTest = policyFields(input.files[POLICY_FILE]).testCommand;
   if (policyTest) recipe.test = { command: policyTest, source: `${POLICY_FILE} testCommand` };
   if (file?.install) recipe.install = { command: file.install, source: ENVIRONMENT_FILE_PATH };
