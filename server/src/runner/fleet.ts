@@ -128,6 +128,8 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
   const secrets = parts.secrets ?? (await openSecrets(config, store));
   // Secrets the server holds are masked wherever they would be written (the model may echo them).
   const known = [config.forge.pushToken, config.model.apiKey, config.forge.webhookSecret].filter((secret): secret is string => typeof secret === 'string' && secret !== '');
+  // Repositories' secrets too (every stored value, and each one set later): masked in events, diffs and PR text.
+  await secrets.maskInto(known);
   const events = new EventLog(store, hub, known);
   const forgeDir = join(config.dataDir, 'forge');
   const localForge = parts.forge ? undefined : new LocalForge({ dataDir: forgeDir, store: store.pullRequests });

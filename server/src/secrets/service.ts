@@ -15,7 +15,26 @@ export interface ResolvedSecrets {
 }
 
 export class RepositorySecrets {
+  /** Lists of values to mask (`maskInto`): every value this process knows is pushed into each. */
+  private readonly maskLists: string[][] = [];
+
   private constructor(private readonly rows: SecretRows, private readonly cipher: SecretCipher) {}
+
+  /**
+   * Keeps `list` holding every stored value (decrypted now) and each value set or resolved later
+   * in this process: the event log's and results' masking list (`store/hub.ts` `knownSecrets`),
+   * which masks each value in its raw, URL-encoded and base64 forms. A value removed stays listed
+   * (masking a string that is no longer a secret costs nothing); a value another process of a
+   * Postgres fleet sets is listed here when this process uses it or restarts.
+   */
+  async maskInto(list: string[]): Promise<void> {
+    for (const row of await this.rows.listAll()) addOnce(list, this.cipher.decrypt(row.repo, row.name, row.ciphertext));
+    this.maskLists.push(list);
+  }
+
+  private remember(value: string): void {
+    for (const list of this.maskLists) addOnce(list, value);
+  }
 
   /**
    * Checks the key against what is stored: a server whose key did not encrypt the stored values
@@ -44,6 +63,7 @@ export class RepositorySecrets {
     if (value.length === 0) throw new DockhandError('bad_request', `value: secret ${name} is empty`, { field: 'value', hint: 'give the value on stdin or with --from-file FILE' });
     if (Buffer.byteLength(value, 'utf8') > MAX_SECRET_BYTES) throw new DockhandError('bad_request', `value: secret ${name} is larger than ${MAX_SECRET_BYTES} bytes`, { field: 'value' });
     const { ciphertext, keyId } = await this.cipher.encrypt(repo, name, value);
+    this.remember(value);
     const setAt = new Date().toISOString();
     await this.rows.put({ repo, name, ciphertext, keyId, setBy: by, setAt });
     return { name, setBy: by, setAt, lastUsedAt: null, lastUsedBy: null };
@@ -75,11 +95,17 @@ export class RepositorySecrets {
         missing.push(name);
         continue;
       }
-      values.set(name, this.cipher.decrypt(repo, name, row.ciphertext));
+      const value = this.cipher.decrypt(repo, name, row.ciphertext);
+      this.remember(value);
+      values.set(name, value);
       await this.rows.markUsed(repo, name, at, usedBy);
     }
     return { values, missing };
   }
+}
+
+function addOnce(list: string[], value: string): void {
+  if (!list.includes(value)) list.push(value);
 }
 
 function checkName(name: string): void {

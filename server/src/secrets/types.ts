@@ -26,6 +26,8 @@ export interface SecretRows {
   put(row: Omit<SecretRow, 'lastUsedAt' | 'lastUsedBy'>): Promise<void>;
   get(repo: string, name: string): Promise<SecretRow | undefined>;
   list(repo: string): Promise<SecretRow[]>;
+  /** Every repository's rows (the masking list at start-up). */
+  listAll(): Promise<SecretRow[]>;
   /** False when there was none. */
   remove(repo: string, name: string): Promise<boolean>;
   markUsed(repo: string, name: string, at: string, by: string): Promise<void>;

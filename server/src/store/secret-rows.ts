@@ -49,6 +49,10 @@ export class SqliteSecretRows implements SecretRows {
     return this.db.prepare('SELECT * FROM secrets WHERE repo = ? ORDER BY name').all(repo).map(fromRow);
   }
 
+  async listAll(): Promise<SecretRow[]> {
+    return this.db.prepare('SELECT * FROM secrets ORDER BY repo, name').all().map(fromRow);
+  }
+
   async remove(repo: string, name: string): Promise<boolean> {
     return this.db.prepare('DELETE FROM secrets WHERE repo = ? AND name = ?').run(repo, name).changes > 0;
   }
@@ -83,6 +87,10 @@ export class PostgresSecretRows implements SecretRows {
 
   async list(repo: string): Promise<SecretRow[]> {
     return (await this.pool.query('SELECT * FROM secrets WHERE repo = $1 ORDER BY name', [repo])).rows.map(fromRow);
+  }
+
+  async listAll(): Promise<SecretRow[]> {
+    return (await this.pool.query('SELECT * FROM secrets ORDER BY repo, name')).rows.map(fromRow);
   }
 
   async remove(repo: string, name: string): Promise<boolean> {
