@@ -39,6 +39,10 @@ export function describeSecretStore(kind: string, open: () => Promise<{ rows: Se
         // Another repository has none of them.
         expect((await secrets.resolve('acme/api', ['NPM_ACME'], 'x')).missing).toEqual(['NPM_ACME']);
         expect(await secrets.missing('acme/web', ['NPM_ACME', 'OTHER'])).toEqual(['OTHER']);
+        // Every stored value, of every repository, for masking.
+        const masked: string[] = [];
+        await secrets.maskInto(masked);
+        expect(masked).toEqual([value]);
         expect(await secrets.remove('acme/web', 'NPM_ACME')).toBe(true);
         expect(await secrets.remove('acme/web', 'NPM_ACME')).toBe(false);
         expect(await secrets.list('acme/web')).toEqual([]);
