@@ -38,7 +38,8 @@ fi
 PASSWORD="$(cat "$PASSWORD_FILE")"
 # {SHA} entries are what `htpasswd -s` writes; Verdaccio's htpasswd plugin reads them.
 if ! grep -q "^$USER_NAME:" "$DIR/htpasswd" 2>/dev/null; then
-  printf '%s:{SHA}%s\n' "$USER_NAME" "$(printf %s "$PASSWORD" | openssl dgst -sha1 -binary | base64)" >> "$DIR/htpasswd"
+  sha="$(node -e 'process.stdout.write(require("crypto").createHash("sha1").update(process.argv[1]).digest("base64"))' "$PASSWORD")"
+  printf '%s:{SHA}%s\n' "$USER_NAME" "$sha" >> "$DIR/htpasswd"
 fi
 
 cat > "$DIR/config.yaml" <<YAML
@@ -61,7 +62,9 @@ listen: 127.0.0.1:$PORT
 log: { type: file, path: $DIR/verdaccio.log, level: warn }
 YAML
 
-answers() { curl -fs -o /dev/null --max-time 2 "${URL}-/ping" 2>/dev/null; }
+# HTTP through Node (no curl on a fresh machine): exit 0 when GET $1 (with bearer $2) answers 2xx.
+http_ok() { node -e 'fetch(process.argv[1], { headers: process.argv[2] ? { authorization: "Bearer " + process.argv[2] } : {}, signal: AbortSignal.timeout(5000) }).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))' "$1" "${2:-}"; }
+answers() { http_ok "${URL}-/ping"; }
 if ! answers; then
   setsid nohup node "$TARGET/node_modules/verdaccio/bin/verdaccio" --config "$DIR/config.yaml" >"$DIR/stdout.log" 2>&1 < /dev/null &
   echo $! > "$DIR/pid"
@@ -71,14 +74,24 @@ fi
 
 # The test user's token: logging in (a PUT of the CouchDB user document, as the user: with
 # self-registration off an anonymous PUT is refused) answers one.
-token="$(curl -fsS --max-time 10 -u "$USER_NAME:$PASSWORD" -X PUT -H 'content-type: application/json' \
-  -d "{\"name\":\"$USER_NAME\",\"password\":\"$PASSWORD\"}" "${URL}-/user/org.couchdb.user:$USER_NAME" \
-  | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{const t=JSON.parse(s).token;if(!t)process.exit(1);process.stdout.write(t)})')"
+token="$(node -e '
+const [url, user, password] = process.argv.slice(1);
+fetch(url + "-/user/org.couchdb.user:" + user, {
+  method: "PUT",
+  headers: { "content-type": "application/json", authorization: "Basic " + Buffer.from(user + ":" + password).toString("base64") },
+  body: JSON.stringify({ name: user, password }),
+  signal: AbortSignal.timeout(10000),
+}).then(async (r) => {
+  const body = await r.json();
+  if (!r.ok || !body.token) { console.error("[needs/verdaccio] login refused:", r.status, JSON.stringify(body)); process.exit(1); }
+  process.stdout.write(body.token);
+}, (error) => { console.error("[needs/verdaccio] login failed:", error.message); process.exit(1); });
+' "$URL" "$USER_NAME" "$PASSWORD")"
 (umask 077; printf '%s' "$token" > "$DIR/token")
 printf '%s' "$URL" > "$DIR/url"
 
 # The private package, published once (a registry that has it answers its document).
-if ! curl -fsS -o /dev/null --max-time 5 -H "authorization: Bearer $token" "${URL}@acme%2fprivate-utils"; then
+if ! http_ok "${URL}@acme%2fprivate-utils" "$token"; then
   scratch="$(mktemp -d)"
   trap 'rm -rf "$scratch"' EXIT
   mkdir -p "$scratch/pkg"
