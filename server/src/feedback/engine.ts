@@ -325,7 +325,9 @@ export class SmartFeedbackEngine implements FeedbackEngine {
     for (const testCase of firstCases) if (testCase.file && preExistingFailures.includes(testCase.id)) failureFiles[testCase.id] = testCase.file;
     const testIds = [...first.keys()].slice(0, MAX_BASELINE_IDS);
     const testFiles = [...new Set(firstCases.flatMap((testCase) => (testCase.file ? [testCase.file] : [])))];
-    return { command, runner, passed: both('passed').length, failed: preExistingFailures.length, ...ranOf(rounds[0] ?? []), steps: (rounds[0] ?? []).flatMap((run) => run.steps), flaky, preExistingFailures, failureFiles, testIds, testFiles, seconds };
+    // Where the plan's runner is unknown (a wrapper, a chain), the runners whose reports were counted.
+    const reportedBy = [...new Set((rounds[0] ?? []).flatMap((run) => run.reportedBy ?? []))];
+    return { command, runner, ...(reportedBy.length > 0 ? { reportedBy } : {}), passed: both('passed').length, failed: preExistingFailures.length, ...ranOf(rounds[0] ?? []), steps: (rounds[0] ?? []).flatMap((run) => run.steps), flaky, preExistingFailures, failureFiles, testIds, testFiles, seconds };
   }
 
   /**

@@ -18,6 +18,8 @@ export interface SuiteRun {
   infrastructure?: TestInfrastructure;
   /** Each step of the chain, in order. */
   steps: StepOutcome[];
+  /** The runners whose reports were counted (the side channel's jest, vitest, node-test…; the plan's own runner). */
+  reportedBy?: string[];
 }
 
 export interface SuiteContext {
@@ -52,19 +54,21 @@ function parse(plan: SuitePlan, stdout: string, files: Set<string>): ParsedRun {
 export type StepOutcome = TestStepOutcome;
 
 /** What a step's output says: the side channel's reports, else its runner's own output (tape, uvu, TAP), else nothing. */
-function parseStep(plan: SuitePlan, stdout: string, files: Set<string>, runnerStep: boolean): { parsed: ParsedRun; output: string; reported: boolean } {
+function parseStep(plan: SuitePlan, stdout: string, files: Set<string>, runnerStep: boolean): { parsed: ParsedRun; output: string; reported: boolean; runners: string[] } {
+  const own = plan.runner === 'unknown' || plan.runner === 'custom' ? [] : [plan.runner];
   if (runnerStep && !plan.sideChannel) {
     const parsed = parse(plan, stdout, files);
-    return { parsed, output: stdout, reported: parsed.reported ?? parsed.cases.length > 0 };
+    const reported = parsed.reported ?? parsed.cases.length > 0;
+    return { parsed, output: stdout, reported, runners: reported ? own : [] };
   }
   const side = readSideChannel(stdout, files, plan.cwd);
-  if (side.parsed) return { parsed: side.parsed, output: side.output, reported: true };
+  if (side.parsed) return { parsed: side.parsed, output: side.output, reported: true, runners: side.runners };
   // An unknown command may still print TAP.
   if (runnerStep && plan.runner === 'unknown') {
     const parsed = parse(plan, side.output, files);
-    if (parsed.cases.length > 0) return { parsed, output: side.output, reported: true };
+    if (parsed.cases.length > 0) return { parsed, output: side.output, reported: true, runners: ['tap'] };
   }
-  return { parsed: { cases: [], failures: [], reported: false }, output: side.output, reported: false };
+  return { parsed: { cases: [], failures: [], reported: false }, output: side.output, reported: false, runners: [] };
 }
 
 /**
@@ -76,7 +80,8 @@ function parseStep(plan: SuitePlan, stdout: string, files: Set<string>, runnerSt
  */
 async function runOne(sandbox: Sandbox, plan: SuitePlan, name: string, script: string, runnerStep: boolean, run: SuiteRun, context: SuiteContext): Promise<TestInfrastructure | undefined> {
   const result = await execute(sandbox, script, context);
-  const { parsed, output, reported } = parseStep(plan, result.stdout, context.files, runnerStep);
+  const { parsed, output, reported, runners } = parseStep(plan, result.stdout, context.files, runnerStep);
+  for (const name of runners) if (!run.reportedBy?.includes(name)) (run.reportedBy ??= []).push(name);
   const shown: ExecResult = { ...result, stdout: output };
   const runner = runnerStep && (reported || !plan.sideChannel) ? plan.runner : 'custom';
   const infrastructure = classifyRun({ runner, command: name, result: shown, parsed, changedFiles: context.changed, timeoutSeconds: context.timeoutSeconds });
@@ -115,7 +120,7 @@ function addExitFailure(run: SuiteRun, command: string, result: ExecResult, why 
  * that result and no red test.
  */
 export async function runSuite(sandbox: Sandbox, plan: SuitePlan, context: SuiteContext): Promise<SuiteRun> {
-  const run: SuiteRun = { plan, cases: [], failures: [], exitCode: 0, timedOut: false, steps: [] };
+  const run: SuiteRun = { plan, cases: [], failures: [], exitCode: 0, timedOut: false, steps: [], reportedBy: [] };
   const stopped = (infrastructure: TestInfrastructure): SuiteRun => ({ ...run, cases: [], failures: [], infrastructure, timedOut: infrastructure.kind === 'timeout' });
   for (const step of plan.before) {
     const infrastructure = await runOne(sandbox, plan, step.text, step.script, false, run, context);

@@ -136,6 +136,8 @@ export interface TestStepOutcome {
 export interface BaselineResult {
   command: string;
   runner: TestRunner | 'unknown';
+  /** The runners whose reports were counted (the side channel's, the plan's own), where known. */
+  reportedBy?: string[];
   passed: number;
   failed: number;
   /** Tests the first run ran (`TestReport.ran`); absent when the command gives no count (and in baselines stored before it). */

@@ -219,7 +219,8 @@ export class ReadinessChecks {
             ? baseline.infrastructure.message
             : `${baseline.passed} passed, ${baseline.failed} failed, ${baseline.flaky.length} flaky in ${baseline.seconds.toFixed(1)} s (two runs at the base)${baseline.steps && baseline.steps.length > 1 ? `; steps: ${describeSteps(baseline.steps)}` : ''}`,
           command: baseline.command,
-          runner: baseline.runner,
+          // A wrapper or a chain has no one runner of its own; the runners that reported are named (jest through `npm test`).
+          runner: baseline.runner === 'unknown' && baseline.reportedBy?.length ? baseline.reportedBy.join(', ') : baseline.runner,
           passed: baseline.passed,
           failed: baseline.failed,
           flaky: baseline.flaky,
