@@ -4,10 +4,11 @@
  *   npx tsx scripts/corpus/build.ts [--only minimist,bytes] [--force]
  *
  * Each lands in `<corpus>/<id>/repo` (`<corpus>` = $DOCKHAND_CORPUS_DIR or `.dockhand-corpus/`,
- * gitignored): commit 1 imports the pristine sources plus what a developer checkout has that the
- * package lacks (lockfile from the pinned package manager, .nvmrc, .gitignore; listed as the
- * repository's `adjustments`), commit 2 (the base, on the default branch) plants the bug. While
- * building, the repository's own test command runs on the host with the Node version it requires:
+ * gitignored): commit 1 imports the pristine sources as they come, plus only what upstream's own
+ * repository has and the package dropped (listed as the repository's `adjustments`; no lockfile,
+ * .nvmrc or packageManager of the build's own: the product adapts to the repository), commit 2
+ * (the base, on the default branch) plants the bug. While building, the tests run on the host
+ * (installed there after the import commit, so nothing the install writes is committed):
  * it must pass on commit 1 and fail on the base with the bug's failing test in its output.
  * A repository whose recipe hash is unchanged since its last successful build is skipped.
  * `<corpus>/manifest.json` records every repository's provenance, commits and verification.
@@ -24,7 +25,7 @@ import { NODE_VERSIONS, toolchain, type Toolchain } from './toolchains';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 /** Bumped when the build steps change in a way that changes what a recipe produces. */
-const BUILD_FORMAT = 3;
+const BUILD_FORMAT = 4;
 const AUTHOR = { name: 'Corpus Import', email: 'corpus@dockhand.invalid' };
 const LOCKFILES = ['package-lock.json', 'npm-shrinkwrap.json', 'pnpm-lock.yaml', 'yarn.lock'];
 const LOCKFILE_OF: Record<string, string | undefined> = { npm: 'package-lock.json', pnpm: 'pnpm-lock.yaml', yarn: 'yarn.lock', 'yarn-berry': 'yarn.lock' };
@@ -143,10 +144,12 @@ function assemble(repo: CorpusRepo, root: string, work: string, tools: Toolchain
   } else {
     provenance.push(obtain(root, repo.source, work));
   }
-  for (const file of walkFiles(work)) {
-    if (LOCKFILES.includes(file.split('/').at(-1) ?? '')) {
-      rmSync(join(work, file));
-      notes.push(`${file} from the source removed (regenerated with the pinned package manager)`);
+  if (repo.generatedLockfile) {
+    for (const file of walkFiles(work)) {
+      if (LOCKFILES.includes(file.split('/').at(-1) ?? '')) {
+        rmSync(join(work, file));
+        notes.push(`${file} from the source removed (upstream's lockfile is made anew with ${repo.packageManager ?? 'npm'})`);
+      }
     }
   }
   if (repo.pruneTestsImporting) {
@@ -162,7 +165,8 @@ function assemble(repo: CorpusRepo, root: string, work: string, tools: Toolchain
     notes.push(`${removed} test files removed (imports outside ${keep})`);
   }
   const packagePath = join(work, 'package.json');
-  if (existsSync(packagePath)) {
+  // Only a definition that edits package.json rewrites it: otherwise it stays byte for byte upstream's.
+  if (repo.packageJson && existsSync(packagePath)) {
     const pkg: Record<string, unknown> = JSON.parse(readFileSync(packagePath, 'utf8'));
     const scripts: Record<string, unknown> = { ...(typeof pkg.scripts === 'object' && pkg.scripts ? pkg.scripts : {}) };
     for (const [name, value] of Object.entries(repo.packageJson?.scripts ?? {})) {
@@ -176,40 +180,34 @@ function assemble(repo: CorpusRepo, root: string, work: string, tools: Toolchain
       pkg.devDependencies = Object.fromEntries(kept);
     }
     Object.assign(pkg, repo.packageJson?.set ?? {});
-    if (repo.packageManager) pkg.packageManager = repo.packageManager;
     writeFileSync(packagePath, `${JSON.stringify(pkg, null, 2)}\n`);
   }
-  if (repo.node) writeFileSync(join(work, '.nvmrc'), `${repo.node}\n`);
   for (const [path, text] of Object.entries(repo.files ?? {})) {
     mkdirSync(dirname(join(work, path)), { recursive: true });
     writeFileSync(join(work, path), text);
   }
   if (!existsSync(join(work, '.gitignore'))) {
     writeFileSync(join(work, '.gitignore'), 'node_modules/\ncoverage/\n.nyc_output/\n__pycache__/\n.pytest_cache/\n');
-    notes.push('.gitignore added (the package drops it)');
+    notes.push('.gitignore added (upstream has one; the package drops it)');
   }
+  if (repo.generatedLockfile) must(hostInstall(repo, work, tools, log), `${repo.id}: the lockfile install`, log);
+  return { provenance, notes };
+}
+
+/**
+ * Installs on the host for the verification. Without `generatedLockfile` this runs after the
+ * import commit: whatever the install writes (a lockfile, a converted one) stays out of the
+ * repository, as on a developer's machine.
+ */
+function hostInstall(repo: CorpusRepo, work: string, tools: Toolchain, log: string): Run {
+  const manager = (repo.packageManager ?? 'npm').split('@')[0];
   const installs: Record<string, string> = {
     npm: 'npm install --no-audit --no-fund',
     pnpm: 'pnpm install --no-frozen-lockfile',
     yarn: 'yarn install --non-interactive --no-progress',
-    'yarn-berry': 'yarn install',
   };
-  const install = repo.lockfile === 'none' ? (existsSync(packagePath) ? installs.npm : undefined) : installs[repo.lockfile];
-  // Yarn berry takes the nearest folder with a lockfile as the project: start this one's.
-  if (repo.lockfile === 'yarn-berry') writeFileSync(join(work, 'yarn.lock'), '');
-  if (install) must(run(install, work, tools, log), `${repo.id}: ${install}`, log);
-  const lockfile = LOCKFILE_OF[repo.lockfile];
-  const ignore = join(work, '.gitignore');
-  if (lockfile && existsSync(ignore)) {
-    // Several upstreams ignore their lockfile (they publish without one); a checkout that claims one commits it.
-    const lines = readFileSync(ignore, 'utf8').split('\n');
-    const kept = lines.filter((line) => line.trim().replace(/^\//, '') !== lockfile);
-    if (kept.length !== lines.length) {
-      writeFileSync(ignore, kept.join('\n'));
-      if (!repo.adjustments.some((line) => line.includes('.gitignore'))) notes.push(`${lockfile} taken out of .gitignore (upstream does not commit its lockfile)`);
-    }
-  }
-  return { provenance, notes };
+  const install = existsSync(join(work, 'package.json')) ? installs[manager ?? 'npm'] : undefined;
+  return install ? run(install, work, tools, log) : { code: 0, output: '', seconds: 0 };
 }
 
 const sleep = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
@@ -290,6 +288,7 @@ function buildUnlocked(repo: CorpusRepo, force: boolean, say: (line: string) => 
   const parentSha = git(work, ['rev-parse', 'HEAD'], log);
   const lockfile = LOCKFILE_OF[repo.lockfile];
   if (lockfile && !git(work, ['ls-files', lockfile], log)) throw new Error(`${repo.id}: ${lockfile} (lockfile ${repo.lockfile}) is not in the import commit; log ${log}`);
+  if (!repo.generatedLockfile) must(hostInstall(repo, work, tools, log), `${repo.id}: the host install for the verification`, log);
 
   const pristine = run(repo.test, work, tools, log);
   if (pristine.code !== 0) must(pristine, `${repo.id}: the test command on the pristine sources (${repo.test})`, log);

@@ -6,11 +6,6 @@ import type { CorpusRepo } from './types';
  * README.md in this folder for what each covers and how to add one.
  */
 
-/** ljharb's packages run lint before and `npm audit` after their tests: both need the network. */
-const TESTS_ONLY = 'test: npm run tests-only\n';
-/** Lint tooling of ljharb's packages, which the tests do not use. */
-const LINT_ONLY = ['@ljharb/eslint-config', 'eslint', 'eclint', 'evalmd', 'jiti', 'npmignore', 'aud', 'auto-changelog'];
-const ENV_HEADER = '# The test script runs lint before and `npm audit` (network) after the tests; run only the tests.\n';
 
 /** zod's core schema types' tests (vitest), as a team would pick for a 2-core CI runner. */
 const ZOD_TEST = `pnpm vitest run ${['number', 'string', 'object', 'array', 'union', 'refine', 'transform', 'default', 'optional', 'enum', 'tuple', 'record'].map((name) => `src/v4/classic/tests/${name}.test.ts`).join(' ')}`;
@@ -18,14 +13,14 @@ const ZOD_TEST = `pnpm vitest run ${['number', 'string', 'object', 'array', 'uni
 export const CORPUS: CorpusRepo[] = [
   {
     id: 'minimist',
-    covers: 'tape; no lockfile (package-lock=false, as upstream); .dockhand/environment.yml test override',
+    covers: 'tape; no lockfile (package-lock=false, as upstream); npm test with lint before and `aud` (npm audit, network) after the tests',
     source: { kind: 'npm', package: 'minimist', version: '1.2.8' },
     runner: 'tape',
     lockfile: 'none',
     defaultBranch: 'main',
     test: 'npm run tests-only',
-    files: { '.npmrc': 'package-lock=false\n', '.dockhand/environment.yml': ENV_HEADER + TESTS_ONLY },
-    adjustments: ['.npmrc package-lock=false (upstream has it; the tarball drops it)', '.dockhand/environment.yml: test = npm run tests-only'],
+    files: { '.npmrc': 'package-lock=false\n' },
+    adjustments: ['.npmrc package-lock=false (structural: upstream has it; the tarball drops it)'],
     small: true,
     bug: {
       file: 'index.js',
@@ -44,21 +39,14 @@ export const CORPUS: CorpusRepo[] = [
   },
   {
     id: 'qs',
-    covers: 'tape; npm lockfile; Node 20 (.nvmrc); a lifecycle script in the repository (prepublish runs at install)',
+    covers: 'tape; no lockfile (upstream keeps none); a lifecycle script in the repository (prepublish runs at install); npm test with readme, lint and eclint before and `npx npm audit` after the tests',
     source: { kind: 'npm', package: 'qs', version: '6.14.0' },
     runner: 'tape',
-    lockfile: 'npm',
+    lockfile: 'none',
     node: '20',
     defaultBranch: 'main',
     test: 'npm run tests-only',
-    files: { '.dockhand/environment.yml': ENV_HEADER + TESTS_ONLY },
-    packageJson: { removeDevDependencies: [...LINT_ONLY, '@browserify/envify', '@browserify/uglifyify', 'browserify', 'bundle-collapser', 'common-shakeify', 'unassertify', 'module-deps'] },
-    adjustments: [
-      'package-lock.json generated (npm install)',
-      '.nvmrc 20',
-      '.dockhand/environment.yml: test = npm run tests-only',
-      'devDependencies for lint and the browser bundle removed (not used by the tests)',
-    ],
+    adjustments: [],
     bug: {
       file: 'lib/utils.js',
       correct: "var strWithoutPlus = str.replace(/\\+/g, ' ');",
@@ -76,14 +64,13 @@ export const CORPUS: CorpusRepo[] = [
   },
   {
     id: 'deep-equal',
-    covers: 'tape (nyc); npm lockfile; the Node version left to the default (no engines, no .nvmrc)',
+    covers: 'tape (nyc); no lockfile; the Node version left to the default (no engines, no .nvmrc); lint before and `aud` after the tests',
     source: { kind: 'npm', package: 'deep-equal', version: '2.2.3' },
     runner: 'tape',
-    lockfile: 'npm',
+    lockfile: 'none',
     defaultBranch: 'main',
     test: 'npm run tests-only',
-    files: { '.dockhand/environment.yml': ENV_HEADER + TESTS_ONLY },
-    adjustments: ['package-lock.json generated (npm install)', '.dockhand/environment.yml: test = npm run tests-only'],
+    adjustments: [],
     bug: {
       file: 'index.js',
       correct: 'if (ka.length !== kb.length) { return false; }',
@@ -98,14 +85,14 @@ export const CORPUS: CorpusRepo[] = [
   },
   {
     id: 'bytes',
-    covers: 'mocha; npm lockfile; Node 18; default branch master (Debian source node-bytes)',
+    covers: 'mocha; no lockfile (upstream ignores package-lock.json); its CI\'s Node matrix (0.8–17); default branch master (Debian source node-bytes)',
     source: { kind: 'debian-source', package: 'node-bytes', version: '3.1.2-1' },
     runner: 'mocha',
-    lockfile: 'npm',
+    lockfile: 'none',
     node: '18',
     defaultBranch: 'master',
     test: 'npm test',
-    adjustments: ['package-lock.json committed: taken out of upstream\'s .gitignore (it publishes without a lockfile)', 'package-lock.json generated (npm install --package-lock-only)', '.nvmrc 18'],
+    adjustments: [],
     small: true,
     bug: {
       file: 'index.js',
@@ -124,7 +111,7 @@ export const CORPUS: CorpusRepo[] = [
   },
   {
     id: 'negotiation',
-    covers: 'workspace monorepo (npm workspaces: accepts + negotiator from Debian sources, accepts uses the local negotiator); mocha; Node 20',
+    covers: 'workspace monorepo (npm workspaces: accepts + negotiator from Debian sources, accepts uses the local negotiator); mocha; no lockfile',
     source: {
       kind: 'workspace',
       members: [
@@ -133,14 +120,12 @@ export const CORPUS: CorpusRepo[] = [
       ],
     },
     runner: 'mocha',
-    lockfile: 'npm',
+    lockfile: 'none',
     node: '20',
     defaultBranch: 'main',
     test: 'npm test',
     adjustments: [
-      'root package.json with npm workspaces (packages/*) and test = npm test --workspaces',
-      'package-lock.json generated (npm install --package-lock-only)',
-      '.nvmrc 20',
+      'root package.json with npm workspaces (packages/*) and test = npm test --workspaces: the premise of this entry (two upstream repositories as one monorepo); no upstream has this root',
     ],
     bug: {
       file: 'packages/negotiator/lib/mediaType.js',
@@ -159,7 +144,7 @@ export const CORPUS: CorpusRepo[] = [
   },
   {
     id: 'arg',
-    covers: 'jest 27; pnpm lockfile (pnpm@9.15.9, regenerated from upstream\'s pnpm 6 lockfile); Node 18 (Debian source node-arg)',
+    covers: 'jest 27; upstream\'s own pnpm-lock.yaml (lockfile format 5.4, pnpm 7) while its CI runs npm install on Node 12–16 (Debian source node-arg)',
     source: { kind: 'debian-source', package: 'node-arg', version: '5.0.2-2' },
     runner: 'jest',
     lockfile: 'pnpm',
@@ -167,7 +152,7 @@ export const CORPUS: CorpusRepo[] = [
     node: '18',
     defaultBranch: 'main',
     test: 'pnpm test',
-    adjustments: ['pnpm-lock.yaml regenerated with pnpm 9.15.9 (upstream\'s is lockfile format 5.3)', 'packageManager pnpm@9.15.9', '.nvmrc 18'],
+    adjustments: [],
     small: true,
     bug: {
       file: 'index.js',
@@ -186,16 +171,14 @@ export const CORPUS: CorpusRepo[] = [
   },
   {
     id: 'yn',
-    covers: 'ava 2; yarn classic lockfile; Node 20 (Debian source node-yn)',
+    covers: 'ava 2 inside `xo && ava && tsd` (an unpinned linter first); no lockfile (upstream\'s .npmrc package-lock=false) (Debian source node-yn)',
     source: { kind: 'debian-source', package: 'node-yn', version: '4.0.0-3' },
     runner: 'ava',
-    lockfile: 'yarn',
-    packageManager: 'yarn@1.22.22',
+    lockfile: 'none',
     node: '20',
     defaultBranch: 'main',
-    test: 'yarn test',
-    packageJson: { scripts: { test: 'ava' } },
-    adjustments: ['yarn.lock committed: taken out of upstream\'s .gitignore (it publishes without a lockfile)', 'yarn.lock generated with yarn 1.22.22', 'packageManager yarn@1.22.22', '.nvmrc 20', 'test script "xo && ava && tsd" → "ava" (lint and type checks are not tests)'],
+    test: 'npx ava',
+    adjustments: [],
     small: true,
     bug: {
       file: 'index.js',
@@ -211,17 +194,14 @@ export const CORPUS: CorpusRepo[] = [
   },
   {
     id: 'escape-string-regexp',
-    covers: 'ava 1; yarn berry lockfile (yarn@4, node-modules linker); Node 18 (Debian source)',
+    covers: 'ava 1 inside `xo && ava && tsd`; no lockfile (upstream\'s .npmrc package-lock=false); engines node >=10 only (Debian source)',
     source: { kind: 'debian-source', package: 'node-escape-string-regexp', version: '4.0.0-2' },
     runner: 'ava',
-    lockfile: 'yarn-berry',
-    packageManager: 'yarn@4.9.1',
+    lockfile: 'none',
     node: '18',
     defaultBranch: 'main',
-    test: 'yarn test',
-    packageJson: { scripts: { test: 'ava' } },
-    files: { '.yarnrc.yml': 'nodeLinker: node-modules\nenableTelemetry: false\n' },
-    adjustments: ['yarn.lock committed: taken out of upstream\'s .gitignore (it publishes without a lockfile)', 'yarn.lock generated with yarn 4.9.1 (.yarnrc.yml nodeLinker node-modules)', 'packageManager yarn@4.9.1', '.nvmrc 18 (ava 1 transpiles the ESM test; Node 20+ would load it as ESM)', 'test script "xo && ava && tsd" → "ava"'],
+    test: 'npx ava',
+    adjustments: [],
     small: true,
     bug: {
       file: 'index.js',
@@ -237,15 +217,14 @@ export const CORPUS: CorpusRepo[] = [
   },
   {
     id: 'fastify-error',
-    covers: 'node:test (c8 --100 node --test) and tstyche; npm lockfile; Node 22',
+    covers: 'node:test (c8 --100 node --test) and tstyche; no lockfile; its CI\'s Node (the fastify workflow)',
     source: { kind: 'npm', package: '@fastify/error', version: '4.3.0' },
     runner: 'node:test',
-    lockfile: 'npm',
+    lockfile: 'none',
     node: '22',
     defaultBranch: 'main',
     test: 'npm test',
-    adjustments: ['package-lock.json generated (npm install --package-lock-only)', '.nvmrc 22, engines.node >=22'],
-    packageJson: { set: { engines: { node: '>=22' } } },
+    adjustments: [],
     bug: {
       file: 'index.js',
       correct: 'return `${this.name} [${this.code}]: ${this.message}`',
@@ -264,6 +243,7 @@ export const CORPUS: CorpusRepo[] = [
     source: { kind: 'npm', package: 'zod', version: '4.6.7' },
     runner: 'vitest',
     lockfile: 'pnpm',
+    generatedLockfile: true,
     packageManager: 'pnpm@10.34.8',
     node: '22',
     defaultBranch: 'main',
@@ -279,11 +259,11 @@ export const CORPUS: CorpusRepo[] = [
     },
     pruneTestsImporting: { glob: /\.test\.ts$/, keep: /^(\.|vitest$|zod|node:|@standard-schema)/ },
     adjustments: [
-      'test script: the monorepo\'s `nub exec --node vitest run` → `vitest run`; vitest 4.1.12 / vite 7.3.8 as devDependencies',
-      'vitest.config.mjs: the @zod/source condition (the monorepo\'s config)',
-      'test files importing the monorepo\'s own tooling removed (they cannot run from the tarball)',
-      'pnpm-lock.yaml generated with pnpm 10.34.8; pnpm.onlyBuiltDependencies esbuild; .nvmrc 22',
-      '.dockhand/environment.yml: test = pnpm vitest run on the 12 core schema types\' test files (370 tests, ~15 s on the host; the whole 191-file suite is 15-20 minutes here, and 88 files of src/v4/classic did not finish in 20 minutes at load 28)',
+      'structural: test script: the monorepo\'s `nub exec --node vitest run` → `vitest run`; vitest 4.1.12 / vite 7.3.8 as devDependencies (the monorepo root has them; the package does not)',
+      'structural: vitest.config.mjs: the @zod/source condition (the monorepo\'s config)',
+      'structural: test files importing the monorepo\'s own tooling removed (they cannot run from the tarball)',
+      'lockfile: upstream keeps a pnpm-lock.yaml at its monorepo root; this package\'s is made anew with pnpm 10.34.8, with pnpm.onlyBuiltDependencies esbuild (pnpm 10 runs no dependency build script otherwise)',
+      'KEPT, a finding (FINDINGS F21): .dockhand/environment.yml: test = pnpm vitest run on the 12 core schema types\' test files (370 tests, ~15 s on the host; the whole 191-file suite is 15-20 minutes here, and 88 files of src/v4/classic did not finish in 20 minutes at load 28)',
     ],
     redRun: 'selected',
     bug: {
@@ -306,8 +286,7 @@ export const CORPUS: CorpusRepo[] = [
     lockfile: 'none',
     defaultBranch: 'master',
     test: 'python3 -m pytest -q toolz',
-    files: { '.dockhand/environment.yml': "# CI's second step, pytest bench/, first downloads Shakespeare from gutenberg.org (not reachable from a sandbox); run the package's tests.\ntest: python3 -m pytest -q toolz\n" },
-    adjustments: ['.dockhand/environment.yml: test = python3 -m pytest -q toolz (upstream CI also runs pytest bench/, which wgets its input from gutenberg.org)'],
+    adjustments: [],
     small: true,
     bug: {
       file: 'toolz/itertoolz.py',
@@ -331,7 +310,7 @@ export const CORPUS: CorpusRepo[] = [
     defaultBranch: 'main',
     test: 'python3 -m pytest -q networkx/classes',
     files: { '.dockhand/environment.yml': '# The whole suite takes most of an hour in a sandbox on 2 cores; run the graph classes\' tests.\ntest: python3 -m pytest -q networkx/classes\n' },
-    adjustments: ['.dockhand/environment.yml: test = pytest on networkx/classes (the whole suite takes most of an hour in a sandbox on 2 cores)'],
+    adjustments: ['KEPT, a finding (FINDINGS F21): .dockhand/environment.yml: test = pytest on networkx/classes (the whole suite takes most of an hour in a sandbox on 2 cores)'],
     redRun: 'selected',
     bug: {
       file: 'networkx/classes/function.py',

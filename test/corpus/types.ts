@@ -1,6 +1,8 @@
 /**
- * What a corpus repository is: where its sources come from, what the build script may add for a
- * developer checkout (never test logic), and the planted bug with its bug report. The build
+ * What a corpus repository is: where its sources come from, what the build script adds only where
+ * upstream's own repository has it and the package dropped it (never to fit the product: no
+ * lockfile, .nvmrc, packageManager or test override of the build's own), and the planted bug with
+ * its bug report. The build
  * script (`scripts/corpus/build.ts`) turns each into a git repository; the cassette generator
  * (`scripts/corpus/cassettes.ts`) turns each bug into an oracle and a null cassette.
  */
@@ -51,13 +53,20 @@ export interface CorpusRepo {
   covers: string;
   source: CorpusSource;
   runner: RunnerName;
+  /** The lockfile the repository has (upstream's own, or `generatedLockfile`), `none` for none. */
   lockfile: LockfileKind;
-  /** Pinned package manager: `pnpm@9.15.9`, `yarn@1.22.22`, `yarn@4.9.1`, `npm` (the toolchain's). */
+  /**
+   * Set only where upstream's own repository keeps a lockfile the package does not ship: the build
+   * makes it with `packageManager` and commits it (the reason, in `adjustments`). Otherwise the
+   * import commit has exactly the lockfile the sources have, if any.
+   */
+  generatedLockfile?: boolean;
+  /** The package manager the HOST verification installs with (`pnpm@9.15.9`); never written into the repository. */
   packageManager?: string;
-  /** Node major the repository requires (written to `.nvmrc` and `engines` when the sources do not say). */
+  /** The Node major the HOST verification runs on; never written into the repository (no .nvmrc, no engines). */
   node?: '18' | '20' | '22';
   defaultBranch: string;
-  /** The repository's own test command, as a developer runs it (verified on the host). */
+  /** What the build runs on the host to verify the planted bug (the tests of the repository's own test command). */
   test: string;
   /** Edits to package.json: scripts/fields set (null deletes) and devDependencies added. */
   packageJson?: { scripts?: Record<string, string | null>; set?: Record<string, unknown>; devDependencies?: Record<string, string>; removeDevDependencies?: string[] };
@@ -65,7 +74,7 @@ export interface CorpusRepo {
   files?: Record<string, string>;
   /** Test files removed because they need tooling the source does not ship (regex on imports). */
   pruneTestsImporting?: { glob: RegExp; keep: RegExp };
-  /** What was changed from the source, for the manifest (each line a change). */
+  /** What was changed from the source, for the manifest (each line a change, with the upstream file it restores). */
   adjustments: string[];
   bug: PlantedBug;
   /** Small enough for the CI check (install + suite well under a minute in gVisor). */
