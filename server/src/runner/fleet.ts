@@ -136,7 +136,7 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
   const forge: Forge = parts.forge ?? localForge ?? new LocalForge({ dataDir: forgeDir, store: store.pullRequests });
   // A task names a registered repository: the local forge's repository of that name, or its mirror.
   const repoPath = (repo: string) => (repo.startsWith('/') ? repo : localForge ? localForge.repositoryPath(repo) : mirror.pathFor(repo));
-  const registry = new RepoRegistry({ store, mirror, ...(localForge ? { localForge } : {}), ...(parts.repoTimeoutMs ? { timeoutMs: parts.repoTimeoutMs } : {}) });
+  const registry = new RepoRegistry({ store, mirror, ...(localForge ? { localForge } : {}), ...(parts.repoTimeoutMs ? { timeoutMs: parts.repoTimeoutMs } : {}), ...(parts.logger ? { logger: parts.logger } : {}) });
   // The local forge's PR comments, reviews and checks (issue 26).
   const pullRequestThreads = localForge ? localThreads({ forge: localForge, store, known }) : undefined;
   const readiness = new ReadinessChecks({
