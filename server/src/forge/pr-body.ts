@@ -1,3 +1,4 @@
+import type { ReviewRound } from './pr-rounds';
 import { codeSpan, neutralizeInline, neutralizeMarkdown, quoted } from './pr-text';
 import { redact } from './redact';
 
@@ -11,12 +12,16 @@ import { redact } from './redact';
  * summary, the ticket title, test names and paths from the repository) is neutralised
  * (`pr-text.ts`): it cannot mention anyone, load an image, link anywhere but https, or open an
  * HTML comment that hides a section. The summary comes last, as a quote under its own heading,
- * so a fake "128 passed" in it reads as the agent's words, below the real figures.
+ * so a fake "128 passed" in it reads as the agent's words, below the real figures. After review
+ * rounds it tells each round (what the reviewer asked, what the agent said it did), not only the
+ * last round's summary, so the cause and the fix of round 1 stay in the PR.
  */
 
 export interface PullRequestReport {
   ticket: { title: string; url?: string; id?: string };
   summary: string;
+  /** The review rounds (pr-rounds.ts); with more than one, the agent's section tells each. */
+  rounds?: ReviewRound[];
   taskId?: string;
   requester?: string;
   /** The last test run before the PR (the full suite, once the verified stop has run it). */
@@ -130,8 +135,23 @@ export function buildPullRequestBody(report: PullRequestReport, secrets: Readonl
   lines.push('', `<sub>Opened by Dockhand${footer ? ` (${footer})` : ''}. Review before marking ready.</sub>`);
 
   // Last, and quoted: the agent's own account. Everything above is the server's.
-  const summary = report.summary.trim();
-  lines.push('', '## Summary (written by the agent)', '', summary ? quoted(neutralizeMarkdown(summary)) : '_No summary._', '');
+  const rounds = report.rounds ?? [];
+  if (rounds.length > 1) {
+    lines.push('', '## Summary, round by round (written by the agent)');
+    for (const round of rounds) {
+      lines.push('', `**Round ${round.round}**`);
+      if (round.requested) {
+        const asked = round.requested.comments.map(neutralizeInline).join(' · ') || 'changes';
+        const revert = round.requested.revert.length ? ` (and to revert ${round.requested.revert.map(codeSpan).join(', ')})` : '';
+        lines.push('', `${neutralizeInline(round.requested.by)} asked: ${asked}${revert}`);
+      }
+      lines.push('', round.summary ? quoted(neutralizeMarkdown(round.summary)) : '_No summary for this round._');
+    }
+    lines.push('');
+  } else {
+    const summary = report.summary.trim();
+    lines.push('', '## Summary (written by the agent)', '', summary ? quoted(neutralizeMarkdown(summary)) : '_No summary._', '');
+  }
 
   const body = redact(lines.join('\n'), secrets);
   return body.length > BODY_LIMIT ? `${body.slice(0, BODY_LIMIT - 20)}\n\n… (truncated)\n` : body;
