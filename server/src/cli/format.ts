@@ -53,6 +53,20 @@ export function describeEvent(event: TaskEvent): string | undefined {
       return `PR opened: ${event.data.url}`;
     case 'pr.outcome':
       return `PR ${event.data.outcome}`;
+    case 'pr.feedback': {
+      // What came back on the PR and what was done about it (issue 26).
+      const ignored = event.data.ignored.length ? `; ignored: ${event.data.ignored.map((entry) => `#${entry.id} by ${entry.author}`).join(', ')}` : '';
+      const check = event.data.check ? `check ${event.data.check.name} ${event.data.check.conclusion}, ${event.data.check.triage.replace('_', '-')}: ${oneLine(event.data.check.evidence, 120)}` : '';
+      const comments = event.data.comments.map((comment) => `#${comment.id} by ${comment.author}${comment.path ? ` on ${comment.path}:${comment.line}` : ''}`).join(', ');
+      if (event.data.kind === 'round') return `PR #${event.data.number} round ${event.data.round}: ${comments || check}${ignored}`;
+      if (event.data.kind === 'triaged') return `PR #${event.data.number}: ${check}; no round${ignored}`;
+      if (event.data.kind === 'limit') return `PR #${event.data.number}: no more rounds (${event.data.reason ?? 'limit reached'})${ignored}`;
+      return event.data.ignored.length ? `PR #${event.data.number}${ignored.replace(/^; /, ': ')}` : undefined;
+    }
+    case 'pr.pushed':
+      return event.data.commit
+        ? `PR #${event.data.number} round ${event.data.round}: pushed ${event.data.headSha.slice(0, 12)}${event.data.replied.length ? `, replied to ${event.data.replied.map((id) => `#${id}`).join(', ')}` : ''}`
+        : `PR #${event.data.number} round ${event.data.round}: no code change needed, nothing pushed`;
     case 'user.message':
       return `${event.data.from}: ${oneLine(event.data.text)}`;
     case 'task.failed':
