@@ -8,7 +8,7 @@ import { readinessOf, registerRepo } from './registration';
 
 /*
  * The corpus in CI, on its smallest repository (the full set is `npm run bench:repos`): bytes
- * (mocha, Debian source, npm lockfile, Node 18, default branch master). toolz (pytest) is out of
+ * (mocha, Debian source as upstream keeps it: no lockfile, its CI's Node matrix, default branch master). toolz (pytest) is out of
  * CI for now: in the sandbox one of its tests outside the planted bug already fails at the base,
  * so its generated oracle cassette (which expects "Tests PASSED" after the fix) does not play —
  * the cassette generator must accept pre-existing failures first (bench:repos still runs it). Built by the corpus script (the planted bug verified on the host),

@@ -46,7 +46,8 @@ export const CORPUS: CorpusRepo[] = [
     node: '20',
     defaultBranch: 'main',
     test: 'npm run tests-only',
-    adjustments: [],
+    packageJson: { removeDevDependencies: ['evalmd'] },
+    adjustments: ['KEPT, a finding (FINDINGS F21): devDependency evalmd removed: its dependencies are GitHub git URLs (reggi/node-fs-extra, markdown-it/markdown-it), and github.com does not resolve on this machine nor from its sandboxes; the readme step of `npm test` then fails as it would without them'],
     bug: {
       file: 'lib/utils.js',
       correct: "var strWithoutPlus = str.replace(/\\+/g, ' ');",
