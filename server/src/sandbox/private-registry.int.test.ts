@@ -1,0 +1,188 @@
+import { execFile, execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import Docker from 'dockerode';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RepositorySecrets } from '../secrets/service';
+import { SqliteSecretRows } from '../store/secret-rows';
+import { SqliteStore } from '../store/sqlite';
+import { DependencyCache } from './dep-cache';
+import { DockerSandboxDriver } from './docker-driver';
+import { RepoMirror } from './mirror';
+import { PRIVATE_PACKAGE, testRegistry, type TestRegistry } from './private-registry.test-support';
+import { SnapshotManager, type Snapshot } from './snapshots';
+import { createRepoFromFiles, ensureBaseImage, TEST_TOOLCHAIN_DIR } from './test-support';
+import { ToolchainStore } from './toolchains';
+
+/*
+ * Issue 25's proof on real parts: Verdaccio (htpasswd, `$authenticated`, no uplink) holds
+ * @acme/private-utils; a repository's secret holds its token in the server's SQLite (encrypted);
+ * npm and pnpm snapshot builds under runsc-egress install it and a public package through the
+ * registry front, and then an attacker's leak hunt in a sandbox of that snapshot, the image's
+ * bytes, the build log and the database find neither the token nor its base64 form.
+ */
+
+const CA = '/etc/ssl/certs/ca-certificates.crt';
+const docker = new Docker();
+const ownerId = `test-private-registry-${process.pid}`;
+const repository = `dockhand/private-registry-test-${process.pid}`;
+const sources = new Map<string, string>();
+const cleanup: string[] = [];
+let registry: TestRegistry;
+let dataDir: string;
+let store: SqliteStore;
+let secrets: RepositorySecrets;
+let mirror: RepoMirror;
+let toolchains: ToolchainStore;
+let snapshots: SnapshotManager;
+let driver: DockerSandboxDriver;
+
+const environmentFile = (url: string) => `registries: [{ scope: "@acme", url: "${url}", token: NPM_ACME }]\n`;
+const TEST_SCRIPT = `node -e "const u = require('${PRIVATE_PACKAGE}'); if (u.shout('ok') !== 'OK!' || !require('is-number')(1)) process.exit(1)"`;
+
+beforeAll(async () => {
+  ensureBaseImage();
+  registry = await testRegistry();
+  dataDir = mkdtempSync(join(tmpdir(), 'dockhand-private-registry-'));
+  store = new SqliteStore(join(dataDir, 'dockhand.db'));
+  secrets = await RepositorySecrets.open(new SqliteSecretRows(store.db), { dataDir });
+  mirror = new RepoMirror(dataDir, { sources: (name) => sources.get(name) ?? name });
+  toolchains = new ToolchainStore({ dataDir: TEST_TOOLCHAIN_DIR, caBundle: CA });
+  snapshots = new SnapshotManager({
+    docker, mirror, dataDir, ownerId, repository, egress: 'proxy', extraCaBundle: CA, toolchains,
+    dependencyCache: new DependencyCache({ dir: join(dataDir, 'dep-cache'), caBundle: CA }),
+    registryCredentials: (repo, names, usedBy) => secrets.resolve(repo, names, usedBy),
+    privateRegistries: [registry.url],
+  });
+  driver = new DockerSandboxDriver({ docker, ownerId, runtime: 'runsc' });
+});
+
+afterAll(async () => {
+  await driver?.destroyAll();
+  await snapshots?.dependencyCache?.close();
+  for (const image of await docker.listImages({ filters: { reference: [repository] } })) await docker.getImage(image.Id).remove({ force: true }).catch(() => undefined);
+  await store?.close();
+  for (const path of [dataDir, ...cleanup]) if (path) rmSync(path, { recursive: true, force: true });
+});
+
+/** A fixture repository whose lockfile was made on the host against the registry with the token (as a developer's would be). */
+async function fixture(name: string, manager: 'npm' | 'pnpm', environment: string | undefined): Promise<string> {
+  const dir = mkdtempSync(join(tmpdir(), 'dockhand-private-fixture-'));
+  cleanup.push(dir);
+  const manifest = { name: name.replace('/', '-'), version: '1.0.0', private: true, dependencies: { [PRIVATE_PACKAGE]: '1.0.0', 'is-number': '7.0.0' }, scripts: { test: TEST_SCRIPT } };
+  writeFileSync(join(dir, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+  const host = new URL(registry.url).host;
+  const npmrc = join(dir, 'developer.npmrc');
+  writeFileSync(npmrc, `@acme:registry=${registry.url}\n//${host}/:_authToken=${registry.token}\n`);
+  const env = { ...process.env, npm_config_userconfig: npmrc, NODE_EXTRA_CA_CERTS: CA };
+  if (manager === 'npm') await promisify(execFile)('npm', ['install', '--package-lock-only', '--ignore-scripts', '--no-audit', '--no-fund'], { cwd: dir, env });
+  else {
+    const pnpm = await toolchains.ensure('pnpm', '9.15.9');
+    await promisify(execFile)(process.execPath, [join(pnpm.hostPath, 'bin/pnpm.cjs'), 'install', '--lockfile-only', '--no-frozen-lockfile'], { cwd: dir, env });
+  }
+  const lockfile = manager === 'npm' ? 'package-lock.json' : 'pnpm-lock.yaml';
+  const files: Record<string, string> = { 'package.json': readFileSync(join(dir, 'package.json'), 'utf8'), [lockfile]: readFileSync(join(dir, lockfile), 'utf8'), '.gitignore': 'node_modules/\n' };
+  if (environment !== undefined) files['.dockhand/environment.yml'] = environment;
+  const repo = createRepoFromFiles(files);
+  cleanup.push(repo.path);
+  sources.set(name, repo.path);
+  return repo.sha;
+}
+
+async function build(name: string, sha: string): Promise<Snapshot> {
+  return snapshots.resolve({ repo: name, mirrorPath: await mirror.ensure(name, sha), sha });
+}
+
+const base64 = () => Buffer.from(registry.token).toString('base64');
+/** Both forms of the token, as grep patterns. */
+const tokenForms = () => [registry.token, base64()];
+
+describe('private registries through the registry front (runsc-egress)', () => {
+  let npmSnapshot: Snapshot;
+
+  it('npm: the snapshot installs the private package and a public one; the build\'s sandbox held no credential', async () => {
+    await secrets.set('acme/web', 'NPM_ACME', registry.token, 'alice');
+    const sha = await fixture('acme/web', 'npm', environmentFile(registry.url));
+    npmSnapshot = await build('acme/web', sha);
+    expect(npmSnapshot.environment.registries).toEqual([{ scope: '@acme', url: registry.url, token: 'NPM_ACME' }]);
+    const log = readFileSync(join(dataDir, 'snapshot-logs', `${npmSnapshot.key}.log`), 'utf8');
+    for (const form of tokenForms()) expect(log).not.toContain(form);
+    expect((await secrets.list('acme/web'))[0]?.lastUsedBy).toBe(`snapshot build ${npmSnapshot.key}`);
+  });
+
+  it('the leak hunt in a sandbox of that snapshot finds no token: env, ~/.npmrc, npm config, /proc/*/environ, the whole file system', async () => {
+    const sandbox = await driver.create({ image: npmSnapshot.image, baseSha: npmSnapshot.sha, snapshot: npmSnapshot.identity });
+    try {
+      const tests = await sandbox.exec({ cmd: ['sh', '-c', TEST_SCRIPT] });
+      expect(tests.exitCode, tests.stderr).toBe(0);
+      const [plain, encoded] = tokenForms();
+      const hunt = [
+        'env',
+        'cat ~/.npmrc 2>&1',
+        'npm config list 2>&1',
+        "find / -name '*npmrc*' -not -path '/proc/*' 2>/dev/null",
+        "cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n'",
+      ].join('; echo ----; ');
+      const seen = await sandbox.exec({ cmd: ['sh', '-c', hunt] });
+      for (const form of tokenForms()) expect(seen.stdout + seen.stderr).not.toContain(form);
+      expect(seen.stdout).not.toContain('_authToken');
+      // The whole file system, as the agent (the attacker here) can read it: not /proc and /sys (kernel
+      // views, not files). A control file proves the grep reaches files; what the agent cannot read
+      // is in the image, which `docker save` below covers.
+      const control = `dockhand-control-${process.pid}`;
+      const grep = await sandbox.exec({ cmd: ['sh', '-c', `printf %s '${control}' > /tmp/control.txt; grep -rIl -F -e '${plain}' -e '${encoded}' -e '${control}' / --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev 2>/dev/null; true`], timeoutMs: 600_000 });
+      expect(grep.stdout.trim().split('\n')).toEqual(['/tmp/control.txt']);
+    } finally {
+      await sandbox.destroy();
+    }
+  }, 900_000);
+
+  it('docker save of the snapshot image and the SQLite file hold neither form of the token', async () => {
+    const count = (await promisify(execFile)('bash', ['-c', `docker save '${npmSnapshot.image}' | grep -a -c -F -e "$0" -e "$1" || true`, ...tokenForms()], { maxBuffer: 1024 * 1024 })).stdout.trim();
+    expect(count).toBe('0');
+    store.db.pragma('wal_checkpoint(TRUNCATE)');
+    const database = readFileSync(join(dataDir, 'dockhand.db')).toString('latin1');
+    for (const form of tokenForms()) expect(database).not.toContain(form);
+  }, 600_000);
+
+  it('pnpm: the same private package through the same front', async () => {
+    await secrets.set('acme/pnpm', 'NPM_ACME', registry.token, 'alice');
+    const sha = await fixture('acme/pnpm', 'pnpm', environmentFile(registry.url));
+    const snapshot = await build('acme/pnpm', sha);
+    expect(snapshot.environment.packageManager?.name).toBe('pnpm');
+    const sandbox = await driver.create({ image: snapshot.image, baseSha: snapshot.sha, snapshot: snapshot.identity });
+    try {
+      const tests = await sandbox.exec({ cmd: ['sh', '-c', TEST_SCRIPT] });
+      expect(tests.exitCode, tests.stderr).toBe(0);
+    } finally {
+      await sandbox.destroy();
+    }
+  });
+
+  it('a repository without the registry configured cannot get the private package (not from the cache either)', async () => {
+    const sha = await fixture('acme/other', 'npm', undefined);
+    const before = snapshots.dependencyCache?.stats.hits ?? 0;
+    await expect(build('acme/other', sha)).rejects.toThrow(/install|npm/i);
+    expect((snapshots.dependencyCache?.stats.hits ?? 0) - before).toBeLessThanOrEqual(1); // is-number at most
+  });
+
+  it('a missing secret and a wrong token fail naming the secret, the registry\'s answer and the command; the fix builds', async () => {
+    const sha = await fixture('acme/wrong', 'npm', environmentFile(registry.url));
+    await expect(build('acme/wrong', sha)).rejects.toMatchObject({
+      message: expect.stringContaining('acme/wrong has no secret NPM_ACME, which .dockhand/environment.yml names for @acme'),
+      hint: 'dockhand secret set acme/wrong NPM_ACME --from-file <token file>',
+    });
+    await secrets.set('acme/wrong', 'NPM_ACME', 'not-a-valid-token', 'alice');
+    const refused = await build('acme/wrong', sha).then(() => undefined, (error: unknown) => error);
+    expect(refused).toMatchObject({
+      message: expect.stringContaining(`registry ${registry.url} answered 401 (not authenticated) for @acme with the token of secret NPM_ACME`),
+      hint: 'set a token that registry accepts: dockhand secret set acme/wrong NPM_ACME --from-file <token file>',
+    });
+    expect(String((refused as Error).message)).not.toContain('not-a-valid-token');
+    // Not remembered as the key's failure: with the right token the same commit builds.
+    await secrets.set('acme/wrong', 'NPM_ACME', registry.token, 'alice');
+    expect((await build('acme/wrong', sha)).built).toBe(true);
+  });
+});
