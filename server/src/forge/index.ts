@@ -18,13 +18,8 @@ export { findRevert } from './revert';
 export type { BranchCommit } from './revert';
 export { isOutcomeFinal, DEFAULT_REVERT_WINDOW_DAYS } from './types';
 export type * from './types';
-export {
-  handleGitHubWebhook,
-  parsePullRequestWebhook,
-  signWebhookBody,
-  verifyWebhookSignature,
-} from './webhook';
-export type { PullRequestWebhookOutcome, WebhookRequest } from './webhook';
+export { GitHubWebhookReceiver, steersByAssociation, STEERING_ASSOCIATIONS } from './webhook';
+export type { GitHubAuthor, GitHubFeedback, PullRequestWebhookOutcome, WebhookRequest } from './webhook';
 export { loadRepoPolicy, readFileAtCommit } from './repo-files';
 export { pollOutcome } from './outcome';
 export type { OutcomePoll } from './outcome';

@@ -1,44 +1,24 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
-import { z } from 'zod';
+import { Webhooks, type EmitterWebhookEvent } from '@octokit/webhooks';
 import { DockhandError } from '../errors';
 import type { PullRequestOutcome } from './types';
 
-/**
- * GitHub webhooks: signature verification and the `pull_request` closed event (merged or
- * closed). The route (owned by the API layer) must hand over the raw request body exactly as
- * received; a re-serialised JSON body does not verify.
+/*
+ * GitHub webhooks through `@octokit/webhooks` (GitHub's own library): the signature over the raw
+ * body is verified there (HMAC-SHA256 in `X-Hub-Signature-256`, constant-time), and each delivery
+ * arrives as a typed event. The route (owned by the API layer) must hand over the raw request body
+ * exactly as received; a re-serialised JSON body does not verify.
  *
- * Verification follows GitHub's "Validating webhook deliveries": HMAC-SHA256 of the raw body
- * with the webhook secret, hex, prefixed `sha256=`, in `X-Hub-Signature-256`, compared in
- * constant time.
+ * What comes back to a PR, as `GitHubFeedback`: its end (pull_request closed: merged or not), a
+ * comment on a line of its diff (pull_request_review_comment), a comment on the PR itself
+ * (issue_comment on an issue that is a PR), a submitted review (pull_request_review), and a check
+ * that finished on a commit (check_run, check_suite, workflow_run). Who wrote a comment goes with
+ * GitHub's `author_association`; whether that person may steer is the follower's decision
+ * (`steersByAssociation`). Every other event and action is acknowledged and ignored.
  */
 
 export const SIGNATURE_HEADER = 'x-hub-signature-256';
 export const EVENT_HEADER = 'x-github-event';
-
-export function signWebhookBody(secret: string, body: string | Buffer): string {
-  return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
-}
-
-export function verifyWebhookSignature(secret: string, body: string | Buffer, signature: string | undefined): boolean {
-  if (!secret || signature === undefined || !/^sha256=[0-9a-f]{64}$/.test(signature)) return false;
-  const expected = Buffer.from(signWebhookBody(secret, body));
-  const given = Buffer.from(signature);
-  return expected.length === given.length && timingSafeEqual(expected, given);
-}
-
-const PullRequestClosed = z.object({
-  action: z.literal('closed'),
-  number: z.number().int().min(1),
-  pull_request: z.object({
-    merged: z.boolean().nullable().optional(),
-    merged_at: z.string().nullable().optional(),
-    closed_at: z.string().nullable().optional(),
-    merge_commit_sha: z.string().nullable().optional(),
-    head: z.object({ ref: z.string() }),
-  }),
-  repository: z.object({ full_name: z.string() }),
-});
+export const DELIVERY_HEADER = 'x-github-delivery';
 
 export interface PullRequestWebhookOutcome extends PullRequestOutcome {
   repo: string;
@@ -46,21 +26,67 @@ export interface PullRequestWebhookOutcome extends PullRequestOutcome {
   branch: string;
 }
 
-/** The outcome a `pull_request` delivery reports; undefined for every other event or action. */
-export function parsePullRequestWebhook(event: string | undefined, payload: unknown): PullRequestWebhookOutcome | undefined {
-  if (event !== 'pull_request') return undefined;
-  const parsed = PullRequestClosed.safeParse(payload);
-  if (!parsed.success) return undefined;
-  const { pull_request: pull } = parsed.data;
-  const merged = pull.merged === true || Boolean(pull.merged_at);
-  const at = (merged ? pull.merged_at : pull.closed_at) ?? pull.closed_at ?? new Date().toISOString();
-  return {
-    repo: parsed.data.repository.full_name,
-    number: parsed.data.number,
-    branch: pull.head.ref,
-    outcome: merged ? 'merged' : 'closed',
-    at,
+/** Who wrote it, as GitHub describes them relative to the repository. */
+export interface GitHubAuthor {
+  login: string;
+  /** OWNER, MEMBER, COLLABORATOR, CONTRIBUTOR, FIRST_TIME_CONTRIBUTOR, FIRST_TIMER, MANNEQUIN, NONE. */
+  association: string;
+  /** The account is a bot (its own replies, another app). */
+  bot: boolean;
+}
+
+export type GitHubFeedback =
+  | ({ kind: 'outcome' } & PullRequestWebhookOutcome)
+  | {
+    kind: 'comment';
+    repo: string;
+    number: number;
+    /** GitHub's id of the comment (a reply names its thread's first comment in `inReplyTo`). */
+    id: number;
+    author: GitHubAuthor;
+    body: string;
+    /** A line comment: the file, its line on the PR's head side, and the diff hunk ending there. */
+    path?: string;
+    line?: number;
+    hunk?: string;
+    inReplyTo?: number;
+    /** The commit the comment was made on (line comments); the PR's head otherwise, unknown here. */
+    commitSha?: string;
+    createdAt: string;
+  }
+  | {
+    kind: 'review';
+    repo: string;
+    number: number;
+    id: number;
+    author: GitHubAuthor;
+    verdict: 'approve' | 'request_changes' | 'comment';
+    body: string;
+    commitSha: string;
+    createdAt: string;
+  }
+  | {
+    kind: 'check';
+    repo: string;
+    /** The PRs GitHub attached the run to (empty for a fork's PR: found by the head commit). */
+    numbers: number[];
+    source: 'check_run' | 'check_suite' | 'workflow_run';
+    id: number;
+    name: string;
+    headSha: string;
+    /** success, failure, timed_out, cancelled, neutral, skipped, action_required, stale, startup_failure. */
+    conclusion: string;
+    /** Where its log is read (the run's page or its details URL). */
+    url?: string;
+    completedAt: string;
   };
+
+/** GitHub's associations that may steer a PR's task (a repository's own list can add people). */
+export const STEERING_ASSOCIATIONS = ['OWNER', 'MEMBER', 'COLLABORATOR'] as const;
+
+export function steersByAssociation(author: GitHubAuthor, allowed: readonly string[] = []): boolean {
+  if (author.bot) return false;
+  return (STEERING_ASSOCIATIONS as readonly string[]).includes(author.association) || allowed.includes(author.login);
 }
 
 export interface WebhookRequest {
@@ -74,21 +100,177 @@ function header(headers: WebhookRequest['headers'], name: string): string | unde
   return Array.isArray(value) ? value[0] : value;
 }
 
+function authorOf(user: { login: string; type?: string } | null | undefined, association: string): GitHubAuthor {
+  return { login: user?.login ?? 'ghost', association, bot: user?.type === 'Bot' };
+}
+
+/** The head-side line a diff hunk ends at (a line comment's line); undefined when it ends on a removed line. */
+export function headLineOfHunk(hunk: string): number | undefined {
+  const lines = hunk.split('\n');
+  const start = /^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@/.exec(lines[0] ?? '');
+  if (!start) return undefined;
+  let next = Number(start[1]);
+  let last: number | undefined;
+  for (const line of lines.slice(1)) {
+    if (line.startsWith('-')) last = undefined;
+    else {
+      last = next;
+      next += 1;
+    }
+  }
+  return last;
+}
+
+const VERDICTS: Record<string, 'approve' | 'request_changes' | 'comment'> = { approved: 'approve', changes_requested: 'request_changes', commented: 'comment' };
+
 /**
- * Verifies and parses one delivery. Throws `unauthenticated` for a bad or missing signature and
- * `bad_request` for a body that is not JSON; returns undefined for events Dockhand ignores.
+ * One receiver per webhook secret. `receive` verifies a delivery and returns what it says about
+ * PRs (none for events and actions Dockhand ignores); a bad signature is `unauthenticated`, a
+ * body that is not JSON, or not the shape of the event it is named as, is `bad_request`.
  */
-export function handleGitHubWebhook(secret: string, request: WebhookRequest): PullRequestWebhookOutcome | undefined {
-  if (!verifyWebhookSignature(secret, request.rawBody, header(request.headers, SIGNATURE_HEADER))) {
-    throw new DockhandError('unauthenticated', 'webhook signature does not match', {
-      hint: `check the webhook secret; GitHub signs the raw body in ${SIGNATURE_HEADER}`,
+export class GitHubWebhookReceiver {
+  private readonly webhooks: Webhooks;
+  /** The feedback of the delivery being received (handlers run within one `receive`). */
+  private readonly collected = new Map<string, GitHubFeedback[]>();
+
+  constructor(secret: string) {
+    if (!secret) throw new DockhandError('internal', 'a GitHub webhook receiver needs its secret (forge.webhookSecret)');
+    this.webhooks = new Webhooks({ secret });
+    const add = (id: string, feedback: GitHubFeedback) => this.collected.get(id)?.push(feedback);
+
+    this.webhooks.on('pull_request.closed', ({ id, payload }) => {
+      const pull = payload.pull_request;
+      const merged = pull.merged === true || Boolean(pull.merged_at);
+      add(id, {
+        kind: 'outcome',
+        repo: payload.repository.full_name,
+        number: payload.number,
+        branch: pull.head.ref,
+        outcome: merged ? 'merged' : 'closed',
+        at: (merged ? pull.merged_at : pull.closed_at) ?? pull.closed_at ?? new Date().toISOString(),
+      });
+    });
+    this.webhooks.on('pull_request_review_comment.created', ({ id, payload }) => {
+      const { comment } = payload;
+      // Older deliveries carry only `position`; the hunk ends at the commented line either way.
+      const line = comment.line ?? comment.original_line ?? headLineOfHunk(comment.diff_hunk);
+      add(id, {
+        kind: 'comment',
+        repo: payload.repository.full_name,
+        number: payload.pull_request.number,
+        id: comment.id,
+        author: authorOf(comment.user, comment.author_association),
+        body: comment.body,
+        path: comment.path,
+        ...(line ? { line } : {}),
+        hunk: comment.diff_hunk,
+        ...(comment.in_reply_to_id ? { inReplyTo: comment.in_reply_to_id } : {}),
+        commitSha: comment.commit_id,
+        createdAt: comment.created_at,
+      });
+    });
+    this.webhooks.on('issue_comment.created', ({ id, payload }) => {
+      // An issue comment is a PR's general comment only when the issue is a pull request.
+      if (!payload.issue.pull_request) return;
+      add(id, {
+        kind: 'comment',
+        repo: payload.repository.full_name,
+        number: payload.issue.number,
+        id: payload.comment.id,
+        author: authorOf(payload.comment.user, payload.comment.author_association),
+        body: payload.comment.body,
+        createdAt: payload.comment.created_at,
+      });
+    });
+    this.webhooks.on('pull_request_review.submitted', ({ id, payload }) => {
+      const { review } = payload;
+      const verdict = VERDICTS[review.state.toLowerCase()];
+      if (!verdict) return;
+      add(id, {
+        kind: 'review',
+        repo: payload.repository.full_name,
+        number: payload.pull_request.number,
+        id: review.id,
+        author: authorOf(review.user, review.author_association),
+        verdict,
+        body: review.body ?? '',
+        commitSha: review.commit_id,
+        createdAt: review.submitted_at ?? new Date().toISOString(),
+      });
+    });
+    this.webhooks.on('check_run.completed', ({ id, payload }) => {
+      const run = payload.check_run;
+      add(id, {
+        kind: 'check',
+        repo: payload.repository.full_name,
+        numbers: run.pull_requests.map((pull) => pull.number),
+        source: 'check_run',
+        id: run.id,
+        name: run.name,
+        headSha: run.head_sha,
+        conclusion: run.conclusion ?? 'neutral',
+        ...(run.details_url || run.html_url ? { url: run.details_url ?? run.html_url ?? '' } : {}),
+        completedAt: run.completed_at ?? new Date().toISOString(),
+      });
+    });
+    this.webhooks.on('check_suite.completed', ({ id, payload }) => {
+      const suite = payload.check_suite;
+      add(id, {
+        kind: 'check',
+        repo: payload.repository.full_name,
+        numbers: suite.pull_requests.map((pull) => pull.number),
+        source: 'check_suite',
+        id: suite.id,
+        name: suite.app?.name ?? 'check suite',
+        headSha: suite.head_sha,
+        conclusion: suite.conclusion ?? 'neutral',
+        completedAt: suite.updated_at ?? new Date().toISOString(),
+      });
+    });
+    this.webhooks.on('workflow_run.completed', ({ id, payload }) => {
+      const run = payload.workflow_run;
+      add(id, {
+        kind: 'check',
+        repo: payload.repository.full_name,
+        numbers: (run.pull_requests ?? []).flatMap((pull) => (pull ? [pull.number] : [])),
+        source: 'workflow_run',
+        id: run.id,
+        name: run.name ?? payload.workflow?.name ?? 'workflow',
+        headSha: run.head_sha,
+        conclusion: run.conclusion ?? 'neutral',
+        url: run.html_url,
+        completedAt: run.updated_at,
+      });
     });
   }
-  let payload: unknown;
-  try {
-    payload = JSON.parse(request.rawBody.toString());
-  } catch (error) {
-    throw new DockhandError('bad_request', 'webhook body is not JSON', { cause: error });
+
+  async receive(request: WebhookRequest): Promise<GitHubFeedback[]> {
+    const body = request.rawBody.toString();
+    const signature = header(request.headers, SIGNATURE_HEADER);
+    const verified = signature !== undefined && (await this.webhooks.verify(body, signature).catch(() => false));
+    if (!verified) {
+      throw new DockhandError('unauthenticated', 'webhook signature does not match', {
+        hint: `check the webhook secret; GitHub signs the raw body in ${SIGNATURE_HEADER}`,
+      });
+    }
+    let payload: unknown;
+    try {
+      payload = JSON.parse(body);
+    } catch (error) {
+      throw new DockhandError('bad_request', 'webhook body is not JSON', { cause: error });
+    }
+    const name = header(request.headers, EVENT_HEADER) ?? '';
+    if (name === 'ping') return [];
+    const id = `${header(request.headers, DELIVERY_HEADER) ?? 'delivery'}:${Math.random().toString(36).slice(2)}`;
+    this.collected.set(id, []);
+    try {
+      await this.webhooks.receive({ id, name, payload } as EmitterWebhookEvent);
+      return this.collected.get(id) ?? [];
+    } catch (error) {
+      // A payload that is not the event's shape (a handler read a field that is not there).
+      throw new DockhandError('bad_request', `webhook ${name}: the payload is not a ${name} event (${error instanceof Error ? error.message : String(error)})`, { cause: error });
+    } finally {
+      this.collected.delete(id);
+    }
   }
-  return parsePullRequestWebhook(header(request.headers, EVENT_HEADER), payload);
 }
