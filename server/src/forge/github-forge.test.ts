@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { appInstallationTokens, appJwt, PUSH_PERMISSIONS, staticToken } from './github-auth';
 import { GitHubForge, parseGitHubRepo } from './github-forge';
+import { openApiProblems } from './testing/github-openapi';
 
 /**
  * GitHubForge against a scripted fetch: the real Octokit builds real requests, no network.
@@ -20,6 +21,9 @@ const DraftBody = z.object({ draft: z.boolean() });
 
 type Route = (call: Call) => { status?: number; body: unknown };
 
+/** Every request of every test in this file, judged at the end against GitHub's OpenAPI description. */
+const sent: Call[] = [];
+
 function fakeFetch(routes: Record<string, Route>): { fetch: typeof fetch; calls: Call[] } {
   const calls: Call[] = [];
   const fetchImpl = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
@@ -33,6 +37,7 @@ function fakeFetch(routes: Record<string, Route>): { fetch: typeof fetch; calls:
       authorization: headers.get('authorization'),
     };
     calls.push(call);
+    sent.push(call);
     const route = routes[`${call.method} ${call.path}`];
     if (!route) return new Response(JSON.stringify({ message: 'Not Found' }), { status: 404, headers: { 'content-type': 'application/json' } });
     const { status = 200, body } = route(call);
@@ -186,5 +191,19 @@ describe('GitHub App installation tokens', () => {
     expect(calls.map((call) => `${call.method} ${call.path}`)).toEqual(['GET /repos/acme/app/installation', 'POST /app/installations/99/access_tokens']);
     expect(calls[1]?.body).toEqual({ repositories: ['app'], permissions: PUSH_PERMISSIONS });
     expect(calls[0]?.authorization).toMatch(/^bearer [\w-]+\.[\w-]+\.[\w-]+$/);
+  });
+});
+
+describe('against GitHub\u2019s own description of its REST API (@octokit/openapi)', () => {
+  it('every request the tests above made is an operation GitHub has, with parameters and a body it accepts', { timeout: 60_000 }, () => {
+    expect(sent.length).toBeGreaterThan(10);
+    expect(sent.flatMap((call) => openApiProblems(call))).toEqual([]);
+  });
+
+  it('the judge can fail: an unknown route, a stray query parameter and a body GitHub refuses', () => {
+    const call = (method: string, path: string, body?: unknown, query = '') => ({ method, path, query: new URLSearchParams(query), body });
+    expect(openApiProblems(call('POST', '/repos/acme/app/pull-requests', {}))).toEqual([expect.stringMatching(/no such operation/)]);
+    expect(openApiProblems(call('GET', '/repos/acme/app/pulls', undefined, 'state=open&colour=red'))).toEqual([expect.stringMatching(/query parameter colour/)]);
+    expect(openApiProblems(call('POST', '/repos/acme/app/pulls', { title: 'x', head: 'b', base: 'main', draft: 'yes' }))).toEqual([expect.stringMatching(/body\/draft must be boolean/)]);
   });
 });
