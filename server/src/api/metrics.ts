@@ -34,6 +34,16 @@ export interface MetricsGroup {
   /** Turns that waited for the fleet's model rate budget, and their waits in all (seconds). */
   budgetWaits: number;
   budgetWaitSeconds: number;
+  /** After the PR opened (issue 26): follow-up rounds, PRs that needed one, and how many of those merged. */
+  followUpRounds: number;
+  prsWithRounds: number;
+  prsMergedWithRounds: number;
+  roundsPerMergedPr: number | null;
+  mergeRateWithRounds: number | null;
+  /** Median time from what started a round (its `pr.feedback`) to the round's push. */
+  medianFollowUpPushSeconds: number | null;
+  /** Red checks triaged, by class (caused, pre_existing, flaky, infrastructure). */
+  checksTriaged: Record<string, number>;
 }
 
 function median(values: number[]): number | null {
@@ -52,7 +62,7 @@ export function computeMetrics(tasks: Task[], events: TaskEvent[]): MetricsGroup
     list.push(event);
     byTask.set(event.taskId, list);
   }
-  const groups = new Map<string, { group: MetricsGroup; reviewSeconds: number[] }>();
+  const groups = new Map<string, { group: MetricsGroup; reviewSeconds: number[]; pushSeconds: number[]; roundsOfMerged: number }>();
   for (const task of tasks) {
     const log = byTask.get(task.id) ?? [];
     const firstTurn = log.find((e) => e.type === 'model.turn');
@@ -62,11 +72,15 @@ export function computeMetrics(tasks: Task[], events: TaskEvent[]): MetricsGroup
     if (!entry) {
       entry = {
         reviewSeconds: [],
+        pushSeconds: [],
+        roundsOfMerged: 0,
         group: {
           repo: task.context.repo, model, tasks: 0, tasksByState: {}, prsOpened: 0, prsMerged: 0, prsReverted14d: 0,
           mergeRate: null, revertRate14d: null, medianReviewerSeconds: null,
           tokens: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, cacheReadShare: null, costUsd: 0,
           costPerTaskUsd: null, costPerMergedPrUsd: null, budgetWaits: 0, budgetWaitSeconds: 0,
+          followUpRounds: 0, prsWithRounds: 0, prsMergedWithRounds: 0, roundsPerMergedPr: null, mergeRateWithRounds: null,
+          medianFollowUpPushSeconds: null, checksTriaged: {},
         },
       };
       groups.set(key, entry);
@@ -81,7 +95,18 @@ export function computeMetrics(tasks: Task[], events: TaskEvent[]): MetricsGroup
     g.costUsd += task.usage.costUsd;
     let mergedAt: number | undefined;
     let reviewStart: number | undefined;
+    let rounds = 0;
+    const roundStarted = new Map<number, number>();
     for (const event of log) {
+      if (event.type === 'pr.feedback') {
+        if (event.data.check) g.checksTriaged[event.data.check.triage] = (g.checksTriaged[event.data.check.triage] ?? 0) + 1;
+        if (event.data.kind === 'round' && event.data.round !== undefined) {
+          rounds += 1;
+          roundStarted.set(event.data.round, Date.parse(event.ts));
+        }
+      }
+      const roundAt = event.type === 'pr.pushed' ? roundStarted.get(event.data.round) : undefined;
+      if (roundAt !== undefined) entry.pushSeconds.push((Date.parse(event.ts) - roundAt) / 1000);
       const at = Date.parse(event.ts);
       if (event.type === 'pr.opened') g.prsOpened += 1;
       if (event.type === 'model.budget_wait' && event.data.phase === 'done') {
@@ -95,6 +120,7 @@ export function computeMetrics(tasks: Task[], events: TaskEvent[]): MetricsGroup
       if (event.type === 'pr.outcome' && event.data.outcome === 'reverted' && mergedAt !== undefined) {
         if (Date.parse(event.data.at) - mergedAt <= 14 * DAY_MS) g.prsReverted14d += 1;
       }
+      if (event.type === 'pr.outcome' && event.data.outcome === 'merged' && rounds > 0) g.prsMergedWithRounds += 1;
       if (event.type === 'task.state' && event.data.state === 'awaiting_review') reviewStart = at;
       const decided =
         (event.type === 'task.state' && reviewStart !== undefined && event.data.state !== 'awaiting_review') ||
@@ -104,8 +130,11 @@ export function computeMetrics(tasks: Task[], events: TaskEvent[]): MetricsGroup
         reviewStart = undefined;
       }
     }
+    g.followUpRounds += rounds;
+    if (rounds > 0) g.prsWithRounds += 1;
+    if (mergedAt !== undefined) entry.roundsOfMerged += rounds;
   }
-  return [...groups.values()].map(({ group, reviewSeconds }) => {
+  return [...groups.values()].map(({ group, reviewSeconds, pushSeconds, roundsOfMerged }) => {
     const promptTokens = group.tokens.input + group.tokens.cacheRead + group.tokens.cacheWrite;
     return {
       ...group,
@@ -115,6 +144,9 @@ export function computeMetrics(tasks: Task[], events: TaskEvent[]): MetricsGroup
       cacheReadShare: ratio(group.tokens.cacheRead, promptTokens),
       costPerTaskUsd: ratio(group.costUsd, group.tasks),
       costPerMergedPrUsd: ratio(group.costUsd, group.prsMerged),
+      roundsPerMergedPr: ratio(roundsOfMerged, group.prsMerged),
+      mergeRateWithRounds: ratio(group.prsMergedWithRounds, group.prsWithRounds),
+      medianFollowUpPushSeconds: median(pushSeconds),
     };
   });
 }
@@ -147,6 +179,12 @@ export function prometheusText(groups: MetricsGroup[]): string {
   metric('dockhand_cost_per_merged_pr_usd', 'Model cost per merged pull request', 'gauge', groups.map((g) => [base(g), g.costPerMergedPrUsd]));
   metric('dockhand_model_budget_waits_total', "Model turns that waited for the fleet's model rate budget", 'counter', groups.map((g) => [base(g), g.budgetWaits]));
   metric('dockhand_model_budget_wait_seconds_total', "Time model turns waited for the fleet's model rate budget", 'counter', groups.map((g) => [base(g), g.budgetWaitSeconds]));
+  metric('dockhand_followup_rounds_total', 'Follow-up rounds after PRs opened (review comments, red checks the PR caused)', 'counter', groups.map((g) => [base(g), g.followUpRounds]));
+  metric('dockhand_rounds_per_merged_pr', 'Follow-up rounds per merged pull request', 'gauge', groups.map((g) => [base(g), g.roundsPerMergedPr]));
+  metric('dockhand_merge_rate_with_rounds', 'Merged / opened among pull requests that needed a follow-up round', 'gauge', groups.map((g) => [base(g), g.mergeRateWithRounds]));
+  metric('dockhand_followup_push_median_seconds', "Median time from a round's start (the comment or red check) to its push", 'gauge', groups.map((g) => [base(g), g.medianFollowUpPushSeconds]));
+  metric('dockhand_checks_triaged_total', 'Red checks on followed PRs, by triage class', 'counter',
+    groups.flatMap((g) => Object.entries(g.checksTriaged).map(([triage, n]): [string, number] => [`${base(g)},triage="${triage}"`, n])));
   return `${out.join('\n')}\n`;
 }
 
@@ -197,7 +235,7 @@ export const UNREGISTERED_REPO_LABEL = '(unregistered)';
  * share one label, so the label's cardinality is bounded by the registry.
  */
 export async function loadMetrics(store: Store & Pick<RepoStore, 'listRepos'>, user: User): Promise<MetricsGroup[]> {
-  const events = await store.eventsOfTypes(['model.turn', 'model.budget_wait', 'pr.opened', 'pr.outcome', 'task.state', 'review.requested_changes']);
+  const events = await store.eventsOfTypes(['model.turn', 'model.budget_wait', 'pr.opened', 'pr.outcome', 'task.state', 'review.requested_changes', 'pr.feedback', 'pr.pushed']);
   const registered = new Set((await store.listRepos()).map((registration) => registration.name));
   const tasks = (await allTasks(store, user.role === 'admin' ? undefined : user.name)).map((task) =>
     registered.has(task.context.repo) ? task : { ...task, context: { ...task.context, repo: UNREGISTERED_REPO_LABEL } });
