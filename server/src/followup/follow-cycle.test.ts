@@ -215,6 +215,27 @@ describe('following a PR on the local forge', { timeout: 60_000 }, () => {
     expect(last).toMatchObject({ data: { kind: 'limit', reason: expect.stringContaining('cost cap of $1.00') } });
   });
 
+  it('a comment that needs no code change gets a reply and no commit', async () => {
+    const { runner, follower } = fleet(async (input, call) => {
+      if (call === 1) await editLikeTheAgent(input, 'two', 'TWO');
+      return { outcome: 'finished', summary: call === 1 ? 'made two loud' : 'Nothing to change: TWO is upper case on purpose.', diff: await input.sandbox.diff() };
+    });
+    const task = await createTask();
+    await runner.run(task.id, new AbortController().signal);
+    await approveAndPush(runner, task.id);
+    const pr = await forge.getPullRequest('app', 1);
+    const question = await threads.comment({ repo: 'app', number: 1, author: 'alice', body: 'Is the upper case on purpose?' });
+    await follower.pollOnce();
+    await runner.run(task.id, new AbortController().signal);
+    await approveAndPush(runner, task.id);
+    const events = await store.listEvents(task.id);
+    expect(events.filter((e) => e.type === 'pr.pushed')).toMatchObject([{ data: { commit: false, headSha: pr.headSha, replied: [question.id] } }]);
+    expect(git(forge.repositoryPath('app'), 'rev-parse', `refs/heads/${pr.branch}`)).toBe(pr.headSha);
+    const reply = (await threads.view('app', 1)).comments.find((c) => c.inReplyTo === question.id);
+    expect(reply?.body).toContain('No code change was needed');
+    expect(reply?.body).toContain('on purpose');
+  });
+
   it('finishes a round whose start was cut short between its pr.feedback and the move to running', async () => {
     const { runner, follower } = fleet(async (input) => {
       await editLikeTheAgent(input, 'two', 'TWO');
