@@ -14,6 +14,8 @@ import { join, resolve } from 'node:path';
 import { loadCassette } from '../../server/src/model/replay/cassette';
 import { startReplayServer } from '../../server/src/model/replay/server';
 import type { CorpusEntry } from '../../scripts/corpus/build';
+import { packageScripts, resolveChain, stepText } from '../../server/src/feedback/test-command';
+import { shellQuote } from '../../server/src/feedback/runners';
 import { corpusRepo, ticketOf } from './repos';
 import { freePort, runCli, startDockhandServe, type DockhandServe } from '../support/local-server';
 
@@ -187,6 +189,7 @@ export async function runTask(server: CorpusServer, entry: CorpusEntry, kind: Ta
 
 export interface BranchCheck {
   ok: boolean;
+  /** The branch's exit status: 0, or the first step's that fails on the branch. */
   exitCode: number;
   command: string;
   /** How the fresh sandbox started (snapshot: a new container of the repository's snapshot). */
@@ -194,6 +197,8 @@ export interface BranchCheck {
   startMs: number;
   /** Where startMs went (SandboxService.acquire's steps). */
   steps: { reconcileMs: number; mirrorMs: number; snapshotMs: number; containerMs: number };
+  /** Each step of the repository's test command at the base and on the branch (exit statuses). */
+  parts: { name: string; base: number; branch: number }[];
   seconds: number;
   tail: string;
 }
@@ -230,8 +235,33 @@ export async function measureSnapshotStarts(dataDir: string, entry: CorpusEntry,
 }
 
 /**
- * The PR's branch checked out afresh: a new sandbox of the repository's snapshot at the base,
- * the branch's changes applied from the local forge, then the repository's own full test command.
+ * The steps of the repository's test command as the server runs them: its CI's steps when the
+ * recipe has them, else the command's `&&` chain with npm's pre/post scripts expanded (the
+ * feedback engine's own reading), else the whole command as one step.
+ */
+export function testSteps(command: string, recipeSteps: readonly { name: string; command: string; cwd?: string; env?: Record<string, string> }[] | undefined, packageJson: string | undefined): { name: string; command: string }[] {
+  const inDir = (step: { command: string; cwd?: string; env?: Record<string, string> }) => {
+    const env = Object.entries(step.env ?? {}).map(([key, value]) => `export ${key}=${shellQuote(value)}; `).join('');
+    return `${step.cwd && step.cwd !== '.' ? `cd ${shellQuote(step.cwd)} && ` : ''}${env}${step.command}`;
+  };
+  if (recipeSteps && recipeSteps.length > 0) return recipeSteps.map((step) => ({ name: step.name, command: inDir(step) }));
+  const chain = resolveChain(command, packageScripts(packageJson));
+  if (!chain || chain.steps.length === 0) return [{ name: command, command }];
+  return chain.steps.map((step) => ({ name: stepText(step), command: inDir({ command: stepText(step), ...(step.cwd ? { cwd: step.cwd } : {}) }) }));
+}
+
+/** Every step green at the base stays green, and some step red at the base (the bug's) turns green. */
+export function branchGreen(parts: readonly { base: number; branch: number }[]): boolean {
+  return parts.every((part) => part.base !== 0 || part.branch === 0) && parts.some((part) => part.base !== 0 && part.branch === 0);
+}
+
+/**
+ * The PR's branch checked out afresh: a new sandbox of the repository's snapshot at the base, the
+ * repository's own test command run step by step there, then the branch's changes applied from
+ * the local forge and the same steps again. Green as its CI counts it with pre-existing failures:
+ * every step that passes at the base passes on the branch, and at least one step that fails at
+ * the base (the planted bug's) passes on the branch. A step that fails at both (an `npm audit`
+ * with no network in the sandbox, a linter newer than the code) does not make the branch red.
  */
 export async function checkBranch(dataDir: string, entry: CorpusEntry, headSha: string): Promise<BranchCheck> {
   const { createSandboxService } = await import('../../server/src/sandbox/create');
@@ -241,21 +271,42 @@ export async function checkBranch(dataDir: string, entry: CorpusEntry, headSha: 
   try {
     const acquired = await service.acquire({ repo: entry.id, baseSha: entry.baseSha, taskId: `corpus-check-${entry.id}-${Date.now()}` });
     try {
+      const test = acquired.sandbox.environment?.test;
+      const command = test?.command ?? entry.test;
+      let packageJson: string | undefined;
+      try {
+        packageJson = execFileSync('git', ['-C', entry.path, 'show', `${entry.baseSha}:package.json`], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+      } catch {
+        packageJson = undefined;
+      }
+      const steps = testSteps(command, test?.steps, packageJson);
+      // Not a login shell: /etc/profile resets PATH, dropping the snapshot's Node/pnpm/yarn toolchains.
+      const runAll = async () => {
+        const results: { code: number; output: string }[] = [];
+        for (const step of steps) {
+          const result = await acquired.sandbox.exec({ cmd: ['bash', '--noprofile', '--norc', '-eo', 'pipefail', '-c', step.command], timeoutMs: 30 * 60_000, outputCapBytes: 16 * 1024 });
+          results.push({ code: result.exitCode, output: `${result.stdout}\n${result.stderr}`.trim() });
+        }
+        return results;
+      };
+      const base = await runAll();
       const diff = execFileSync('git', ['-C', join(dataDir, 'forge', `${entry.id}.git`), 'diff', '--binary', entry.baseSha, headSha], { encoding: 'utf8' });
       const applied = await acquired.sandbox.exec({ cmd: ['git', 'apply', '--whitespace=nowarn', '-'], stdin: diff, timeoutMs: 60_000 });
       if (applied.exitCode !== 0) throw new Error(`git apply of the PR branch failed: ${applied.stderr}`);
-      const command = acquired.sandbox.environment?.test.command ?? entry.test;
-      // Not a login shell: /etc/profile resets PATH, dropping the snapshot's Node/pnpm/yarn toolchains.
-      const result = await acquired.sandbox.exec({ cmd: ['bash', '-c', command], timeoutMs: 30 * 60_000, outputCapBytes: 16 * 1024 });
+      const branch = await runAll();
+      const parts = steps.map((step, index) => ({ name: step.name.split('\n')[0] ?? step.name, base: base[index]?.code ?? -1, branch: branch[index]?.code ?? -1 }));
+      const failing = branch.find((result) => result.code !== 0);
+      const tail = (failing ?? branch.at(-1))?.output ?? '';
       return {
-        ok: result.exitCode === 0,
-        exitCode: result.exitCode,
+        ok: branchGreen(parts),
+        exitCode: failing?.code ?? 0,
         command,
         source: acquired.source,
         startMs: acquired.startMs,
         steps: acquired.steps,
+        parts,
         seconds: (Date.now() - started) / 1000,
-        tail: `${result.stdout}\n${result.stderr}`.trim().split('\n').slice(-15).join('\n'),
+        tail: [`steps (base → branch exit): ${parts.map((part) => `${part.name.slice(0, 60)} ${part.base}→${part.branch}`).join('; ')}`, ...tail.split('\n').slice(-15)].join('\n'),
       };
     } finally {
       await service.release(acquired.sandbox);
