@@ -168,8 +168,10 @@ export const Config = z.object({
       followUpRounds: intFromString.min(0).max(20).default(3),
       /** No follow-up round starts once the task's cost (every round) reaches this (USD); unset: none. */
       followUpMaxCostUsd: z.coerce.number().positive().max(10_000).optional(),
+      /** The local forge runs the repository's tests as the check `dockhand/tests` on each new PR head (`followup/local-ci.ts`). */
+      localCi: z.coerce.boolean().default(false),
     })
-    .default({ kind: 'local', requiredApprovals: 1, followUpRounds: 3 }),
+    .default({ kind: 'local', requiredApprovals: 1, followUpRounds: 3, localCi: false }),
 });
 export type Config = z.infer<typeof Config>;
 
@@ -215,6 +217,7 @@ export const ENV_KEYS: Record<string, string> = {
   DOCKHAND_REQUIRED_APPROVALS: 'forge.requiredApprovals',
   DOCKHAND_FOLLOWUP_ROUNDS: 'forge.followUpRounds',
   DOCKHAND_FOLLOWUP_MAX_COST_USD: 'forge.followUpMaxCostUsd',
+  DOCKHAND_LOCAL_CI: 'forge.localCi',
 };
 
 type Plain = Record<string, unknown>;
@@ -256,6 +259,7 @@ function readConfigFile(path: string): Plain {
  */
 const BOOLEAN_KEYS: Record<string, { on: string[]; off: string[]; hint: (name: string) => string }> = {
   'sandbox.unsafeRunc': { on: ['1', 'true'], off: ['0', 'false'], hint: (name) => `set ${name}=1 to turn it on, ${name}=0 (or leave it unset) to keep it off` },
+  'forge.localCi': { on: ['1', 'true'], off: ['0', 'false'], hint: (name) => `set ${name}=1 to run the repository's tests as a check on each PR head, ${name}=0 (or leave it unset) to keep it off` },
   'sandbox.depCache.enabled': { on: ['on', '1', 'true'], off: ['off', '0', 'false'], hint: (name) => `set ${name}=off to turn it off, ${name}=on (or leave it unset) to keep it on` },
 };
 

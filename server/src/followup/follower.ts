@@ -5,6 +5,7 @@ import type { Logger } from '../log';
 import type { CheckpointStore } from '../runner/checkpoints';
 import { pushedDiff } from '../runner/review-files';
 import type { EventLog } from '../store/hub';
+import { LOCAL_CHECK, type LocalCi } from './local-ci';
 import { checkMessage, DEFAULT_MAX_ROUNDS, roundMessage, roundsStarted, seenThrough, startCutShort } from './rounds';
 import { triageCheck, type Triage } from './triage';
 
@@ -41,6 +42,8 @@ export interface FollowerOptions {
   baselineFailures?: (task: Task) => Promise<readonly string[] | undefined>;
   intervalMs?: number;
   logger?: Logger;
+  /** The local forge's own CI on each new PR head (opt-in, `local-ci.ts`). */
+  localCi?: LocalCi;
   /** On a fleet, only the leader follows (a comment starts one round, once). */
   leader?: () => Promise<boolean>;
 }
@@ -114,6 +117,11 @@ export class PullRequestFollower {
     const seen = seenThrough(events);
     const fresh = view.comments.filter((comment) => comment.id > seen.comments && comment.steering !== 'bot');
     const headChecks = await this.options.threadStore.listChecks(view.pr.repo, view.pr.headSha);
+    const { localCi } = this.options;
+    if (localCi && !localCi.isRunning(view.pr) && !headChecks.some((check) => check.name === LOCAL_CHECK)) {
+      const stored = await log.store.getResult(task.id);
+      void localCi.checkHead(task, view.pr, stored ? pushedDiff(stored.diff, events) : '').then(() => this.pollOnce()).catch(() => undefined);
+    }
     const freshChecks = headChecks.filter((check) => check.id > seen.checks);
     if (fresh.length === 0 && freshChecks.length === 0) return false;
     const marks = {

@@ -29,6 +29,7 @@ import { FileCheckpointStore } from './checkpoints';
 import { localThreads } from '../followup/stewards';
 import { PullRequestFollower } from '../followup/follower';
 import { followUpPublisher } from '../followup/publish';
+import { LocalCi } from '../followup/local-ci';
 import { openSecrets } from '../secrets/open';
 import type { RepositorySecrets } from '../secrets/service';
 import { TaskRunner } from './task-runner';
@@ -214,6 +215,9 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
         threadStore: store.prThreads,
         checkpoints: new FileCheckpointStore({ dataDir: config.dataDir }),
         wake: () => scheduler.wake(),
+        ...(config.forge.localCi
+          ? { localCi: new LocalCi({ sandboxes: parts.sandboxes, feedback: (repo) => parts.feedback ?? new SmartFeedbackEngine({ repo, flakyStore: store.flaky, baselineStore: store.baselines }), threads: pullRequestThreads, threadStore: store.prThreads, ...(parts.logger ? { logger: parts.logger } : {}) }) }
+          : {}),
         limits: { maxRounds: config.forge.followUpRounds, ...(config.forge.followUpMaxCostUsd !== undefined ? { maxCostUsd: config.forge.followUpMaxCostUsd } : {}) },
         ...(followLeadership ? { leader: () => followLeadership.isLeader() } : {}),
         ...(parts.logger ? { logger: parts.logger } : {}),
