@@ -264,6 +264,9 @@ export async function buildSnapshotImage(request: BuildRequest): Promise<void> {
         Memory: 4096 * 1024 * 1024,
         MemorySwap: 4096 * 1024 * 1024,
         PidsLimit: 8192,
+        // gVisor's default of 20,000 open files is too few for pnpm 11's parallel linking (census
+        // tinylibs/tinybench: ERR_PNPM_EMFILE importing its 682 packages); the host's limit is far higher.
+        Ulimits: [{ Name: 'nofile', Soft: 1048576, Hard: 1048576 }],
         Tmpfs: { '/tmp': 'rw,size=2g' },
       },
     });
