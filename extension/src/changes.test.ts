@@ -1,11 +1,13 @@
-import { beforeEach, describe, expect, it, vi } from 'vitest';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
 vi.mock('vscode', () => import('./test/vscode-stub'));
 
 import type { TaskDiffResponse, TaskState } from '@dockhand/protocol';
 import type * as vscode from 'vscode';
 import type { ApiClient } from './api-client';
-import { AGENT_SCHEME, BASE_SCHEME, ChangeContentProvider, ChangesTreeProvider, REVIEWED_SCHEME, changeUri, openTaskChanges } from './changes';
+import { AGENT_SCHEME, BASE_SCHEME, ChangeContentProvider, ChangesTreeProvider, REVIEWED_SCHEME, changeUri, openTaskChanges, toggleFocusedFile } from './changes';
 import type { DockhandState } from './dockhand-state';
 import { FileDecisions } from './file-decisions';
 import { EventEmitter, TreeItemCheckboxState, commands } from './test/vscode-stub';
@@ -107,5 +109,45 @@ describe('a round of changes in the diff editor', () => {
     expect(await content.provideTextDocumentContent(changeUri(REVIEWED_SCHEME, 't1', 'src/calc.js') as unknown as vscode.Uri)).toBe('b');
     expect(await content.provideTextDocumentContent(changeUri(BASE_SCHEME, 't1', 'src/calc.js') as unknown as vscode.Uri)).toBe('a');
     expect(await content.provideTextDocumentContent(changeUri(AGENT_SCHEME, 't1', 'src/calc.js') as unknown as vscode.Uri)).toBe('c');
+  });
+});
+
+describe('Changes view: Space toggles the focused file', () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  /** A tree view whose focused row VS Code's `list.toggleSelection` adds to (or takes from) the selection. */
+  function fakeView(tree: ChangesTreeProvider, focused: number, selected: number[] = []) {
+    const items = tree.getChildren();
+    const changed = new EventEmitter<{ selection: typeof items }>();
+    const view = { selection: selected.map((index) => items[index]!), onDidChangeSelection: changed.event };
+    vi.spyOn(commands, 'executeCommand').mockImplementation(async (command: string) => {
+      if (command !== 'list.toggleSelection') return undefined;
+      const item = items[focused]!;
+      view.selection = view.selection.includes(item) ? view.selection.filter((entry) => entry !== item) : [...view.selection, item];
+      changed.fire({ selection: view.selection });
+      return undefined;
+    });
+    return view as unknown as vscode.TreeView<(typeof items)[number]>;
+  }
+
+  it('leaves the focused file out, then takes it back, whether or not its row was selected', async () => {
+    const { state } = fakeState('awaiting_review');
+    const decisions = new FileDecisions();
+    const tree = new ChangesTreeProvider(state, new ChangeContentProvider(() => api({})), decisions);
+    expect(await toggleFocusedFile(fakeView(tree, 1), decisions)).toBe('src/calc.js');
+    expect(decisions.rejected('t1')).toEqual(['src/calc.js']);
+    // The row was selected already (a click opened its diff): the toggle takes it out of the selection.
+    expect(await toggleFocusedFile(fakeView(tree, 1, [1]), decisions)).toBe('src/calc.js');
+    expect(decisions.rejected('t1')).toEqual([]);
+    expect(await toggleFocusedFile(fakeView(tree, 0, [1]), decisions)).toBe('CHANGELOG.md');
+    expect(decisions.rejected('t1')).toEqual(['CHANGELOG.md']);
+  });
+
+  it('is bound to Space in the Changes view during review only, not while typing', async () => {
+    const manifest: unknown = JSON.parse(readFileSync(join(import.meta.dirname, '../package.json'), 'utf8'));
+    const bindings: unknown = Reflect.get(Reflect.get(manifest as object, 'contributes') as object, 'keybindings');
+    expect(bindings).toContainEqual({ command: 'dockhand.toggleFocusedFile', key: 'space', when: 'focusedView == dockhand.changes && dockhand.taskState == awaiting_review && !inputFocus' });
   });
 });
