@@ -100,12 +100,18 @@ def from_debian(requirement):
         return None
     name = canonical(requirement)
     package = mapping.get(name) or f'python3-{name}'
-    before = set(glob.glob(f'{APT}/cache/archives/*.deb'))
+    # What the install needs (the package and what it depends on that is not installed), as apt
+    # plans it; then each one's .deb from the cache, downloaded now or by an earlier build.
+    planned = apt('install', '-s', '-y', '--no-install-recommends', package)
+    if planned.returncode != 0:
+        return None
+    needed = re.findall(r'^Inst (\S+) ', planned.stdout, re.M)
     fetched = apt('install', '-d', '-y', '--no-install-recommends', package)
     if fetched.returncode != 0:
         return None
-    for deb in sorted(set(glob.glob(f'{APT}/cache/archives/*.deb')) - before):
-        subprocess.run(['dpkg', '-x', deb, PREFIX], check=True)
+    for name in needed:
+        for deb in sorted(glob.glob(f'{APT}/cache/archives/{name}_*.deb'))[-1:]:
+            subprocess.run(['dpkg', '-x', deb, PREFIX], check=True)
     # Its commands (python3-coverage's coverage) run with the venv's Python, which sees the package.
     for path in glob.glob(f'{PREFIX}/usr/bin/*'):
         for name in {os.path.basename(path), re.sub(r'^python3-', '', os.path.basename(path))}:
