@@ -13,7 +13,9 @@ import { FakePolicy, FakeSandboxProvider, ScriptedAgent, editLikeTheAgent, type 
 import { EventHub, EventLog } from '../store/hub';
 import { SqliteStore } from '../store/sqlite';
 import { PullRequestFollower } from './follower';
-import { followUpPublisher } from './publish';
+import { followUpPublisher, type FollowUpPublisherOptions } from './publish';
+import { parseRepoPolicy } from '../policy';
+import { pushDecisions } from '../runner/wiring';
 import { stewardsOf } from './stewards';
 
 /*
@@ -59,11 +61,11 @@ const publisher: PublisherPort = {
   },
 };
 
-function fleet(script: AgentScript, limits: { maxRounds?: number; maxCostUsd?: number } = {}) {
+function fleet(script: AgentScript, limits: { maxRounds?: number; maxCostUsd?: number } = {}, gate?: FollowUpPublisherOptions['gate']) {
   const checkpoints = new FileCheckpointStore({ dataDir });
   const agent = new ScriptedAgent(script);
   const sandboxes = new FakeSandboxProvider();
-  const followUp = followUpPublisher({ forge, threads, threadStore: store.prThreads, clonesDir: `${dataDir}/clones` });
+  const followUp = followUpPublisher({ forge, threads, threadStore: store.prThreads, clonesDir: `${dataDir}/clones`, ...(gate ? { gate } : {}) });
   const runner = new TaskRunner({ log, sandboxes, agent, policy: new FakePolicy(), publisher, checkpoints, followUp });
   const follower = new PullRequestFollower({ log, threads, threadStore: store.prThreads, checkpoints, wake: () => undefined, limits });
   return { agent, runner, follower, followUp, sandboxes };
@@ -234,6 +236,25 @@ describe('following a PR on the local forge', { timeout: 60_000 }, () => {
     const reply = (await threads.view('app', 1)).comments.find((c) => c.inReplyTo === question.id);
     expect(reply?.body).toContain('No code change was needed');
     expect(reply?.body).toContain('on purpose');
+  });
+
+  it('a follow-up push passes the forge push gate: short of the required approvals of the repository, nothing is pushed', async () => {
+    const { runner, follower } = fleet(async (input, call) => {
+      await editLikeTheAgent(input, call === 1 ? 'two' : 'three', call === 1 ? 'TWO' : 'THREE');
+      return { outcome: 'finished', summary: 'done', diff: await input.sandbox.diff() };
+    }, {}, async (task, events) => ({ policy: parseRepoPolicy('requiredApprovals: 2\n'), allowTestEdits: task.allowTestEdits, decisions: pushDecisions(events), overrides: events }));
+    const task = await createTask();
+    await runner.run(task.id, new AbortController().signal);
+    await approveAndPush(runner, task.id);
+    const pr = await forge.getPullRequest('app', 1);
+    await threads.comment({ repo: 'app', number: 1, author: 'alice', body: 'and three' });
+    await follower.pollOnce();
+    await runner.run(task.id, new AbortController().signal);
+    await approveAndPush(runner, task.id);
+    const events = await store.listEvents(task.id);
+    expect(events.filter((e) => e.type === 'pr.pushed')).toHaveLength(0);
+    expect(events.filter((e) => e.type === 'task.failed').at(-1)).toMatchObject({ data: { code: 'forbidden', message: expect.stringContaining('1 of 2 required approvals') } });
+    expect(git(forge.repositoryPath('app'), 'rev-parse', `refs/heads/${pr.branch}`)).toBe(pr.headSha);
   });
 
   it('finishes a round whose start was cut short between its pr.feedback and the move to running', async () => {

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import type { Task, TaskEvent } from '@dockhand/protocol';
 import { DockhandError } from '../errors';
 import type { PullRequestThreads, PullRequestThreadStore } from '../forge/comments';
+import { enforcePushGateOffThread, type PushGate } from '../forge/deliver';
 import { pushFollowUp } from '../forge/follow-push';
 import type { LocalForge } from '../forge/local-forge';
 import { lastPushedHead, unpushedRound } from './rounds';
@@ -34,6 +35,11 @@ export interface FollowUpPublisherOptions {
   /** The server's clones (one per repository, as the first push's). */
   clonesDir: string;
   confirmLease?: (taskId: string) => Promise<void>;
+  /**
+   * The forge's push gate, as for the first push: the repository's policy on the task's whole diff
+   * (an owner's override in the log counts) and the required approvals of this round's review.
+   */
+  gate?: (task: Task, events: TaskEvent[]) => Promise<PushGate>;
 }
 
 export function commitUrl(repo: string, sha: string): string {
@@ -55,6 +61,8 @@ export function followUpPublisher(options: FollowUpPublisherOptions): FollowUpPo
       const number = opened.data.number;
       const addressed = round.data.comments.map((comment) => `#${comment.id}`).join(', ');
       const trigger = round.data.check ? `the red check ${round.data.check.name}` : `review comments ${addressed}`;
+      const message = `Address ${trigger} (round ${round.data.round})\n\n${summary.slice(0, 4000)}`;
+      if (options.gate) await enforcePushGateOffThread(diff, await options.gate(task, events), { commitMessage: message });
       await options.confirmLease?.(task.id);
       const pushed = await pushFollowUp({
         cloneDir: join(options.clonesDir, createHash('sha256').update(repo).digest('hex').slice(0, 16)),
@@ -63,7 +71,7 @@ export function followUpPublisher(options: FollowUpPublisherOptions): FollowUpPo
         parentSha,
         diff,
         branch: opened.data.branch,
-        message: `Address ${trigger} (round ${round.data.round})\n\n${summary.slice(0, 4000)}`,
+        message,
         requester: { name: task.owner, email: `${task.owner}@users.dockhand.invalid` },
         ...(approved ? { date: approved.ts } : {}),
       });

@@ -33,7 +33,7 @@ import { LocalCi } from '../followup/local-ci';
 import { openSecrets } from '../secrets/open';
 import type { RepositorySecrets } from '../secrets/service';
 import { TaskRunner } from './task-runner';
-import { agentPort, forgeTickets, gitBaseFiles, policyPort, publisherPort, repoPolicy } from './wiring';
+import { agentPort, forgeTickets, gitBaseFiles, policyPort, publisherPort, pushDecisions, repoPolicy } from './wiring';
 
 /** Everything one server process runs, composed once from the configuration. */
 export interface Fleet {
@@ -184,7 +184,7 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
     }),
     checkpoints: new FileCheckpointStore({ dataDir: config.dataDir }),
     ...(pullRequestThreads && localForge
-      ? { followUp: followUpPublisher({ forge: localForge, threads: pullRequestThreads, threadStore: store.prThreads, clonesDir: join(config.dataDir, 'clones'), ...('confirmLease' in store ? { confirmLease: (taskId: string) => store.confirmLease(taskId, config.scheduler.leaseSeconds * 1000) } : {}) }) }
+      ? { followUp: followUpPublisher({ forge: localForge, threads: pullRequestThreads, threadStore: store.prThreads, clonesDir: join(config.dataDir, 'clones'), ...('confirmLease' in store ? { confirmLease: (taskId: string) => store.confirmLease(taskId, config.scheduler.leaseSeconds * 1000) } : {}), gate: async (task, log) => ({ policy: await repoPolicy(baseFiles, task), allowTestEdits: task.allowTestEdits, decisions: pushDecisions(log), overrides: log, bots: ['dockhand', 'dockhand-policy'] }) }) }
       : {}),
     ...(parts.logger ? { logger: parts.logger } : {}),
   });
