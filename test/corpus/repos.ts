@@ -287,7 +287,8 @@ export const CORPUS: CorpusRepo[] = [
     lockfile: 'none',
     defaultBranch: 'master',
     test: 'python3 -m pytest -q toolz',
-    adjustments: [],
+    files: { '.dockhand/environment.yml': "# CI's test step starts with coverage, which its pip install (PyPI) would give; with no package index the server has none (FINDINGS F21).\ntest: python3 -m pytest -q toolz\n" },
+    adjustments: ['KEPT, a finding (FINDINGS F21): .dockhand/environment.yml: test = python3 -m pytest -q toolz. Its CI installs `pip install coverage pep8 pytest` and runs `coverage run -m pytest …` (then `pytest bench/`, which downloads from gutenberg.org); with no package index the server falls back to the detected install, which does not give the CI\'s tools, and the step stops at `coverage: command not found`'],
     small: true,
     bug: {
       file: 'toolz/itertoolz.py',
