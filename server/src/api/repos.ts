@@ -71,6 +71,9 @@ export async function repoRoutes(app: FastifyInstance, deps: AppDeps): Promise<v
     const user = requireUser(request);
     requireAdmin(user, 'removing a repository');
     if (!(await store.deleteRepo(request.params.name))) throw new DockhandError('not_found', `repository ${request.params.name} is not registered`);
+    // Its secrets go with it: a later registration of the name must not inherit its registry tokens.
+    const secrets = await deps.secrets?.removeRepository(request.params.name);
+    if (secrets) request.log.info({ repo: request.params.name, secrets }, 'repository removed with its secrets');
     return { name: request.params.name, removed: true as const };
   });
 

@@ -59,6 +59,15 @@ describe('repository secrets over the API', () => {
     expect((await list(h.auth('admin'))).body).toContain('"secrets":[]');
   });
 
+  it('removing a registration removes its secrets: the name registered again starts with none', async () => {
+    expect((await put(h.auth('bob'), 'shop', 'NPM_ACME')).statusCode).toBe(200);
+    expect((await h.app.inject({ method: 'DELETE', url: '/v1/repos/shop', headers: h.auth('admin') })).statusCode).toBe(200);
+    const path = join(scratch, 'shop-again');
+    makeGitRepo(path);
+    expect((await h.app.inject({ method: 'POST', url: '/v1/repos', headers: h.auth('admin'), payload: { name: 'shop', source: path, owners: ['alice'] } })).statusCode).toBe(201);
+    expect(SecretListResponse.parse(JSON.parse((await list(h.auth('alice'))).body)).secrets).toEqual([]);
+  });
+
   it('a bad name, an empty value and an unknown repository name the field or the repository', async () => {
     const badName = await put(h.auth('admin'), 'shop', 'npm-acme');
     expect(badName.statusCode).toBe(400);

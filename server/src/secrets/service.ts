@@ -78,6 +78,14 @@ export class RepositorySecrets {
     return this.rows.remove(repo, name);
   }
 
+  /**
+   * Every secret of a repository whose registration is removed: a repository registered later
+   * under the same name (another source, other owners) must not inherit its registry tokens.
+   */
+  async removeRepository(repo: string): Promise<number> {
+    return this.rows.removeRepo(repo);
+  }
+
   /** Which of `names` the repository has (no value read). */
   async missing(repo: string, names: readonly string[]): Promise<string[]> {
     const present = new Set((await this.rows.list(repo)).map((row) => row.name));

@@ -30,6 +30,8 @@ export interface SecretRows {
   listAll(): Promise<SecretRow[]>;
   /** False when there was none. */
   remove(repo: string, name: string): Promise<boolean>;
+  /** Every secret of a repository (its registration removed); how many there were. */
+  removeRepo(repo: string): Promise<number>;
   markUsed(repo: string, name: string, at: string, by: string): Promise<void>;
   /** How many stored values each key id encrypted (the start-up check). */
   keyIds(): Promise<Array<{ keyId: string; count: number }>>;

@@ -57,6 +57,10 @@ export class SqliteSecretRows implements SecretRows {
     return this.db.prepare('DELETE FROM secrets WHERE repo = ? AND name = ?').run(repo, name).changes > 0;
   }
 
+  async removeRepo(repo: string): Promise<number> {
+    return this.db.prepare('DELETE FROM secrets WHERE repo = ?').run(repo).changes;
+  }
+
   async markUsed(repo: string, name: string, at: string, by: string): Promise<void> {
     this.db.prepare('UPDATE secrets SET last_used_at = ?, last_used_by = ? WHERE repo = ? AND name = ?').run(at, by, repo, name);
   }
@@ -95,6 +99,10 @@ export class PostgresSecretRows implements SecretRows {
 
   async remove(repo: string, name: string): Promise<boolean> {
     return ((await this.pool.query('DELETE FROM secrets WHERE repo = $1 AND name = $2', [repo, name])).rowCount ?? 0) > 0;
+  }
+
+  async removeRepo(repo: string): Promise<number> {
+    return (await this.pool.query('DELETE FROM secrets WHERE repo = $1', [repo])).rowCount ?? 0;
   }
 
   async markUsed(repo: string, name: string, at: string, by: string): Promise<void> {
