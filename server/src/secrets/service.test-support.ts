@@ -46,6 +46,11 @@ export function describeSecretStore(kind: string, open: () => Promise<{ rows: Se
         expect(await secrets.remove('acme/web', 'NPM_ACME')).toBe(true);
         expect(await secrets.remove('acme/web', 'NPM_ACME')).toBe(false);
         expect(await secrets.list('acme/web')).toEqual([]);
+        await secrets.set('acme/web', 'A_ONE', 'value-a', 'alice');
+        await secrets.set('acme/web', 'B_TWO', 'value-b', 'alice');
+        await secrets.set('acme/api', 'A_ONE', 'value-c', 'alice');
+        expect(await secrets.removeRepository('acme/web')).toBe(2);
+        expect((await secrets.list('acme/api')).map((entry) => entry.name)).toEqual(['A_ONE']);
       });
     });
 
