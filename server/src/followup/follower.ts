@@ -1,6 +1,7 @@
 import type { Task, TaskEvent } from '@dockhand/protocol';
 import { isRed, type PullRequestCheck } from '../forge/checks';
 import { modelText, type PullRequestComment, type PullRequestThreads, type PullRequestThreadStore } from '../forge/comments';
+import type { FlakyStore } from '../feedback/types';
 import type { Logger } from '../log';
 import type { CheckpointStore } from '../runner/checkpoints';
 import { pushedDiff } from '../runner/review-files';
@@ -42,6 +43,8 @@ export interface FollowerOptions {
   baselineFailures?: (task: Task) => Promise<readonly string[] | undefined>;
   intervalMs?: number;
   logger?: Logger;
+  /** Where a flaky check's failing tests are quarantined, as the feedback engine's flaky tests are. */
+  flakyStore?: FlakyStore;
   /** The local forge's own CI on each new PR head (opt-in, `local-ci.ts`). */
   localCi?: LocalCi;
   /** On a fleet, only the leader follows (a comment starts one round, once). */
@@ -131,10 +134,11 @@ export class PullRequestFollower {
     };
     const ignored = fresh.filter((comment) => comment.steering === 'ignored').map((comment) => ({ id: comment.id, author: comment.author, reason: comment.ignoredBecause ?? 'may not steer' }));
     const steering = fresh.filter((comment) => comment.steering === 'allowed' && (comment.kind === 'comment' || comment.verdict === 'request_changes'));
-    const red = await this.triageRed(task, freshChecks, headChecks, view.pr.base);
+    const red = await this.triageRed(task, freshChecks, headChecks);
 
     if (steering.length === 0 && red?.triage.triage !== 'caused') {
       if (red) {
+        if (red.triage.triage === 'flaky') await this.quarantine(task, red.check, red.triage);
         await this.options.threads.reply(view.pr, `Check **${red.check.name}** is red, and it is not this PR's doing: **${red.triage.triage.replace('_', '-')}**. ${red.triage.evidence}. No round was started.`);
         await log.append(task.id, { type: 'pr.feedback', data: { ...marks, kind: 'triaged', comments: [], ignored, check: checkSummary(red.check, red.triage) } });
       } else {
@@ -175,6 +179,18 @@ export class PullRequestFollower {
     this.options.wake();
   }
 
+  /** A flaky check's failing tests, as the log names them, join the repository's quarantine. */
+  private async quarantine(task: Task, check: PullRequestCheck, triage: Triage): Promise<void> {
+    const { flakyStore } = this.options;
+    if (!flakyStore) return;
+    for (const testId of triage.failingTests) {
+      await flakyStore.quarantine(task.context.repo, testId, [
+        { testId, diffHash: check.sha, outcome: 'failed', at: check.createdAt },
+        { testId, diffHash: check.sha, outcome: 'passed', at: check.createdAt },
+      ]);
+    }
+  }
+
   private limitReached(task: Task, events: readonly TaskEvent[]): string | undefined {
     const maxRounds = this.options.limits?.maxRounds ?? DEFAULT_MAX_ROUNDS;
     const rounds = roundsStarted(events);
@@ -185,7 +201,7 @@ export class PullRequestFollower {
   }
 
   /** The first check name with a new red result, triaged against its other runs and the base. */
-  private async triageRed(task: Task, fresh: readonly PullRequestCheck[], headChecks: readonly PullRequestCheck[], _base: string): Promise<{ check: PullRequestCheck; triage: Triage } | undefined> {
+  private async triageRed(task: Task, fresh: readonly PullRequestCheck[], headChecks: readonly PullRequestCheck[]): Promise<{ check: PullRequestCheck; triage: Triage } | undefined> {
     const red = [...fresh].reverse().find((check) => isRed(check.conclusion));
     if (!red) return undefined;
     const baseChecks = await this.options.threadStore.listChecks(task.context.repo, task.context.baseSha);

@@ -79,7 +79,7 @@ async function follow(verdicts: boolean[]) {
   const seen: string[] = [];
   const sandboxes = new FakeSandboxProvider();
   const localCi = new LocalCi({ sandboxes, feedback: () => scriptedEngine(verdicts, seen), threads, threadStore: store.prThreads });
-  const follower = new PullRequestFollower({ log, threads, threadStore: store.prThreads, checkpoints: new FileCheckpointStore({ dataDir }), wake: () => undefined, localCi });
+  const follower = new PullRequestFollower({ log, threads, threadStore: store.prThreads, checkpoints: new FileCheckpointStore({ dataDir }), wake: () => undefined, localCi, flakyStore: store.flaky });
   const { task, pr } = await openTask();
   await follower.pollOnce();
   // The check runs in the background; the follower looks again when it is done.
@@ -99,10 +99,11 @@ describe('the local forge runs the repository\'s tests as a check on each PR hea
     expect(sandboxes.released).toHaveLength(1);
   });
 
-  it('red then green at the same commit: flaky, no round', async () => {
+  it('red then green at the same commit: flaky, no round; the failing test is quarantined', async () => {
     const { checks, feedback } = await follow([false, true]);
     expect(checks.map((c) => c.conclusion)).toEqual(['success', 'failure']);
     expect(feedback).toMatchObject({ data: { kind: 'triaged', check: { triage: 'flaky' } } });
+    expect((await store.flaky.list('app')).map((test) => test.testId)).toEqual(['test/a.test.ts > a']);
   });
 
   it('red twice and red at the base: pre-existing, no round', async () => {

@@ -214,6 +214,7 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
         threads: pullRequestThreads,
         threadStore: store.prThreads,
         checkpoints: new FileCheckpointStore({ dataDir: config.dataDir }),
+        flakyStore: store.flaky,
         wake: () => scheduler.wake(),
         ...(config.forge.localCi
           ? { localCi: new LocalCi({ sandboxes: parts.sandboxes, feedback: (repo) => parts.feedback ?? new SmartFeedbackEngine({ repo, flakyStore: store.flaky, baselineStore: store.baselines }), threads: pullRequestThreads, threadStore: store.prThreads, ...(parts.logger ? { logger: parts.logger } : {}) }) }
