@@ -69,7 +69,7 @@ export class ActionArea {
   /**
    * In review the text box shows only once there is something to say: a draft, pending line
    * comments, or "Request changes" pressed with nothing yet (then it opens, focused). Approving
-   * needs no text, and a 720-pixel side bar needs the room for the trajectory. Kept per task and state.
+   * needs no text, and a 720-pixel side bar needs the room for the trajectory. Kept per task, state and round.
    */
   private writingFor = '';
 
@@ -128,7 +128,7 @@ export class ActionArea {
     this.renderComments(input, mode);
     this.renderExtra(input);
     this.composer.hidden = mode === 'none';
-    this.input.hidden = mode === 'review' && this.writingFor !== `${input.taskId}:${input.state}` && !this.input.value && !input.pending.length;
+    this.input.hidden = mode === 'review' && this.writingFor !== `${input.taskId}:${input.state}:${input.summary.round}` && !this.input.value && !input.pending.length;
     this.input.placeholder = PLACEHOLDERS[mode];
     this.input.title = TOOLTIPS[mode];
     this.input.setAttribute('aria-label', mode === 'review' ? 'Feedback for the agent' : 'Message for the agent');
@@ -369,7 +369,7 @@ export class ActionArea {
     if (!input || this.busy) return;
     const text = this.input.value.trim();
     if (action === 'request_changes' && !text && input.pending.length === 0) {
-      this.writingFor = `${input.taskId}:${input.state}`;
+      this.writingFor = `${input.taskId}:${input.state}:${input.summary.round}`;
       this.input.hidden = false;
       this.refuse('Write what should change (or add line comments in the diff), then Request changes again.');
       return;
@@ -410,6 +410,8 @@ function renderKey(input: ActionAreaInput): string {
     input.requester,
     input.pending,
     input.rejected,
+    // The revert check's answer arrives after the round's events: it must redraw the area.
+    input.unreverted ?? [],
     s.round,
     s.policy ?? null,
     s.review ?? null,

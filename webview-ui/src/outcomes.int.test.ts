@@ -123,8 +123,11 @@ describe('outcomes and the live trajectory in Chromium', () => {
     const panel = await openTaskPanel(browser, { events: stamp(TASK_ID, [...runUntilApproval(), ...approvalResolved('approved'), ...runUntilReview()]) });
     const page = panel.page;
     await page.waitForSelector('button.review-approve');
+    // As the extension sends it: the decision kept from round 1 first; the revert check's answer later, with the same decision.
+    await panel.send({ type: 'fileDecisions', taskId: TASK_ID, rejected: ['src/paginate.js'] });
+    await page.waitForSelector('.changed-files li.left-out', { state: 'attached' });
     await panel.send({ type: 'fileDecisions', taskId: TASK_ID, rejected: ['src/paginate.js'], unreverted: ['src/paginate.js'] });
-    await page.waitForSelector('.verdict.unreverted');
+    await page.waitForSelector('.verdict.unreverted', { timeout: 5_000 });
     expect(await page.textContent('.verdict.unreverted')).toBe('⚠ Revert not done: src/paginate.js');
     await page.click('.verdict-details summary');
     expect(await page.locator('.changed-files li').filter({ hasText: 'src/paginate.js' }).textContent()).toContain('revert not done');
