@@ -159,3 +159,16 @@ if required and missing:
     sys.exit(1)
 sys.exit(0)
 `;
+
+/**
+ * Debian names some packages' commands python3-<name> (python3-coverage's `coverage`, whose pip
+ * wheel installs `coverage`): each such command of `binDir` with no bare name there gets one in the
+ * .venv, run by the venv's Python so that it sees what the install put there (bench:repos toolz's
+ * CI runs `coverage run -m pytest`: "coverage: command not found"). Run after a Python install.
+ */
+export function venvCommandsScript(binDir = '/usr/bin'): string {
+  return (
+    `[ -x .venv/bin/python ] && for command in ${binDir}/python3-*; do [ -f "$command" ] || continue; name=\${command##*/python3-}; ` +
+    `[ -e ${binDir}/"$name" ] || [ -e .venv/bin/"$name" ] || { printf '#!/bin/sh\\nexec %s %s "$@"\\n' "$PWD/.venv/bin/python" "$command" > .venv/bin/"$name" && chmod +x .venv/bin/"$name"; }; done; true`
+  );
+}

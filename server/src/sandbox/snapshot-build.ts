@@ -9,7 +9,7 @@ import { describeCacheStats, type DependencyCacheStats } from './dep-cache';
 import { DockerSandbox } from './docker-sandbox';
 import { describeInstallChanges, readInstallChanges, RECORD_INSTALL_MADE_SCRIPT } from './install-made';
 import { DEPENDENCY_GROUPS_HELPER, DEPENDENCY_GROUPS_PROGRAM } from './python-install';
-import { PYTHON_REQUIREMENTS_HELPER, PYTHON_REQUIREMENTS_PROGRAM } from './python-requirements';
+import { PYTHON_REQUIREMENTS_HELPER, PYTHON_REQUIREMENTS_PROGRAM, venvCommandsScript } from './python-requirements';
 import { BUILD_REQUIREMENTS_PROBE, describeInstallFailure, diagnoseInstall, InstallTranscript, readBuildRequirementsProbe, REFUSED_MARKER, type UnmetBuildRequirement } from './install-failure';
 import { SCRIPTED_PACKAGES_HELPER, SETUP_SCRIPT_PATH } from './recipe';
 import { WORKSPACE } from './paths';
@@ -334,6 +334,10 @@ export async function buildSnapshotImage(request: BuildRequest): Promise<void> {
       }
       const { message, hint } = describeInstallFailure({ exitCode: install.exitCode, tail, diagnosis, logPath: request.logPath, setupFailed: stage === 'setup', pipIndex: request.pipIndexUrl ?? null });
       throw new SnapshotBuildFailed('sandbox_unavailable', message, { hint });
+    }
+    if (identity.environment.python) {
+      const commands = await builder.raw(['bash', '-c', `cd ${WORKSPACE} && ${venvCommandsScript()}`]);
+      if (commands.exitCode !== 0) log.write(`\n# the venv's commands for Debian's python3-* ones could not be made: ${commands.stderr.toString('utf8').trim()}\n`);
     }
     await recordInstallMade(builder, request, log, progress, (line) => (lastLine = line));
     const status = await builder.workspaceState();
