@@ -11,7 +11,7 @@ import { selectTests, type Selection } from './selection';
 import { matchesTest, reproducingOutcomes, selectReproducingTests } from './reproducing';
 import { readBaseSnapshot, readWorkspaceChanges, workspaceHash, type WorkspaceChanges } from './snapshot';
 import { customPlan, detectedPlan, selectableFiles, selectedPlan, selectedWorkspacePlans, wholeCommandPlan, wholeWorkspacePlans, type PlanContext, type SuitePlan } from './suite-plan';
-import { runSuite, type SuiteContext, type SuiteRun } from './suite-run';
+import { runSuite, setApartStartFailures, type SuiteContext, type SuiteRun } from './suite-run';
 import { planRecipeSteps, stepsReason } from './recipe-steps';
 import { blameRunner, blameTimeout, configuresTests } from './blame';
 import { ranOf } from './tests-ran';
@@ -126,6 +126,7 @@ export class SmartFeedbackEngine implements FeedbackEngine {
       runs = [];
       for (const plan of planned.fallback) runs.push(await runSuite(sandbox, plan, context));
     }
+    setApartStartFailures(runs);
 
     const baseline = await this.baselines.get(this.baselineKey(sandbox));
     // The whole suite finished at the base: a run of the changed workspace that hangs is the change's.
@@ -302,6 +303,7 @@ export class SmartFeedbackEngine implements FeedbackEngine {
       const roundStarted = Date.now();
       const runs: SuiteRun[] = [];
       for (const plan of planned.plans) runs.push(await runSuite(sandbox, plan, context));
+      setApartStartFailures(runs);
       if (round === 0) seconds = (Date.now() - roundStarted) / 1000;
       const infrastructure = runs.find((run) => run.infrastructure)?.infrastructure;
       if (infrastructure && sandbox.environment && infrastructure.action === infrastructureAction()) infrastructure.action = infrastructureAction(sandbox.environment.test.source);

@@ -1,5 +1,6 @@
 import type { ExecResult, Sandbox } from '../sandbox/types';
 import { classifyRun } from './infrastructure';
+import { TEST_COMMAND } from '../sandbox/ci-step-kind';
 import { parseTestOutput, type ParsedRun } from './runners';
 import type { SuitePlan } from './suite-plan';
 import { readSideChannel } from './side-channel';
@@ -133,4 +134,24 @@ export async function runSuite(sandbox: Sandbox, plan: SuitePlan, context: Suite
     if (failed) return stopped(failed);
   }
   return run;
+}
+
+/**
+ * A CI step that is no test step and could not start (luxon's `npm run site`: rsync is not in the
+ * sandbox) while other steps counted tests is that step's failure, pre-existing at the base like a
+ * red linter, not the whole run's infrastructure: it hid luxon's jest suite ("ran no test").
+ * A test step that cannot start (`c8 npm test` without c8) still stops the run.
+ */
+export function setApartStartFailures(runs: SuiteRun[]): void {
+  const counted = runs.some((run) => !run.infrastructure && run.cases.some((testCase) => testCase.kind !== 'exit_status'));
+  if (!counted) return;
+  for (const run of runs) {
+    const infrastructure = run.infrastructure;
+    if (!infrastructure || (infrastructure.kind !== 'missing' && infrastructure.kind !== 'start') || TEST_COMMAND.test(run.plan.command)) continue;
+    const name = run.plan.command;
+    run.cases = [{ id: `${name} (could not start)`, outcome: 'failed', message: infrastructure.message, kind: 'exit_status' }];
+    run.failures = [`✗ ${name} could not start\n${infrastructure.output}`];
+    run.steps = [{ name, exitCode: run.exitCode || 127, counted: 'exit status', passed: 0, failed: 1 }];
+    delete run.infrastructure;
+  }
 }
