@@ -195,8 +195,8 @@ export class ActionArea {
         ),
       );
       if (unreverted.length) {
-        // Said on its own line outside the folded details: round 2 must not look as if the revert happened.
-        warning = h('div', { className: 'verdict tone-warn unreverted', attrs: { role: 'status' } }, `⚠ Revert not done: ${unreverted.join(', ')}`);
+        // First on the folded line, where it is seen without opening it: round 2 must not look as if the revert happened.
+        warning = h('span', { className: 'verdict tone-warn unreverted', attrs: { role: 'status' } }, `⚠ Revert not done: ${unreverted.join(', ')}`);
       }
       parts.push(h('span', { className: 'verdict' }, `${files.length} file${files.length === 1 ? '' : 's'} changed${left ? ` · ${left} left out` : ''}`));
     }
@@ -215,6 +215,7 @@ export class ActionArea {
         ),
       );
     }
+    if (warning) parts.unshift(warning);
     if (!parts.length) {
       this.verdicts.replaceChildren();
       return;
@@ -224,7 +225,7 @@ export class ActionArea {
     const said = parts.map((p) => p.textContent).join(', ');
     const details = h('details', { className: 'verdict-details' }, h('summary', { title: said, attrs: { 'aria-label': `Review summary: ${said}` } }, ...joinWith(parts, ' · ')), ...detail);
     details.open = open;
-    this.verdicts.replaceChildren(details, ...(warning ? [warning] : []));
+    this.verdicts.replaceChildren(details);
   }
 
   /** A checkbox: checked pushes the file's changes, unchecked leaves them out (Space toggles it). */
