@@ -69,6 +69,8 @@ export const EnvironmentRecipe = z.object({
   prePr: z.object({ command: z.string().min(1), source: Source }).optional(),
   /** `.dockhand/setup.sh`: 'after' runs it after the default install, 'replace' instead of it. */
   setupScript: z.enum(['after', 'replace']).optional(),
+  /** Repository secrets `.dockhand/setup.sh` gets as files (`environment.yml` `secrets`), by name only; absent when none. */
+  setupSecrets: z.array(z.string()).optional(),
 });
 export type EnvironmentRecipe = z.infer<typeof EnvironmentRecipe>;
 

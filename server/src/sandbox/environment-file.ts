@@ -19,6 +19,7 @@ import { DockhandError } from '../errors';
  * lifecycleScripts: true                              # false: no lifecycle script runs at all
  * setup: after                                        # .dockhand/setup.sh after the install, or `replace` it
  * registries: [{ scope: "@acme", url: "https://npm.acme.internal/", token: NPM_ACME }]   # no scope: the default registry
+ * secrets: [SENTRY_AUTH]                              # given to setup.sh only, as $SENTRY_AUTH_FILE
  * ```
  */
 export const ENVIRONMENT_FILE_PATH = '.dockhand/environment.yml';
@@ -57,6 +58,8 @@ export const EnvironmentFile = z.strictObject({
   lifecycleScripts: z.boolean().default(true),
   setup: z.enum(['after', 'replace']).optional(),
   registries: Registries.optional(),
+  /** Repository secrets given to `.dockhand/setup.sh` only, as files (`setup-secrets.ts`). */
+  secrets: z.array(z.string().regex(/^[A-Z][A-Z0-9_]{0,63}$/, 'must name a repository secret such as SENTRY_AUTH (A-Z 0-9 _)')).max(20).optional(),
 });
 export type EnvironmentFile = z.infer<typeof EnvironmentFile>;
 

@@ -410,6 +410,10 @@ export async function detectRecipe(input: RecipeInput, versions: VersionLookup, 
   if (input.files[SETUP_SCRIPT_PATH] !== undefined) {
     recipe.setupScript = file?.setup ?? 'after';
     if (recipe.setupScript === 'replace') recipe.install = { command: `bash ${SETUP_SCRIPT_PATH}`, source: `${ENVIRONMENT_FILE_PATH} setup: replace` };
+    // Only when named: a recipe without them keeps its hash (and its snapshots).
+    if (file?.secrets?.length) recipe.setupSecrets = [...new Set(file.secrets)];
+  } else if (file?.secrets?.length) {
+    throw recipeError(`${ENVIRONMENT_FILE_PATH}:secrets`, `secrets are given to ${SETUP_SCRIPT_PATH} only, which does not exist at this commit`, `add ${SETUP_SCRIPT_PATH} or remove secrets`);
   } else if (file?.setup === 'replace') {
     throw recipeError(`${ENVIRONMENT_FILE_PATH}:setup`, `setup: replace needs ${SETUP_SCRIPT_PATH}, which does not exist at this commit`, `add ${SETUP_SCRIPT_PATH} or remove setup: replace`);
   }

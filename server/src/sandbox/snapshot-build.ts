@@ -12,6 +12,7 @@ import { DEPENDENCY_GROUPS_HELPER, DEPENDENCY_GROUPS_PROGRAM } from './python-in
 import { PYTHON_REQUIREMENTS_HELPER, PYTHON_REQUIREMENTS_PROGRAM, venvCommandsScript } from './python-requirements';
 import { BUILD_REQUIREMENTS_PROBE, describeInstallFailure, diagnoseInstall, InstallTranscript, readBuildRequirementsProbe, REFUSED_MARKER, type UnmetBuildRequirement } from './install-failure';
 import { SCRIPTED_PACKAGES_HELPER, SETUP_SCRIPT_PATH } from './recipe';
+import { findSetupSecrets, maskSetupSecrets, READ_SETUP_SECRETS, SETUP_SECRETS_DIR, SETUP_SECRETS_TMPFS, setupSecretsInput, writeSetupSecretsScript, type SetupSecret } from './setup-secrets';
 import { WORKSPACE } from './paths';
 import { labelInstruction, snapshotLabelValues, type SnapshotIdentity } from './snapshot-labels';
 import { toolchainPath } from './toolchains';
@@ -97,6 +98,8 @@ export interface BuildRequest {
    * image's Debian packages and the repository's own files provide), and builds without isolation.
    */
   pipIndexUrl?: string;
+  /** The values of the recipe's `setupSecrets`, for setup.sh only (`setup-secrets.ts`). */
+  setupSecrets?: readonly SetupSecret[];
   installTimeoutMs: number;
   logPath: string;
   onProgress?: ProgressListener;
@@ -183,11 +186,15 @@ export function usesDependencyCache(identity: SnapshotIdentity): boolean {
 /** The install step: the recipe's install command, then setup.sh when it runs after it. */
 export function buildScript(identity: SnapshotIdentity): string {
   const recipe = identity.environment;
-  const lines = ['set -eu', `printf '${WORKSPACE_EXCLUDES.join('\\n')}\\n' >> .git/info/exclude`, `echo "${STAGE_MARKER}install"`, recipe.install.command];
+  const secrets = recipe.setupSecrets ?? [];
+  const lines = ['set -eu', ...(secrets.length > 0 ? [READ_SETUP_SECRETS] : []), `printf '${WORKSPACE_EXCLUDES.join('\\n')}\\n' >> .git/info/exclude`, `echo "${STAGE_MARKER}install"`];
+  // setup: replace makes setup.sh the install itself.
+  if (secrets.length > 0 && recipe.setupScript === 'replace') lines.push(writeSetupSecretsScript(secrets));
+  lines.push(recipe.install.command);
   // Yarn 4 writes its own version into package.json's packageManager when the field is missing;
   // an immutable install changes nothing else there, so the repository's file is put back.
   if (recipe.packageManager?.name === 'yarn-berry') lines.push('git diff --quiet -- package.json 2>/dev/null || git checkout -q -- package.json');
-  if (recipe.setupScript === 'after') lines.push(`echo "${STAGE_MARKER}setup"`, `bash ${SETUP_SCRIPT_PATH}`);
+  if (recipe.setupScript === 'after') lines.push(`echo "${STAGE_MARKER}setup"`, ...(secrets.length > 0 ? [writeSetupSecretsScript(secrets)] : []), `bash ${SETUP_SCRIPT_PATH}`);
   return lines.join('\n');
 }
 
@@ -267,7 +274,7 @@ export async function buildSnapshotImage(request: BuildRequest): Promise<void> {
         // gVisor's default of 20,000 open files is too few for pnpm 11's parallel linking (census
         // tinylibs/tinybench: ERR_PNPM_EMFILE importing its 682 packages); the host's limit is far higher.
         Ulimits: [{ Name: 'nofile', Soft: 1048576, Hard: 1048576 }],
-        Tmpfs: { '/tmp': 'rw,size=2g' },
+        Tmpfs: { '/tmp': 'rw,size=2g', ...(request.setupSecrets?.length ? { [SETUP_SECRETS_DIR]: SETUP_SECRETS_TMPFS } : {}) },
       },
     });
     await container.start();
@@ -295,14 +302,18 @@ export async function buildSnapshotImage(request: BuildRequest): Promise<void> {
       for (const target of transcript.watch()) log.write(`\n${REFUSED_MARKER}${target}\n`);
     };
     const refusalTimer = setInterval(watchRefusals, 250);
+    const secrets = request.setupSecrets ?? [];
     const install = await builder.raw(['bash', '-c', buildScript(identity)], {
       timeoutMs: request.installTimeoutMs,
       env,
+      ...(secrets.length > 0 ? { stdin: setupSecretsInput(secrets) } : {}),
       onOutput: (chunk) => {
         watchRefusals();
-        log.write(chunk);
-        transcript.push(chunk.toString('utf8'));
-        pending += chunk.toString('utf8');
+        // A chunk boundary inside a value would leave it unmasked: setup.sh is told not to print them.
+        const text = secrets.length > 0 ? maskSetupSecrets(chunk.toString('utf8'), secrets) : chunk.toString('utf8');
+        log.write(secrets.length > 0 ? text : chunk);
+        transcript.push(text);
+        pending += text;
         const lines = pending.split(/\r?\n|\r/);
         pending = lines.pop() ?? '';
         let changed = false;
@@ -334,6 +345,16 @@ export async function buildSnapshotImage(request: BuildRequest): Promise<void> {
       }
       const { message, hint } = describeInstallFailure({ exitCode: install.exitCode, tail, diagnosis, logPath: request.logPath, setupFailed: stage === 'setup', pipIndex: request.pipIndexUrl ?? null });
       throw new SnapshotBuildFailed('sandbox_unavailable', message, { hint });
+    }
+    if (secrets.length > 0) {
+      const found = await findSetupSecrets(container, builder, secrets);
+      if (found.length > 0) {
+        const named = found.map((hit) => `${hit.path} (${hit.secret})`);
+        throw new SnapshotBuildFailed('sandbox_unavailable', `a setup secret's value (raw, base64 or URL-encoded) is in the snapshot after ${SETUP_SCRIPT_PATH}: ${named.slice(0, 10).join(', ')}${named.length > 10 ? ` and ${named.length - 10} more` : ''}`, {
+          field: SETUP_SCRIPT_PATH,
+          hint: `make ${SETUP_SCRIPT_PATH} read $<NAME>_FILE without writing the value into the workspace or the home directory (/tmp is not kept); full log: ${request.logPath}`,
+        });
+      }
     }
     if (identity.environment.python) {
       const commands = await builder.raw(['bash', '-c', `cd ${WORKSPACE} && ${venvCommandsScript()}`]);

@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { DockhandError } from '../errors';
 import { DependencyCache, describeCacheStats, type DependencyCacheListener } from './dep-cache';
 import { describeRefusals, resolveBuildRegistries, type RegistryCredentials } from './private-registries';
+import { resolveSetupSecrets } from './setup-secrets';
 import { LABELS } from './docker-driver';
 import { isNotFound } from './docker-sandbox';
 import { ensureBuildNetwork, openBuildPort, BUILD_NETWORK } from './build-network';
@@ -492,6 +493,7 @@ export class SnapshotManager {
       } else if (identity.environment.registries?.length) {
         throw new DockhandError('sandbox_unavailable', `.dockhand/environment.yml names registries, but builds here run without the egress proxy (${egress}), where the registry front is`, { field: '.dockhand/environment.yml:registries' });
       }
+      const setupSecrets = await resolveSetupSecrets({ repo: request.repo, usedBy: `snapshot build ${key} setup.sh`, names: identity.environment.setupSecrets ?? [], credentials: this.options.registryCredentials });
       await buildSnapshotImage({
         docker: this.docker,
         baseImage: this.baseImage,
@@ -507,6 +509,7 @@ export class SnapshotManager {
         ...(this.options.registry ? { registry: this.options.registry } : {}),
         ...(this.options.pipIndexUrl ? { pipIndexUrl: this.options.pipIndexUrl } : {}),
         ...(cache ? { dependencyCache: cache } : {}),
+        ...(setupSecrets.length > 0 ? { setupSecrets } : {}),
         installTimeoutMs: this.options.installTimeoutMs ?? 15 * 60_000,
         logPath,
         ...(request.onProgress ? { onProgress: request.onProgress } : {}),
