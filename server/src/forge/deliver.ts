@@ -32,6 +32,8 @@ export interface PushGate {
   overrides?: NewEvent[];
   /** Names that never count as approvers (the bot itself). */
   bots?: string[];
+  /** Values the server holds as secrets: in the diff or the PR text, in any form, they block (`policy/known-secrets.ts`). */
+  known?: readonly string[];
 }
 
 export interface DeliverInput {
@@ -78,7 +80,7 @@ export async function enforcePushGateOffThread(diff: string, gate: PushGate, tex
 }
 
 function gateInput(diff: string, gate: PushGate, text: OutboundText): OutboundInput {
-  return { diff, policy: gate.policy, allowTestEdits: gate.allowTestEdits, stage: 'push', overrides: [...(gate.overrides ?? [])], text };
+  return { diff, policy: gate.policy, allowTestEdits: gate.allowTestEdits, stage: 'push', overrides: [...(gate.overrides ?? [])], text, ...(gate.known?.length ? { known: [...gate.known] } : {}) };
 }
 
 function pushVerdict(result: GatedPolicyResult, gate: PushGate): PolicyCheckResult & { overridden: boolean } {

@@ -7,6 +7,7 @@ import { scanSecrets, scanText } from './secrets';
 import { MAX_DIFF_BYTES, oversizeMessage, splitBinaryFiles, type BinaryFile } from './binary-files';
 import { supplyChainViolations } from './supply-chain';
 import { maskSecrets } from './mask';
+import { STORED_SECRET_RULE, storedSecretInDiff } from './known-secrets';
 import { escapeInvisible, invisibleCharacters } from './unicode';
 
 /**
@@ -36,6 +37,8 @@ export interface PolicyCheckInput {
   /** The ticket explicitly allows changing tests. */
   allowTestEdits: boolean;
   stage: PolicyStage;
+  /** Values the server holds (repository secrets, its own tokens): added in any form, they block (`known-secrets.ts`). */
+  known?: readonly (string | undefined)[];
 }
 
 export interface DiffStats {
@@ -192,6 +195,9 @@ export function checkPolicy(input: PolicyCheckInput): PolicyCheckResult & { stat
   const violations: PolicyViolation[] = [];
 
   for (const binary of binaries) violations.push(...archiveViolations(binary));
+  for (const found of storedSecretInDiff(files, input.known ?? [])) {
+    violations.push({ rule: STORED_SECRET_RULE, path: found.path, line: found.line, message: `a value this server holds as a secret (raw, URL-encoded or base64) is added at ${found.path}:${found.line}; remove it` });
+  }
   for (const file of files) {
     violations.push(...secretViolations(file));
     violations.push(...trojanSourceViolations(file));

@@ -2,6 +2,7 @@ import type { NewEvent } from '@dockhand/protocol';
 import { checkPolicy, type PolicyCheckInput, type PolicyViolation } from './check';
 import { findOverride, type GatedPolicyResult } from './override';
 import { DEFAULT_REPO_POLICY } from './repo-policy';
+import { STORED_SECRET_RULE, storedSecretInText } from './known-secrets';
 import { scanText } from './secrets';
 import { invisibleCharacters } from './unicode';
 
@@ -44,11 +45,13 @@ function isField(name: string): name is keyof OutboundText {
 }
 
 /** Violations in the words that accompany a diff. */
-export function textViolations(text: OutboundText): PolicyViolation[] {
+export function textViolations(text: OutboundText, known: readonly (string | undefined)[] = []): PolicyViolation[] {
   const violations: PolicyViolation[] = [];
   for (const [name, value] of Object.entries(text)) {
     if (!isField(name) || typeof value !== 'string' || value === '') continue;
     const where = OUTBOUND_FIELDS[name];
+    const stored = storedSecretInText(value, known);
+    if (stored !== undefined) violations.push({ rule: STORED_SECRET_RULE, path: where, line: stored, message: `a value this server holds as a secret (raw, URL-encoded or base64) is in ${FIELD_NAMES[name]} (line ${stored}); secrets never go into a pull request` });
     // The PR body is built from stored (masked) events: its markers, in the test log say, are
     // already harmless, and the summary's are reported under `task-summary` by the runner.
     const findings = scanText(value).filter((finding) => name !== 'body' || !finding.secret.startsWith('[secret:'));
@@ -85,7 +88,7 @@ export type OutboundInput = PolicyCheckInput & {
 export function gateOutbound(input: OutboundInput): GatedPolicyResult {
   const { overrides, text, ...check } = input;
   const result = checkPolicy(check);
-  const violations = [...result.violations, ...textViolations(text ?? {})];
+  const violations = [...result.violations, ...textViolations(text ?? {}, check.known ?? [])];
   const combined = { ...result, ok: violations.length === 0, violations };
   if (combined.ok) return { ...combined, overridden: false };
   const found = findOverride(check.diff, overrides, check.policy ?? DEFAULT_REPO_POLICY);

@@ -173,11 +173,12 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
     log: events,
     sandboxes: parts.sandboxes,
     agent,
-    policy: policyPort(baseFiles),
+    policy: policyPort(baseFiles, known),
     publisher: publisherPort({
       forge,
       clonesDir: join(config.dataDir, 'clones'),
       baseFiles,
+      known,
       ...(config.forge.pushToken ? { secrets: [config.forge.pushToken] } : {}),
       // A shared store: the worker's lease is confirmed (and extended) right before it pushes.
       ...('confirmLease' in store ? { confirmLease: (taskId: string) => store.confirmLease(taskId, config.scheduler.leaseSeconds * 1000) } : {}),

@@ -83,14 +83,14 @@ export async function repoPolicy(baseFiles: BaseFiles, task: Pick<Task, 'context
 }
 
 /** The policy gate with owners' overrides: the same evaluation as the forge's push gate. */
-export function policyPort(baseFiles: BaseFiles): PolicyPort {
+export function policyPort(baseFiles: BaseFiles, known: readonly string[] = []): PolicyPort {
   return {
     async check({ task, diff, stage, events, summary }) {
       const policy = await repoPolicy(baseFiles, task);
       // The same gate as the forge's push: the diff and the words that go with it into the PR.
       const text = { title: task.ticket.title, ...(summary !== undefined ? { summary } : {}) };
       // On a policy worker thread: the gate reads the whole diff, which may be tens of megabytes.
-      const { stats: _stats, ...result } = await policyWorkers.run('gateOutbound', { diff, policy, allowTestEdits: task.allowTestEdits, stage, overrides: [...events], text });
+      const { stats: _stats, ...result } = await policyWorkers.run('gateOutbound', { diff, policy, allowTestEdits: task.allowTestEdits, stage, overrides: [...events], text, known: [...known] });
       return { ...result, owners: policy.owners };
     },
   };
@@ -149,6 +149,8 @@ export interface PublisherOptions {
   forgeRepo?: (repo: string) => string;
   /** Secrets to keep out of the PR body (the push token). */
   secrets?: string[];
+  /** Values the push gate blocks in the diff and PR text (repository secrets: `EventLog.knownSecrets`). */
+  known?: readonly string[];
   /** For the repo policy at the base SHA (the forge's push gate re-checks it). */
   baseFiles: BaseFiles;
   /**
@@ -239,6 +241,7 @@ export function publisherPort(options: PublisherOptions): PublisherPort {
           decisions: pushDecisions(events),
           overrides: events,
           bots: ['dockhand', 'dockhand-policy'],
+          known: [...(options.known ?? [])],
         },
       });
       return { number: delivered.pr.number, url: delivered.pr.url, branch: delivered.pr.branch, headSha: delivered.pr.headSha };
