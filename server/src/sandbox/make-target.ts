@@ -47,7 +47,7 @@ export function makeTarget(command: string, makefile: string | undefined): MakeT
   const installs = bare.filter((line) => PIP_INSTALL.test(line));
   const tests = bare.filter((line) => !PIP_INSTALL.test(line));
   if (installs.length === 0 || tests.length === 0) return undefined;
-  return { target, installs, steps: tests.map((line) => ({ name: `make ${target}: ${line}`.slice(0, 200), command: line })) };
+  return { target, installs, steps: tests.map((line) => ({ name: `make ${target}`, command: line })) };
 }
 
 /** A pip install line's requirements and `-r` files, for python-requirements.ts (flags dropped). */

@@ -67,7 +67,7 @@ describe('a CI step that runs tox', () => {
       deps: ['pytest', 'pytest-cov', 'click', 'ipython'],
       extras: [],
       skipInstall: false,
-      steps: [{ name: 'tox py311: pytest --cov --cov-report=term-missing', command: 'pytest --cov --cov-report=term-missing' }],
+      steps: [{ name: 'tox py311', command: 'pytest --cov --cov-report=term-missing' }],
     });
   });
 
@@ -81,7 +81,7 @@ describe('a CI step that runs tox', () => {
       deps: [],
       extras: ['tests'],
       skipInstall: false,
-      steps: [{ name: 'tox py311: pytest -x tests', command: 'pytest -x tests', env: { PYTHONWARNINGS: 'error' } }],
+      steps: [{ name: 'tox py311', command: 'pytest -x tests', env: { PYTHONWARNINGS: 'error' } }],
     });
     expect(toxEnvironment('tox -e lint', DOTENV_TOX, '3.11')).toMatchObject({ name: 'lint', deps: ['ruff'], skipInstall: true, steps: [{ command: 'ruff check src tests' }] });
   });

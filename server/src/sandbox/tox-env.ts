@@ -170,7 +170,7 @@ export function toxEnvironment(command: string, toxIni: string | undefined, pyth
   const steps = commands.map((line): CiStep => {
     // tox's leading `-`: the command's failure is ignored.
     const command = line.startsWith('-') ? `${line.slice(1).trim()} || true` : line;
-    return { name: `tox ${name}: ${command}`.slice(0, 200), command, ...(cwd ? { cwd } : {}), ...(Object.keys(env).length > 0 ? { env } : {}) };
+    return { name: `tox ${name}`.slice(0, 200), command, ...(cwd ? { cwd } : {}), ...(Object.keys(env).length > 0 ? { env } : {}) };
   });
   return { name, deps: deps.flatMap((dep) => (/^-[rc]\s*\S/.test(dep) ? [dep.replace(/^-([rc])\s*/, '-$1 ')] : [dep])), extras: extras.flatMap((extra) => extra.split(',').map((part) => part.trim()).filter(Boolean)), skipInstall, steps };
 }
