@@ -133,7 +133,9 @@ describe('first run to an approved pull request in VS Code (1440×900)', () => {
       await badge.filter({ hasText: '1' }).waitFor({ timeout: 20_000 });
       expect(await page.locator('.statusbar').textContent()).toMatch(/Dockhand: awaiting review · \d+ turns · \$\d+\.\d\d/);
       // The review controls fit the default side bar: no widening, no scrolling.
-      for (const selector of ['button.review-approve', 'button.review-changes', 'button.review-reject', '.action-input']) await expectInSideBar(page, panel, selector);
+      for (const selector of ['button.review-approve', 'button.review-changes', 'button.review-reject']) await expectInSideBar(page, panel, selector);
+      // The text box waits until there is something to say (line comments, below, open it).
+      expect(await panel.locator('.action-input').isHidden()).toBe(true);
       await shot('06-review');
 
       // 6. Two line comments in the diff editor; the panel counts them.
@@ -146,6 +148,7 @@ describe('first run to an approved pull request in VS Code (1440×900)', () => {
       await shot('07-line-comments');
 
       // 7. Text plus the two comments go out in one request.
+      await expectInSideBar(page, panel, '.action-input');
       await panel.locator('.action-input').fill('Also add a test for a single value.');
       await panel.locator('button.review-changes').click();
       await workbench.notification('Sent 3 review comments', 30_000);
