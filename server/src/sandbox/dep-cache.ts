@@ -8,7 +8,9 @@ import { join } from 'node:path';
 import { rootCertificates } from 'node:tls';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { isPackageDocument, pointTarballsAtFront, privateUpstreamUrl, registryFor, type PrivateRegistry, type RegistryRefusal } from './private-registries';
+import { passedHeaders, readBody, relay } from './dep-cache-http';
+import { answerPrivate, type BuildRoute } from './dep-cache-private';
+import { registryFor, type PrivateRegistry, type RegistryRefusal } from './private-registries';
 
 /**
  * The node's dependency cache: a plain-HTTP npm registry front that snapshot builds use as their
@@ -37,11 +39,8 @@ import { isPackageDocument, pointTarballsAtFront, privateUpstreamUrl, registryFo
 const TARBALL_PATH = /^\/(?:@[a-z0-9][\w.-]*\/)?[a-z0-9][\w.-]*\/-\/[a-z0-9][\w.-]*\.tgz$/i;
 /** Request headers passed upstream (no host, proxy or connection headers). */
 const FORWARDED_HEADERS = ['accept', 'accept-encoding', 'user-agent', 'npm-command', 'npm-session', 'pnpm-session', 'referer', 'if-none-match', 'if-modified-since', 'authorization'];
-const RESPONSE_HOP_HEADERS = new Set(['connection', 'keep-alive', 'transfer-encoding', 'proxy-authenticate', 'upgrade']);
 /** Tarballs larger than this are passed through, not kept. */
 const MAX_ENTRY_BYTES = 256 * 1024 * 1024;
-/** A private registry's package document is read whole to point its tarballs at the front. */
-const MAX_DOCUMENT_BYTES = 64 * 1024 * 1024;
 
 const EntryRecord = z.object({ path: z.string(), sha512: z.string().regex(/^[A-Za-z0-9+/]+={0,2}$/), size: z.number().int().nonnegative() });
 
@@ -97,12 +96,6 @@ export interface DependencyCacheListener {
 export interface ListenOptions {
   /** The repository's own registries with their credentials (`private-registries.ts`). */
   registries?: readonly PrivateRegistry[];
-}
-
-interface BuildRoute {
-  registries: readonly PrivateRegistry[];
-  url: string;
-  refusals: RegistryRefusal[];
 }
 
 function readCaBundle(path: string, logger: Logger | undefined): string {
@@ -332,7 +325,7 @@ export class DependencyCache {
     const registry = registryFor(path, route.registries);
     if (registry) {
       count('passedThrough');
-      await this.handlePrivate(method, path, headers, registry, response, route);
+      await answerPrivate({ method, path, headers, registry, response, route, fetch: (verb, url, sent) => this.fetchUrl(verb, url, sent), logger: this.logger });
       return;
     }
     // A tarball fetched with the build's credentials may be private: never kept, never served from here.
@@ -365,44 +358,7 @@ export class DependencyCache {
       response.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': body.length, 'x-dockhand-cache': 'miss' }).end(body);
       return;
     }
-    const outHeaders: Record<string, string | string[]> = {};
-    for (const [name, value] of Object.entries(upstream.headers)) if (value !== undefined && !RESPONSE_HOP_HEADERS.has(name)) outHeaders[name] = value;
-    response.writeHead(upstream.statusCode ?? 502, outHeaders);
-    upstream.pipe(response);
-    await new Promise<void>((resolve, reject) => {
-      upstream.once('end', resolve);
-      upstream.once('error', reject);
-    });
-  }
-
-  /**
-   * A path of one of the build's own registries: asked with the server's credential (never the
-   * build's), never kept, package documents pointed back at the front; a 401/403 is recorded for
-   * the build's failure message.
-   */
-  private async handlePrivate(method: string, path: string, headers: Record<string, string>, registry: PrivateRegistry, response: ServerResponse, route: BuildRoute): Promise<void> {
-    const { authorization: _build, 'accept-encoding': _encoding, 'if-none-match': _etag, 'if-modified-since': _since, ...rest } = headers;
-    const url = privateUpstreamUrl(registry, path);
-    const upstream = await this.fetchUrl(method, url, { ...rest, authorization: registry.authorization });
-    const status = upstream.statusCode ?? 502;
-    if (status === 401 || status === 403) {
-      route.refusals.push({ registry: registry.url.origin + registry.url.pathname, ...(registry.scope ? { scope: registry.scope } : {}), secret: registry.secret, status, path });
-      this.logger?.warn({ registry: registry.url.origin, scope: registry.scope, secret: registry.secret, status, path }, 'a repository registry refused the credential of its secret');
-    }
-    const outHeaders: Record<string, string | string[]> = {};
-    for (const [name, value] of Object.entries(upstream.headers)) if (value !== undefined && !RESPONSE_HOP_HEADERS.has(name)) outHeaders[name] = value;
-    if (method === 'GET' && status === 200 && isPackageDocument(upstream)) {
-      const document = pointTarballsAtFront((await readBody(upstream, MAX_DOCUMENT_BYTES)).toString('utf8'), registry, route.url);
-      delete outHeaders.etag;
-      response.writeHead(200, { ...outHeaders, 'content-length': Buffer.byteLength(document) }).end(document);
-      return;
-    }
-    response.writeHead(status, outHeaders);
-    upstream.pipe(response);
-    await new Promise<void>((resolve, reject) => {
-      upstream.once('end', resolve);
-      upstream.once('error', reject);
-    });
+    await relay(upstream, response, upstream.statusCode ?? 502, passedHeaders(upstream));
   }
 
   private fetchUpstream(method: string, path: string, headers: Record<string, string>): Promise<IncomingMessage> {
@@ -436,22 +392,4 @@ export class DependencyCache {
     this.agent.destroy();
     this.plainAgent.destroy();
   }
-}
-
-/** The whole body (at most `limit` bytes, else an error: an upstream that announced no length and sent more). */
-function readBody(stream: IncomingMessage, limit: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    stream.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) {
-        stream.destroy(new Error(`tarball larger than ${limit} bytes`));
-        return;
-      }
-      chunks.push(chunk);
-    });
-    stream.once('end', () => resolve(Buffer.concat(chunks)));
-    stream.once('error', reject);
-  });
 }
