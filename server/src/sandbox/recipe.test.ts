@@ -175,6 +175,14 @@ describe('.dockhand/environment.yml and precedence', () => {
     expect(replace.install).toEqual({ command: 'bash .dockhand/setup.sh', source: '.dockhand/environment.yml setup: replace' });
     await expect(detectRecipe(repo({ 'package.json': pkg(), '.dockhand/environment.yml': 'setup: replace\n' }), versions)).rejects.toThrow(/setup: replace needs \.dockhand\/setup\.sh/);
   });
+  it('setup secrets are named in the recipe only when asked for, and need setup.sh', async () => {
+    const none = await detectRecipe(repo({ 'package.json': pkg(), '.dockhand/setup.sh': 'echo hi\n' }), versions);
+    expect('setupSecrets' in none).toBe(false);
+    const asked = await detectRecipe(repo({ 'package.json': pkg(), '.dockhand/setup.sh': 'echo hi\n', '.dockhand/environment.yml': 'secrets: [SENTRY_AUTH, SENTRY_AUTH, NPM_ACME]\n' }), versions);
+    expect(asked.setupSecrets).toEqual(['SENTRY_AUTH', 'NPM_ACME']);
+    await expect(detectRecipe(repo({ 'package.json': pkg(), '.dockhand/environment.yml': 'secrets: [SENTRY_AUTH]\n' }), versions)).rejects.toThrow(/secrets are given to \.dockhand\/setup\.sh only/);
+    await expect(detectRecipe(repo({ 'package.json': pkg(), '.dockhand/setup.sh': 'echo hi\n', '.dockhand/environment.yml': 'secrets: [sentry]\n' }), versions)).rejects.toThrow(/secrets/);
+  });
   it('skipScripts installs without scripts and rebuilds the other packages; lifecycleScripts: false runs none', async () => {
     const skip = await detectRecipe(repo({ 'package.json': pkg(), '.dockhand/environment.yml': 'skipScripts: [puppeteer, "@scope/native"]\n' }, ['package-lock.json']), versions);
     expect(skip.skipScripts).toEqual(['puppeteer', '@scope/native']);
