@@ -214,8 +214,9 @@ function renderHeader(): void {
   const status = connection.status;
   connectionBadge.textContent = status === 'signed_out' ? 'signed out' : status;
   connectionBadge.className = `badge connection connection-${status}`;
-  // "live" matters while the agent works; later only a problem with the connection is worth the room.
-  connectionBadge.hidden = status === 'live' && !isWorkingState(state) && state !== 'awaiting_approval';
+  // "live" matters while the agent works or waits on the developer mid-run (paused, an approval): the
+  // developer acts through the connection then; later only a problem with the connection is worth the room.
+  connectionBadge.hidden = status === 'live' && !isWorkingState(state) && state !== 'awaiting_approval' && state !== 'paused';
   // The clock counts the agent's time only: waiting for the developer's review or decision is not the agent's.
   const elapsedMs = workedMs(summary, isWorkingState(state) ? Date.now() : Date.parse(summary.lastEventAt ?? '') || Date.now());
   const b = summary.budgets;
