@@ -4,7 +4,8 @@ vi.mock('vscode', () => import('./test/vscode-stub'));
 
 
 import { TASK_ID, approvalResolved, pushed, runUntilApproval, runUntilReview, stamp } from '../../webview-ui/src/test/recorded-stream';
-import { pullRequestRounds, renderPullRequest } from './pull-request-view';
+import { changeRounds } from '@dockhand/protocol';
+import { renderPullRequest } from './pull-request-view';
 
 type NewEvent = Parameters<typeof stamp>[1][number];
 
@@ -52,7 +53,7 @@ describe('pull request view', () => {
       ...finish('f2', 'Named the offset and said why.'),
       ...pushed(),
     ]);
-    expect(pullRequestRounds(events)).toEqual([
+    expect(changeRounds(events)).toEqual([
       { round: 1, summary: 'The offset started at 1; it starts at 0 now.' },
       { round: 2, requested: { by: 'dev', comments: ['src/paginate.js:3 Name the offset.', 'Say why.'], revert: ['CHANGELOG.md'] }, summary: 'Named the offset and said why.' },
     ]);

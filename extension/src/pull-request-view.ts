@@ -1,4 +1,4 @@
-import type { TaskEvent } from '@dockhand/protocol';
+import { changeRounds, type TaskEvent } from '@dockhand/protocol';
 import * as vscode from 'vscode';
 import type { DockhandState } from './dockhand-state';
 
@@ -12,39 +12,6 @@ import type { DockhandState } from './dockhand-state';
  * extension started, and titled itself "Preview pull request t_<uuid>.md"). The self-review's
  * verdict is one of the checks, not the description.
  */
-
-export interface PullRequestRound {
-  round: number;
-  /** What the reviewer asked before this round (none for the first). */
-  requested?: { by: string; comments: string[]; revert: string[] };
-  /** What the agent said it did in this round (its accepted `finish`). */
-  summary: string;
-}
-
-/**
- * The story of the change from the task's log: one entry per review round, with the summary of
- * the round's accepted finish and the request for changes that started it. The server's PR body
- * tells the same rounds (server/src/forge/pr-rounds.ts reads the same events).
- */
-export function pullRequestRounds(events: readonly TaskEvent[]): PullRequestRound[] {
-  const rounds: PullRequestRound[] = [];
-  const finishes = new Map<string, string>();
-  let current: PullRequestRound = { round: 1, summary: '' };
-  for (const event of events) {
-    if (event.type === 'tool.called' && event.data.name === 'finish') {
-      const summary: unknown = event.data.input && typeof event.data.input === 'object' ? Reflect.get(event.data.input, 'summary') : undefined;
-      if (typeof summary === 'string') finishes.set(event.data.toolUseId, summary.trim());
-    } else if (event.type === 'tool.finished' && event.data.name === 'finish' && !event.data.isError) {
-      current.summary = finishes.get(event.data.toolUseId) ?? current.summary;
-    } else if (event.type === 'review.requested_changes') {
-      rounds.push(current);
-      const comments = event.data.comments.map((comment) => (comment.path ? `${comment.path}${comment.line ? `:${comment.line}` : ''} ${comment.body}` : comment.body));
-      current = { round: current.round + 1, requested: { by: event.data.by, comments, revert: event.data.rejectedFiles ?? [] }, summary: '' };
-    }
-  }
-  rounds.push(current);
-  return rounds.filter((round) => round.summary || round.requested);
-}
 
 export interface PullRequestPage {
   /** The editor tab's title: "PR #3: Add farewell". */
@@ -65,7 +32,8 @@ export function renderPullRequest(title: string, events: readonly TaskEvent[]): 
   const heading = `PR #${opened.data.number}: ${title}`;
   const body: string[] = [`<h1>${escapeHtml(heading)}</h1>`, `<p class="meta">${code(opened.data.branch)} at ${code(opened.data.headSha.slice(0, 12))} · ${escapeHtml(opened.data.url)}</p>`];
 
-  const rounds = pullRequestRounds(events.filter((event) => event.seq < opened.seq));
+  // The story of the change round by round, as the server's PR body tells it.
+  const rounds = changeRounds(events.filter((event) => event.seq < opened.seq));
   body.push('<h2>What changed</h2>');
   if (!rounds.length) body.push('<p class="muted">The agent left no summary.</p>');
   for (const round of rounds) {

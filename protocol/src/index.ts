@@ -6,3 +6,4 @@ export * from './ws';
 export * from './api';
 export * from './repos';
 export * from './ticket-text';
+export * from './change-rounds';

@@ -9,8 +9,6 @@ export type { LocalForgeOptions } from './local-forge';
 export { InMemoryPullRequestStore } from './memory-store';
 export { buildPullRequestBody } from './pr-body';
 export type { PullRequestReport } from './pr-body';
-export { reviewRounds } from './pr-rounds';
-export type { ReviewRound } from './pr-rounds';
 export { branchName, DOCKHAND_BOT, pushChange } from './push';
 export type { Person, PushChangeInput, PushChangeResult } from './push';
 export { createRedactor, redact, REDACTED } from './redact';

@@ -1,4 +1,4 @@
-import type { ReviewRound } from './pr-rounds';
+import type { ChangeRound } from '@dockhand/protocol';
 import { codeSpan, neutralizeInline, neutralizeMarkdown, quoted } from './pr-text';
 import { redact } from './redact';
 
@@ -20,8 +20,8 @@ import { redact } from './redact';
 export interface PullRequestReport {
   ticket: { title: string; url?: string; id?: string };
   summary: string;
-  /** The review rounds (pr-rounds.ts); with more than one, the agent's section tells each. */
-  rounds?: ReviewRound[];
+  /** The review rounds (changeRounds in @dockhand/protocol); with more than one, the agent's section tells each. */
+  rounds?: ChangeRound[];
   taskId?: string;
   requester?: string;
   /** The last test run before the PR (the full suite, once the verified stop has run it). */

@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Task, TaskEvent } from '@dockhand/protocol';
+import { changeRounds, type Task, type TaskEvent } from '@dockhand/protocol';
 import { runAgent, type AgentConfigInput } from '../agent';
 import { DockhandError } from '../errors';
 import { GitChildren } from '../git-child';
 import type { FeedbackEngine } from '../feedback/types';
-import { buildPullRequestBody, branchName, deliverPullRequest, reviewRounds, type Forge } from '../forge';
+import { buildPullRequestBody, branchName, deliverPullRequest, type Forge } from '../forge';
 import type { ModelClient } from '../model/types';
 import { parseRepoPolicy, POLICY_FILE_PATH, type RepoPolicy } from '../policy';
 import { policyWorkers } from '../policy/pool';
@@ -190,7 +190,7 @@ export function publisherPort(options: PublisherOptions): PublisherPort {
           ticket: { title: task.ticket.title, ...(task.ticket.kind === 'issue' ? { id: task.ticket.id, ...(task.ticket.url ? { url: task.ticket.url } : {}) } : {}) },
           summary,
           // Every review round's account, not only the last one's summary (issue 24 item 2).
-          rounds: reviewRounds(events, summary),
+          rounds: changeRounds(events, summary),
           taskId: task.id,
           requester: task.owner,
           allowTestEdits: task.allowTestEdits,

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { TaskEvent } from '@dockhand/protocol';
+import { changeRounds, TaskEvent } from '@dockhand/protocol';
 import { buildPullRequestBody } from './pr-body';
-import { reviewRounds } from './pr-rounds';
 
 let seq = 0;
 function event(type: TaskEvent['type'], data: unknown): TaskEvent {
@@ -23,16 +22,16 @@ const log: TaskEvent[] = [
   ...finish('f2', 'Added the comment the reviewer asked for.'),
 ];
 
-describe('reviewRounds', () => {
+describe('changeRounds', () => {
   it('keeps each round: its accepted finish and the request that started it; a refused finish is not an account', () => {
-    expect(reviewRounds(log)).toEqual([
+    expect(changeRounds(log)).toEqual([
       { round: 1, summary: 'Cause: the slice ended at `start + size - 1`. Fix: it ends at `start + size`.' },
       { round: 2, requested: { by: 'ada', comments: ['src/paginate.js:3 Name the end.', 'Mention @olive\nin a comment.'], revert: ['CHANGELOG.md'] }, summary: 'Added the comment the reviewer asked for.' },
     ]);
   });
 
   it("takes the result's summary for a last round whose finish is not in the log", () => {
-    expect(reviewRounds([], 'Fixed it.')).toEqual([{ round: 1, summary: 'Fixed it.' }]);
+    expect(changeRounds([], 'Fixed it.')).toEqual([{ round: 1, summary: 'Fixed it.' }]);
   });
 });
 
@@ -40,7 +39,7 @@ describe('the PR body after review rounds', () => {
   const report = { ticket: { title: 'paginate drops the last item' }, usage: { turns: 3, inputTokens: 1, outputTokens: 1, costUsd: 0.1 } };
 
   it("tells every round, not only the last round's summary (issue 24 item 2)", () => {
-    const body = buildPullRequestBody({ ...report, summary: 'Added the comment the reviewer asked for.', rounds: reviewRounds(log, 'Added the comment the reviewer asked for.') });
+    const body = buildPullRequestBody({ ...report, summary: 'Added the comment the reviewer asked for.', rounds: changeRounds(log, 'Added the comment the reviewer asked for.') });
     expect(body).toContain('## Summary, round by round (written by the agent)');
     expect(body).toContain('**Round 1**\n\n> Cause: the slice ended at `start + size - 1`. Fix: it ends at `start + size`.');
     expect(body).toContain('**Round 2**\n\nada asked: src/paginate.js:3 Name the end. · Mention @&#8203;olive in a comment. (and to revert `CHANGELOG.md`)\n\n> Added the comment the reviewer asked for.');
@@ -50,7 +49,7 @@ describe('the PR body after review rounds', () => {
   });
 
   it('keeps the one summary section when there was one round', () => {
-    const body = buildPullRequestBody({ ...report, summary: 'Fixed it.', rounds: reviewRounds(finish('f', 'Fixed it.'), 'Fixed it.') });
+    const body = buildPullRequestBody({ ...report, summary: 'Fixed it.', rounds: changeRounds(finish('f', 'Fixed it.'), 'Fixed it.') });
     expect(body).toContain('## Summary (written by the agent)\n\n> Fixed it.');
   });
 });

@@ -1,24 +1,28 @@
-import type { TaskEvent } from '@dockhand/protocol';
+import type { TaskEvent } from './events';
 
 /**
- * The story of a change across review rounds, read from the task's log for its pull request: per
- * round, what the reviewer asked before it (none for the first) and what the agent said it did
- * (the summary of the round's accepted `finish`; a refused finish is not the round's account).
- * The publisher's summary is only the last round's, so a PR after a second round would otherwise
- * keep "Added the comment the reviewer asked for." and lose the cause and the fix (issue 24).
- * The extension's PR view reads the same events (extension/src/pull-request-view.ts).
+ * The story of a change across review rounds, read from the task's log: per round, what the
+ * reviewer asked before it (none for the first) and what the agent said it did (the summary of the
+ * round's accepted `finish`; a refused finish is not the round's account). The server's PR body
+ * (server/src/forge/pr-body.ts) and the extension's PR view (extension/src/pull-request-view.ts)
+ * both tell it: the publisher's summary is only the last round's, so a PR after a second round
+ * would otherwise keep "Added the comment the reviewer asked for." and lose the cause and the fix
+ * (issue 24).
  */
 
-export interface ReviewRound {
+export interface ChangeRound {
   round: number;
+  /** What the reviewer asked before this round (none for the first). */
   requested?: { by: string; comments: string[]; revert: string[] };
+  /** What the agent said it did in this round (its accepted `finish`). */
   summary: string;
 }
 
-export function reviewRounds(events: readonly TaskEvent[], lastSummary = ''): ReviewRound[] {
-  const rounds: ReviewRound[] = [];
+/** `lastSummary`: the result's summary, taken for a last round whose finish is not in the log. */
+export function changeRounds(events: readonly TaskEvent[], lastSummary = ''): ChangeRound[] {
+  const rounds: ChangeRound[] = [];
   const finishes = new Map<string, string>();
-  let current: ReviewRound = { round: 1, summary: '' };
+  let current: ChangeRound = { round: 1, summary: '' };
   for (const event of events) {
     if (event.type === 'tool.called' && event.data.name === 'finish') {
       const summary: unknown = event.data.input && typeof event.data.input === 'object' ? Reflect.get(event.data.input, 'summary') : undefined;
@@ -31,7 +35,6 @@ export function reviewRounds(events: readonly TaskEvent[], lastSummary = ''): Re
       current = { round: current.round + 1, requested: { by: event.data.by, comments, revert: event.data.rejectedFiles ?? [] }, summary: '' };
     }
   }
-  // The result's summary is the last round's own when its finish is not in the log.
   if (!current.summary) current.summary = lastSummary.trim();
   rounds.push(current);
   return rounds.filter((round) => round.summary || round.requested);
