@@ -10,7 +10,7 @@ import { INTERRUPTED_TOOL_OUTPUT } from '../../server/src/agent/conversation';
 import { InMemoryPullRequestStore, LocalForge } from '../../server/src/forge';
 import { startReplayServer, type ReplayServer } from '../../server/src/model/replay/server';
 import { SqliteStore } from '../../server/src/store/sqlite';
-import { freePort, startDockhandServe } from '../support/local-server';
+import { exited, freePort, pollUntil, startDockhandServe } from '../support/local-server';
 import { createFixtureRepo, type FixtureRepo } from '../support/fixture-repo';
 import { createAdminToken, registerRepo } from '../support/register-repo';
 
@@ -59,27 +59,7 @@ function api<T>(method: string, path: string, schema: z.ZodType<T>, body?: unkno
 const Events = z.object({ events: z.array(TaskEvent) });
 const events = (id: string) => api('GET', `/v1/tasks/${id}/events?after=0&limit=10000`, Events).then((r) => r.events);
 
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, ms = 240_000): Promise<T> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    let value: T | undefined;
-    try {
-      value = await probe();
-    } catch (error) {
-      if (error instanceof Error && /failed|ended/.test(error.message)) throw error;
-    }
-    if (value !== undefined) return value;
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`timed out waiting for ${what}\n${serverOutput().slice(-4000)}`);
-}
-
-function stopped(child: ChildProcess): Promise<number | null> {
-  return new Promise((done) => {
-    if (child.exitCode !== null || child.signalCode !== null) done(child.exitCode);
-    else child.once('exit', (code) => done(code));
-  });
-}
+const waitFor = <T>(what: string, probe: () => Promise<T | undefined>, ms = 240_000) => pollUntil(what, probe, { ms, fatal: /failed|ended/, output: () => serverOutput() });
 
 beforeAll(async () => {
   execFileSync('bash', ['sandbox-images/base/build.sh'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
@@ -128,7 +108,7 @@ beforeAll(async () => {
 afterAll(async () => {
   if (server && server.exitCode === null) {
     server.kill('SIGTERM');
-    await stopped(server);
+    await exited(server);
   }
   await replay?.close();
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });
@@ -153,7 +133,7 @@ describe('fleet server crash safety', () => {
     const before = await events(id);
     expect(before.filter((e) => e.type === 'file.changed')).toHaveLength(1);
     server.kill('SIGKILL');
-    await stopped(server);
+    await exited(server);
 
     server = await startServer();
     const review = await waitFor('awaiting_review after the restart', async () => {
@@ -197,7 +177,7 @@ describe('fleet server crash safety', () => {
 
     // A graceful stop leaves no sandbox of ours running.
     server.kill('SIGTERM');
-    expect(await stopped(server)).toBe(0);
+    expect(await exited(server)).toBe(0);
     const left = execFileSync('docker', ['ps', '-aq', '--filter', `label=dockhand.task=${id}`], { encoding: 'utf8' }).trim();
     expect(left).toBe('');
   });
@@ -219,7 +199,7 @@ describe('fleet server crash safety', () => {
     expect(requested.command).toContain('git push');
     expect((await api('GET', `/v1/tasks/${id}`, Task)).state).toBe('awaiting_approval');
     server.kill('SIGKILL');
-    await stopped(server);
+    await exited(server);
 
     server = await startServer(`${SESSION}-approval`);
     await waitFor('awaiting_review after the restart', async () => {
@@ -238,6 +218,6 @@ describe('fleet server crash safety', () => {
     const rejected = await api('POST', `/v1/tasks/${id}/review`, Task, { action: 'reject', comments: [] });
     expect(rejected.state).toBe('cancelled');
     server.kill('SIGTERM');
-    expect(await stopped(server)).toBe(0);
+    expect(await exited(server)).toBe(0);
   });
 });

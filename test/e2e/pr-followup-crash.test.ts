@@ -11,7 +11,7 @@ import { startReplayServer, type ReplayServer } from '../../server/src/model/rep
 import { SqliteStore } from '../../server/src/store/sqlite';
 import { apiJson } from '../support/api-json';
 import { createFixtureRepo, type FixtureRepo } from '../support/fixture-repo';
-import { freePort, startDockhandServe } from '../support/local-server';
+import { exited, freePort, pollUntil, startDockhandServe } from '../support/local-server';
 import { createAdminToken, registerRepo } from '../support/register-repo';
 
 /*
@@ -53,31 +53,13 @@ async function startServer(): Promise<ChildProcess> {
 const api = <T>(method: string, path: string, schema: z.ZodType<T>, body?: unknown) => apiJson(`http://127.0.0.1:${port}`, token, method, path, schema, body);
 const events = (id: string) => api('GET', `/v1/tasks/${id}/events?after=0&limit=10000`, z.object({ events: z.array(TaskEvent) })).then((r) => r.events);
 
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, ms = 240_000): Promise<T> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    const value = await probe().catch((error: unknown) => {
-      if (error instanceof Error && /ended/.test(error.message)) throw error;
-      return undefined;
-    });
-    if (value !== undefined) return value;
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`timed out waiting for ${what}\n${serverOutput().slice(-4000)}`);
-}
+const waitFor = <T>(what: string, probe: () => Promise<T | undefined>, ms = 240_000) => pollUntil(what, probe, { ms, fatal: /ended/, output: () => serverOutput() });
 
 const inState = (id: string, state: TaskState) => waitFor(state, async () => {
   const task = await api('GET', `/v1/tasks/${id}`, Task);
   if (['failed', 'cancelled', 'budget_exhausted'].includes(task.state)) throw new Error(`task ended ${task.state}: ${task.error}`);
   return task.state === state ? task : undefined;
 });
-
-function stopped(child: ChildProcess): Promise<number | null> {
-  return new Promise((done) => {
-    if (child.exitCode !== null || child.signalCode !== null) done(child.exitCode);
-    else child.once('exit', (code) => done(code));
-  });
-}
 
 beforeAll(async () => {
   execFileSync('bash', ['sandbox-images/base/build.sh'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
@@ -112,7 +94,7 @@ beforeAll(async () => {
 afterAll(async () => {
   if (server && server.exitCode === null) {
     server.kill('SIGTERM');
-    await stopped(server);
+    await exited(server);
   }
   await replay?.close();
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });
@@ -138,7 +120,7 @@ describe('kill -9 during a follow-up round', () => {
     expect(comment.steering).toBe('allowed');
     await waitFor('round 2\'s slow command', async () => ((await events(id)).some((e) => e.type === 'tool.called' && e.data.name === 'run_command') ? true : undefined));
     server.kill('SIGKILL');
-    await stopped(server);
+    await exited(server);
 
     server = await startServer();
     await inState(id, 'awaiting_review');
@@ -159,6 +141,6 @@ describe('kill -9 during a follow-up round', () => {
     expect(view.pr.headSha).toBe(head);
 
     server.kill('SIGTERM');
-    expect(await stopped(server)).toBe(0);
+    expect(await exited(server)).toBe(0);
   }, 20 * 60_000);
 });

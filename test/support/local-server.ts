@@ -107,3 +107,31 @@ export async function startDockhandServe(port: number, env: Record<string, strin
   const waited = ((Date.now() - started) / 1000).toFixed(0);
   throw new Error(`dockhand serve did not answer /healthz after ${waited} s (no output for ${((Date.now() - lastOutput) / 1000).toFixed(0)} s):\n${output}`);
 }
+
+/** The child's exit code once it has exited (at once when it already has; null after a signal). */
+export function exited(child: ChildProcess): Promise<number | null> {
+  return new Promise((done) => {
+    if (child.exitCode !== null || child.signalCode !== null) done(child.exitCode);
+    else child.once('exit', (code) => done(code));
+  });
+}
+
+/**
+ * Polls `probe` every 250 ms until it gives a value. A probe error whose message matches `fatal`
+ * ends the wait at once; any other (the server restarting, a refused connection) is tried again.
+ * On timeout the error carries the last 4,000 characters of `output()` (the server's own log).
+ */
+export async function pollUntil<T>(what: string, probe: () => Promise<T | undefined>, options: { ms?: number; fatal: RegExp; output: () => string }): Promise<T> {
+  const end = Date.now() + (options.ms ?? 240_000);
+  while (Date.now() < end) {
+    let value: T | undefined;
+    try {
+      value = await probe();
+    } catch (error) {
+      if (error instanceof Error && options.fatal.test(error.message)) throw error;
+    }
+    if (value !== undefined) return value;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`timed out waiting for ${what}\n${options.output().slice(-4000)}`);
+}
