@@ -116,6 +116,15 @@ export function failure(events: TaskEvent[]): { code: string; message: string } 
   return failed?.type === 'task.failed' ? failed.data : undefined;
 }
 
+/**
+ * The server's warnings and errors about one task (its pino lines naming the task id), newest
+ * last, for a failure message: a control that fails in CI says why without a rerun.
+ */
+export function taskLog(fleet: AttackFleet, taskId: string, max = 8): string {
+  const lines = fleet.logs().split('\n').filter((line) => line.includes(taskId) && /"level":(40|50|60)/.test(line));
+  return lines.slice(-max).map((line) => line.slice(0, 600)).join('\n');
+}
+
 export class LayerBroke extends Error {}
 
 export function holds(condition: boolean, what: string): asserts condition {

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { LocalForge } from '../../../server/src/forge';
-import { FAREWELL, failure, git, holds, insist, pushedBranches, REPO, replace, type CaseContext, type HostileCase } from './case-kit';
+import { FAREWELL, failure, git, holds, insist, pushedBranches, REPO, replace, taskLog, type CaseContext, type HostileCase } from './case-kit';
 
 /*
  * The controls: what must get through (a clean fix, a test change the requester allowed, the
@@ -9,11 +9,11 @@ import { FAREWELL, failure, git, holds, insist, pushedBranches, REPO, replace, t
 
 async function approveAndPush(ctx: CaseContext, id: string): Promise<{ branch: string; body: string; prUrl: string }> {
   const { task, events } = await ctx.fleet.waitFor(id);
-  holds(task.state === 'awaiting_review', `expected awaiting_review, got ${task.state} ${JSON.stringify(failure(events))} after ${events.slice(-6).map((event) => event.type).join(', ')}`);
+  holds(task.state === 'awaiting_review', `expected awaiting_review, got ${task.state} ${JSON.stringify(failure(events))} after ${events.slice(-6).map((event) => event.type).join(', ')}\nserver log:\n${taskLog(ctx.fleet, id)}`);
   const approved = await ctx.fleet.request('POST', `/v1/tasks/${id}/review`, ctx.fleet.tokens.alice, { action: 'approve' });
   holds(approved.status === 200, `approve: ${approved.status} ${approved.body}`);
   const { task: pushed, events: after } = await ctx.fleet.waitFor(id, ['pr_open', 'failed']);
-  holds(pushed.state === 'pr_open' && pushed.prUrl !== undefined, `expected pr_open, got ${pushed.state} ${JSON.stringify(failure(after))}`);
+  holds(pushed.state === 'pr_open' && pushed.prUrl !== undefined, `expected pr_open, got ${pushed.state} ${JSON.stringify(failure(after))}\nserver log:\n${taskLog(ctx.fleet, id)}`);
   const [branch] = pushedBranches(ctx.fleet, pushed);
   holds(branch !== undefined, 'the PR has no branch on the forge');
   const number = Number(/\/pulls\/(\d+)$/.exec(pushed.prUrl ?? '')?.[1]);
