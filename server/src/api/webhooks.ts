@@ -33,5 +33,5 @@ export interface WebhookDeps {
   /** A verified pull_request closed delivery arrived. */
   onPullRequest(outcome: PullRequestWebhookOutcome): Promise<void>;
   /** A verified comment, review or finished check on a PR arrived. */
-  onFeedback?(feedback: Exclude<GitHubFeedback, { kind: 'outcome' }>): Promise<void>;
+  onFeedback?(feedback: Exclude<GitHubFeedback, { kind: 'outcome' }>): Promise<unknown>;
 }

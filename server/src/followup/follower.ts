@@ -1,6 +1,6 @@
 import type { Task, TaskEvent } from '@dockhand/protocol';
 import { isRed, type PullRequestCheck } from '../forge/checks';
-import { modelText, type PullRequestComment, type PullRequestThreads, type PullRequestThreadStore } from '../forge/comments';
+import { modelText, type FollowedThreads, type PullRequestComment, type PullRequestThreadStore } from '../forge/comments';
 import type { FlakyStore } from '../feedback/types';
 import type { Logger } from '../log';
 import type { CheckpointStore } from '../runner/checkpoints';
@@ -32,7 +32,8 @@ export interface FollowerLimits {
 
 export interface FollowerOptions {
   log: EventLog;
-  threads: PullRequestThreads;
+  /** The local forge's threads, or GitHub's (`forge/github-threads.ts`: deliveries and polls recorded in the store). */
+  threads: FollowedThreads;
   /** The same store the threads use: checks at the base commit. */
   threadStore: PullRequestThreadStore;
   checkpoints?: CheckpointStore;
@@ -211,7 +212,7 @@ export class PullRequestFollower {
 }
 
 function feedbackComment(comment: PullRequestComment): { id: number; author: string; path?: string; line?: number; body: string } {
-  return { id: comment.id, author: comment.author, ...(comment.path ? { path: comment.path, line: comment.line! } : {}), body: modelText(comment).slice(0, 2000) };
+  return { id: comment.id, author: comment.author, ...(comment.path ? { path: comment.path } : {}), ...(comment.line !== undefined ? { line: comment.line } : {}), body: modelText(comment).slice(0, 2000) };
 }
 
 function checkSummary(check: PullRequestCheck, triage: Triage) {

@@ -2,10 +2,10 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import type { Task, TaskEvent } from '@dockhand/protocol';
 import { DockhandError } from '../errors';
-import type { PullRequestThreads, PullRequestThreadStore } from '../forge/comments';
+import type { FollowedThreads, PullRequestThreadStore } from '../forge/comments';
 import { enforcePushGateOffThread, type PushGate } from '../forge/deliver';
 import { pushFollowUp } from '../forge/follow-push';
-import type { LocalForge } from '../forge/local-forge';
+import type { Forge } from '../forge/types';
 import { lastPushedHead, unpushedRound } from './rounds';
 
 /*
@@ -28,9 +28,12 @@ export interface FollowUpPort {
   push(input: { task: Task; diff: string; summary: string; events: TaskEvent[] }): Promise<FollowUpResult>;
 }
 
+/** The local forge (its PR record's head moves with the push), or GitHub (it moves its own). */
+export type FollowUpForge = Pick<Forge, 'kind' | 'pushTarget' | 'getPullRequest' | 'openPullRequest'> & { repositoryName?(repo: string): string };
+
 export interface FollowUpPublisherOptions {
-  forge: LocalForge;
-  threads: PullRequestThreads;
+  forge: FollowUpForge;
+  threads: FollowedThreads;
   threadStore: PullRequestThreadStore;
   /** The server's clones (one per repository, as the first push's). */
   clonesDir: string;
@@ -42,8 +45,10 @@ export interface FollowUpPublisherOptions {
   gate?: (task: Task, events: TaskEvent[]) => Promise<PushGate>;
 }
 
-export function commitUrl(repo: string, sha: string): string {
-  return `dockhand-local://${repo}/commit/${sha}`;
+/** Where a pushed commit is seen: the local forge's link, or the commit's page next to the PR's on GitHub. */
+export function commitUrl(repo: string, sha: string, prUrl?: string): string {
+  const onGitHub = prUrl ? /^(https?:\/\/[^/]+\/[^/]+\/[^/]+)\/pull\/\d+\/?$/.exec(prUrl) : null;
+  return onGitHub ? `${onGitHub[1]}/commit/${sha}` : `dockhand-local://${repo}/commit/${sha}`;
 }
 
 export function followUpPublisher(options: FollowUpPublisherOptions): FollowUpPort {
@@ -55,7 +60,7 @@ export function followUpPublisher(options: FollowUpPublisherOptions): FollowUpPo
         throw new DockhandError('conflict', `task ${task.id} has no follow-up round waiting to push`);
       }
       const parentSha = lastPushedHead(events)!;
-      const repo = options.forge.repositoryName(task.context.repo);
+      const repo = options.forge.repositoryName?.(task.context.repo) ?? task.context.repo;
       const target = await options.forge.pushTarget(repo);
       const approved = [...events].reverse().find((event) => event.type === 'task.state' && event.data.state === 'pushing');
       const number = opened.data.number;
@@ -67,6 +72,7 @@ export function followUpPublisher(options: FollowUpPublisherOptions): FollowUpPo
       const pushed = await pushFollowUp({
         cloneDir: join(options.clonesDir, createHash('sha256').update(repo).digest('hex').slice(0, 16)),
         remoteUrl: target.url,
+        ...(target.token ? { token: target.token, tokenUsername: target.username ?? 'x-access-token' } : {}),
         baseSha: task.context.baseSha,
         parentSha,
         diff,
@@ -75,17 +81,18 @@ export function followUpPublisher(options: FollowUpPublisherOptions): FollowUpPo
         requester: { name: task.owner, email: `${task.owner}@users.dockhand.invalid` },
         ...(approved ? { date: approved.ts } : {}),
       });
-      const pr = pushed.commit
+      // The local forge's PR record learns its new head from this; GitHub moves the PR's head itself.
+      const pr = pushed.commit && options.forge.kind === 'local'
         ? await options.forge.openPullRequest({ repo, branch: opened.data.branch, base: (await options.forge.getPullRequest(repo, number)).base, title: task.ticket.title, body: '' })
         : await options.forge.getPullRequest(repo, number);
-      const existing = await options.threadStore.listComments(repo, number);
+      const existing = await options.threadStore.listComments(pr.repo, number);
       const marker = `(round ${round.data.round})`;
       const already = (id: number | undefined) => existing.some((comment) => comment.steering === 'bot' && comment.inReplyTo === id && comment.body.includes(marker));
-      const what = pushed.commit ? `Addressed in ${pushed.headSha.slice(0, 12)} ${marker}: ${commitUrl(repo, pushed.headSha)}` : `No code change was needed ${marker}.`;
+      const what = pushed.commit ? `Addressed in ${pushed.headSha.slice(0, 12)} ${marker}: ${commitUrl(repo, pushed.headSha, pr.url)}` : `No code change was needed ${marker}.`;
       const replied: number[] = [];
       for (const comment of round.data.comments) {
         if (!already(comment.id)) await options.threads.reply(pr, `${what}\n\n${summary.slice(0, 2000)}`, comment.id);
-        if (pushed.commit) await options.threadStore.resolveComment(repo, comment.id, pushed.headSha);
+        if (pushed.commit) await options.threadStore.resolveComment(pr.repo, comment.id, pushed.headSha);
         replied.push(comment.id);
       }
       if (!already(undefined)) {

@@ -66,7 +66,7 @@ const MESSAGE_LIMIT = 19_000;
 export function roundMessage(round: number, number: number, comments: readonly PullRequestComment[]): string {
   const parts = comments.map((comment, index) => {
     const what = comment.kind === 'review' ? 'review asking for changes' : 'comment';
-    const where = comment.path ? ` on ${comment.path} line ${comment.line}` : '';
+    const where = comment.path ? ` on ${comment.path}${comment.line !== undefined ? ` line ${comment.line}` : ' (a removed line)'}` : '';
     const hunk = comment.hunk ? `\n\`\`\`diff\n${comment.hunk}\n\`\`\`` : '';
     return `[${index + 1}] ${comment.author}'s ${what}${where}:${hunk}\n${modelText(comment) || '(no text)'}`;
   });

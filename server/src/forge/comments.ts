@@ -45,6 +45,13 @@ export const PullRequestCommentSchema = z.object({
   createdAt: z.string(),
   /** Set when a follow-up commit addressed it (the thread is resolved). */
   resolvedBy: z.string().optional(),
+  /**
+   * The forge's own id where the forge is not this store (GitHub: the review comment, issue comment
+   * or review id), with which of those it is: a delivery seen twice, or by a webhook and a poll, is
+   * one record; replies go to the thread it names.
+   */
+  forgeId: z.number().int().min(1).optional(),
+  forgeKind: z.enum(['review_comment', 'issue_comment', 'review']).optional(),
 });
 export type PullRequestComment = z.infer<typeof PullRequestCommentSchema>;
 export type NewPullRequestComment = Omit<PullRequestComment, 'id'>;
@@ -57,6 +64,14 @@ export interface PullRequestThreadStore {
   resolveComment(repo: string, id: number, commitSha: string): Promise<PullRequestComment>;
   addCheck(check: NewPullRequestCheck): Promise<PullRequestCheck>;
   listChecks(repo: string, sha: string): Promise<PullRequestCheck[]>;
+}
+
+/** What the PR follower reads and writes on a PR's threads, whichever forge holds them. */
+export interface FollowedThreads {
+  /** The PR, its comments and reviews, and the latest result of each check on its head. */
+  view(repo: string, number: number): Promise<{ pr: PullRequest; comments: PullRequestComment[]; checks: PullRequestCheck[] }>;
+  /** The server's own reply (in the thread of `inReplyTo`, a store id) or a general PR comment. */
+  reply(pr: PullRequest, body: string, inReplyTo?: number): Promise<PullRequestComment>;
 }
 
 /** Who may steer a PR's task. `requester` is undefined for a PR no task opened. */
@@ -117,7 +132,7 @@ export interface CheckInput {
   sha?: string;
 }
 
-export class PullRequestThreads {
+export class PullRequestThreads implements FollowedThreads {
   private readonly now: () => Date;
 
   constructor(private readonly options: ThreadsOptions) {

@@ -74,6 +74,13 @@ function toPullRequest(repo: GitHubRepo, pull: RestPull): PullRequest {
   return pr;
 }
 
+/** A comment the server posted on GitHub. */
+export interface PostedComment {
+  id: number;
+  url: string;
+  createdAt: string;
+}
+
 function isDraftUnsupported(error: unknown): boolean {
   return (
     error instanceof Error &&
@@ -170,6 +177,22 @@ export class GitHubForge implements Forge {
     const octokit = await this.client(target);
     const { data } = await octokit.rest.pulls.get({ owner: target.owner, repo: target.name, pull_number: number });
     return toPullRequest(target, data);
+  }
+
+  /** A general comment on a PR (an issue comment: GitHub's PRs are issues too). */
+  async commentOnPullRequest(repo: string, number: number, body: string): Promise<PostedComment> {
+    const target = parseGitHubRepo(repo);
+    const octokit = await this.client(target);
+    const { data } = await octokit.rest.issues.createComment({ owner: target.owner, repo: target.name, issue_number: number, body });
+    return { id: data.id, url: data.html_url, createdAt: data.created_at };
+  }
+
+  /** A reply in the thread of a line comment (`commentId`: GitHub's id of a review comment). */
+  async replyToReviewComment(repo: string, number: number, commentId: number, body: string): Promise<PostedComment> {
+    const target = parseGitHubRepo(repo);
+    const octokit = await this.client(target);
+    const { data } = await octokit.rest.pulls.createReplyForReviewComment({ owner: target.owner, repo: target.name, pull_number: number, comment_id: commentId, body });
+    return { id: data.id, url: data.html_url, createdAt: data.created_at };
   }
 
   async listOpenIssues(repo: string): Promise<Issue[]> {

@@ -78,6 +78,8 @@ export type GitHubFeedback =
     conclusion: string;
     /** Where its log is read (the run's page or its details URL). */
     url?: string;
+    /** What the delivery says of its result (a check run's output title, summary and text); the job's log itself is not in it. */
+    log?: string;
     completedAt: string;
   };
 
@@ -210,6 +212,7 @@ export class GitHubWebhookReceiver {
         headSha: run.head_sha,
         conclusion: run.conclusion ?? 'neutral',
         ...(run.details_url || run.html_url ? { url: run.details_url ?? run.html_url ?? '' } : {}),
+        log: [run.output.title, run.output.summary, run.output.text].filter((part): part is string => typeof part === 'string' && part !== '').join('\n'),
         completedAt: run.completed_at ?? new Date().toISOString(),
       });
     });

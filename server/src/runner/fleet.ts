@@ -8,7 +8,9 @@ import type { Config } from '../config';
 import { SmartFeedbackEngine } from '../feedback/engine';
 import { GraphCache } from '../feedback/graph';
 import type { FeedbackEngine } from '../feedback/types';
-import { LocalForge, type Forge } from '../forge';
+import { GitHubForge, LocalForge, type Forge } from '../forge';
+import { GitHubThreads } from '../forge/github-threads';
+import { githubFeedbackSink } from '../followup/github';
 import type { Logger } from '../log';
 import { AnthropicModelClient } from '../model/anthropic-client';
 import { BudgetedModelClient } from '../model/budgeted-client';
@@ -140,6 +142,10 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
   const registry = new RepoRegistry({ store, mirror, ...(localForge ? { localForge } : {}), ...(parts.repoTimeoutMs ? { timeoutMs: parts.repoTimeoutMs } : {}), ...(parts.logger ? { logger: parts.logger } : {}) });
   // The local forge's PR comments, reviews and checks (issue 26).
   const pullRequestThreads = localForge ? localThreads({ forge: localForge, store, known }) : undefined;
+  // A GitHub forge's PR threads: what its webhooks (and polls) deliver, recorded in the same store.
+  const githubThreads = forge instanceof GitHubForge ? new GitHubThreads({ forge, store: store.prThreads, known }) : undefined;
+  const followedThreads = pullRequestThreads ?? githubThreads;
+  const followForge = localForge ?? (forge instanceof GitHubForge ? forge : undefined);
   const readiness = new ReadinessChecks({
     registry,
     sandboxes: parts.sandboxes,
@@ -184,8 +190,8 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
       ...('confirmLease' in store ? { confirmLease: (taskId: string) => store.confirmLease(taskId, config.scheduler.leaseSeconds * 1000) } : {}),
     }),
     checkpoints: new FileCheckpointStore({ dataDir: config.dataDir }),
-    ...(pullRequestThreads && localForge
-      ? { followUp: followUpPublisher({ forge: localForge, threads: pullRequestThreads, threadStore: store.prThreads, clonesDir: join(config.dataDir, 'clones'), ...('confirmLease' in store ? { confirmLease: (taskId: string) => store.confirmLease(taskId, config.scheduler.leaseSeconds * 1000) } : {}), gate: async (task, log) => ({ policy: await repoPolicy(baseFiles, task), allowTestEdits: task.allowTestEdits, decisions: pushDecisions(log), overrides: log, bots: ['dockhand', 'dockhand-policy'] }) }) }
+    ...(followedThreads && followForge
+      ? { followUp: followUpPublisher({ forge: followForge, threads: followedThreads, threadStore: store.prThreads, clonesDir: join(config.dataDir, 'clones'), ...('confirmLease' in store ? { confirmLease: (taskId: string) => store.confirmLease(taskId, config.scheduler.leaseSeconds * 1000) } : {}), gate: async (task, log) => ({ policy: await repoPolicy(baseFiles, task), allowTestEdits: task.allowTestEdits, decisions: pushDecisions(log), overrides: log, bots: ['dockhand', 'dockhand-policy'] }) }) }
       : {}),
     ...(parts.logger ? { logger: parts.logger } : {}),
   });
@@ -209,15 +215,15 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
   });
   // Comments and red checks on the local forge's PRs go back to their tasks (issue 26); one process follows on a fleet.
   const followLeadership = 'leadership' in store ? store.leadership('pr-follower') : undefined;
-  const follower = pullRequestThreads
+  const follower = followedThreads
     ? new PullRequestFollower({
         log: events,
-        threads: pullRequestThreads,
+        threads: followedThreads,
         threadStore: store.prThreads,
         checkpoints: new FileCheckpointStore({ dataDir: config.dataDir }),
         flakyStore: store.flaky,
         wake: () => scheduler.wake(),
-        ...(config.forge.localCi
+        ...(config.forge.localCi && pullRequestThreads
           ? { localCi: new LocalCi({ sandboxes: parts.sandboxes, feedback: (repo) => parts.feedback ?? new SmartFeedbackEngine({ repo, flakyStore: store.flaky, baselineStore: store.baselines }), threads: pullRequestThreads, threadStore: store.prThreads, ...(parts.logger ? { logger: parts.logger } : {}) }) }
           : {}),
         limits: { maxRounds: config.forge.followUpRounds, ...(config.forge.followUpMaxCostUsd !== undefined ? { maxCostUsd: config.forge.followUpMaxCostUsd } : {}) },
@@ -254,7 +260,14 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
     evalRunsDir: config.evalRunsDir ?? join(config.dataDir, 'evals'),
     ...(pullRequestThreads ? { pullRequests: { threads: pullRequestThreads, onActivity: () => void follower?.pollOnce().catch(() => undefined) } } : {}),
     ...(config.forge.webhookSecret
-      ? { webhooks: { githubSecret: config.forge.webhookSecret, onPullRequest: async () => void (await outcomes.pollOnce()) } }
+      ? {
+          webhooks: {
+            githubSecret: config.forge.webhookSecret,
+            onPullRequest: async () => void (await outcomes.pollOnce()),
+            // Comments, reviews and finished checks on a followed GitHub PR reach the follower (issue 26).
+            ...(githubThreads && follower ? { onFeedback: githubFeedbackSink({ threads: githubThreads, store, follow: () => follower.pollOnce(), ...(parts.logger ? { logger: parts.logger } : {}) }) } : {}),
+          },
+        }
       : {}),
     ...(parts.logger ? { logger: parts.logger } : {}),
   });

@@ -1,0 +1,164 @@
+import { hasHiddenTicketContent } from '@dockhand/protocol';
+import { maskSecrets } from '../policy/mask';
+import { trimCheckLog, latestChecks, type CheckConclusion, type PullRequestCheck } from './checks';
+import { BOT_AUTHOR, type FollowedThreads, type PullRequestComment, type PullRequestThreadStore } from './comments';
+import type { GitHubForge } from './github-forge';
+import { KeyedQueue } from './keyed-queue';
+import type { PullRequest } from './types';
+import { steersByAssociation, STEERING_ASSOCIATIONS, type GitHubFeedback } from './webhook';
+
+/*
+ * A GitHub PR's threads as the PR follower reads them: what GitHub said about the PR (webhook
+ * deliveries, or the polling fallback) is recorded in the fleet's store, the same `pr_comments` /
+ * `pr_checks` records the local forge keeps, with GitHub's id (`forgeId`), so a delivery GitHub
+ * retries, or one a poll also finds, is one record. Whether a comment steers is decided here, once,
+ * from GitHub's `author_association` (OWNER, MEMBER, COLLABORATOR, or a login on the repository's
+ * own list); anyone else's comment is recorded as ignored and never reaches the model. Text is
+ * masked as a ticket's is before it is stored.
+ *
+ * The server's own replies go to GitHub (a reply in a line comment's thread, else a PR comment)
+ * and are recorded as `bot` with the id GitHub gave them, under the PR's queue: the delivery of
+ * that same comment, which may arrive before the REST answer, waits and is found to be known.
+ * Threads are not resolved on GitHub (REST cannot; that is GraphQL's `resolveReviewThread`).
+ */
+
+export type GitHubThreadsForge = Pick<GitHubForge, 'getPullRequest' | 'commentOnPullRequest' | 'replyToReviewComment'>;
+
+export interface GitHubThreadsOptions {
+  forge: GitHubThreadsForge;
+  store: PullRequestThreadStore;
+  /** Secrets the server holds: masked in every stored text. */
+  known?: readonly string[];
+  /** Logins a repository lets steer besides GitHub's steering associations. */
+  allowed?: (repo: string) => Promise<readonly string[]>;
+  now?: () => Date;
+}
+
+type Delivered = Exclude<GitHubFeedback, { kind: 'outcome' }>;
+
+/** GitHub's check conclusions as the follower tells them apart; a run that asks for action or went stale is not red. */
+export function checkConclusion(conclusion: string): CheckConclusion {
+  switch (conclusion) {
+    case 'success':
+    case 'failure':
+    case 'timed_out':
+    case 'cancelled':
+    case 'neutral':
+    case 'skipped':
+      return conclusion;
+    // The job never started its steps: a runner's failure, as a cancelled job is.
+    case 'startup_failure':
+      return 'cancelled';
+    default:
+      return 'neutral';
+  }
+}
+
+export class GitHubThreads implements FollowedThreads {
+  private readonly queue = new KeyedQueue();
+  private readonly now: () => Date;
+
+  constructor(private readonly options: GitHubThreadsOptions) {
+    this.now = options.now ?? (() => new Date());
+  }
+
+  private mask(text: string): string {
+    return maskSecrets(text, { known: this.options.known ?? [] });
+  }
+
+  /**
+   * Records a comment, review or finished check GitHub reported; undefined when it was already
+   * recorded, or says nothing the follower acts on (a review with neither a verdict nor text).
+   */
+  async record(feedback: Delivered): Promise<PullRequestComment | PullRequestCheck | undefined> {
+    if (feedback.kind === 'check') return this.recordCheck(feedback);
+    return this.queue.run(`${feedback.repo}#${feedback.number}`, async () => {
+      const forgeKind = feedback.kind === 'review' ? 'review' : feedback.path !== undefined ? 'review_comment' : 'issue_comment';
+      const known = await this.options.store.listComments(feedback.repo, feedback.number);
+      if (known.some((comment) => comment.forgeId === feedback.id && comment.forgeKind === forgeKind)) return undefined;
+      // A review that only wraps line comments (state `commented`, no text) says nothing of its own.
+      if (feedback.kind === 'review' && feedback.verdict === 'comment' && feedback.body.trim() === '') return undefined;
+      const allowed = (await this.options.allowed?.(feedback.repo)) ?? [];
+      const steers = steersByAssociation(feedback.author, allowed);
+      const why = feedback.author.bot
+        ? `${feedback.author.login} is a bot account`
+        : `${feedback.author.login} is ${feedback.author.association} on ${feedback.repo}; only ${STEERING_ASSOCIATIONS.join(', ')}${allowed.length ? ' or the repository\'s listed logins' : ''} may steer`;
+      const kind = feedback.kind === 'review' && feedback.verdict !== 'comment' ? 'review' : 'comment';
+      return this.options.store.addComment({
+        repo: feedback.repo,
+        number: feedback.number,
+        author: feedback.author.login,
+        kind,
+        body: this.mask(feedback.body),
+        // A comment on a removed line has its file and hunk but no line on the head side.
+        ...(feedback.kind === 'comment' && feedback.path !== undefined ? { path: feedback.path, ...(feedback.line !== undefined ? { line: feedback.line } : {}), ...(feedback.hunk ? { hunk: feedback.hunk } : {}) } : {}),
+        ...(feedback.kind === 'review' && feedback.verdict !== 'comment' ? { verdict: feedback.verdict } : {}),
+        ...(feedback.kind === 'comment' && feedback.inReplyTo !== undefined ? await this.inReplyTo(known, feedback.inReplyTo) : {}),
+        steering: steers ? 'allowed' : 'ignored',
+        ...(steers ? {} : { ignoredBecause: why }),
+        ...(hasHiddenTicketContent(feedback.body) ? { hiddenContent: true } : {}),
+        headSha: feedback.commitSha ?? '',
+        createdAt: feedback.createdAt,
+        forgeId: feedback.id,
+        forgeKind,
+      });
+    });
+  }
+
+  /** A reply names the store id of its thread's first comment when that comment is recorded. */
+  private async inReplyTo(known: readonly PullRequestComment[], forgeId: number): Promise<{ inReplyTo?: number }> {
+    const parent = known.find((comment) => comment.forgeId === forgeId && comment.forgeKind === 'review_comment');
+    return parent ? { inReplyTo: parent.id } : {};
+  }
+
+  private async recordCheck(feedback: Extract<Delivered, { kind: 'check' }>): Promise<PullRequestCheck | undefined> {
+    return this.queue.run(`${feedback.repo}@${feedback.headSha}`, async () => {
+      const known = await this.options.store.listChecks(feedback.repo, feedback.headSha);
+      if (known.some((check) => check.forgeId === feedback.id && check.forgeKind === feedback.source)) return undefined;
+      const where = feedback.url ? `\nDetails: ${feedback.url}` : '';
+      return this.options.store.addCheck({
+        repo: feedback.repo,
+        sha: feedback.headSha,
+        name: feedback.name.slice(0, 200) || feedback.source,
+        conclusion: checkConclusion(feedback.conclusion),
+        log: this.mask(trimCheckLog(`${feedback.log ?? ''}${where}`.trim())),
+        postedBy: 'github',
+        createdAt: feedback.completedAt,
+        forgeId: feedback.id,
+        forgeKind: feedback.source,
+      });
+    });
+  }
+
+  async view(repo: string, number: number): Promise<{ pr: PullRequest; comments: PullRequestComment[]; checks: PullRequestCheck[] }> {
+    const pr = await this.options.forge.getPullRequest(repo, number);
+    const [comments, checks] = await Promise.all([this.options.store.listComments(pr.repo, number), this.options.store.listChecks(pr.repo, pr.headSha)]);
+    return { pr, comments, checks: latestChecks(checks) };
+  }
+
+  async reply(pr: PullRequest, body: string, inReplyTo?: number): Promise<PullRequestComment> {
+    return this.queue.run(`${pr.repo}#${pr.number}`, async () => {
+      const text = this.mask(body);
+      const known = await this.options.store.listComments(pr.repo, pr.number);
+      const parent = inReplyTo === undefined ? undefined : known.find((comment) => comment.id === inReplyTo);
+      // Only a line comment has a thread on GitHub; a reply to anything else is a PR comment that quotes whom it answers.
+      const inThread = parent?.forgeKind === 'review_comment' && parent.forgeId !== undefined;
+      const posted = inThread
+        ? await this.options.forge.replyToReviewComment(pr.repo, pr.number, parent.forgeId!, text)
+        : await this.options.forge.commentOnPullRequest(pr.repo, pr.number, parent ? `@${parent.author} ${text}` : text);
+      return this.options.store.addComment({
+        repo: pr.repo,
+        number: pr.number,
+        author: BOT_AUTHOR,
+        kind: 'comment',
+        body: text,
+        ...(inReplyTo !== undefined ? { inReplyTo } : {}),
+        steering: 'bot',
+        headSha: pr.headSha,
+        createdAt: posted.createdAt || this.now().toISOString(),
+        forgeId: posted.id,
+        forgeKind: inThread ? 'review_comment' : 'issue_comment',
+      });
+    });
+  }
+}
