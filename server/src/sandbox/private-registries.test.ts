@@ -61,7 +61,7 @@ describe('resolving a build\'s registries', () => {
     await expect(resolveBuildRegistries(input({ allowed: [] }))).rejects.toMatchObject({ hint: 'an admin allows it with DOCKHAND_PRIVATE_REGISTRIES=https://npm.acme.internal/ (comma-separated URL prefixes)' });
     await expect(resolveBuildRegistries(input({ allowed: ['https://npm.acme.internal.evil/'] }))).rejects.toThrow(/not a registry this server may send credentials to/);
     await expect(resolveBuildRegistries(input({ registries: [{ scope: '@acme', url: 'http://npm.acme.internal/', token: 'NPM_ACME' }], allowed: ['http://npm.acme.internal/'] }))).rejects.toThrow(/must be https:\/\//);
-    await expect(resolveBuildRegistries(input({ frontMissing: 'its package manager (yarn) does not install through the registry front (npm and pnpm do)' }))).rejects.toThrow(/names registries, but its package manager \(yarn\)/);
+    await expect(resolveBuildRegistries(input({ frontMissing: 'its package manager (yarn) does not install through the registry front (npm, pnpm and yarn do)' }))).rejects.toThrow(/names registries, but its package manager \(yarn\)/);
     expect(await resolveBuildRegistries(input({ registries: [] }))).toEqual([]);
   });
 

@@ -104,7 +104,7 @@ export interface BuildRegistriesInput {
 export async function resolveBuildRegistries(input: BuildRegistriesInput): Promise<PrivateRegistry[]> {
   if (input.registries.length === 0) return [];
   const file = '.dockhand/environment.yml';
-  if (input.frontMissing) throw new DockhandError('sandbox_unavailable', `${file} names registries, but ${input.frontMissing}`, { field: `${file}:registries`, hint: 'registries with credentials are reached only through the server\'s registry front: an npm or pnpm build with DOCKHAND_DEP_CACHE on' });
+  if (input.frontMissing) throw new DockhandError('sandbox_unavailable', `${file} names registries, but ${input.frontMissing}`, { field: `${file}:registries`, hint: 'registries with credentials are reached only through the server\'s registry front: an npm, pnpm or yarn build with DOCKHAND_DEP_CACHE on' });
   for (const registry of input.registries) {
     const url = new URL(registry.url);
     const problem = checkRegistryUrl(url);

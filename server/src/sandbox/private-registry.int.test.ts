@@ -19,8 +19,8 @@ import { ToolchainStore } from './toolchains';
 /*
  * Issue 25's proof on real parts: Verdaccio (htpasswd, `$authenticated`, no uplink) holds
  * @acme/private-utils; a repository's secret holds its token in the server's SQLite (encrypted);
- * npm and pnpm snapshot builds under runsc-egress install it and a public package through the
- * registry front, and then an attacker's leak hunt in a sandbox of that snapshot, the image's
+ * npm, pnpm, yarn classic and yarn berry snapshot builds under runsc-egress install it and a
+ * public package through the registry front, and then an attacker's leak hunt in a sandbox of that snapshot, the image's
  * bytes, the build log and the database find neither the token nor its base64 form.
  */
 
@@ -67,23 +67,45 @@ afterAll(async () => {
   for (const path of [dataDir, ...cleanup]) if (path) rmSync(path, { recursive: true, force: true });
 });
 
+const YARN_CLASSIC = '1.22.22';
+/** A berry without the age gate of 4.10+ (the test registry's package is published minutes before). */
+const YARN_BERRY = '4.9.2';
+/** The company's own .yarnrc.yml for berry: its scope's registry (no token: each developer's home rc holds that). */
+const berryProjectRc = (url: string) => `nodeLinker: node-modules\nnpmScopes:\n  acme:\n    npmRegistryServer: "${url.replace(/\/$/, '')}"\nunsafeHttpWhitelist:\n  - "${new URL(url).hostname}"\n`;
+
 /** A fixture repository whose lockfile was made on the host against the registry with the token (as a developer's would be). */
-async function fixture(name: string, manager: 'npm' | 'pnpm', environment: string | undefined): Promise<string> {
+async function fixture(name: string, manager: 'npm' | 'pnpm' | 'yarn' | 'yarn-berry', environment: string | undefined): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), 'dockhand-private-fixture-'));
   cleanup.push(dir);
-  const manifest = { name: name.replace('/', '-'), version: '1.0.0', private: true, dependencies: { [PRIVATE_PACKAGE]: '1.0.0', 'is-number': '7.0.0' }, scripts: { test: TEST_SCRIPT } };
+  const pinned = manager === 'yarn' ? { packageManager: `yarn@${YARN_CLASSIC}` } : manager === 'yarn-berry' ? { packageManager: `yarn@${YARN_BERRY}` } : {};
+  const manifest = { name: name.replace('/', '-'), version: '1.0.0', private: true, ...pinned, dependencies: { [PRIVATE_PACKAGE]: '1.0.0', 'is-number': '7.0.0' }, scripts: { test: TEST_SCRIPT } };
   writeFileSync(join(dir, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
   const host = new URL(registry.url).host;
-  const npmrc = join(dir, 'developer.npmrc');
+  const developer = mkdtempSync(join(tmpdir(), 'dockhand-private-developer-'));
+  cleanup.push(developer);
+  const npmrc = join(developer, 'developer.npmrc');
   writeFileSync(npmrc, `@acme:registry=${registry.url}\n//${host}/:_authToken=${registry.token}\n`);
   const env = { ...process.env, npm_config_userconfig: npmrc, NODE_EXTRA_CA_CERTS: CA };
   if (manager === 'npm') await promisify(execFile)('npm', ['install', '--package-lock-only', '--ignore-scripts', '--no-audit', '--no-fund'], { cwd: dir, env });
-  else {
+  else if (manager === 'pnpm') {
     const pnpm = await toolchains.ensure('pnpm', '9.15.9');
     await promisify(execFile)(process.execPath, [join(pnpm.hostPath, 'bin/pnpm.cjs'), 'install', '--lockfile-only', '--no-frozen-lockfile'], { cwd: dir, env });
+  } else if (manager === 'yarn') {
+    const yarn = await toolchains.ensure('yarn', YARN_CLASSIC);
+    await promisify(execFile)(process.execPath, [join(yarn.hostPath, 'bin/yarn.js'), 'install', '--ignore-scripts', '--non-interactive'], { cwd: dir, env: { ...env, YARN_CACHE_FOLDER: join(developer, 'cache') } });
+  } else {
+    // The developer's token in their home rc file, the registry in the project's.
+    writeFileSync(join(dir, '.yarnrc.yml'), berryProjectRc(registry.url));
+    writeFileSync(join(developer, '.yarnrc.yml'), `npmScopes:\n  acme:\n    npmAuthToken: "${registry.token}"\n`);
+    const berry = await toolchains.ensure('yarn-berry', YARN_BERRY);
+    await promisify(execFile)(process.execPath, [join(berry.hostPath, 'bin/yarn.js'), 'install', '--mode=update-lockfile'], {
+      cwd: dir,
+      env: { ...process.env, HOME: developer, YARN_ENABLE_GLOBAL_CACHE: 'false', YARN_ENABLE_TELEMETRY: '0', YARN_HTTPS_CA_FILE_PATH: CA, NODE_EXTRA_CA_CERTS: CA },
+    });
   }
-  const lockfile = manager === 'npm' ? 'package-lock.json' : 'pnpm-lock.yaml';
-  const files: Record<string, string> = { 'package.json': readFileSync(join(dir, 'package.json'), 'utf8'), [lockfile]: readFileSync(join(dir, lockfile), 'utf8'), '.gitignore': 'node_modules/\n' };
+  const lockfile = manager === 'npm' ? 'package-lock.json' : manager === 'pnpm' ? 'pnpm-lock.yaml' : 'yarn.lock';
+  const files: Record<string, string> = { 'package.json': readFileSync(join(dir, 'package.json'), 'utf8'), [lockfile]: readFileSync(join(dir, lockfile), 'utf8'), '.gitignore': 'node_modules/\n.yarn/\n' };
+  if (manager === 'yarn-berry') files['.yarnrc.yml'] = readFileSync(join(dir, '.yarnrc.yml'), 'utf8');
   if (environment !== undefined) files['.dockhand/environment.yml'] = environment;
   const repo = createRepoFromFiles(files);
   cleanup.push(repo.path);
@@ -160,6 +182,42 @@ describe('private registries through the registry front (runsc-egress)', () => {
       await sandbox.destroy();
     }
   });
+
+  for (const manager of ['yarn', 'yarn-berry'] as const) {
+    it(`${manager === 'yarn' ? 'yarn classic' : 'yarn berry'}: the private package through the front; the build's rc file held only the front's URL, the repository's files are the commit's, no form of the token anywhere`, async () => {
+      const name = `acme/${manager}`;
+      await secrets.set(name, 'NPM_ACME', registry.token, 'alice');
+      const sha = await fixture(name, manager, environmentFile(registry.url));
+      const snapshot = await build(name, sha);
+      expect(snapshot.environment.packageManager?.name).toBe(manager);
+      expect((await secrets.list(name))[0]?.lastUsedBy).toBe(`snapshot build ${snapshot.key}`);
+      const log = readFileSync(join(dataDir, 'snapshot-logs', `${snapshot.key}.log`), 'utf8');
+      for (const form of tokenForms()) expect(log).not.toContain(form);
+      // What the build wrote for yarn, as the log shows it: the front (the build network's gateway) for @acme, nothing of the registry.
+      const rcPath = manager === 'yarn' ? '/tmp/dockhand/registries.npmrc' : '/home/dockhand/.yarnrc.yml';
+      const written = new RegExp(`# yarn through the registry front: ${rcPath.replace(/\./g, '\\.')} holds:\\n((?:#   .*\\n)+)`).exec(log)?.[1] ?? '';
+      const rcLines = written.split('\n').filter(Boolean).map((line) => line.slice(4));
+      expect(rcLines.join('\n')).toMatch(manager === 'yarn' ? /^@acme:registry=http:\/\/\d+\.\d+\.\d+\.\d+:\d+\/$/ : /^npmScopes:\n  "acme":\n    npmRegistryServer: "http:\/\/\d+\.\d+\.\d+\.\d+:\d+\/"$/);
+      expect(written).not.toContain(new URL(registry.url).host);
+      expect(log).toContain(manager === 'yarn' ? 'yarn.lock pointed at the front for the install' : '.yarnrc.yml pointed at the front for the install');
+      const sandbox = await driver.create({ image: snapshot.image, baseSha: snapshot.sha, snapshot: snapshot.identity });
+      try {
+        const tests = await sandbox.exec({ cmd: ['sh', '-c', TEST_SCRIPT] });
+        expect(tests.exitCode, tests.stderr).toBe(0);
+        // The lockfile and .yarnrc.yml are the commit's again; the build rc file is gone.
+        const state = await sandbox.exec({ cmd: ['sh', '-c', `git status --porcelain; for f in ${rcPath} ~/.yarnrc.yml ~/.yarnrc ~/.npmrc; do [ ! -e "$f" ] || echo "$f"; done`] });
+        expect(state.stdout.trim()).toBe('');
+        const [plain, encoded] = tokenForms();
+        const grep = await sandbox.exec({ cmd: ['sh', '-c', `env; grep -rIl -F -e '${plain}' -e '${encoded}' /workspace /home /tmp /etc 2>/dev/null; true`], timeoutMs: 300_000 });
+        for (const form of tokenForms()) expect(grep.stdout).not.toContain(form);
+        expect(grep.stdout).not.toMatch(/^\/(workspace|home|tmp|etc)\//m);
+      } finally {
+        await sandbox.destroy();
+      }
+      const count = (await promisify(execFile)('bash', ['-c', `docker save '${snapshot.image}' | grep -a -c -F -e "$0" -e "$1" || true`, ...tokenForms()], { maxBuffer: 1024 * 1024 })).stdout.trim();
+      expect(count).toBe('0');
+    }, 900_000);
+  }
 
   it('a repository without the registry configured cannot get the private package (not from the cache either)', async () => {
     const sha = await fixture('acme/other', 'npm', undefined);

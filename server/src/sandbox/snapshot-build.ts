@@ -6,6 +6,7 @@ import type { EventPayload } from '@dockhand/protocol';
 import { DockhandError } from '../errors';
 import { LABELS, ownerLabels } from './docker-driver';
 import { describeCacheStats, type DependencyCacheStats } from './dep-cache';
+import { describeYarnFront, prepareYarnFront, restoreYarnFront, yarnFrontEnvironment, yarnThroughFront } from './dep-cache-yarn';
 import { DockerSandbox } from './docker-sandbox';
 import { describeInstallChanges, readInstallChanges, RECORD_INSTALL_MADE_SCRIPT } from './install-made';
 import { DEPENDENCY_GROUPS_HELPER, DEPENDENCY_GROUPS_PROGRAM } from './python-install';
@@ -169,13 +170,16 @@ function buildEnvironment(request: BuildRequest): Record<string, string> {
     // A repository's own registries are behind the front too: a lockfile's resolved URLs on their hosts are fetched from it.
     if (identity.environment.registries?.length) env.npm_config_replace_registry_host = 'always';
   }
+  // A yarn repository's own registries are behind the front too (dep-cache-yarn.ts); its public packages keep the proxy.
+  if (request.dependencyCache && yarnThroughFront(identity) && (manager?.name === 'yarn' || manager?.name === 'yarn-berry')) yarnFrontEnvironment(env, manager.name, request.dependencyCache.url, identity.environment.registries ?? []);
   return env;
 }
 
 /**
  * npm and pnpm read the registry from npm_config_registry and check every tarball against the
  * lockfile's integrity. Yarn classic fetches its lockfile's own URLs and berry refuses a plain-HTTP
- * registry without more settings: both keep the proxy. The workspace is the same either way (the
+ * registry without more settings: both keep the proxy (a repository's own registries excepted:
+ * `dep-cache-yarn.ts` sends those to the front). The workspace is the same either way (the
  * registry is not in the key, the lockfiles, or anything git tracks).
  */
 export function usesDependencyCache(identity: SnapshotIdentity): boolean {
@@ -292,6 +296,8 @@ export async function buildSnapshotImage(request: BuildRequest): Promise<void> {
     if (identity.environment.skipScripts.length > 0) {
       await builder.raw(['sh', '-c', `mkdir -p /tmp/dockhand && cat > ${SCRIPTED_PACKAGES_HELPER}`], { stdin: Buffer.from(SCRIPTED_PACKAGES_PROGRAM) });
     }
+    const yarnFront = request.dependencyCache && yarnThroughFront(identity) ? await prepareYarnFront(builder, identity, request.dependencyCache.url) : undefined;
+    if (yarnFront) log.write(describeYarnFront(yarnFront));
     progress(true);
     let pending = '';
     const refused = request.egress.mode === 'proxy' ? request.egress.refused : [];
@@ -346,6 +352,7 @@ export async function buildSnapshotImage(request: BuildRequest): Promise<void> {
       const { message, hint } = describeInstallFailure({ exitCode: install.exitCode, tail, diagnosis, logPath: request.logPath, setupFailed: stage === 'setup', pipIndex: request.pipIndexUrl ?? null });
       throw new SnapshotBuildFailed('sandbox_unavailable', message, { hint });
     }
+    if (yarnFront) await restoreYarnFront(builder, yarnFront);
     if (secrets.length > 0) {
       const found = await findSetupSecrets(container, builder, secrets);
       if (found.length > 0) {
@@ -382,7 +389,7 @@ export async function buildSnapshotImage(request: BuildRequest): Promise<void> {
     log.write(`\n# FAILED: ${error instanceof Error ? error.message : String(error)}\n`);
     throw error;
   } finally {
-    if (request.dependencyCache && usesDependencyCache(identity)) log.write(`# dependency cache: ${describeCacheStats(request.dependencyCache.stats)}\n`);
+    if (request.dependencyCache && (usesDependencyCache(identity) || yarnThroughFront(identity))) log.write(`# dependency cache: ${describeCacheStats(request.dependencyCache.stats)}\n`);
     await new Promise<void>((resolve) => log.end(() => resolve()));
     await container?.remove({ force: true, v: true }).catch(() => undefined);
   }

@@ -9,6 +9,7 @@ import { EnvironmentRecipe } from '@dockhand/protocol';
 import { z } from 'zod';
 import { DockhandError } from '../errors';
 import { DependencyCache, describeCacheStats, type DependencyCacheListener } from './dep-cache';
+import { yarnThroughFront } from './dep-cache-yarn';
 import { describeRefusals, resolveBuildRegistries, type RegistryCredentials } from './private-registries';
 import { resolveSetupSecrets } from './setup-secrets';
 import { LABELS } from './docker-driver';
@@ -479,10 +480,10 @@ export class SnapshotManager {
           registries: identity.environment.registries ?? [],
           credentials: this.options.registryCredentials,
           allowed: this.options.privateRegistries ?? [],
-          frontMissing: !this.dependencyCache ? 'the dependency cache (the registry front) is off (DOCKHAND_DEP_CACHE=off)' : usesDependencyCache(identity) ? undefined : `its package manager (${identity.environment.packageManager?.name ?? 'none'}) does not install through the registry front (npm and pnpm do)`,
+          frontMissing: !this.dependencyCache ? 'the dependency cache (the registry front) is off (DOCKHAND_DEP_CACHE=off)' : usesDependencyCache(identity) || yarnThroughFront(identity) ? undefined : `its package manager (${identity.environment.packageManager?.name ?? 'none'}) does not install through the registry front (npm, pnpm and yarn do)`,
         });
         // An accelerator only: when it cannot start, the build fetches through the proxy as before (not with registries: they need it).
-        if (this.dependencyCache && usesDependencyCache(identity)) {
+        if (this.dependencyCache && (usesDependencyCache(identity) || yarnThroughFront(identity))) {
           cache = await this.dependencyCache.listen(gateway, { registries }).catch((error: unknown) => {
             if (registries.length > 0) throw error;
             logger?.warn({ err: error instanceof Error ? error.message : String(error) }, 'dependency cache unavailable; this build fetches through the proxy');
