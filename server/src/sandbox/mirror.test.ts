@@ -62,3 +62,38 @@ describe('RepoMirror.filesIn', () => {
     expect(await mirror.filesIn(path, sha, 'no/such/dir')).toEqual([]);
   });
 });
+
+describe('RepoMirror updates', () => {
+  it('serves concurrent callers of one mirror that lacks their commit: every ensure and branchHead succeeds, no fetch trips over another', async () => {
+    const upstream = join(root, 'busy-source');
+    const git = (...args: string[]) => execFileSync('git', args, { cwd: upstream, encoding: 'utf8' }).trim();
+    mkdirSync(upstream);
+    git('init', '-q', '-b', 'main');
+    const commit = (name: string) => {
+      writeFileSync(join(upstream, `${name}.txt`), `${name}\n`);
+      git('add', '-A');
+      git('-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-q', '-m', name);
+      return git('rev-parse', 'HEAD');
+    };
+    const first = commit('first');
+    const mirror = new RepoMirror(join(root, 'busy-data'));
+    await mirror.ensure(upstream, first);
+    // New commits on several branches: each fetch updates many refs (and takes their locks).
+    for (let index = 0; index < 20; index++) git('branch', `topic-${index}`);
+    const second = commit('second');
+    const answers = await Promise.allSettled([
+      ...Array.from({ length: 6 }, () => mirror.ensure(upstream, second)),
+      mirror.branchHead(upstream, 'main'),
+      mirror.branchHead(upstream, 'topic-3'),
+      ...Array.from({ length: 4 }, () => mirror.ensure(upstream, second)),
+    ]);
+    const failures = answers.flatMap((answer) => (answer.status === 'rejected' ? [String(answer.reason)] : []));
+    expect(failures).toEqual([]);
+    expect(answers.map((answer) => (answer.status === 'fulfilled' ? answer.value : ''))).toEqual([
+      ...Array.from({ length: 6 }, () => mirror.pathFor(upstream)),
+      second,
+      first,
+      ...Array.from({ length: 4 }, () => mirror.pathFor(upstream)),
+    ]);
+  });
+});

@@ -4,12 +4,14 @@ import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DockhandError } from '../errors';
+import { KeyedQueue } from '../forge/keyed-queue';
 import { checkGitSource, GitChildren, GitCommandError } from '../git-child';
 
 /**
  * Server-side bare mirrors of the repositories tasks work on, under `<dataDir>/mirrors/<hash>.git`.
  * Sandboxes never fetch: they get commits from here as git bundles. A fetch happens only when a
- * requested SHA is missing. Concurrent callers for one repo share one fetch.
+ * requested SHA is missing. Updates of one mirror run one at a time; a caller queued behind one
+ * that brought its commit does not fetch again.
  *
  * `repo` is a registered repository's name: the mirror is made from that registration's source
  * (`sources`), never from a string a user typed in a task. Without `sources` (the sandbox layer's
@@ -32,7 +34,11 @@ export interface EnsureOptions {
 const LOCAL_TIMEOUT_MS = 60_000;
 
 export class RepoMirror {
-  private readonly inflight = new Map<string, Promise<string>>();
+  /**
+   * Clones and fetches, one at a time per mirror: two `git fetch`es into one repository fail on
+   * each other's ref locks, and two clones replace each other's directory under its readers.
+   */
+  private readonly updates = new KeyedQueue();
   /** Every git child of this mirror; `close()` kills them all. */
   readonly children = new GitChildren();
 
@@ -41,16 +47,10 @@ export class RepoMirror {
   /** Path of the bare mirror for `repo`, made or updated so it holds `sha`. */
   async ensure(repo: string, sha: string, options: EnsureOptions = {}): Promise<string> {
     const path = this.pathFor(repo);
-    const running = this.inflight.get(path);
-    if (running) await running.catch(() => undefined);
+    // Read-only and lock-free: most calls find the commit and go. Otherwise one update at a time
+    // per mirror, each checking again first (the one before it may have brought the commit).
     if (await this.has(path, sha)) return path;
-    const work = this.update(repo, path, sha, options);
-    this.inflight.set(path, work);
-    try {
-      return await work;
-    } finally {
-      this.inflight.delete(path);
-    }
+    return this.updates.run(path, async () => ((await this.has(path, sha)) ? path : this.update(repo, path, sha, options)));
   }
 
   pathFor(repo: string): string {
@@ -72,15 +72,7 @@ export class RepoMirror {
    */
   async branchHead(repo: string, branch: string, options: EnsureOptions = {}): Promise<string> {
     const path = this.pathFor(repo);
-    const running = this.inflight.get(path);
-    if (running) await running.catch(() => undefined);
-    const work = this.update(repo, path, undefined, options);
-    this.inflight.set(path, work);
-    try {
-      await work;
-    } finally {
-      this.inflight.delete(path);
-    }
+    await this.updates.run(path, () => this.update(repo, path, undefined, options));
     const sha = await this.local(path, ['rev-parse', '--verify', '--quiet', `refs/heads/${branch}^{commit}`]).catch(() => undefined);
     const found = sha?.toString().trim();
     if (!found) throw new DockhandError('not_found', `branch ${branch} is not in ${repo}`, { field: 'branch', hint: 'pass a commit SHA instead (--sha)' });
