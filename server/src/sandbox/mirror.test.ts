@@ -97,3 +97,16 @@ describe('RepoMirror updates', () => {
     ]);
   });
 });
+
+describe('RepoMirror fetches and bundles', () => {
+  it("leaves the refs of bundles being made alone when a fetch prunes what the source lacks", async () => {
+    const mirror = new RepoMirror(join(root, 'bundle-data'));
+    const path = await mirror.ensure(source, sha);
+    // What bundle() does first: a ref of its own under refs/dockhand/, until the bundle is written.
+    execFileSync('git', ['update-ref', 'refs/dockhand/bundle-inflight', sha], { cwd: path });
+    await mirror.branchHead(source, 'main'); // a fetch with --prune
+    expect(execFileSync('git', ['for-each-ref', '--format=%(refname)', 'refs/dockhand/'], { cwd: path, encoding: 'utf8' }).trim()).toBe('refs/dockhand/bundle-inflight');
+    const bundle = await mirror.bundle(path, sha);
+    expect(bundle.subarray(0, 20).toString()).toMatch(/^# v2 git bundle/);
+  });
+});

@@ -218,7 +218,9 @@ export class RepoMirror {
           await rm(partial, { recursive: true, force: true });
         }
       } else {
-        await run(['fetch', '--prune', '--quiet', 'origin', '+refs/*:refs/*'], path, `fetching ${repo}`);
+        // Not refs/dockhand/*: the refs of bundles being made from this mirror right now, which a
+        // prune of everything the source lacks would delete under them.
+        await run(['fetch', '--prune', '--quiet', 'origin', '+refs/*:refs/*', '^refs/dockhand/*'], path, `fetching ${repo}`);
         await this.refreshHead(path, source, run);
       }
       if (sha !== undefined && !(await this.has(path, sha))) {
