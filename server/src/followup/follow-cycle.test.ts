@@ -306,3 +306,63 @@ describe('following a PR on the local forge', { timeout: 60_000 }, () => {
     expect(message?.type === 'user.message' && message.data.text).toContain('Failing tests named in the log: test/a.test.ts > a > is loud');
   });
 });
+
+describe('a follow-up round that ends without its push (#26)', { timeout: 60_000 }, () => {
+  it('a failed round: the task is back in pr_open saying why, the PR says so with the rounds left, and the next round starts from what the branch holds', async () => {
+    const seen: string[] = [];
+    const { runner, follower } = fleet(async (input, call) => {
+      if (call === 2) {
+        await editLikeTheAgent(input, 'three', 'BROKEN');
+        return { outcome: 'failed', summary: 'the tests would not pass', diff: await input.sandbox.diff(), error: { code: 'internal', message: 'the tests would not pass' } };
+      }
+      if (call === 3) seen.push((await input.sandbox.readFile('src/a.ts')).toString());
+      await editLikeTheAgent(input, call === 1 ? 'two' : 'one', call === 1 ? 'TWO' : 'ONE');
+      return { outcome: 'finished', summary: 'done', diff: await input.sandbox.diff() };
+    });
+    const task = await createTask();
+    await runner.run(task.id, new AbortController().signal);
+    await approveAndPush(runner, task.id);
+    await threads.comment({ repo: 'app', number: 1, author: 'alice', body: 'three too' });
+    expect(await follower.pollOnce()).toEqual([task.id]);
+    await runner.run(task.id, new AbortController().signal);
+    expect((await store.getTask(task.id))!.state).toBe('failed');
+
+    await follower.pollOnce();
+    expect((await store.getTask(task.id))!.state).toBe('pr_open');
+    const reason = (await store.listEvents(task.id)).filter((e) => e.type === 'task.state').at(-1);
+    expect(reason?.type === 'task.state' && reason.data.reason).toMatch(/^round 2 failed \(the tests would not pass\); nothing pushed, the PR is unchanged\. A new review comment starts the next round \(2 left\)/);
+    const said = (await threads.view('app', 1)).comments.filter((comment) => comment.steering === 'bot');
+    expect(said.at(-1)?.body).toMatch(/^Round 2 failed \(the tests would not pass\): nothing was pushed/);
+    // Once only: a second pass says nothing more.
+    await follower.pollOnce();
+    expect((await threads.view('app', 1)).comments.filter((comment) => comment.steering === 'bot')).toHaveLength(said.length);
+
+    // The next round starts from the branch (TWO), not from the failed round's BROKEN.
+    await threads.comment({ repo: 'app', number: 1, author: 'alice', body: 'one then' });
+    expect(await follower.pollOnce()).toEqual([task.id]);
+    await runner.run(task.id, new AbortController().signal);
+    expect(seen).toEqual(['one\nTWO\nthree\n']);
+  });
+
+  it('a round the reviewer rejected: back in pr_open; with no rounds left the PR comment says Dockhand stops there', async () => {
+    const { runner, follower } = fleet(async (input, call) => {
+      await editLikeTheAgent(input, call === 1 ? 'two' : 'three', call === 1 ? 'TWO' : 'THREE');
+      return { outcome: 'finished', summary: 'done', diff: await input.sandbox.diff() };
+    }, { maxRounds: 1 });
+    const task = await createTask();
+    await runner.run(task.id, new AbortController().signal);
+    await approveAndPush(runner, task.id);
+    const head = (await forge.getPullRequest('app', 1)).headSha;
+    await threads.comment({ repo: 'app', number: 1, author: 'alice', body: 'three too' });
+    expect(await follower.pollOnce()).toEqual([task.id]);
+    await runner.run(task.id, new AbortController().signal);
+    await applyReview({ store, events: log, wake: () => undefined }, (await store.getTask(task.id))!, alice, { action: 'reject', comments: [] });
+    expect((await store.getTask(task.id))!.state).toBe('cancelled');
+
+    await follower.pollOnce();
+    expect((await store.getTask(task.id))!.state).toBe('pr_open');
+    expect((await threads.view('app', 1)).comments.at(-1)?.body).toMatch(/^Round 2 was rejected \(rejected by alice\): nothing was pushed.*Dockhand stops here: its 1 follow-up rounds are used\./s);
+    expect((await forge.getPullRequest('app', 1)).headSha).toBe(head);
+    expect((await store.getResult(task.id))?.diff).not.toContain('THREE');
+  });
+});

@@ -7,7 +7,7 @@ import type { CheckpointStore } from '../runner/checkpoints';
 import { pushedDiff } from '../runner/review-files';
 import type { EventLog } from '../store/hub';
 import { LOCAL_CHECK, type LocalCi } from './local-ci';
-import { checkMessage, DEFAULT_MAX_ROUNDS, roundMessage, roundsStarted, seenThrough, startCutShort } from './rounds';
+import { checkMessage, DEFAULT_MAX_ROUNDS, lastPushedHead, roundMessage, roundsStarted, seenThrough, startCutShort, unpushedRound } from './rounds';
 import { triageCheck, type Triage } from './triage';
 
 /*
@@ -53,6 +53,9 @@ export interface FollowerOptions {
 }
 
 type Opened = Extract<TaskEvent, { type: 'pr.opened' }>;
+
+/** Where a follow-up round ends when it pushes nothing. */
+const ROUND_ENDS = ['failed', 'budget_exhausted', 'cancelled'] as const;
 
 export class PullRequestFollower {
   private timer: NodeJS.Timeout | undefined;
@@ -102,7 +105,53 @@ export class PullRequestFollower {
       }
       cursor = page.nextCursor;
     } while (cursor);
+    for (const state of ROUND_ENDS) {
+      cursor = undefined;
+      do {
+        const page = await this.options.log.store.listTasks({ state, limit: 200, ...(cursor ? { cursor } : {}) });
+        for (const task of page.tasks.filter((candidate) => candidate.prUrl !== undefined)) {
+          await this.roundEnded(task).catch((error: unknown) => this.options.logger?.warn({ err: error, taskId: task.id }, 'taking back a PR whose round ended failed'));
+        }
+        cursor = page.nextCursor;
+      } while (cursor);
+    }
     return started;
+  }
+
+  /**
+   * A follow-up round that ended without its push (it failed, ran out of its budget, or the
+   * reviewer rejected it) leaves the PR as the last push left it. The PR is not dropped silently:
+   * the task goes back to `pr_open` (still followed, its merge still recorded) saying why, the PR
+   * gets a comment with the rounds left, and the stored diff is the branch's again, so the next
+   * round starts from what the PR holds. The round counts against the PR's limits. True when it
+   * was taken back.
+   */
+  async roundEnded(task: Task): Promise<boolean> {
+    const { log } = this.options;
+    const events = await log.store.listEvents(task.id);
+    const round = unpushedRound(events);
+    const opened = [...events].reverse().find((event): event is Opened => event.type === 'pr.opened');
+    if (!round || round.data.round === undefined || !opened) return false;
+    const start = [...events].reverse().find((event) => event.seq < round.seq && event.type === 'review.requested_changes');
+    const ended = [...events].reverse().find((event) => event.type === 'task.state');
+    const why = ended?.type === 'task.state' ? ended.data.reason ?? ended.data.state : task.state;
+    const what = task.state === 'cancelled' ? `was rejected (${why})` : task.state === 'budget_exhausted' ? `ran out of its budget (${why})` : `failed (${why})`;
+    const limit = this.limitReached(task, events);
+    const next = limit ? `Dockhand stops here: ${limit}.` : `A new review comment starts the next round (${this.roundsLeft(events)} left).`;
+    const marker = `Round ${round.data.round} ${what}`;
+    const view = await this.options.threads.view(task.context.repo, opened.data.number);
+    const said = (await this.options.threadStore.listComments(view.pr.repo, opened.data.number)).some((comment) => comment.steering === 'bot' && comment.body.startsWith(marker));
+    if (!said && view.pr.state === 'open') await this.options.threads.reply(view.pr, `${marker}: nothing was pushed, and the PR is as the last push left it (${lastPushedHead(events)?.slice(0, 12) ?? 'unknown'}). ${next}`);
+    // What the branch holds again: the round's start recorded it.
+    if (start?.type === 'review.requested_changes' && start.data.reviewedDiff !== undefined) {
+      await log.store.setResult(task.id, { diff: start.data.reviewedDiff, summary: (await log.store.getResult(task.id))?.summary ?? '' });
+    }
+    await log.append(task.id, { type: 'task.state', data: { state: 'pr_open', reason: `round ${round.data.round} ${what}; nothing pushed, the PR is unchanged. ${next}` } });
+    return true;
+  }
+
+  private roundsLeft(events: readonly TaskEvent[]): number {
+    return Math.max(0, (this.options.limits?.maxRounds ?? DEFAULT_MAX_ROUNDS) - roundsStarted(events));
   }
 
   /** Looks at one task's PR; true when it went back to work. */
