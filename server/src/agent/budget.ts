@@ -1,4 +1,5 @@
-import type { Budgets } from '@dockhand/protocol';
+import type { Budgets, TaskEvent } from '@dockhand/protocol';
+import { activeMs } from './conversation';
 
 export type BudgetName = 'turns' | 'cost' | 'wall_clock';
 
@@ -8,10 +9,40 @@ export interface BudgetExceeded {
   used: number;
 }
 
+/** What earlier rounds of a task spent: a follow-up round's budget does not count it. */
+export interface SpentBefore {
+  turns: number;
+  costUsd: number;
+}
+
+/**
+ * A PR's follow-up round has a budget of its own (the task's turns, cost and wall clock, counted
+ * from the round's start), so a round is neither starved by the first run nor free to spend
+ * without bound: the follower's cost cap across rounds bounds the whole. The round starts at its
+ * `pr.feedback` (kind `round`); before any, the whole log is the round.
+ */
+export function currentRound(events: readonly TaskEvent[]): { before: SpentBefore; events: readonly TaskEvent[] } {
+  const start = events.findLastIndex((event) => event.type === 'pr.feedback' && event.data.kind === 'round');
+  const before = { turns: 0, costUsd: 0 };
+  if (start < 0) return { before, events };
+  for (const event of events.slice(0, start)) {
+    if (event.type !== 'model.turn') continue;
+    before.costUsd += event.data.costUsd;
+    if ((event.data.purpose ?? 'agent') === 'agent') before.turns += 1;
+  }
+  return { before, events: events.slice(start) };
+}
+
+/** Wall-clock time the current round has used (the whole task's before any follow-up round). */
+export function roundActiveMs(events: readonly TaskEvent[]): number {
+  return activeMs(currentRound(events).events);
+}
+
 /**
  * Turn, cost and wall-clock accounting for one task. Cost comes from real usage × prices (the model
  * client reports it per call), review and compaction calls included. Time already spent before a
- * resume counts too.
+ * resume counts too. `turns` and `costUsd` are the task's totals; the limits apply to what was
+ * spent after `spentBefore` (a follow-up round's own budget).
  */
 export class BudgetTracker {
   turns = 0;
@@ -22,6 +53,7 @@ export class BudgetTracker {
     readonly limits: Budgets,
     private readonly now: () => number = Date.now,
     private readonly priorElapsedMs = 0,
+    private readonly spentBefore: SpentBefore = { turns: 0, costUsd: 0 },
   ) {
     this.startedAt = now();
   }
@@ -36,9 +68,11 @@ export class BudgetTracker {
 
   /** The first budget that is used up, checked before each model call. */
   exceeded(): BudgetExceeded | undefined {
-    if (this.turns >= this.limits.maxTurns) return { budget: 'turns', limit: this.limits.maxTurns, used: this.turns };
-    if (this.costUsd >= this.limits.maxCostUsd) {
-      return { budget: 'cost', limit: this.limits.maxCostUsd, used: Number(this.costUsd.toFixed(6)) };
+    const turns = this.turns - this.spentBefore.turns;
+    const costUsd = this.costUsd - this.spentBefore.costUsd;
+    if (turns >= this.limits.maxTurns) return { budget: 'turns', limit: this.limits.maxTurns, used: turns };
+    if (costUsd >= this.limits.maxCostUsd) {
+      return { budget: 'cost', limit: this.limits.maxCostUsd, used: Number(costUsd.toFixed(6)) };
     }
     if (this.remainingMs() <= 0) return this.wallClockExceeded();
     return undefined;

@@ -197,6 +197,25 @@ describe('runAgent', () => {
     expect(outcome.diff).toMatch(/let index = 0;/);
   });
 
+  it('a PR follow-up round has a budget of its own: the turns of the first run do not count against it (#26)', async () => {
+    const first = new ScriptedModel([{ tools: [FIX] }, ...Array.from({ length: 5 }, () => ({ tools: [{ name: 'list_files', input: {} }] }))]);
+    const ran = await runAgent(options(first, { task: { ticket: TICKET, budgets: { maxTurns: 3 } }, feedback: greenTests([]) }));
+    expect(ran.status).toBe('budget_exhausted');
+    const ts = new Date().toISOString();
+    const log: TaskEvent[] = [
+      ...events.events,
+      { taskId: 't', seq: 1000, ts, type: 'pr.feedback', data: { number: 1, kind: 'round', round: 2, seenThrough: 1, checksSeenThrough: 0, comments: [{ id: 1, author: 'alice', body: 'Name the loop index i.' }], ignored: [] } },
+      { taskId: 't', seq: 1001, ts, type: 'user.message', data: { from: 'pr-review', text: 'Name the loop index i.' } },
+      { taskId: 't', seq: 1002, ts, type: 'task.state', data: { state: 'running' } },
+    ];
+    const round = new ScriptedModel([{ tools: [{ name: 'list_files', input: {} }] }, { tools: [{ name: 'list_files', input: {} }] }, ...Array.from({ length: 5 }, () => ({ tools: [{ name: 'list_files', input: {} }] }))]);
+    const outcome = await runAgent(options(round, { task: { ticket: TICKET, budgets: { maxTurns: 3 } }, priorEvents: log, feedback: greenTests([]) }));
+    // Three turns of its own, then the round's budget (not the task's spent one) stops it; the task's usage counts all six.
+    expect(round.turnsPlayed).toBe(3);
+    expect(outcome.budget).toEqual({ budget: 'turns', limit: 3, used: 3 });
+    expect(outcome.usage.turns).toBe(6);
+  });
+
   it('stops at the cost budget from real per-call cost', async () => {
     const model = new ScriptedModel(Array.from({ length: 10 }, () => ({ tools: [{ name: 'list_files', input: {} }] })), { costPerTurnUsd: 0.4 });
     const outcome = await runAgent(options(model, { task: { ticket: TICKET, budgets: { maxCostUsd: 1 } } }));

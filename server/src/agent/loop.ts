@@ -3,7 +3,7 @@ import { Budgets, type TaskEvent, type TaskUsage, type Ticket } from '@dockhand/
 import type { FeedbackEngine, ReproducingSelection, TestInfrastructure, TestReport } from '../feedback/types';
 import type { ModelClient, ModelTurnResult } from '../model/types';
 import type { Sandbox } from '../sandbox/types';
-import { BudgetTracker, type BudgetExceeded } from './budget';
+import { BudgetTracker, currentRound, roundActiveMs, type BudgetExceeded } from './budget';
 import { withCacheBreakpoints } from './cache';
 import { ContextMeter, charsOf, compactIfNeeded, type CompactionConfig } from './compaction';
 import {
@@ -157,7 +157,9 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
   const prior = options.priorEvents && options.priorEvents.length > 0
     ? rebuildConversation(options.priorEvents, { keepRecentTurns: config.compaction.keepRecentTurns })
     : undefined;
-  const budget = new BudgetTracker(budgets, config.now, prior?.elapsedMs ?? 0);
+  // A PR's follow-up round is budgeted on its own (`currentRound`).
+  const round = currentRound(options.priorEvents ?? []);
+  const budget = new BudgetTracker(budgets, config.now, prior ? roundActiveMs(options.priorEvents ?? []) : 0, round.before);
   const tally = new UsageTally(budget, prior);
   const events = new TallyingSink(options.events, tally);
   const { sandbox, model, feedback, approver, task } = options;

@@ -20,7 +20,8 @@ function pullPath(task: Pick<Task, 'prUrl'>): string | undefined {
   return match ? `${match[1]!.toLowerCase()}#${match[2]}` : undefined;
 }
 
-const ENDED = new Set(['merged', 'closed', 'reverted', 'cancelled']);
+// A cancelled task with a PR was cancelled in a round: the follower takes it back to pr_open.
+const ENDED = new Set(['merged', 'closed', 'reverted']);
 
 /** Tasks whose GitHub PR is still followed (open, or in a round): `owner/name#n` → task. */
 export async function followedPullRequests(store: Pick<Store, 'listTasks'>): Promise<Map<string, Task>> {

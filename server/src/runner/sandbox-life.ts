@@ -1,7 +1,7 @@
 import { applyPatch, parsePatch, reversePatch } from 'diff';
 import { Budgets, type NewEvent, type Task, type TaskEvent } from '@dockhand/protocol';
 import type { EventSink } from '../agent/ports';
-import { activeMs } from '../agent/conversation';
+import { roundActiveMs } from '../agent/budget';
 import { DockhandError } from '../errors';
 import type { Logger } from '../log';
 import type { Sandbox, SandboxLoss } from '../sandbox/types';
@@ -145,7 +145,8 @@ export function watchRun(
     abandonTimer.unref();
   };
   const limitSeconds = Budgets.parse(task.budgets ?? {}).maxWallClockSeconds;
-  const used = activeMs(events);
+  // A PR's follow-up round has the wall clock of its own (agent/budget.ts `currentRound`).
+  const used = roundActiveMs(events);
   const started = Date.now();
   const deadline = setTimeout(() => stop({ kind: 'wall_clock', limitSeconds, usedSeconds: Math.round((used + Date.now() - started) / 1000) }), Math.max(0, limitSeconds * 1000 - used) + (timing.graceMs ?? WALL_CLOCK_GRACE_MS));
   deadline.unref();
