@@ -81,7 +81,11 @@ export function describeEvent(event: TaskEvent): string | undefined {
  * Python requirements, the install and test commands. Python's version is the sandbox's own
  * python3 (the base image's) unless the recipe names one.
  */
-export function environmentDetail(env: EnvironmentRecipe): string {
+/**
+ * What was chosen and from where. `installShown`: the install command is on a line of its own
+ * already (a readiness report whose install ran), so here only its source is named.
+ */
+export function environmentDetail(env: EnvironmentRecipe, options: { installShown?: boolean } = {}): string {
   const parts: string[] = [];
   if (env.node) parts.push(`node ${env.node.version} (${env.node.source})`);
   if (env.packageManager) parts.push(`${env.packageManager.name} ${env.packageManager.version} (${env.packageManager.source})`);
@@ -89,11 +93,13 @@ export function environmentDetail(env: EnvironmentRecipe): string {
     const requirements = env.python.requirements.length > 0 ? `requirements ${env.python.requirements.join(', ')}` : 'no requirements file';
     parts.push(`python ${env.python.version ?? "3 (the sandbox's python3)"}, ${requirements} (${env.python.source})`);
   }
-  parts.push(`install: ${env.install.command} (${env.install.source})`, `test: ${env.test.command} (${env.test.source})`);
+  parts.push(options.installShown ? `install: as below (${env.install.source})` : `install: ${env.install.command} (${env.install.source})`, `test: ${env.test.command} (${env.test.source})`);
   return parts.join('; ');
 }
 
 export function taskLine(task: Task): string {
   const cost = `$${task.usage.costUsd.toFixed(2)}`;
-  return [task.id, task.state.padEnd(16), cost.padStart(7), oneLine(task.ticket.title, 60), task.prUrl ?? ''].join('  ').trimEnd();
+  // A followed PR's task names its follow-up round next to its state ("pr_open round 2").
+  const state = task.round ? `${task.state} round ${task.round}` : task.state;
+  return [task.id, state.padEnd(16), cost.padStart(7), oneLine(task.ticket.title, 60), task.prUrl ?? ''].join('  ').trimEnd();
 }

@@ -20,6 +20,16 @@ describe('repo check output', () => {
     expect(readinessLines(report({})).at(-1)).toBe('ini at aaaaaaaaaaaa: READY');
   });
 
+  it('names an install that ran once, on its own row: the environment row gives its source only', () => {
+    const command = 'python3 -m venv --system-site-packages .venv && .venv/bin/pip install -q -e .';
+    const environment = { repo: 'ini', install: { command, source: 'detected' }, test: { command: 'python3 -m pytest', source: 'pyproject.toml' } };
+    const lines = readinessLines(report({ environment, install: { ok: true, detail: `${command} (from detected)`, seconds: 24 } })).join('\n').split('\n');
+    const rowOf = (name: string) => lines.find((line) => line.startsWith(name)) ?? '';
+    expect(rowOf('environment')).toMatch(/^environment\s+ok\s+install: as below \(detected\); test: python3 -m pytest \(pyproject\.toml\)$/);
+    expect(rowOf('install')).toContain(command);
+    expect(lines.join('\n').split(command).length - 1).toBe(1);
+  });
+
   it('names the workflow, job and step the test command follows', () => {
     const steps = [{ name: 'npm test', command: 'npm test' }];
     const environment = {

@@ -101,7 +101,8 @@ export function readinessLines(report: ReadinessReport): string[] {
   const seconds = (value: number | undefined) => (value === undefined ? '' : `${value.toFixed(1)} s`);
   const rows: string[][] = [
     ['CHECK', 'OK', 'TIME', 'DETAIL'],
-    ['environment', env ? 'ok' : '-', '', env ? environmentDetail(env) : 'not detected (see install)'],
+    // An install that ran shows its command on its own row; the environment row names its source only.
+    ['environment', env ? 'ok' : '-', '', env ? environmentDetail(env, { installShown: report.install.ok && report.install.detail.includes(env.install.command) }) : 'not detected (see install)'],
     ['install', yes(report.install.ok), seconds(report.install.seconds), report.install.detail],
     ['snapshot', report.snapshot ? 'ok' : 'NO', seconds(report.snapshot?.startSeconds), report.snapshot ? `${report.snapshot.image} (${report.snapshot.built ? `built in ${seconds(report.snapshot.buildSeconds)}` : 'reused'}; start ${seconds(report.snapshot.startSeconds)})` : 'none'],
     ['test command', report.tests.command ? 'ok' : '-', '', `${report.tests.command ?? 'none'}${report.tests.runner ? ` (${report.tests.runner})` : ''}${env ? `; from ${env.test.source}` : ''}`],
