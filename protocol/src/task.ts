@@ -106,6 +106,8 @@ export const Task = z.object({
   createdAt: z.string(),
   updatedAt: z.string(),
   prUrl: z.string().optional(),
+  /** A followed PR's latest follow-up round (2, 3, …; round 1 is the first run), read from its `pr.feedback` events; absent before any. */
+  round: z.number().int().min(2).optional(),
   error: z.string().optional(),
 });
 export type Task = z.infer<typeof Task>;

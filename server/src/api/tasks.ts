@@ -23,8 +23,9 @@ import { policyWorkers } from '../policy/pool';
 import { issueTestEditsLabel } from '../policy/test-edits';
 import { applyReview, decideApproval, type DecisionDeps } from '../runner/review';
 import { fileAfter, reviewRounds, roundDiff } from '../runner/review-files';
+import { latestRound } from '../followup/rounds';
 import { pendingPause } from '../runner/steering';
-import type { User } from '../store/types';
+import type { Store, User } from '../store/types';
 import { describeApproval, describeApprovals } from './approvals';
 import { loadOwnedTask, loadTaskAsReader, requireUser } from './auth';
 import type { AppDeps } from './deps';
@@ -64,6 +65,13 @@ async function checkReproducingTests(deps: AppDeps, repo: string, body: CreateTa
 }
 /** States in which the agent works (or is about to): a pause request means something there. */
 const PAUSABLE: readonly TaskState[] = ['queued', 'provisioning', 'running', 'awaiting_approval', 'verifying'];
+/** A followed PR's task with its latest follow-up round (read from the log of tasks that opened a PR only). */
+async function withRound(store: Pick<Store, 'listEvents'>, task: Task): Promise<Task> {
+  if (!task.prUrl) return task;
+  const round = latestRound(await store.listEvents(task.id));
+  return round === undefined ? task : { ...task, round };
+}
+
 export async function taskRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
   const api = app.withTypeProvider<ZodTypeProvider>();
   const decisions: DecisionDeps = {
@@ -122,12 +130,12 @@ export async function taskRoutes(app: FastifyInstance, deps: AppDeps): Promise<v
       ...(repo === undefined ? {} : { repo }),
       ...(cursor === undefined ? {} : { cursor }),
     });
-    return { tasks: page.tasks, nextCursor: page.nextCursor ?? null };
+    return { tasks: await Promise.all(page.tasks.map((task) => withRound(deps.store, task))), nextCursor: page.nextCursor ?? null };
   });
 
   api.get('/tasks/:id', {
     schema: { tags: ['tasks'], summary: 'The task (for its requester, admins, and the owners of its repo)', params: TaskParams, response: { 200: Task } },
-  }, async (request) => (await loadForOverride(requireUser(request), request.params.id)).task);
+  }, async (request) => withRound(deps.store, (await loadForOverride(requireUser(request), request.params.id)).task));
 
   api.post('/tasks/:id/messages', {
     schema: {

@@ -34,6 +34,11 @@ export function roundsStarted(events: readonly TaskEvent[]): number {
   return feedbackEvents(events).filter((event) => event.data.kind === 'round').length;
 }
 
+/** The latest follow-up round's number (2, 3, …); undefined before any (the task's `round`). */
+export function latestRound(events: readonly TaskEvent[]): number | undefined {
+  return feedbackEvents(events).filter((event) => event.data.kind === 'round').at(-1)?.data.round;
+}
+
 /** The follow-up round that started and has not pushed yet (the runner's next push is its). */
 export function unpushedRound(events: readonly TaskEvent[]): FeedbackEvent | undefined {
   const pushed = new Set(events.flatMap((event) => (event.type === 'pr.pushed' ? [event.data.round] : [])));
