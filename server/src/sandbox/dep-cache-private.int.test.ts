@@ -53,6 +53,8 @@ describe('the registry front with a repository\'s private registry', () => {
       expect(listener.stats.misses + listener.stats.hits).toBe(0);
       expect(keptText()).not.toContain('private-utils');
       expect(listener.refusals).toEqual([]);
+      // The build's audit: two requests went upstream with NPM_ACME's credential (the document, the tarball).
+      expect([...listener.secretUses]).toEqual([['NPM_ACME', 2]]);
     } finally {
       await listener.close();
     }
@@ -67,6 +69,7 @@ describe('the registry front with a repository\'s private registry', () => {
       expect((await fetch(`${other.url}@acme/private-utils/-/private-utils-1.0.0.tgz`)).status).toBe(404);
       expect((await fetch(`${other.url}@acme%2fprivate-utils`)).status).toBe(404);
       expect(other.stats.hits).toBe(0);
+      expect(other.secretUses.size).toBe(0);
     } finally {
       await other.close();
     }

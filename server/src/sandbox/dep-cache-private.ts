@@ -6,11 +6,35 @@ import { isPackageDocument, pointTarballsAtFront, privateUpstreamUrl, type Priva
 /** A private registry's package document is read whole to point its tarballs at the front. */
 const MAX_DOCUMENT_BYTES = 64 * 1024 * 1024;
 
-/** What one build's listener routes besides the public upstream: its own registries, its URL, their refusals. */
+/** What one build's listener routes besides the public upstream: its own registries, its URL, their refusals, the secrets' uses. */
 export interface BuildRoute {
   registries: readonly PrivateRegistry[];
   url: string;
   refusals: RegistryRefusal[];
+  /** Requests sent upstream with each secret's credential, by secret name (the build's audit: `describeSecretUses`). */
+  uses: Map<string, number>;
+}
+
+/** One repository secret's use in a snapshot build, by name only: the audit line of the build log, the server log and the build's last progress event. */
+export interface SecretUse {
+  name: string;
+  step: 'registry front' | 'setup.sh';
+  /** `registry front`: the scope it authenticated (absent: the default registry) and the requests sent upstream with it. */
+  scope?: string;
+  requests?: number;
+}
+
+/** The build's secret uses: each registry's secret with its request count, then setup.sh's secrets. */
+export function secretUses(registries: readonly PrivateRegistry[], uses: ReadonlyMap<string, number>, setupSecrets: readonly string[]): SecretUse[] {
+  const front = registries.map((registry): SecretUse => ({ name: registry.secret, step: 'registry front', ...(registry.scope ? { scope: registry.scope } : {}), requests: uses.get(registry.secret) ?? 0 }));
+  return [...front, ...setupSecrets.map((name): SecretUse => ({ name, step: 'setup.sh' }))];
+}
+
+/** `NPM_ACME (registry front for @acme: 3 requests upstream), SENTRY_AUTH (setup.sh)`: names, never values. */
+export function describeSecretUses(uses: readonly SecretUse[]): string {
+  return uses
+    .map((use) => (use.step === 'setup.sh' ? `${use.name} (given to setup.sh)` : `${use.name} (registry front for ${use.scope ?? 'the default registry'}: ${use.requests ?? 0} request${use.requests === 1 ? '' : 's'} upstream)`))
+    .join(', ');
 }
 
 export interface PrivateRequest {
@@ -33,6 +57,7 @@ export interface PrivateRequest {
 export async function answerPrivate(request: PrivateRequest): Promise<void> {
   const { method, path, registry, response, route } = request;
   const { authorization: _build, 'accept-encoding': _encoding, 'if-none-match': _etag, 'if-modified-since': _since, ...rest } = request.headers;
+  route.uses.set(registry.secret, (route.uses.get(registry.secret) ?? 0) + 1);
   const upstream = await request.fetch(method, privateUpstreamUrl(registry, path), { ...rest, authorization: registry.authorization });
   const status = upstream.statusCode ?? 502;
   if (status === 401 || status === 403) {

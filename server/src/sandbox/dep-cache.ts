@@ -89,6 +89,8 @@ export interface DependencyCacheListener {
   readonly stats: DependencyCacheStats;
   /** A repository's registries that refused the server's credential during this build (401/403). */
   readonly refusals: RegistryRefusal[];
+  /** Requests sent upstream with each repository secret during this build, by secret name. */
+  readonly secretUses: ReadonlyMap<string, number>;
   close(): Promise<void>;
 }
 
@@ -261,7 +263,7 @@ export class DependencyCache {
       this.stats[field] += amount;
     };
     const sockets = new Set<Socket>();
-    const route: BuildRoute = { registries: options.registries ?? [], url: '', refusals: [] };
+    const route: BuildRoute = { registries: options.registries ?? [], url: '', refusals: [], uses: new Map() };
     const server: Server = createServer((request, response) => {
       this.handle(request, response, count, route).catch((error: unknown) => {
         count('refused');
@@ -287,6 +289,7 @@ export class DependencyCache {
       host,
       stats,
       refusals: route.refusals,
+      secretUses: route.uses,
       close: () => {
         closing ??= (async () => {
           await new Promise<void>((resolve) => {

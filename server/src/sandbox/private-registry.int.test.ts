@@ -12,6 +12,7 @@ import { DependencyCache } from './dep-cache';
 import { DockerSandboxDriver } from './docker-driver';
 import { RepoMirror } from './mirror';
 import { PRIVATE_PACKAGE, testRegistry, type TestRegistry } from './private-registry.test-support';
+import type { SnapshotProgress } from './snapshot-build';
 import { SnapshotManager, type Snapshot } from './snapshots';
 import { createRepoFromFiles, ensureBaseImage, TEST_TOOLCHAIN_DIR } from './test-support';
 import { ToolchainStore } from './toolchains';
@@ -113,9 +114,12 @@ async function fixture(name: string, manager: 'npm' | 'pnpm' | 'yarn' | 'yarn-be
   return repo.sha;
 }
 
-async function build(name: string, sha: string): Promise<Snapshot> {
-  return snapshots.resolve({ repo: name, mirrorPath: await mirror.ensure(name, sha), sha });
+async function build(name: string, sha: string, onProgress?: (progress: SnapshotProgress) => void): Promise<Snapshot> {
+  return snapshots.resolve({ repo: name, mirrorPath: await mirror.ensure(name, sha), sha, ...(onProgress ? { onProgress } : {}) });
 }
+
+/** The build log's audit line: each secret by name with its step (and, at the front, its requests upstream). */
+const auditLine = (log: string): string => /^# repository secrets used \(names only\): (.*)$/m.exec(log)?.[1] ?? '';
 
 const base64 = () => Buffer.from(registry.token).toString('base64');
 /** Both forms of the token, as grep patterns. */
@@ -127,11 +131,16 @@ describe('private registries through the registry front (runsc-egress)', () => {
   it('npm: the snapshot installs the private package and a public one; the build\'s sandbox held no credential', async () => {
     await secrets.set('acme/web', 'NPM_ACME', registry.token, 'alice');
     const sha = await fixture('acme/web', 'npm', environmentFile(registry.url));
-    npmSnapshot = await build('acme/web', sha);
+    const progress: SnapshotProgress[] = [];
+    npmSnapshot = await build('acme/web', sha, (event) => progress.push(event));
     expect(npmSnapshot.environment.registries).toEqual([{ scope: '@acme', url: registry.url, token: 'NPM_ACME' }]);
     const log = readFileSync(join(dataDir, 'snapshot-logs', `${npmSnapshot.key}.log`), 'utf8');
     for (const form of tokenForms()) expect(log).not.toContain(form);
-    expect((await secrets.list('acme/web'))[0]?.lastUsedBy).toBe(`snapshot build ${npmSnapshot.key}`);
+    // The audit: secret list's last use names the build and the step; the build log and the build's last progress event name the secret and its requests.
+    expect((await secrets.list('acme/web'))[0]?.lastUsedBy).toBe(`snapshot build ${npmSnapshot.key} registry front`);
+    expect(auditLine(log)).toMatch(/^NPM_ACME \(registry front for @acme: [1-9]\d* requests? upstream\)$/);
+    const done = progress.find((event) => event.stage === 'done');
+    expect(done?.line).toBe(`repository secrets used: ${auditLine(log)}`);
   });
 
   it('the leak hunt in a sandbox of that snapshot finds no token: env, ~/.npmrc, npm config, /proc/*/environ, the whole file system', async () => {
@@ -190,8 +199,9 @@ describe('private registries through the registry front (runsc-egress)', () => {
       const sha = await fixture(name, manager, environmentFile(registry.url));
       const snapshot = await build(name, sha);
       expect(snapshot.environment.packageManager?.name).toBe(manager);
-      expect((await secrets.list(name))[0]?.lastUsedBy).toBe(`snapshot build ${snapshot.key}`);
+      expect((await secrets.list(name))[0]?.lastUsedBy).toBe(`snapshot build ${snapshot.key} registry front`);
       const log = readFileSync(join(dataDir, 'snapshot-logs', `${snapshot.key}.log`), 'utf8');
+      expect(auditLine(log)).toMatch(/^NPM_ACME \(registry front for @acme: [1-9]\d* requests? upstream\)$/);
       for (const form of tokenForms()) expect(log).not.toContain(form);
       // What the build wrote for yarn, as the log shows it: the front (the build network's gateway) for @acme, nothing of the registry.
       const rcPath = manager === 'yarn' ? '/tmp/dockhand/registries.npmrc' : '/home/dockhand/.yarnrc.yml';

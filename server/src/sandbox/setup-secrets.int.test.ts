@@ -104,6 +104,8 @@ describe('setup secrets (gVisor)', () => {
     expect(saved.stdout.trim()).toBe('0');
     expect(saved.status).toBe(1);
     for (const form of secretForms(VALUE)) expect(buildLogs()).not.toContain(form);
+    // The audit: the build log names the secret and its step.
+    expect(readFileSync(join(dataDir, 'snapshot-logs', `${snapshot.key}.log`), 'utf8')).toContain('# repository secrets used (names only): SENTRY_AUTH (given to setup.sh)\n');
     execFileSync('docker', ['image', 'inspect', snapshot.image], { stdio: 'ignore' });
   }, 300_000);
 

@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmod, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { appendFile, chmod, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type Docker from 'dockerode';
@@ -10,7 +10,8 @@ import { z } from 'zod';
 import { DockhandError } from '../errors';
 import { DependencyCache, describeCacheStats, type DependencyCacheListener } from './dep-cache';
 import { yarnThroughFront } from './dep-cache-yarn';
-import { describeRefusals, resolveBuildRegistries, type RegistryCredentials } from './private-registries';
+import { describeRefusals, resolveBuildRegistries, type PrivateRegistry, type RegistryCredentials } from './private-registries';
+import { describeSecretUses, secretUses, type SecretUse } from './dep-cache-private';
 import { resolveSetupSecrets } from './setup-secrets';
 import { LABELS } from './docker-driver';
 import { isNotFound } from './docker-sandbox';
@@ -457,6 +458,9 @@ export class SnapshotManager {
     let proxy: EgressProxy | undefined;
     let cache: DependencyCacheListener | undefined;
     const closePorts: (() => Promise<void>)[] = [];
+    // The build's secrets, for its audit lines (names only): the registries' and setup.sh's.
+    let registries: PrivateRegistry[] = [];
+    let setupSecretNames: string[] = [];
     try {
       let egressSetup: Parameters<typeof buildSnapshotImage>[0]['egress'] = { mode: egress === 'runc-bridge' ? 'runc-bridge' : 'none' };
       if (egress === 'proxy') {
@@ -474,9 +478,9 @@ export class SnapshotManager {
         closePorts.push(await openBuildPort(network, proxy.port));
         egressSetup = { mode: 'proxy', proxyUrl: `http://${proxy.host}:${proxy.port}`, refused: proxy.refused };
         // The repository's own registries: the front holds their credentials (private-registries.ts).
-        const registries = await resolveBuildRegistries({
+        registries = await resolveBuildRegistries({
           repo: request.repo,
-          usedBy: `snapshot build ${key}`,
+          usedBy: `snapshot build ${key} registry front`,
           registries: identity.environment.registries ?? [],
           credentials: this.options.registryCredentials,
           allowed: this.options.privateRegistries ?? [],
@@ -495,6 +499,7 @@ export class SnapshotManager {
         throw new DockhandError('sandbox_unavailable', `.dockhand/environment.yml names registries, but builds here run without the egress proxy (${egress}), where the registry front is`, { field: '.dockhand/environment.yml:registries' });
       }
       const setupSecrets = await resolveSetupSecrets({ repo: request.repo, usedBy: `snapshot build ${key} setup.sh`, names: identity.environment.setupSecrets ?? [], credentials: this.options.registryCredentials });
+      setupSecretNames = setupSecrets.map((secret) => secret.name);
       await buildSnapshotImage({
         docker: this.docker,
         baseImage: this.baseImage,
@@ -517,7 +522,8 @@ export class SnapshotManager {
         ...(logger ? { logger } : {}),
       });
       this.builds += 1;
-      request.onProgress?.({ stage: 'done', elapsedMs: Date.now() - started, image });
+      const used = secretUses(registries, cache?.secretUses ?? new Map(), setupSecretNames);
+      request.onProgress?.({ stage: 'done', elapsedMs: Date.now() - started, image, ...(used.length > 0 ? { line: `repository secrets used: ${describeSecretUses(used)}` } : {}) });
       logger?.info({ image, sha: request.sha, ms: Date.now() - started, ...(cache ? { dependencyCache: describeCacheStats(cache.stats) } : {}) }, 'snapshot built');
     } catch (caught) {
       // A registry that refused the server's credential is the cause to name (npm says only E401): not remembered, the secret is the fix.
@@ -533,6 +539,14 @@ export class SnapshotManager {
       for (const close of closePorts) await close();
       await cache?.close();
       await proxy?.close();
+      await this.auditSecretUses(request.repo, key, logPath, secretUses(registries, cache?.secretUses ?? new Map(), setupSecretNames));
     }
+  }
+
+  /** Each secret the build used, by name, step and count, in its build log and the server's log (never a value: the values are not in reach here). */
+  private async auditSecretUses(repo: string, key: string, logPath: string, uses: SecretUse[]): Promise<void> {
+    if (uses.length === 0) return;
+    this.options.logger?.info({ repo, build: key, secrets: uses }, 'repository secrets used by a snapshot build');
+    await appendFile(logPath, `# repository secrets used (names only): ${describeSecretUses(uses)}\n`).catch(() => undefined);
   }
 }
