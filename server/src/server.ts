@@ -95,6 +95,8 @@ export async function startServer(config: Config, options: { logger?: Logger; pa
     fleet.scheduler.start();
     fleet.outcomes.start();
     fleet.follower?.start();
+    // Without webhooks, a GitHub forge's PRs are polled for comments, reviews and checks.
+    if (!config.forge.webhookSecret) fleet.githubPoller?.start();
     if (hub instanceof PostgresEventHub) followStateNotices(hub, fleet);
   }
   const storeKind = config.databaseUrl === undefined ? 'sqlite' : 'postgres';

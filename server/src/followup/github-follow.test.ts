@@ -45,6 +45,9 @@ afterEach(async () => {
   sent.length = 0;
 });
 
+/** What the scripted GitHub answers the polling fallback with (REST bodies: the examples' own objects). */
+const rest = { lineComments: [] as unknown[], checkRuns: new Map<string, unknown[]>() };
+
 function githubFetch(): typeof fetch {
   let nextId = 9000;
   return async (input, init) => {
@@ -59,6 +62,13 @@ function githubFetch(): typeof fetch {
         head: { ref: 'dockhand/1-readme', sha: HEAD }, base: { ref: 'master' }, created_at: '2019-05-15T15:20:33Z', merged_at: null, closed_at: null, merge_commit_sha: null,
       });
     }
+    if (method === 'GET' && url.pathname === `/repos/${REPO}/pulls/2/comments`) return json(200, rest.lineComments);
+    if (method === 'GET' && (url.pathname === `/repos/${REPO}/issues/2/comments` || url.pathname === `/repos/${REPO}/pulls/2/reviews`)) return json(200, []);
+    const checks = /^\/repos\/Codertocat\/Hello-World\/commits\/([0-9a-f]{40})\/check-runs$/.exec(url.pathname);
+    if (method === 'GET' && checks) {
+      const runs = rest.checkRuns.get(checks[1]!) ?? [];
+      return json(200, { total_count: runs.length, check_runs: runs });
+    }
     if (method === 'POST' && /^\/repos\/Codertocat\/Hello-World\/(issues\/2\/comments|pulls\/2\/comments\/\d+\/replies)$/.test(url.pathname)) {
       const id = ++nextId;
       return json(201, { id, html_url: `https://github.com/${REPO}/pull/2#issuecomment-${id}`, created_at: new Date().toISOString(), body: body?.body });
@@ -67,9 +77,11 @@ function githubFetch(): typeof fetch {
   };
 }
 
-async function start(): Promise<{ fleet: Fleet; task: Task }> {
+async function start(options: { webhooks?: boolean } = {}): Promise<{ fleet: Fleet; task: Task }> {
+  rest.lineComments = [];
+  rest.checkRuns.clear();
   const dataDir = temporaryDir('dockhand-github-follow-');
-  const config = loadConfig({ DOCKHAND_DATA_DIR: join(dataDir, 'data'), DOCKHAND_GITHUB_WEBHOOK_SECRET: SECRET });
+  const config = loadConfig({ DOCKHAND_DATA_DIR: join(dataDir, 'data'), ...(options.webhooks === false ? {} : { DOCKHAND_GITHUB_WEBHOOK_SECRET: SECRET }) });
   const forge = new GitHubForge({ tokens: staticToken('ghs_test_token'), fetch: githubFetch() });
   const agent = new ScriptedAgent(async () => ({ outcome: 'finished', summary: 'unused', diff: '' }));
   fleet = await createFleet(config, { sandboxes: new FakeSandboxProvider(), agent, forge });
@@ -104,7 +116,7 @@ const feedback = (events: TaskEvent[]) => events.flatMap((event) => (event.type 
 const states = (events: TaskEvent[]) => events.flatMap((event) => (event.type === 'task.state' ? [event.data.state] : []));
 
 describe('a followed GitHub PR: webhook deliveries start rounds (issue 26)', () => {
-  it('a line comment from someone who may not steer is recorded as ignored; the OWNER\'s starts a round with its file, line and hunk; a retried delivery starts nothing', async () => {
+  it('a line comment from someone who may not steer is recorded as ignored; the OWNER\'s starts a round with its file and hunk; a retried delivery starts nothing', async () => {
     const { fleet: f, task } = await start();
     const outsider = example('pull_request_review_comment', 'created');
     const outsiderComment = outsider.comment as { id: number; author_association: string; user: { login: string }; body: string };
@@ -217,5 +229,41 @@ describe('a followed GitHub PR: webhook deliveries start rounds (issue 26)', () 
     (echo.comment as { id: number }).id = 9001;
     await deliver(f, 'issue_comment', echo);
     expect(feedback(await f.store.listEvents(task.id)).filter((entry) => entry.kind === 'round')).toHaveLength(0);
+  });
+});
+
+describe('a followed GitHub PR without webhooks: the polling fallback (#26)', () => {
+  const failedRun = () => structuredClone(example('check_run', 'completed', (payload) => (payload.check_run as { conclusion: string }).conclusion === 'failure').check_run) as { id: number; head_sha: string; name: string; conclusion: string };
+
+  it('a poll reads the PR\'s comments and the check runs on its head and base as deliveries, and starts the round; the next poll records nothing again', async () => {
+    const { fleet: f, task } = await start({ webhooks: false });
+    expect((await f.app.inject({ method: 'POST', url: '/v1/webhooks/github', payload: {} })).statusCode).toBe(404);
+    rest.lineComments = [example('pull_request_review_comment', 'created').comment];
+    const green = failedRun();
+    green.id += 1;
+    green.head_sha = BASE;
+    green.conclusion = 'success';
+    rest.checkRuns.set(HEAD, [failedRun()]);
+    rest.checkRuns.set(BASE, [green]);
+    expect(await f.githubPoller!.pollOnce()).toBe(3);
+    await f.follower!.pollOnce();
+    const events = await f.store.listEvents(task.id);
+    expect(feedback(events).at(-1)).toMatchObject({ kind: 'round', round: 2, comments: [{ author: 'Codertocat', path: 'README.md' }] });
+    expect(states(events).at(-1)).toBe('running');
+    expect(await f.githubPoller!.pollOnce()).toBe(0);
+    expect(sent.filter((call) => call.method === 'GET').map((call) => call.path)).toEqual(expect.arrayContaining([`/repos/${REPO}/pulls/2/comments`, `/repos/${REPO}/issues/2/comments`, `/repos/${REPO}/pulls/2/reviews`, `/repos/${REPO}/commits/${HEAD}/check-runs`]));
+  });
+
+  it('what a webhook already delivered is not recorded again by a poll: one comment, one round', async () => {
+    const { fleet: f, task } = await start();
+    const delivered = example('pull_request_review_comment', 'created');
+    await deliver(f, 'pull_request_review_comment', delivered);
+    expect(feedback(await f.store.listEvents(task.id)).filter((entry) => entry.kind === 'round')).toHaveLength(1);
+    await f.store.appendEvent(task.id, { type: 'task.state', data: { state: 'pr_open' } });
+    rest.lineComments = [delivered.comment];
+    expect(await f.githubPoller!.pollOnce()).toBe(0);
+    await f.follower!.pollOnce();
+    expect(feedback(await f.store.listEvents(task.id)).filter((entry) => entry.kind === 'round')).toHaveLength(1);
+    expect(await f.store.prThreads.listComments(REPO, 2)).toHaveLength(1);
   });
 });

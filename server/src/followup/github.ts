@@ -1,4 +1,5 @@
 import type { Task } from '@dockhand/protocol';
+import type { GitHubForge } from '../forge/github-forge';
 import type { GitHubThreads } from '../forge/github-threads';
 import type { GitHubFeedback } from '../forge/webhook';
 import type { Logger } from '../log';
@@ -14,10 +15,10 @@ import type { Store } from '../store/types';
 
 type Delivered = Exclude<GitHubFeedback, { kind: 'outcome' }>;
 
-/** A task's PR on GitHub is `https://HOST/<owner>/<name>/pull/<n>`. */
+/** A task's PR on GitHub is `https://HOST/<owner>/<name>/pull/<n>`; GitHub's names are case-insensitive. */
 function pullPath(task: Pick<Task, 'prUrl'>): string | undefined {
-  const match = task.prUrl ? /\/([^/]+\/[^/]+)\/pull\/(\d+)\/?$/.exec(task.prUrl) : null;
-  return match ? `${match[1]!.toLowerCase()}#${match[2]}` : undefined;
+  const link = pullRequestOf(task);
+  return link ? `${link.repo.toLowerCase()}#${link.number}` : undefined;
 }
 
 // A cancelled task with a PR was cancelled in a round: the follower takes it back to pr_open.
@@ -61,4 +62,77 @@ export function githubFeedbackSink(options: GitHubFeedbackOptions): (feedback: D
     void options.follow().catch((error: unknown) => options.logger?.warn({ err: error }, 'PR follow-up after a GitHub delivery failed'));
     return true;
   };
+}
+
+/** `owner/name` and number of a task's GitHub PR, as its link spells them. */
+export function pullRequestOf(task: Pick<Task, 'prUrl'>): { repo: string; number: number } | undefined {
+  const match = task.prUrl ? /\/([^/]+\/[^/]+)\/pull\/(\d+)\/?$/.exec(task.prUrl) : null;
+  return match ? { repo: match[1]!, number: Number(match[2]) } : undefined;
+}
+
+export interface GitHubPollerOptions {
+  forge: Pick<GitHubForge, 'getPullRequest' | 'pullRequestFeedback' | 'completedChecks'>;
+  threads: GitHubThreads;
+  store: Pick<Store, 'listTasks'>;
+  /** The follower's pass, after a poll that recorded something. */
+  follow: () => Promise<unknown>;
+  /** Default 60 s (GitHub's REST rate limit is 5,000 requests an hour; a poll is 5 per followed PR). */
+  intervalMs?: number;
+  /** On a fleet, only the leader polls. */
+  leader?: () => Promise<boolean>;
+  logger?: Logger;
+}
+
+/**
+ * The polling fallback when GitHub sends no webhooks: every interval, each followed PR's line
+ * comments, general comments, reviews and the completed check runs on its head and its base are
+ * read back and recorded as a delivery would be (GitHub's ids: what a webhook already brought is
+ * not recorded twice, nor what an earlier poll found).
+ */
+export class GitHubPoller {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<number> | undefined;
+
+  constructor(private readonly options: GitHubPollerOptions) {}
+
+  start(): void {
+    this.timer = setInterval(() => void this.pollOnce().catch((error: unknown) => this.options.logger?.warn({ err: error }, 'GitHub PR poll failed')), this.options.intervalMs ?? 60_000);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+  }
+
+  /** One poll of every followed PR; returns how many new comments, reviews and checks were recorded. */
+  async pollOnce(): Promise<number> {
+    this.running ??= this.poll().finally(() => {
+      this.running = undefined;
+    });
+    return this.running;
+  }
+
+  private async poll(): Promise<number> {
+    if (this.options.leader && !(await this.options.leader())) return 0;
+    const { forge, threads } = this.options;
+    let recorded = 0;
+    for (const task of (await followedPullRequests(this.options.store)).values()) {
+      const link = pullRequestOf(task);
+      if (!link) continue;
+      try {
+        const pr = await forge.getPullRequest(link.repo, link.number);
+        if (pr.state !== 'open') continue;
+        const found = [
+          ...(await forge.pullRequestFeedback(pr.repo, pr.number)),
+          ...(await forge.completedChecks(pr.repo, pr.headSha)),
+          ...(await forge.completedChecks(pr.repo, task.context.baseSha)),
+        ];
+        for (const item of found) if (await threads.record(item)) recorded += 1;
+      } catch (error) {
+        this.options.logger?.warn({ err: error, taskId: task.id }, 'polling the GitHub PR failed');
+      }
+    }
+    if (recorded > 0) await this.options.follow();
+    return recorded;
+  }
 }

@@ -1,7 +1,9 @@
 import { Octokit } from '@octokit/rest';
 import { DockhandError } from '../errors';
 import type { GitHubRepo, GitHubTokenProvider } from './github-auth';
+import { checkRunFeedback, issueCommentFeedback, reviewCommentFeedback, reviewFeedback } from './github-poll';
 import { findRevert } from './revert';
+import type { GitHubFeedback } from './webhook';
 import {
   DEFAULT_REVERT_WINDOW_DAYS,
   type Forge,
@@ -193,6 +195,35 @@ export class GitHubForge implements Forge {
     const octokit = await this.client(target);
     const { data } = await octokit.rest.pulls.createReplyForReviewComment({ owner: target.owner, repo: target.name, pull_number: number, comment_id: commentId, body });
     return { id: data.id, url: data.html_url, createdAt: data.created_at };
+  }
+
+  /**
+   * What a PR's webhooks would have delivered, read back (the polling fallback): its line
+   * comments, general comments and submitted reviews.
+   */
+  async pullRequestFeedback(repo: string, number: number): Promise<Exclude<GitHubFeedback, { kind: 'outcome' }>[]> {
+    const target = parseGitHubRepo(repo);
+    const octokit = await this.client(target);
+    const name = `${target.owner}/${target.name}`;
+    const where = { owner: target.owner, repo: target.name, per_page: 100 };
+    const [lineComments, comments, reviews] = await Promise.all([
+      octokit.paginate(octokit.rest.pulls.listReviewComments, { ...where, pull_number: number }),
+      octokit.paginate(octokit.rest.issues.listComments, { ...where, issue_number: number }),
+      octokit.paginate(octokit.rest.pulls.listReviews, { ...where, pull_number: number }),
+    ]);
+    return [
+      ...lineComments.map((comment) => reviewCommentFeedback(name, number, comment)),
+      ...comments.map((comment) => issueCommentFeedback(name, number, comment)),
+      ...reviews.flatMap((review) => reviewFeedback(name, number, review) ?? []),
+    ];
+  }
+
+  /** The completed check runs on a commit, re-runs included (the polling fallback's checks). */
+  async completedChecks(repo: string, sha: string): Promise<Exclude<GitHubFeedback, { kind: 'outcome' }>[]> {
+    const target = parseGitHubRepo(repo);
+    const octokit = await this.client(target);
+    const { data } = await octokit.rest.checks.listForRef({ owner: target.owner, repo: target.name, ref: sha, filter: 'all', per_page: 100 });
+    return data.check_runs.flatMap((run) => checkRunFeedback(`${target.owner}/${target.name}`, run) ?? []);
   }
 
   async listOpenIssues(repo: string): Promise<Issue[]> {

@@ -10,7 +10,7 @@ import { GraphCache } from '../feedback/graph';
 import type { FeedbackEngine } from '../feedback/types';
 import { GitHubForge, LocalForge, type Forge } from '../forge';
 import { GitHubThreads } from '../forge/github-threads';
-import { githubFeedbackSink } from '../followup/github';
+import { GitHubPoller, githubFeedbackSink } from '../followup/github';
 import type { Logger } from '../log';
 import { AnthropicModelClient } from '../model/anthropic-client';
 import { BudgetedModelClient } from '../model/budgeted-client';
@@ -47,6 +47,8 @@ export interface Fleet {
   outcomes: OutcomePoller;
   /** Takes comments and red checks on the local forge's PRs back to their tasks (started with `outcomes`; absent with another forge). */
   follower?: PullRequestFollower;
+  /** A GitHub forge's polling fallback for PR comments, reviews and checks (server.ts starts it when no webhook secret is set). */
+  githubPoller?: GitHubPoller;
   runner: TaskRunner;
   forge: Forge;
   /** Registered repositories (tests register theirs here, as `POST /v1/repos` does). */
@@ -231,6 +233,9 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
         ...(parts.logger ? { logger: parts.logger } : {}),
       })
     : undefined;
+  const githubPoller = githubThreads && follower && forge instanceof GitHubForge
+    ? new GitHubPoller({ forge, threads: githubThreads, store, follow: () => follower.pollOnce(), ...(followLeadership ? { leader: () => followLeadership.isLeader() } : {}), ...(parts.logger ? { logger: parts.logger } : {}) })
+    : undefined;
   const app = await buildApp({
     store,
     repos: registry,
@@ -273,7 +278,7 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
   });
   let closed = false;
   return {
-    app, store, hub, scheduler, outcomes, runner, forge, repos: registry, ...(follower ? { follower } : {}),
+    app, store, hub, scheduler, outcomes, runner, forge, repos: registry, ...(follower ? { follower } : {}), ...(githubPoller ? { githubPoller } : {}),
     async close() {
       if (closed) return;
       closed = true;
@@ -282,6 +287,7 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
       readiness.close();
       outcomes.stop();
       follower?.stop();
+      githubPoller?.stop();
       await scheduler.stop();
       await app.close();
       await runner.releaseAll();

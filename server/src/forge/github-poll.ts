@@ -1,0 +1,115 @@
+import { headLineOfHunk, type GitHubAuthor, type GitHubFeedback } from './webhook';
+
+/*
+ * GitHub's REST answers as the same `GitHubFeedback` its webhook deliveries become (`webhook.ts`),
+ * for the polling fallback: a PR's line comments, general comments and reviews, and the check runs
+ * on a commit. Ids are GitHub's, so what a poll finds and what a delivery brought are one record
+ * (`GitHubThreads.record`). The shapes below are the fields read, as GitHub's REST API names them.
+ */
+
+type Feedback = Exclude<GitHubFeedback, { kind: 'outcome' }>;
+
+interface RestUser {
+  login: string;
+  type?: string;
+}
+
+function authorOf(user: RestUser | null | undefined, association: string): GitHubAuthor {
+  return { login: user?.login ?? 'ghost', association, bot: user?.type === 'Bot' };
+}
+
+export interface RestReviewComment {
+  id: number;
+  user: RestUser | null;
+  author_association: string;
+  body: string;
+  path: string;
+  line?: number | null;
+  original_line?: number | null;
+  diff_hunk: string;
+  in_reply_to_id?: number;
+  commit_id: string;
+  created_at: string;
+}
+
+export function reviewCommentFeedback(repo: string, number: number, comment: RestReviewComment): Feedback {
+  const line = comment.line ?? comment.original_line ?? headLineOfHunk(comment.diff_hunk);
+  return {
+    kind: 'comment',
+    repo,
+    number,
+    id: comment.id,
+    author: authorOf(comment.user, comment.author_association),
+    body: comment.body,
+    path: comment.path,
+    ...(line ? { line } : {}),
+    hunk: comment.diff_hunk,
+    ...(comment.in_reply_to_id ? { inReplyTo: comment.in_reply_to_id } : {}),
+    commitSha: comment.commit_id,
+    createdAt: comment.created_at,
+  };
+}
+
+export interface RestIssueComment {
+  id: number;
+  user: RestUser | null;
+  author_association: string;
+  body?: string;
+  created_at: string;
+}
+
+export function issueCommentFeedback(repo: string, number: number, comment: RestIssueComment): Feedback {
+  return { kind: 'comment', repo, number, id: comment.id, author: authorOf(comment.user, comment.author_association), body: comment.body ?? '', createdAt: comment.created_at };
+}
+
+export interface RestReview {
+  id: number;
+  user: RestUser | null;
+  author_association: string;
+  /** APPROVED, CHANGES_REQUESTED, COMMENTED, DISMISSED, PENDING. */
+  state: string;
+  body: string;
+  commit_id: string | null;
+  submitted_at?: string;
+}
+
+const VERDICTS: Record<string, 'approve' | 'request_changes' | 'comment'> = { APPROVED: 'approve', CHANGES_REQUESTED: 'request_changes', COMMENTED: 'comment' };
+
+/** Undefined for a review that is pending (not submitted) or dismissed. */
+export function reviewFeedback(repo: string, number: number, review: RestReview): Feedback | undefined {
+  const verdict = VERDICTS[review.state.toUpperCase()];
+  if (!verdict || !review.submitted_at) return undefined;
+  return { kind: 'review', repo, number, id: review.id, author: authorOf(review.user, review.author_association), verdict, body: review.body ?? '', commitSha: review.commit_id ?? '', createdAt: review.submitted_at };
+}
+
+export interface RestCheckRun {
+  id: number;
+  name: string;
+  head_sha: string;
+  status: string;
+  conclusion: string | null;
+  details_url?: string | null;
+  html_url?: string | null;
+  completed_at: string | null;
+  output: { title: string | null; summary: string | null; text?: string | null };
+  pull_requests: Array<{ number: number }>;
+}
+
+/** Undefined while the run has not completed. */
+export function checkRunFeedback(repo: string, run: RestCheckRun): Feedback | undefined {
+  if (run.status !== 'completed') return undefined;
+  const url = run.details_url ?? run.html_url;
+  return {
+    kind: 'check',
+    repo,
+    numbers: run.pull_requests.map((pull) => pull.number),
+    source: 'check_run',
+    id: run.id,
+    name: run.name,
+    headSha: run.head_sha,
+    conclusion: run.conclusion ?? 'neutral',
+    ...(url ? { url } : {}),
+    log: [run.output.title, run.output.summary, run.output.text].filter((part): part is string => typeof part === 'string' && part !== '').join('\n'),
+    completedAt: run.completed_at ?? new Date().toISOString(),
+  };
+}
