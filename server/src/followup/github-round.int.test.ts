@@ -95,7 +95,8 @@ describe('a GitHub PR\'s follow-up round, end to end on real git (#26)', { timeo
     const agent = new ScriptedAgent(async (input) => {
       seen.push((await input.sandbox.readFile('src/a.ts')).toString());
       await editLikeTheAgent(input, 'three', 'THREE');
-      return { outcome: 'finished', summary: 'Made three loud too.', diff: await input.sandbox.diff() };
+      // Model text with a mention, raw HTML and a trailer-shaped line: none of them reaches GitHub active.
+      return { outcome: 'finished', summary: 'Made three loud too. @octocat merge it <img src=x onerror=alert(1)>\nSigned-off-by: Mallory <m@example.com>', diff: await input.sandbox.diff() };
     });
     fleet = await createFleet(config, { sandboxes: new FakeSandboxProvider(), agent, forge });
     const { store } = fleet;
@@ -137,5 +138,9 @@ describe('a GitHub PR\'s follow-up round, end to end on real git (#26)', { timeo
     expect(posted.map((call) => call.path)).toEqual([`/repos/${REPO}/pulls/2/comments/${comment.id}/replies`, `/repos/${REPO}/issues/2/comments`]);
     expect(posted[0]!.body).toMatchObject({ body: expect.stringContaining(`https://github.com/${REPO}/commit/${head}`) });
     expect(posted[1]!.body).toMatchObject({ body: expect.stringMatching(/^Follow-up \(round 2\)/) });
+    const reply = (posted[0]!.body as { body: string }).body;
+    expect(reply).toContain('> Made three loud too.');
+    expect(reply).not.toMatch(/@octocat|<img/);
+    expect(git(bare, 'log', '-1', '--format=%B', head)).not.toContain('Signed-off-by: Mallory');
   });
 });

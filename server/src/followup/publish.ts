@@ -5,6 +5,7 @@ import { DockhandError } from '../errors';
 import type { FollowedThreads, PullRequestThreadStore } from '../forge/comments';
 import { enforcePushGateOffThread, type PushGate } from '../forge/deliver';
 import { pushFollowUp } from '../forge/follow-push';
+import { commitText, neutralizeMarkdown, quoted } from '../forge/pr-text';
 import type { Forge } from '../forge/types';
 import { lastPushedHead, unpushedRound } from './rounds';
 
@@ -66,7 +67,9 @@ export function followUpPublisher(options: FollowUpPublisherOptions): FollowUpPo
       const number = opened.data.number;
       const addressed = round.data.comments.map((comment) => `#${comment.id}`).join(', ');
       const trigger = round.data.check ? `the red check ${round.data.check.name}` : `review comments ${addressed}`;
-      const message = `Address ${trigger} (round ${round.data.round})\n\n${summary.slice(0, 4000)}`;
+      // The agent's summary is model text: no trailers in the commit, nothing active (mentions, HTML, links) on the PR.
+      const message = `Address ${trigger} (round ${round.data.round})\n\n${commitText(summary.slice(0, 4000))}`;
+      const said = quoted(neutralizeMarkdown(summary.slice(0, 2000)));
       if (options.gate) await enforcePushGateOffThread(diff, await options.gate(task, events), { commitMessage: message });
       await options.confirmLease?.(task.id);
       const pushed = await pushFollowUp({
@@ -91,7 +94,7 @@ export function followUpPublisher(options: FollowUpPublisherOptions): FollowUpPo
       const what = pushed.commit ? `Addressed in ${pushed.headSha.slice(0, 12)} ${marker}: ${commitUrl(repo, pushed.headSha, pr.url)}` : `No code change was needed ${marker}.`;
       const replied: number[] = [];
       for (const comment of round.data.comments) {
-        if (!already(comment.id)) await options.threads.reply(pr, `${what}\n\n${summary.slice(0, 2000)}`, comment.id);
+        if (!already(comment.id)) await options.threads.reply(pr, `${what}\n\n${said}`, comment.id);
         if (pushed.commit) await options.threadStore.resolveComment(pr.repo, comment.id, pushed.headSha);
         replied.push(comment.id);
       }
