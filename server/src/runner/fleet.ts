@@ -225,6 +225,9 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
         checkpoints: new FileCheckpointStore({ dataDir: config.dataDir }),
         flakyStore: store.flaky,
         wake: () => scheduler.wake(),
+        // On GitHub a pass reads each followed PR through REST (5,000 requests an hour): deliveries and
+        // polls run a pass at once, so the timer only catches what they missed.
+        ...(githubThreads ? { intervalMs: 60_000 } : {}),
         ...(config.forge.localCi && pullRequestThreads
           ? { localCi: new LocalCi({ sandboxes: parts.sandboxes, feedback: (repo) => parts.feedback ?? new SmartFeedbackEngine({ repo, flakyStore: store.flaky, baselineStore: store.baselines }), threads: pullRequestThreads, threadStore: store.prThreads, ...(parts.logger ? { logger: parts.logger } : {}) }) }
           : {}),
