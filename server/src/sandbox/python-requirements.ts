@@ -161,14 +161,39 @@ sys.exit(0)
 `;
 
 /**
- * Debian names some packages' commands python3-<name> (python3-coverage's `coverage`, whose pip
- * wheel installs `coverage`): each such command of `binDir` with no bare name there gets one in the
- * .venv, run by the venv's Python so that it sees what the install put there (bench:repos toolz's
- * CI runs `coverage run -m pytest`: "coverage: command not found"). Run after a Python install.
+ * The base image's Python commands as a venv would have them. Debian's console scripts
+ * (`/usr/bin/pytest`, `tox`, `flit`, …) start with `#!/usr/bin/python3`, which sees Debian's
+ * packages but not the venv: pip installs no `pytest` of its own where the system one satisfies
+ * the requirement, so a CI's bare `pytest` ran Debian's Python and missed what the build put in
+ * the venv (census python-dotenv and marshmallow: "ImportError while loading conftest" — click,
+ * the project itself — pytest's exit 4; arrow: tests/test_arrow.py's `import pytz` did not
+ * collect). Each such command with no name in .venv/bin gets one there, run by the venv's Python,
+ * as pip would have made it. Debian also names some commands python3-<name> (python3-coverage's
+ * `coverage`, whose pip wheel installs `coverage`; bench:repos toolz's CI runs `coverage run -m
+ * pytest`): those get their bare name too, where `binDir` has none. Run after a Python install;
+ * names the venv already has (pip, python) are left alone.
  */
+export const VENV_COMMANDS_PROGRAM = `import os, re, sys
+bin_dir, python = sys.argv[1], os.path.abspath('.venv/bin/python')
+for name in sorted(os.listdir(bin_dir)):
+    path = os.path.join(bin_dir, name)
+    if not os.path.isfile(path) or not os.access(path, os.X_OK):
+        continue
+    with open(path, 'rb') as file:
+        debian_python = re.match(rb'#! ?/usr/bin/python3(\\.\\d+)?(\\s|$)', file.readline(256))
+    names = [name] if debian_python else []
+    if debian_python and name.startswith('python3-') and not os.path.exists(os.path.join(bin_dir, name[len('python3-'):])):
+        names.append(name[len('python3-'):])
+    for wanted in names:
+        wrapper = os.path.join('.venv/bin', wanted)
+        if os.path.lexists(wrapper):
+            continue
+        with open(wrapper, 'w') as file:
+            file.write(f'#!/bin/sh\\nexec {python} {path} "$@"\\n')
+        os.chmod(wrapper, 0o755)
+`;
+
+/** VENV_COMMANDS_PROGRAM for the commands of `binDir`, as a shell line run in the workspace. */
 export function venvCommandsScript(binDir = '/usr/bin'): string {
-  return (
-    `[ -x .venv/bin/python ] && for command in ${binDir}/python3-*; do [ -f "$command" ] || continue; name=\${command##*/python3-}; ` +
-    `[ -e ${binDir}/"$name" ] || [ -e .venv/bin/"$name" ] || { printf '#!/bin/sh\\nexec %s %s "$@"\\n' "$PWD/.venv/bin/python" "$command" > .venv/bin/"$name" && chmod +x .venv/bin/"$name"; }; done; true`
-  );
+  return `if [ -x .venv/bin/python ]; then .venv/bin/python - '${binDir}' <<'DOCKHAND_VENV_COMMANDS'\n${VENV_COMMANDS_PROGRAM}DOCKHAND_VENV_COMMANDS\nfi`;
 }

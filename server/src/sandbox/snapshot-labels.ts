@@ -15,9 +15,10 @@ import type { ToolchainMount } from './toolchains';
  * Bumped whenever what the key covers changes, or what every build puts in the image; images of
  * other versions are never reused. 3: the workspace's `.git/info/exclude` lists test runners'
  * output (`.nyc_output/`, `.tap/`), which images of 2 lack. 4: a Python build's .venv/bin has the
- * bare names of Debian's python3-* commands (`coverage`).
+ * bare names of Debian's python3-* commands (`coverage`). 5: and a name for each of Debian's
+ * `#!/usr/bin/python3` commands (`pytest`), run by the venv's Python.
  */
-export const SNAPSHOT_KEY_VERSION = '4';
+export const SNAPSHOT_KEY_VERSION = '5';
 
 export const SNAPSHOT_LABELS = {
   snapshot: 'dockhand.snapshot',
