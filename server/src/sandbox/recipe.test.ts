@@ -99,6 +99,23 @@ describe('package manager and install command', () => {
     await expect(detectRecipe(repo({ 'package.json': pkg({ packageManager: 'bun@1.0.0' }) }), versions)).rejects.toThrow(/package\.json packageManager: packageManager "bun@1\.0\.0"/);
     await expect(detectRecipe(repo({ 'package.json': pkg({ packageManager: 'pnpm@9.9.9' }) }), versions)).rejects.toThrow(/not published/);
   });
+  it("a yarn version the registry lacks runs from the repository's yarnPath release; without one the error names the version and what to do", async () => {
+    // Census arcanis/typanion: packageManager yarn@4.0.0-rc.2 (never published as @yarnpkg/cli-dist), .yarn/releases/yarn-4.0.0-rc.2.cjs committed.
+    const files = { 'package.json': pkg({ packageManager: 'yarn@4.0.0-rc.2' }), 'yarn.lock': '__metadata:\n  version: 6\n', '.yarnrc.yml': 'yarnPath: .yarn/releases/yarn-4.0.0-rc.2.cjs\n' };
+    const committed = await detectRecipe(repo(files, ['.yarn']), versions);
+    expect(committed.packageManager).toEqual({
+      name: 'yarn-berry',
+      version: '4.18.1',
+      source: "package.json packageManager 4.0.0-rc.2: the repository's .yarn/releases/yarn-4.0.0-rc.2.cjs (.yarnrc.yml yarnPath), started by yarn 4.18.1",
+    });
+    expect(committed.install.command).toBe('yarn install --immutable');
+    const fromYarnrc = await detectRecipe(repo({ ...files, 'package.json': pkg() }, ['.yarn']), versions);
+    expect(fromYarnrc.packageManager?.version).toBe('4.18.1');
+    // The release is not in the repository (no .yarn folder): a blocker naming the version, the file and the way out.
+    const missing = detectRecipe(repo(files), versions);
+    await expect(missing).rejects.toThrow('package.json packageManager: yarn 4.0.0-rc.2 is not published as @yarnpkg/cli-dist on the registry');
+    await expect(missing).rejects.toMatchObject({ hint: 'name a published version of @yarnpkg/cli-dist in package.json packageManager, or commit that release and point .yarnrc.yml yarnPath at it (yarn set version)' });
+  });
   it('falls back to node --test when package.json has no test script, and ignores npm init’s placeholder', async () => {
     const none = await detectRecipe(repo({ 'package.json': JSON.stringify({ name: 'x' }) }), versions);
     expect(none.test.command).toBe('node --test');

@@ -276,6 +276,12 @@ export function berryRangeForLockfile(text: string | undefined): string {
   return '4';
 }
 
+/** `.yarnrc.yml`'s yarnPath where the repository has its folder (`.yarn/releases/yarn-4.0.0-rc.2.cjs`), else undefined. */
+function committedYarnRelease(input: RecipeInput): string | undefined {
+  const path = /^yarnPath:\s*['"]?([^'"\s]+)/m.exec(input.files['.yarnrc.yml'] ?? '')?.[1]?.replace(/^\.\//, '');
+  return path && input.rootFiles.includes(path.split('/')[0] ?? path) ? path : undefined;
+}
+
 function managerFromLockfiles(input: RecipeInput): ManagerSpec | undefined {
   const has = (name: string): boolean => input.rootFiles.includes(name);
   if (has('package-lock.json')) return { name: 'npm', range: DEFAULT_NPM_RANGE, source: 'package-lock.json' };
@@ -285,7 +291,7 @@ function managerFromLockfiles(input: RecipeInput): ManagerSpec | undefined {
     const berry = /^__metadata:/m.test(input.files['yarn.lock'] ?? '') || has('.yarnrc.yml');
     if (!berry) return { name: 'yarn', range: '1', source: 'yarn.lock' };
     // A checked-in release (yarnPath: .yarn/releases/yarn-4.1.0.cjs) names the version the repo uses.
-    const pinned = /yarnPath:\s*['"]?\S*yarn-(\d+\.\d+\.\d+)\.c?js/.exec(input.files['.yarnrc.yml'] ?? '')?.[1];
+    const pinned = /yarnPath:\s*['"]?\S*yarn-(\d+\.\d+\.\d+(?:-[\w.]+)?)\.c?js/.exec(input.files['.yarnrc.yml'] ?? '')?.[1];
     return { name: 'yarn-berry', range: pinned ?? berryRangeForLockfile(input.files['yarn.lock']), source: pinned ? '.yarnrc.yml yarnPath' : 'yarn.lock' };
   }
   return undefined;
@@ -368,11 +374,23 @@ export async function detectRecipe(input: RecipeInput, versions: VersionLookup, 
     // npm 10 refuses to start on Node before 18.17: an older Node (a CI matrix of old lines, an old .nvmrc) gets the npm it supports.
     if (manager.name === 'npm' && manager.range === DEFAULT_NPM_RANGE && recipe.node) manager.range = npmRangeForNode(recipe.node.version);
     const published = await versions(TOOLCHAIN_PACKAGES[manager.name]);
-    const version = isExactVersion(manager.range) ? manager.range : newestSatisfying(published, manager.range);
+    let version = isExactVersion(manager.range) ? manager.range : newestSatisfying(published, manager.range);
+    let managerSource = manager.source;
     if (!version || !published.includes(version)) {
-      throw recipeError(manager.source, `${manager.name} ${manager.range} is not published as ${TOOLCHAIN_PACKAGES[manager.name]} on the registry`, 'name a published version');
+      // A berry the registry lacks (census arcanis/typanion: yarn@4.0.0-rc.2, never published as
+      // @yarnpkg/cli-dist) that the repository commits as its yarnPath: any berry of the line
+      // starts that file, as the repository's own CI does.
+      const release = manager.name === 'yarn-berry' ? committedYarnRelease(input) : undefined;
+      const launcher = release ? newestSatisfying(published, /^\d+/.exec(manager.range)?.[0] ?? defaultRange('yarn-berry')) : undefined;
+      if (!release || !launcher) {
+        const tool = manager.name === 'yarn-berry' ? 'yarn' : manager.name;
+        const commit = manager.name === 'yarn-berry' ? ', or commit that release and point .yarnrc.yml yarnPath at it (yarn set version)' : '';
+        throw recipeError(manager.source, `${tool} ${manager.range} is not published as ${TOOLCHAIN_PACKAGES[manager.name]} on the registry`, `name a published version of ${TOOLCHAIN_PACKAGES[manager.name]} in ${manager.source}${commit}`);
+      }
+      version = launcher;
+      managerSource = `${manager.source} ${manager.range}: the repository's ${release} (.yarnrc.yml yarnPath), started by yarn ${launcher}`;
     }
-    recipe.packageManager = { name: manager.name, version, source: manager.source };
+    recipe.packageManager = { name: manager.name, version, source: managerSource };
     if (managerEngines && recipe.node) {
       const fit = { node: recipe.node, range: nodeRange, manager: recipe.packageManager, managerPackage: TOOLCHAIN_PACKAGES[manager.name] };
       recipe.node = await fitNodeToManager({ ...fit, published: await versions(TOOLCHAIN_PACKAGES.node), engines: managerEngines });
