@@ -3,7 +3,7 @@ import { maskSecrets } from '../policy/mask';
 import { trimCheckLog, latestChecks, type CheckConclusion, type PullRequestCheck } from './checks';
 import { BOT_AUTHOR, type FollowedThreads, type PullRequestComment, type PullRequestThreadStore } from './comments';
 import type { GitHubForge } from './github-forge';
-import { KeyedQueue } from './keyed-queue';
+import { KeyedQueue } from '../keyed-queue';
 import type { PullRequest } from './types';
 import { steersByAssociation, STEERING_ASSOCIATIONS, type GitHubFeedback } from './webhook';
 

@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import { DockhandError } from '../errors';
 import { processAlive } from '../process-alive';
 import { createGit, gitFailure, tryRaw, type GitOptions } from './git';
-import { KeyedQueue } from './keyed-queue';
+import { KeyedQueue } from '../keyed-queue';
 import { redact } from './redact';
 
 /**

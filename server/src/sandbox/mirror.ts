@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DockhandError } from '../errors';
-import { KeyedQueue } from '../forge/keyed-queue';
+import { KeyedQueue } from '../keyed-queue';
 import { checkGitSource, GitChildren, GitCommandError } from '../git-child';
 
 /**
