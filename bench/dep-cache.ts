@@ -10,6 +10,9 @@
  * Times are the whole build and its install step (to the commit stage), medians of two rounds
  * (BENCH_DEPCACHE_ROUNDS=1 for one). An untimed build first
  * fetches the toolchains. Python is not measured: pypi.org does not resolve on this machine.
+ * Then the private-registry row (`dep-cache-private.ts`): a cold install through the
+ * authenticating front against direct access with the token, alternating, medians of five rounds
+ * (BENCH_DEPCACHE_ONLY=private runs that row alone).
  * The last line of output is one JSON object.
  */
 import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -19,6 +22,7 @@ import { execFileSync } from 'node:child_process';
 import Docker from 'dockerode';
 import { DependencyCache, type DependencyCacheStats } from '../server/src/sandbox/dep-cache';
 import { createNpmRepo, lockfileTarballs } from '../server/src/sandbox/dep-cache.test-support';
+import { privateRegistryRow } from './dep-cache-private';
 import { RepoMirror } from '../server/src/sandbox/mirror';
 import { SnapshotManager } from '../server/src/sandbox/snapshots';
 import { ToolchainStore } from '../server/src/sandbox/toolchains';
@@ -75,7 +79,14 @@ function freshCache(seedDirs: string[]): DependencyCache {
   return new DependencyCache({ dir: cacheDir, caBundle: CA });
 }
 
+const PRIVATE_ROUNDS = 5;
+
 async function main(): Promise<void> {
+  if (process.env.BENCH_DEPCACHE_ONLY === 'private') {
+    const row = await privateRegistryRow(PRIVATE_ROUNDS, CA, (line) => console.log(line));
+    console.log(JSON.stringify({ bench: 'depcache', private_registry: row, load_at_end: Math.round((loadavg()[0] ?? NaN) * 100) / 100 }));
+    return;
+  }
   execFileSync('bash', [resolve(import.meta.dirname, '../sandbox-images/base/build.sh')], { stdio: ['ignore', 'ignore', 'inherit'] });
   const repos = Object.entries(REPOS).map(([name, dependencies]) => {
     const repo = createNpmRepo(name.replace('/', '-'), dependencies);
@@ -143,9 +154,11 @@ async function main(): Promise<void> {
       warm_vs_no_cache: round(of('warm', repo.name, 'buildS') / of('no_cache', repo.name, 'buildS')),
     };
   });
+  const privateRegistry = await privateRegistryRow(PRIVATE_ROUNDS, CA, (line) => console.log(line));
   console.log(
     JSON.stringify({
       bench: 'depcache',
+      private_registry: privateRegistry,
       rounds: ROUNDS,
       repos: rows,
       total_no_cache_s: round(total('no_cache', 'buildS')),

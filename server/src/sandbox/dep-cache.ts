@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { rootCertificates } from 'node:tls';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { passedHeaders, readBody, relay } from './dep-cache-http';
+import { passedHeaders, relay } from './dep-cache-http';
 import { answerPrivate, type BuildRoute } from './dep-cache-private';
 import { registryFor, type PrivateRegistry, type RegistryRefusal } from './private-registries';
 
@@ -107,6 +107,19 @@ function readCaBundle(path: string, logger: Logger | undefined): string {
     logger?.warn({ path, err: error instanceof Error ? error.message : String(error) }, 'dependency cache: extra CA bundle unreadable; upstream TLS uses the default roots');
     return '';
   }
+}
+
+/** Resolves when the build's response can take more, or is gone (both listeners removed either way). */
+function drainedOrClosed(response: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      response.off('drain', done);
+      response.off('close', done);
+      resolve();
+    };
+    response.once('drain', done);
+    response.once('close', done);
+  });
 }
 
 function emptyStats(): DependencyCacheStats {
@@ -268,6 +281,8 @@ export class DependencyCache {
       this.handle(request, response, count, route).catch((error: unknown) => {
         count('refused');
         this.logger?.warn({ url: request.url, err: error instanceof Error ? error.message : String(error) }, 'dependency cache request failed');
+        // A miss cut midway was ended with its error (streamMiss): nothing more to say on it.
+        if (response.destroyed) return;
         if (!response.headersSent) response.writeHead(502, { 'content-type': 'text/plain' });
         response.end(`dockhand dependency cache: upstream request failed: ${error instanceof Error ? error.message : String(error)}\n`);
       });
@@ -350,18 +365,45 @@ export class DependencyCache {
     const upstream = await this.fetchUpstream(method, path, headers);
     const announced = Number(upstream.headers['content-length'] ?? 0);
     if (cacheable && upstream.statusCode === 200 && announced <= MAX_ENTRY_BYTES) {
-      const body = await readBody(upstream, MAX_ENTRY_BYTES);
+      const { body, size } = await this.streamMiss(upstream, response, announced);
       count('misses');
-      count('bytesFromUpstream', body.length);
+      count('bytesFromUpstream', size);
+      // Larger than the bound (no length announced): passed on, not kept.
+      if (!body) return;
       // Answered while it is written; a request for the same path meanwhile waits for the write (a hit).
       const writing = this.write(path, body)
         .catch((error: unknown) => this.logger?.warn({ path, err: error instanceof Error ? error.message : String(error) }, 'dependency cache could not keep a tarball'))
         .finally(() => this.writing.delete(path));
       this.writing.set(path, writing);
-      response.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': body.length, 'x-dockhand-cache': 'miss' }).end(body);
       return;
     }
     await relay(upstream, response, upstream.statusCode ?? 502, passedHeaders(upstream));
+  }
+
+  /**
+   * A miss goes to the build as it arrives (store-and-forward cost a cold build a round trip per
+   * tarball) and is returned whole to be kept; an upstream that fails midway ends the build's
+   * response with an error (the package manager retries or fails on it), never a short 200 kept.
+   */
+  private async streamMiss(upstream: IncomingMessage, response: ServerResponse, announced: number): Promise<{ body: Buffer | undefined; size: number }> {
+    response.writeHead(200, { 'content-type': 'application/octet-stream', ...(announced > 0 ? { 'content-length': announced } : {}), 'x-dockhand-cache': 'miss' });
+    let chunks: Buffer[] | undefined = [];
+    let size = 0;
+    try {
+      for await (const chunk of upstream as AsyncIterable<Buffer>) {
+        size += chunk.length;
+        if (size > MAX_ENTRY_BYTES) chunks = undefined;
+        chunks?.push(chunk);
+        if (response.destroyed) throw new Error('the build closed the connection');
+        if (!response.write(chunk)) await drainedOrClosed(response);
+      }
+      if (announced > 0 && size !== announced) throw new Error(`upstream sent ${size} bytes of ${announced} announced`);
+    } catch (error) {
+      response.destroy(error instanceof Error ? error : new Error(String(error)));
+      throw error;
+    }
+    response.end();
+    return { body: chunks ? Buffer.concat(chunks) : undefined, size };
   }
 
   private fetchUpstream(method: string, path: string, headers: Record<string, string>): Promise<IncomingMessage> {
