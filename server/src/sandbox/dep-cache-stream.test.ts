@@ -3,13 +3,15 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import tls from 'node:tls';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DependencyCache } from './dep-cache';
 
 /*
- * A miss reaches the build as the upstream sends it (not after the whole tarball is in): a real
- * TLS upstream on loopback (a throwaway self-signed certificate given as the cache's CA bundle)
- * that holds back the second half of a tarball until the client has read the first.
+ * The front's misses against a real TLS upstream on loopback (a throwaway self-signed certificate
+ * given as the cache's CA bundle): a miss reaches the build as the upstream sends it (not after
+ * the whole tarball is in; the upstream holds back the second half until the client has read the
+ * first), and the CA bundle is parsed once, not for each upstream connection.
  */
 
 const TARBALL = Buffer.alloc(256 * 1024, 7);
@@ -27,6 +29,10 @@ beforeAll(async () => {
       response.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': TARBALL.length });
       response.write(TARBALL.subarray(0, half));
       release = () => response.end(TARBALL.subarray(half));
+      return;
+    }
+    if (request.url?.startsWith('/many/-/')) {
+      response.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': 1024 }).end(Buffer.alloc(1024, 1));
       return;
     }
     if (request.url === '/short/-/short-1.0.0.tgz') {
@@ -70,6 +76,20 @@ describe('a miss through the dependency cache', () => {
       expect(Buffer.from(await again.arrayBuffer()).equals(TARBALL)).toBe(true);
     } finally {
       release();
+      await listener.close();
+    }
+  });
+
+  it('opens its upstream connections with one TLS context made at start, not one per connection (the CA bundle parsed once)', async () => {
+    const listener = await cache.listen('127.0.0.1');
+    const contexts = vi.spyOn(tls, 'createSecureContext');
+    try {
+      // Concurrent misses: the agent opens several connections to the upstream.
+      const bodies = await Promise.all(Array.from({ length: 8 }, (_, index) => fetch(`${listener.url}many/-/many-1.0.${index}.tgz`).then(async (response) => (await response.arrayBuffer()).byteLength)));
+      expect(bodies).toEqual(Array.from({ length: 8 }, () => 1024));
+      expect(contexts).not.toHaveBeenCalled();
+    } finally {
+      contexts.mockRestore();
       await listener.close();
     }
   });
