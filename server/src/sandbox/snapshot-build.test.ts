@@ -1,6 +1,6 @@
 import type { EnvironmentRecipe } from '@dockhand/protocol';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -81,5 +81,31 @@ describe('the workspace a snapshot build prepares', () => {
     write(root, { '.tap/fixture.json': '{"a":2}' });
 
     expect((await readWorkspaceChanges(new HostSandbox(root, base), base)).changed).toEqual(['.tap/fixture.json']);
+  });
+});
+
+/*
+ * Census arcanis/typanion: the toolchain's yarn 4.18.1 hands over to the committed
+ * .yarn/releases/yarn-4.0.0-rc.2.cjs, which knows caFilePath only and refused the build's
+ * YARN_HTTPS_CA_FILE_PATH ("Unrecognized or legacy configuration settings found: httpsCaFilePath").
+ */
+describe("a yarn berry build's CA setting", () => {
+  const berry: EnvironmentRecipe = { ...RECIPE, packageManager: { name: 'yarn-berry', version: '4.18.1', source: 'package.json packageManager' }, install: { command: 'env | grep ^YARN_ | sort > yarn-env.txt', source: 'test' } };
+
+  function yarnEnvironment(files: Record<string, string>, env: Record<string, string>): string {
+    const root = mkdtempSync(join(tmpdir(), 'dockhand-berry-ca-'));
+    dirs.push(root);
+    write(root, files);
+    git(root, 'init', '-q', '-b', 'main');
+    execFileSync('bash', ['-c', buildScript({ repo: 'fixture/berry', recipeHash: '0'.repeat(16), environment: berry, toolchains: [] })], { cwd: root, stdio: 'ignore', env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env } });
+    return readFileSync(join(root, 'yarn-env.txt'), 'utf8').trim();
+  }
+
+  it('follows the committed yarnPath release: caFilePath for one that predates httpsCaFilePath, else as set', () => {
+    const old = { '.yarnrc.yml': 'yarnPath: .yarn/releases/yarn-4.0.0-rc.2.cjs\n', '.yarn/releases/yarn-4.0.0-rc.2.cjs': 'settings: { caFilePath: {} }\n' };
+    expect(yarnEnvironment(old, { YARN_HTTPS_CA_FILE_PATH: '/etc/dockhand/ca.pem', YARN_ENABLE_TELEMETRY: '0' })).toBe('YARN_CA_FILE_PATH=/etc/dockhand/ca.pem\nYARN_ENABLE_TELEMETRY=0');
+    const current = { '.yarnrc.yml': "yarnPath: '.yarn/releases/yarn-4.5.0.cjs'\n", '.yarn/releases/yarn-4.5.0.cjs': 'settings: { httpsCaFilePath: {} }\n' };
+    expect(yarnEnvironment(current, { YARN_CA_FILE_PATH: '/etc/dockhand/ca.pem' })).toBe('YARN_HTTPS_CA_FILE_PATH=/etc/dockhand/ca.pem');
+    expect(yarnEnvironment({ '.yarnrc.yml': 'nodeLinker: node-modules\n' }, { YARN_HTTPS_CA_FILE_PATH: '/etc/dockhand/ca.pem' })).toBe('YARN_HTTPS_CA_FILE_PATH=/etc/dockhand/ca.pem');
   });
 });

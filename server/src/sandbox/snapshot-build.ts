@@ -187,6 +187,19 @@ export function usesDependencyCache(identity: SnapshotIdentity): boolean {
   return manager === 'npm' || manager === 'pnpm';
 }
 
+/**
+ * Berry names the CA setting by version (httpsCaFilePath from 4.0; caFilePath before, which 4
+ * refuses as legacy), and the yarn that reads it is the repository's yarnPath release where one is
+ * committed, not the toolchain's berry that starts it (census arcanis/typanion: yarn 4.18.1 hands
+ * over to .yarn/releases/yarn-4.0.0-rc.2.cjs, which refused YARN_HTTPS_CA_FILE_PATH: "Unrecognized
+ * or legacy configuration settings found: httpsCaFilePath"). The variable follows that file.
+ */
+export const BERRY_CA_SETTING_SCRIPT =
+  `ca="\${YARN_HTTPS_CA_FILE_PATH:-\${YARN_CA_FILE_PATH:-}}"; ` +
+  `release=$(sed -n "s/^yarnPath:[[:space:]]*['\\"]\\{0,1\\}\\([^'\\" ]*\\).*/\\1/p" .yarnrc.yml 2>/dev/null | head -n 1); ` +
+  `if [ -n "$ca" ] && [ -n "$release" ] && [ -f "$release" ]; then unset YARN_HTTPS_CA_FILE_PATH YARN_CA_FILE_PATH; ` +
+  `if grep -q httpsCaFilePath "$release"; then export YARN_HTTPS_CA_FILE_PATH="$ca"; else export YARN_CA_FILE_PATH="$ca"; fi; fi`;
+
 /** The install step: the recipe's install command, then setup.sh when it runs after it. */
 export function buildScript(identity: SnapshotIdentity): string {
   const recipe = identity.environment;
@@ -194,6 +207,7 @@ export function buildScript(identity: SnapshotIdentity): string {
   const lines = ['set -eu', ...(secrets.length > 0 ? [READ_SETUP_SECRETS] : []), `printf '${WORKSPACE_EXCLUDES.join('\\n')}\\n' >> .git/info/exclude`, `echo "${STAGE_MARKER}install"`];
   // setup: replace makes setup.sh the install itself.
   if (secrets.length > 0 && recipe.setupScript === 'replace') lines.push(writeSetupSecretsScript(secrets));
+  if (recipe.packageManager?.name === 'yarn-berry') lines.push(BERRY_CA_SETTING_SCRIPT);
   lines.push(recipe.install.command);
   // Yarn 4 writes its own version into package.json's packageManager when the field is missing;
   // an immutable install changes nothing else there, so the repository's file is put back.

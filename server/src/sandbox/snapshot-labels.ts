@@ -16,9 +16,10 @@ import type { ToolchainMount } from './toolchains';
  * other versions are never reused. 3: the workspace's `.git/info/exclude` lists test runners'
  * output (`.nyc_output/`, `.tap/`), which images of 2 lack. 4: a Python build's .venv/bin has the
  * bare names of Debian's python3-* commands (`coverage`). 5: and a name for each of Debian's
- * `#!/usr/bin/python3` commands (`pytest`), run by the venv's Python.
+ * `#!/usr/bin/python3` commands (`pytest`), run by the venv's Python. 6: a berry build's CA
+ * variable follows the committed yarnPath release (a failed build of 5 is not reused).
  */
-export const SNAPSHOT_KEY_VERSION = '5';
+export const SNAPSHOT_KEY_VERSION = '6';
 
 export const SNAPSHOT_LABELS = {
   snapshot: 'dockhand.snapshot',
