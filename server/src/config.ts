@@ -170,6 +170,14 @@ export const Config = z.object({
       followUpMaxCostUsd: z.coerce.number().positive().max(10_000).optional(),
       /** The local forge runs the repository's tests as the check `dockhand/tests` on each new PR head (`followup/local-ci.ts`). */
       localCi: z.coerce.boolean().default(false),
+      /** GitHub's REST root (GitHub Enterprise: https://HOST/api/v3); default https://api.github.com. */
+      githubApiUrl: z.string().url().optional(),
+      /** A GitHub App that mints a short-lived token per repository (instead of a static push token). */
+      githubAppId: z.string().regex(/^\d+$/, 'must be the App\'s numeric id').optional(),
+      /** File holding the App's PEM private key (read at start-up; never logged). */
+      githubAppKeyFile: z.string().min(1).optional(),
+      /** The App's installation id; looked up per repository when unset. */
+      githubInstallationId: intFromString.min(1).optional(),
     })
     .default({ kind: 'local', requiredApprovals: 1, followUpRounds: 3, localCi: false }),
 });
@@ -218,6 +226,10 @@ export const ENV_KEYS: Record<string, string> = {
   DOCKHAND_FOLLOWUP_ROUNDS: 'forge.followUpRounds',
   DOCKHAND_FOLLOWUP_MAX_COST_USD: 'forge.followUpMaxCostUsd',
   DOCKHAND_LOCAL_CI: 'forge.localCi',
+  DOCKHAND_GITHUB_API_URL: 'forge.githubApiUrl',
+  DOCKHAND_GITHUB_APP_ID: 'forge.githubAppId',
+  DOCKHAND_GITHUB_APP_KEY_FILE: 'forge.githubAppKeyFile',
+  DOCKHAND_GITHUB_INSTALLATION_ID: 'forge.githubInstallationId',
 };
 
 type Plain = Record<string, unknown>;

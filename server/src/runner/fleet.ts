@@ -10,6 +10,7 @@ import { GraphCache } from '../feedback/graph';
 import type { FeedbackEngine } from '../feedback/types';
 import { GitHubForge, LocalForge, type Forge } from '../forge';
 import { GitHubThreads } from '../forge/github-threads';
+import { configuredForge } from './configured-forge';
 import { GitHubPoller, githubFeedbackSink } from '../followup/github';
 import type { Logger } from '../log';
 import { AnthropicModelClient } from '../model/anthropic-client';
@@ -137,8 +138,10 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
   await secrets.maskInto(known);
   const events = new EventLog(store, hub, known);
   const forgeDir = join(config.dataDir, 'forge');
-  const localForge = parts.forge ? undefined : new LocalForge({ dataDir: forgeDir, store: store.pullRequests });
-  const forge: Forge = parts.forge ?? localForge ?? new LocalForge({ dataDir: forgeDir, store: store.pullRequests });
+  // The forge DOCKHAND_FORGE names (GitHub, with its credentials checked now), else the local one.
+  const namedForge = parts.forge ? undefined : configuredForge(config);
+  const localForge = parts.forge || namedForge ? undefined : new LocalForge({ dataDir: forgeDir, store: store.pullRequests });
+  const forge: Forge = parts.forge ?? namedForge ?? localForge ?? new LocalForge({ dataDir: forgeDir, store: store.pullRequests });
   // A task names a registered repository: the local forge's repository of that name, or its mirror.
   const repoPath = (repo: string) => (repo.startsWith('/') ? repo : localForge ? localForge.repositoryPath(repo) : mirror.pathFor(repo));
   const registry = new RepoRegistry({ store, mirror, ...(localForge ? { localForge } : {}), ...(parts.repoTimeoutMs ? { timeoutMs: parts.repoTimeoutMs } : {}), ...(parts.logger ? { logger: parts.logger } : {}) });
