@@ -82,7 +82,7 @@ describe('the forge DOCKHAND_FORGE names', () => {
       return { status: 404, body: { message: 'Not Found' } };
     });
     const config = loadConfig({ DOCKHAND_DATA_DIR: join(dir, 'data'), DOCKHAND_FORGE: 'github', DOCKHAND_GITHUB_API_URL: api, DOCKHAND_GITHUB_APP_ID: '123', DOCKHAND_GITHUB_APP_KEY_FILE: join(dir, 'app.pem'), DOCKHAND_GITHUB_INSTALLATION_ID: '42' });
-    fleet = await createFleet(config, { sandboxes: new FakeSandboxProvider(), agent: new ScriptedAgent(async () => ({ outcome: 'failed', summary: 'not run' })) });
+    fleet = await createFleet(config, { sandboxes: new FakeSandboxProvider(), agent: new ScriptedAgent(async () => ({ outcome: 'failed', summary: 'not run', diff: '' })) });
     expect(fleet.forge.kind).toBe('github');
     const target = await fleet.forge.pushTarget('acme/shop');
     expect(target).toMatchObject({ url: `${new URL(api).origin}/acme/shop.git`, token: 'ghs_minted_for_shop', username: 'x-access-token', defaultBranch: 'trunk' });
