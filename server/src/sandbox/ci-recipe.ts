@@ -3,7 +3,7 @@ import type { CiReading, CiStep } from './ci-workflow';
 import { isGlobalInstall } from './ci-step-kind';
 import type { EnvironmentFile } from './environment-file';
 import { NPM_GLOBAL_PREFIX } from './environment';
-import { SOURCE_TREE_FALLBACK } from './python-install';
+import { projectInstall } from './python-install';
 import { PYTHON_REQUIREMENTS_HELPER } from './python-requirements';
 import { makeTarget, pipArguments } from './make-target';
 import { toxEnvironment, type ToxEnvironment } from './tox-env';
@@ -170,7 +170,7 @@ function followTox(recipe: EnvironmentRecipe, steps: readonly CiStep[], toxIni: 
   if (deps.length > 0) install.push(`{ .venv/bin/pip install -q ${quoted} || .venv/bin/python ${PYTHON_REQUIREMENTS_HELPER} ${quoted}; }`);
   if (found.some((tox) => !tox.skipInstall)) {
     const extras = [...new Set(found.flatMap((tox) => tox.extras))];
-    install.push(`{ .venv/bin/pip install -q --no-build-isolation -e ${extras.length > 0 ? `'.[${extras.join(',')}]'` : '.'} || ${SOURCE_TREE_FALLBACK}; }`);
+    install.push(projectInstall(extras));
   }
   recipe.install = { command: install.join(' && '), source: clip(`tox.ini [testenv] ${names}: deps${found.some((tox) => !tox.skipInstall) ? ' and the project' : ''}`) };
   return true;

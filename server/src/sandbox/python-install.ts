@@ -110,6 +110,28 @@ export function bestEffort(files: readonly string[]): string {
   return `{ echo "dockhand: not every test requirement is available here (above); installing those that are, one by one" >&2; .venv/bin/python ${PYTHON_REQUIREMENTS_HELPER} ${files.map((file) => `-r ${file}`).join(' ')}; }`;
 }
 
+/** Where the build lists the requirements of the project's extras when pip cannot install them with it. */
+const EXTRAS_LIST = '.venv/dockhand-extras.txt';
+
+/** Prints, one a line, the requirements of the named extras in ./pyproject.toml, leaving out the project itself (`marshmallow[tests]`). */
+const EXTRAS_PROGRAM =
+  'import re, sys, tomllib; project = tomllib.load(open("pyproject.toml", "rb")).get("project", {}); ' +
+  'canonical = lambda name: re.sub(r"[-_.]+", "-", name).lower(); ' +
+  'print("\\n".join(r for extra in sys.argv[1:] for r in project.get("optional-dependencies", {}).get(extra, []) if canonical(re.split(r"[\\s\\[<>=!~;]", r, maxsplit=1)[0]) != canonical(project.get("name", ""))))';
+
+/**
+ * The project itself, editable, with its `extras`. pip installs none of it when one extra's
+ * requirement is on no index (census marshmallow: `.[tests]` needs simplejson, which only Debian
+ * has here): then the extras' requirements one by one (pip, else Debian's package, else named in
+ * the log), and the project without them, else its source tree on the import path.
+ */
+export function projectInstall(extras: readonly string[]): string {
+  if (extras.length === 0) return `{ .venv/bin/pip install -q --no-build-isolation -e . || ${SOURCE_TREE_FALLBACK}; }`;
+  const named = extras.map((extra) => `'${extra.replace(/'/g, '')}'`).join(' ');
+  const requirements = `{ .venv/bin/python -c '${EXTRAS_PROGRAM}' ${named} > ${EXTRAS_LIST} && .venv/bin/python ${PYTHON_REQUIREMENTS_HELPER} -r ${EXTRAS_LIST} || true; }`;
+  return `{ .venv/bin/pip install -q --no-build-isolation -e '.[${extras.join(',')}]' || { ${requirements}; .venv/bin/pip install -q --no-build-isolation -e . || ${SOURCE_TREE_FALLBACK}; }; }`;
+}
+
 /** The install steps (the venv first) and the requirement files they name. */
 export function pythonInstallSteps(input: PythonInstallInput): { steps: string[]; requirements: string[] } {
   const requirements = [...input.requirements];
@@ -133,7 +155,7 @@ export function pythonInstallSteps(input: PythonInstallInput): { steps: string[]
   // A project those backends cannot build (newer metadata: PEP 639's `license = "MIT"`, a
   // backend version Debian lacks) still has tests that run on its source tree, as its own
   // developers run them: its source directory goes on the venv's import path, said in the log.
-  if (input.installable) steps.push(`{ .venv/bin/pip install -q --no-build-isolation -e ${extra ? `'.[${extra}]'` : '.'} || ${SOURCE_TREE_FALLBACK}; }`);
+  if (input.installable) steps.push(projectInstall(extra ? [extra] : []));
   const group = pyproject !== undefined && !input.fromEnvironmentFile ? testName(tableKeys(pyproject, 'dependency-groups')) : undefined;
   if (group) {
     const list = '/tmp/dockhand/dependency-groups.txt';
