@@ -5,6 +5,7 @@ import {
   CreateTaskResponse,
   ErrorBody,
   HealthResponse,
+  PullRequestView,
   ReadinessCheckStatus,
   RepoListResponse,
   ReviewRequest,
@@ -171,6 +172,11 @@ export class ApiClient {
   /** Repositories this user may submit tasks to (a task names one of them). */
   async listRepos(): Promise<RepoListResponse['repos']> {
     return (await this.request('GET', '/v1/repos', RepoListResponse)).repos;
+  }
+
+  /** A pull request Dockhand opened on the local forge, with its comments, reviews and the checks on its head. */
+  pullRequest(repo: string, number: number): Promise<PullRequestView> {
+    return this.request('GET', `/v1/repos/${repoPath(repo)}/pulls/${number}`, PullRequestView);
   }
 
   /** Starts the readiness check of a registered repository (install, tests, selection); poll `readinessCheck` until done. */

@@ -163,7 +163,7 @@ export function registerCommands(deps: CommandDeps): void {
       void vscode.window.showInformationMessage('Dockhand: this task has no pull request yet.');
       return;
     }
-    await openPullRequest(state, deps.pullRequests, taskId, url);
+    await openPullRequest(state, deps.pullRequests, taskId, url, (repo, number) => deps.api().pullRequest(repo, number));
   });
   command('dockhand.applyLocally', async (arg) => {
     const taskId = await targetTask(arg);

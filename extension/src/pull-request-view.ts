@@ -1,4 +1,4 @@
-import { changeRounds, type TaskEvent } from '@dockhand/protocol';
+import { changeRounds, type PullRequestView, type TaskEvent } from '@dockhand/protocol';
 import * as vscode from 'vscode';
 import type { DockhandState } from './dockhand-state';
 
@@ -25,8 +25,11 @@ function escapeHtml(text: string): string {
 
 const code = (text: string) => `<code>${escapeHtml(text)}</code>`;
 
-/** The PR view for a task whose PR is open; undefined before `pr.opened`. */
-export function renderPullRequest(title: string, events: readonly TaskEvent[]): PullRequestPage | undefined {
+/**
+ * The PR view for a task whose PR is open; undefined before `pr.opened`. `forge`: what the forge
+ * holds on the PR (its conversation and the checks on its head), once the server answered.
+ */
+export function renderPullRequest(title: string, events: readonly TaskEvent[], forge?: PullRequestView): PullRequestPage | undefined {
   const opened = events.findLast((event) => event.type === 'pr.opened');
   if (opened?.type !== 'pr.opened') return undefined;
   const heading = `PR #${opened.data.number}: ${title}`;
@@ -68,8 +71,38 @@ export function renderPullRequest(title: string, events: readonly TaskEvent[]): 
   const sorted = [...files].sort(([a], [b]) => a.localeCompare(b));
   body.push(`<h2>Changed files (${files.size})</h2>`, `<ul>${sorted.map(([path, change]) => `<li>${code(path)} (${escapeHtml(change)})</li>`).join('')}</ul>`);
   if (leftOut.length) body.push('<h2>Left out in review</h2>', '<p>Not in this pull request; the tests ran with them in:</p>', `<ul>${leftOut.map((path) => `<li>${code(path)}</li>`).join('')}</ul>`);
+  if (forge) body.push(...forgeSections(forge));
   body.push('<p class="muted">Open a file\'s diff from the Dockhand <strong>Changes</strong> view.</p>');
   return { title: heading, html: page(heading, body.join('\n')) };
+}
+
+const CONCLUSION_MARKS: Record<PullRequestView['checks'][number]['conclusion'], string> = {
+  success: '✓', failure: '✗', timed_out: '✗ timed out', cancelled: '✗ cancelled', neutral: '–', skipped: '– skipped',
+};
+
+/**
+ * The PR's conversation as the forge has it (comments on lines and on the PR, reviews, replies:
+ * who wrote each, whether it steered Dockhand or was ignored and why, the commit that addressed
+ * it) and the checks on its head commit: what started each follow-up round, in one place.
+ */
+function forgeSections(forge: PullRequestView): string[] {
+  const out: string[] = [];
+  const head = forge.checks.filter((check) => check.sha === forge.pr.headSha);
+  out.push(`<h2>Checks on ${code(forge.pr.headSha.slice(0, 12))} (${head.length})</h2>`);
+  if (!head.length) out.push('<p class="muted">None reported on the head commit yet.</p>');
+  else out.push(`<ul>${head.map((check) => `<li>${escapeHtml(CONCLUSION_MARKS[check.conclusion])} ${escapeHtml(check.name)} <span class="muted">(by ${escapeHtml(check.postedBy)})</span></li>`).join('')}</ul>`);
+  out.push(`<h2>Conversation (${forge.comments.length})</h2>`);
+  if (!forge.comments.length) out.push('<p class="muted">No comments or reviews yet.</p>');
+  for (const comment of forge.comments) {
+    const verdict = comment.verdict === 'request_changes' ? ' requested changes' : comment.verdict === 'approve' ? ' approved' : comment.inReplyTo ? ' replied' : ' commented';
+    const where = comment.path ? ` on ${code(`${comment.path}${comment.line ? `:${comment.line}` : ''}`)}` : '';
+    const status = comment.steering === 'ignored'
+      ? ` · <strong>ignored</strong>${comment.ignoredBecause ? `: ${escapeHtml(comment.ignoredBecause)}` : ''}`
+      : comment.resolvedBy ? ` · addressed in ${code(comment.resolvedBy.slice(0, 12))}` : '';
+    out.push(`<p class="asked"><strong>${escapeHtml(comment.author)}</strong>${verdict}${where}${status}</p>`);
+    if (comment.body.trim()) out.push(`<blockquote>${escapeHtml(comment.body)}</blockquote>`);
+  }
+  return out;
 }
 
 function page(title: string, body: string): string {
@@ -103,11 +136,11 @@ function leftOutOfPush(events: readonly TaskEvent[], before: number): string[] {
 export class PullRequestViews implements vscode.Disposable {
   private readonly panels = new Map<string, vscode.WebviewPanel>();
 
-  show(taskId: string, shown: PullRequestPage): void {
+  show(taskId: string, shown: PullRequestPage, options: { reveal?: boolean } = {}): void {
     let panel = this.panels.get(taskId);
     if (panel) {
       panel.title = shown.title;
-      panel.reveal(vscode.ViewColumn.Active);
+      if (options.reveal !== false) panel.reveal(vscode.ViewColumn.Active);
     } else {
       panel = vscode.window.createWebviewPanel('dockhand.pullRequest', shown.title, vscode.ViewColumn.Active, { enableScripts: false, enableFindWidget: true });
       this.panels.set(taskId, panel);
@@ -123,7 +156,7 @@ export class PullRequestViews implements vscode.Disposable {
 }
 
 /** Opens a task's pull request: in the browser when it has a web address, in VS Code otherwise. */
-export async function openPullRequest(state: DockhandState, views: PullRequestViews, taskId: string, url: string): Promise<void> {
+export async function openPullRequest(state: DockhandState, views: PullRequestViews, taskId: string, url: string, forge?: (repo: string, number: number) => Promise<PullRequestView>): Promise<void> {
   if (/^https?:\/\//.test(url)) {
     await vscode.env.openExternal(vscode.Uri.parse(url));
     return;
@@ -134,4 +167,13 @@ export async function openPullRequest(state: DockhandState, views: PullRequestVi
     html: page(title, `<h1>${escapeHtml(title)}</h1><p>The pull request is ${escapeHtml(url)}.</p>`),
   };
   views.show(taskId, shown);
+  // Then the forge's conversation and checks, redrawn in place once the server answers (the
+  // page above shows at once; a failed fetch leaves it as it is).
+  const task = state.task(taskId);
+  const events = state.sessions.events(taskId);
+  const opened = events.findLast((event) => event.type === 'pr.opened');
+  if (!forge || !task || opened?.type !== 'pr.opened') return;
+  const view = await forge(task.context.repo, opened.data.number).catch(() => undefined);
+  const withForge = view ? renderPullRequest(title, state.sessions.events(taskId), view) : undefined;
+  if (withForge) views.show(taskId, withForge, { reveal: false });
 }

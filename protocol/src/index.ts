@@ -7,3 +7,4 @@ export * from './api';
 export * from './repos';
 export * from './ticket-text';
 export * from './change-rounds';
+export * from './pull-requests';

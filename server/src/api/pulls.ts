@@ -19,20 +19,9 @@ import type { AppDeps } from './deps';
 
 const PullParams = z.object({ name: RepoName, number: z.coerce.number().int().min(1) });
 
-export const PullRequestView = z.object({
-  pr: z.object({
-    repo: z.string(),
-    number: z.number(),
-    url: z.string(),
-    title: z.string(),
-    branch: z.string(),
-    base: z.string(),
-    headSha: z.string(),
-    state: z.enum(['open', 'merged', 'closed']),
-  }),
-  comments: z.array(PullRequestCommentSchema),
-  checks: z.array(PullRequestCheckSchema),
-});
+import { PullRequestView } from '@dockhand/protocol';
+
+export { PullRequestView };
 
 export const PostCommentRequest = z.object({
   body: z.string().min(1).max(20_000),

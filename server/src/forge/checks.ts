@@ -8,26 +8,10 @@ import { HeadAndTail } from '../head-and-tail';
  * (`followup/triage.ts`) before any round.
  */
 
-/** GitHub's check-run conclusions that a follow-up tells apart. */
-export const CHECK_CONCLUSIONS = ['success', 'failure', 'timed_out', 'cancelled', 'neutral', 'skipped'] as const;
-export type CheckConclusion = (typeof CHECK_CONCLUSIONS)[number];
+import { CHECK_CONCLUSIONS, PullRequestCheckSchema, type CheckConclusion, type PullRequestCheck } from '@dockhand/protocol';
 
-export const PullRequestCheckSchema = z.object({
-  id: z.number().int().min(1),
-  repo: z.string(),
-  sha: z.string(),
-  name: z.string().min(1).max(200),
-  conclusion: z.enum(CHECK_CONCLUSIONS),
-  /** Trimmed head and tail, secrets masked. */
-  log: z.string(),
-  /** Who posted it (a user name; `dockhand` for the server's own runs). */
-  postedBy: z.string(),
-  createdAt: z.string(),
-  /** The forge's own id where the forge is not this store (a GitHub check run, suite or workflow run), with its kind. */
-  forgeId: z.number().int().min(1).optional(),
-  forgeKind: z.enum(['check_run', 'check_suite', 'workflow_run']).optional(),
-});
-export type PullRequestCheck = z.infer<typeof PullRequestCheckSchema>;
+export { CHECK_CONCLUSIONS, PullRequestCheckSchema, type CheckConclusion, type PullRequestCheck };
+
 export type NewPullRequestCheck = Omit<PullRequestCheck, 'id'>;
 
 /** Is the check red? `neutral` and `skipped` are not. */

@@ -18,42 +18,10 @@ import type { PullRequest } from './types';
  * characters) is taken out before the model sees it (`modelText`).
  */
 
-export const REVIEW_VERDICTS = ['approve', 'request_changes'] as const;
-export type ReviewVerdict = (typeof REVIEW_VERDICTS)[number];
+import { REVIEW_VERDICTS, PullRequestCommentSchema, type ReviewVerdict, type PullRequestComment } from '@dockhand/protocol';
 
-export const PullRequestCommentSchema = z.object({
-  id: z.number().int().min(1),
-  repo: z.string(),
-  number: z.number().int().min(1),
-  author: z.string(),
-  kind: z.enum(['comment', 'review']),
-  /** As posted, with secrets masked. */
-  body: z.string(),
-  path: z.string().optional(),
-  line: z.number().int().min(1).optional(),
-  /** The diff hunk the line comment was made on, ending at its line. */
-  hunk: z.string().optional(),
-  verdict: z.enum(REVIEW_VERDICTS).optional(),
-  inReplyTo: z.number().int().min(1).optional(),
-  /** `allowed`: may start a round; `ignored`: recorded only; `bot`: the server's own replies and summaries. */
-  steering: z.enum(['allowed', 'ignored', 'bot']),
-  ignoredBecause: z.string().optional(),
-  /** The body held content a renderer hides; the model gets it without. */
-  hiddenContent: z.boolean().optional(),
-  /** The PR's head when the comment was made. */
-  headSha: z.string(),
-  createdAt: z.string(),
-  /** Set when a follow-up commit addressed it (the thread is resolved). */
-  resolvedBy: z.string().optional(),
-  /**
-   * The forge's own id where the forge is not this store (GitHub: the review comment, issue comment
-   * or review id), with which of those it is: a delivery seen twice, or by a webhook and a poll, is
-   * one record; replies go to the thread it names.
-   */
-  forgeId: z.number().int().min(1).optional(),
-  forgeKind: z.enum(['review_comment', 'issue_comment', 'review']).optional(),
-});
-export type PullRequestComment = z.infer<typeof PullRequestCommentSchema>;
+export { REVIEW_VERDICTS, PullRequestCommentSchema, type ReviewVerdict, type PullRequestComment };
+
 export type NewPullRequestComment = Omit<PullRequestComment, 'id'>;
 
 /** The store port for comments and checks (SQLite and Postgres: `store/pr-threads.ts`). */
