@@ -1,4 +1,6 @@
-import { headLineOfHunk, type GitHubAuthor, type GitHubFeedback } from './webhook';
+import { authorOf, type GitHubFeedback, type RestUser } from './webhook';
+
+export { issueCommentFeedback, reviewCommentFeedback, type RestIssueComment, type RestReviewComment } from './webhook';
 
 /*
  * GitHub's REST answers as the same `GitHubFeedback` its webhook deliveries become (`webhook.ts`),
@@ -8,59 +10,6 @@ import { headLineOfHunk, type GitHubAuthor, type GitHubFeedback } from './webhoo
  */
 
 type Feedback = Exclude<GitHubFeedback, { kind: 'outcome' }>;
-
-interface RestUser {
-  login: string;
-  type?: string;
-}
-
-function authorOf(user: RestUser | null | undefined, association: string): GitHubAuthor {
-  return { login: user?.login ?? 'ghost', association, bot: user?.type === 'Bot' };
-}
-
-export interface RestReviewComment {
-  id: number;
-  user: RestUser | null;
-  author_association: string;
-  body: string;
-  path: string;
-  line?: number | null;
-  original_line?: number | null;
-  diff_hunk: string;
-  in_reply_to_id?: number;
-  commit_id: string;
-  created_at: string;
-}
-
-export function reviewCommentFeedback(repo: string, number: number, comment: RestReviewComment): Feedback {
-  const line = comment.line ?? comment.original_line ?? headLineOfHunk(comment.diff_hunk);
-  return {
-    kind: 'comment',
-    repo,
-    number,
-    id: comment.id,
-    author: authorOf(comment.user, comment.author_association),
-    body: comment.body,
-    path: comment.path,
-    ...(line ? { line } : {}),
-    hunk: comment.diff_hunk,
-    ...(comment.in_reply_to_id ? { inReplyTo: comment.in_reply_to_id } : {}),
-    commitSha: comment.commit_id,
-    createdAt: comment.created_at,
-  };
-}
-
-export interface RestIssueComment {
-  id: number;
-  user: RestUser | null;
-  author_association: string;
-  body?: string;
-  created_at: string;
-}
-
-export function issueCommentFeedback(repo: string, number: number, comment: RestIssueComment): Feedback {
-  return { kind: 'comment', repo, number, id: comment.id, author: authorOf(comment.user, comment.author_association), body: comment.body ?? '', createdAt: comment.created_at };
-}
 
 export interface RestReview {
   id: number;

@@ -102,9 +102,62 @@ function header(headers: WebhookRequest['headers'], name: string): string | unde
   return Array.isArray(value) ? value[0] : value;
 }
 
-function authorOf(user: { login: string; type?: string } | null | undefined, association: string): GitHubAuthor {
+/** A comment on GitHub (REST answer or webhook payload, the same fields) as the feedback the follower records. */
+type GitHubCommentFeedback = Extract<GitHubFeedback, { kind: 'comment' }>;
+
+export interface RestUser {
+  login: string;
+  type?: string;
+}
+
+export function authorOf(user: RestUser | null | undefined, association: string): GitHubAuthor {
   return { login: user?.login ?? 'ghost', association, bot: user?.type === 'Bot' };
 }
+
+export interface RestReviewComment {
+  id: number;
+  user: RestUser | null;
+  author_association: string;
+  body: string;
+  path: string;
+  line?: number | null;
+  original_line?: number | null;
+  diff_hunk: string;
+  in_reply_to_id?: number;
+  commit_id: string;
+  created_at: string;
+}
+
+export function reviewCommentFeedback(repo: string, number: number, comment: RestReviewComment): GitHubCommentFeedback {
+  const line = comment.line ?? comment.original_line ?? headLineOfHunk(comment.diff_hunk);
+  return {
+    kind: 'comment',
+    repo,
+    number,
+    id: comment.id,
+    author: authorOf(comment.user, comment.author_association),
+    body: comment.body,
+    path: comment.path,
+    ...(line ? { line } : {}),
+    hunk: comment.diff_hunk,
+    ...(comment.in_reply_to_id ? { inReplyTo: comment.in_reply_to_id } : {}),
+    commitSha: comment.commit_id,
+    createdAt: comment.created_at,
+  };
+}
+
+export interface RestIssueComment {
+  id: number;
+  user: RestUser | null;
+  author_association: string;
+  body?: string;
+  created_at: string;
+}
+
+export function issueCommentFeedback(repo: string, number: number, comment: RestIssueComment): GitHubCommentFeedback {
+  return { kind: 'comment', repo, number, id: comment.id, author: authorOf(comment.user, comment.author_association), body: comment.body ?? '', createdAt: comment.created_at };
+}
+
 
 /** The head-side line a diff hunk ends at (a line comment's line); undefined when it ends on a removed line. */
 export function headLineOfHunk(hunk: string): number | undefined {
@@ -153,36 +206,13 @@ export class GitHubWebhookReceiver {
       });
     });
     this.webhooks.on('pull_request_review_comment.created', ({ id, payload }) => {
-      const { comment } = payload;
-      // Older deliveries carry only `position`; the hunk ends at the commented line either way.
-      const line = comment.line ?? comment.original_line ?? headLineOfHunk(comment.diff_hunk);
-      add(id, {
-        kind: 'comment',
-        repo: payload.repository.full_name,
-        number: payload.pull_request.number,
-        id: comment.id,
-        author: authorOf(comment.user, comment.author_association),
-        body: comment.body,
-        path: comment.path,
-        ...(line ? { line } : {}),
-        hunk: comment.diff_hunk,
-        ...(comment.in_reply_to_id ? { inReplyTo: comment.in_reply_to_id } : {}),
-        commitSha: comment.commit_id,
-        createdAt: comment.created_at,
-      });
+      // The delivery's comment has the fields of the REST answer a poll reads: one mapping.
+      add(id, reviewCommentFeedback(payload.repository.full_name, payload.pull_request.number, payload.comment));
     });
     this.webhooks.on('issue_comment.created', ({ id, payload }) => {
       // An issue comment is a PR's general comment only when the issue is a pull request.
       if (!payload.issue.pull_request) return;
-      add(id, {
-        kind: 'comment',
-        repo: payload.repository.full_name,
-        number: payload.issue.number,
-        id: payload.comment.id,
-        author: authorOf(payload.comment.user, payload.comment.author_association),
-        body: payload.comment.body,
-        createdAt: payload.comment.created_at,
-      });
+      add(id, issueCommentFeedback(payload.repository.full_name, payload.issue.number, payload.comment));
     });
     this.webhooks.on('pull_request_review.submitted', ({ id, payload }) => {
       const { review } = payload;
