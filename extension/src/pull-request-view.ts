@@ -88,7 +88,7 @@ const CONCLUSION_MARKS: Record<PullRequestView['checks'][number]['conclusion'], 
 function forgeSections(forge: PullRequestView): string[] {
   const out: string[] = [];
   const head = forge.checks.filter((check) => check.sha === forge.pr.headSha);
-  out.push(`<h2>Checks on ${code(forge.pr.headSha.slice(0, 12))} (${head.length})</h2>`);
+  out.push(`<h2>Checks reported on ${code(forge.pr.headSha.slice(0, 12))} (${head.length})</h2>`);
   if (!head.length) out.push('<p class="muted">None reported on the head commit yet.</p>');
   else out.push(`<ul>${head.map((check) => `<li>${escapeHtml(CONCLUSION_MARKS[check.conclusion])} ${escapeHtml(check.name)} <span class="muted">(by ${escapeHtml(check.postedBy)})</span></li>`).join('')}</ul>`);
   out.push(`<h2>Conversation (${forge.comments.length})</h2>`);
