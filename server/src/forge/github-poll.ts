@@ -1,6 +1,6 @@
 import { authorOf, type GitHubFeedback, type RestUser } from './webhook';
 
-export { issueCommentFeedback, reviewCommentFeedback, type RestIssueComment, type RestReviewComment } from './webhook';
+export { checkRunFeedback, issueCommentFeedback, reviewCommentFeedback, type RestCheckRun, type RestIssueComment, type RestReviewComment } from './webhook';
 
 /*
  * GitHub's REST answers as the same `GitHubFeedback` its webhook deliveries become (`webhook.ts`),
@@ -29,36 +29,4 @@ export function reviewFeedback(repo: string, number: number, review: RestReview)
   const verdict = VERDICTS[review.state.toUpperCase()];
   if (!verdict || !review.submitted_at) return undefined;
   return { kind: 'review', repo, number, id: review.id, author: authorOf(review.user, review.author_association), verdict, body: review.body ?? '', commitSha: review.commit_id ?? '', createdAt: review.submitted_at };
-}
-
-export interface RestCheckRun {
-  id: number;
-  name: string;
-  head_sha: string;
-  status: string;
-  conclusion: string | null;
-  details_url?: string | null;
-  html_url?: string | null;
-  completed_at: string | null;
-  output: { title: string | null; summary: string | null; text?: string | null };
-  pull_requests: Array<{ number: number }>;
-}
-
-/** Undefined while the run has not completed. */
-export function checkRunFeedback(repo: string, run: RestCheckRun): Feedback | undefined {
-  if (run.status !== 'completed') return undefined;
-  const url = run.details_url ?? run.html_url;
-  return {
-    kind: 'check',
-    repo,
-    numbers: run.pull_requests.map((pull) => pull.number),
-    source: 'check_run',
-    id: run.id,
-    name: run.name,
-    headSha: run.head_sha,
-    conclusion: run.conclusion ?? 'neutral',
-    ...(url ? { url } : {}),
-    log: [run.output.title, run.output.summary, run.output.text].filter((part): part is string => typeof part === 'string' && part !== '').join('\n'),
-    completedAt: run.completed_at ?? new Date().toISOString(),
-  };
 }

@@ -158,6 +158,38 @@ export function issueCommentFeedback(repo: string, number: number, comment: Rest
   return { kind: 'comment', repo, number, id: comment.id, author: authorOf(comment.user, comment.author_association), body: comment.body ?? '', createdAt: comment.created_at };
 }
 
+export interface RestCheckRun {
+  id: number;
+  name: string;
+  head_sha: string;
+  status: string;
+  conclusion: string | null;
+  details_url?: string | null;
+  html_url?: string | null;
+  completed_at: string | null;
+  output: { title: string | null; summary: string | null; text?: string | null };
+  pull_requests: Array<{ number: number }>;
+}
+
+/** Undefined while the run has not completed. */
+export function checkRunFeedback(repo: string, run: RestCheckRun): Extract<GitHubFeedback, { kind: 'check' }> | undefined {
+  if (run.status !== 'completed') return undefined;
+  const url = run.details_url ?? run.html_url;
+  return {
+    kind: 'check',
+    repo,
+    numbers: run.pull_requests.map((pull) => pull.number),
+    source: 'check_run',
+    id: run.id,
+    name: run.name,
+    headSha: run.head_sha,
+    conclusion: run.conclusion ?? 'neutral',
+    ...(url ? { url } : {}),
+    log: [run.output.title, run.output.summary, run.output.text].filter((part): part is string => typeof part === 'string' && part !== '').join('\n'),
+    completedAt: run.completed_at ?? new Date().toISOString(),
+  };
+}
+
 
 /** The head-side line a diff hunk ends at (a line comment's line); undefined when it ends on a removed line. */
 export function headLineOfHunk(hunk: string): number | undefined {
@@ -231,20 +263,9 @@ export class GitHubWebhookReceiver {
       });
     });
     this.webhooks.on('check_run.completed', ({ id, payload }) => {
-      const run = payload.check_run;
-      add(id, {
-        kind: 'check',
-        repo: payload.repository.full_name,
-        numbers: run.pull_requests.map((pull) => pull.number),
-        source: 'check_run',
-        id: run.id,
-        name: run.name,
-        headSha: run.head_sha,
-        conclusion: run.conclusion ?? 'neutral',
-        ...(run.details_url || run.html_url ? { url: run.details_url ?? run.html_url ?? '' } : {}),
-        log: [run.output.title, run.output.summary, run.output.text].filter((part): part is string => typeof part === 'string' && part !== '').join('\n'),
-        completedAt: run.completed_at ?? new Date().toISOString(),
-      });
+      // The delivery's check run has the fields of the REST answer a poll reads: one mapping.
+      const feedback = checkRunFeedback(payload.repository.full_name, payload.check_run);
+      if (feedback) add(id, feedback);
     });
     this.webhooks.on('check_suite.completed', ({ id, payload }) => {
       const suite = payload.check_suite;
