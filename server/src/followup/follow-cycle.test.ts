@@ -1,22 +1,21 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CreateTaskRequest, type Task, type TaskEvent } from '@dockhand/protocol';
-import { temporaryDir } from '../../../test/support/temporary-dirs';
 import { PullRequestThreads } from '../forge/comments';
 import { LocalForge } from '../forge/local-forge';
 import { branchName, pushChange } from '../forge/push';
-import { git, writeFiles } from '../forge/testing/repo';
+import { git } from '../forge/testing/repo';
 import { FileCheckpointStore } from '../runner/checkpoints';
 import type { PublisherPort } from '../runner/ports';
 import { applyReview } from '../runner/review';
 import { TaskRunner } from '../runner/task-runner';
 import { FakePolicy, FakeSandboxProvider, ScriptedAgent, editLikeTheAgent, type AgentScript } from '../runner/testing/fakes';
-import { EventHub, EventLog } from '../store/hub';
+import type { EventLog } from '../store/hub';
 import { SqliteStore } from '../store/sqlite';
+import { forgeApp } from './testing/forge-app';
 import { PullRequestFollower } from './follower';
 import { followUpPublisher, type FollowUpPublisherOptions } from './publish';
 import { parseRepoPolicy } from '../policy';
 import { pushDecisions } from '../runner/wiring';
-import { stewardsOf } from './stewards';
 
 /*
  * A PR's whole follow-up cycle on the local forge, on real git and SQLite (the sandbox and the
@@ -33,19 +32,7 @@ let dataDir: string;
 const alice = { name: 'alice', role: 'user' as const, createdAt: '' };
 
 beforeEach(async () => {
-  store = new SqliteStore(':memory:');
-  log = new EventLog(store, new EventHub());
-  dataDir = temporaryDir('dockhand-follow-');
-  forge = new LocalForge({ dataDir: `${dataDir}/forge`, store: store.pullRequests });
-  const source = temporaryDir('dockhand-follow-src-');
-  git(source, 'init', '-q', '-b', 'main');
-  writeFiles(source, { 'src/a.ts': 'one\ntwo\nthree\n' });
-  git(source, 'add', '-A');
-  git(source, 'commit', '-q', '-m', 'base');
-  baseSha = git(source, 'rev-parse', 'HEAD');
-  await forge.createRepository('app', source);
-  threads = new PullRequestThreads({ forge, store: store.prThreads, stewards: (_repo, pr) => stewardsOf(store, pr) });
-  await store.createUser('alice', 'user');
+  ({ store, log, forge, threads, baseSha, dataDir } = await forgeApp('dockhand-follow'));
 });
 afterEach(async () => {
   await store.close();

@@ -1,18 +1,17 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CreateTaskRequest, type TaskEvent } from '@dockhand/protocol';
-import { temporaryDir } from '../../../test/support/temporary-dirs';
 import type { FeedbackEngine, TestReport } from '../feedback/types';
 import { PullRequestThreads } from '../forge/comments';
 import { LocalForge } from '../forge/local-forge';
 import { branchName, pushChange } from '../forge/push';
-import { git, writeFiles } from '../forge/testing/repo';
+import { git } from '../forge/testing/repo';
 import { FileCheckpointStore } from '../runner/checkpoints';
 import { FakeSandboxProvider, type MemorySandbox } from '../runner/testing/fakes';
-import { EventHub, EventLog } from '../store/hub';
+import type { EventLog } from '../store/hub';
 import { SqliteStore } from '../store/sqlite';
+import { forgeApp } from './testing/forge-app';
 import { PullRequestFollower } from './follower';
 import { LOCAL_CHECK, LocalCi } from './local-ci';
-import { stewardsOf } from './stewards';
 
 /*
  * The local forge's own CI check on a PR head (real git and SQLite; the sandbox and the test run
@@ -28,19 +27,7 @@ let baseSha: string;
 let dataDir: string;
 
 beforeEach(async () => {
-  store = new SqliteStore(':memory:');
-  log = new EventLog(store, new EventHub());
-  dataDir = temporaryDir('dockhand-local-ci-');
-  forge = new LocalForge({ dataDir: `${dataDir}/forge`, store: store.pullRequests });
-  const source = temporaryDir('dockhand-local-ci-src-');
-  git(source, 'init', '-q', '-b', 'main');
-  writeFiles(source, { 'src/a.ts': 'one\ntwo\nthree\n' });
-  git(source, 'add', '-A');
-  git(source, 'commit', '-q', '-m', 'base');
-  baseSha = git(source, 'rev-parse', 'HEAD');
-  await forge.createRepository('app', source);
-  threads = new PullRequestThreads({ forge, store: store.prThreads, stewards: (_repo, pr) => stewardsOf(store, pr) });
-  await store.createUser('alice', 'user');
+  ({ store, log, forge, threads, baseSha, dataDir } = await forgeApp('dockhand-local-ci'));
 });
 afterEach(async () => {
   await store.close();
