@@ -57,6 +57,9 @@ async function serve(session: string, env: Record<string, string> = {}): Promise
     DOCKHAND_LEASE_SECONDS: '3',
     DOCKHAND_POLL_MS: '200',
     DOCKHAND_LOG_LEVEL: 'warn',
+    // The test polls its task every 250 ms for up to the bound (over 120 requests a minute, the
+    // default limit): a slow fork-bomb run got 429 on its last GET /diff. The limit has its own tests.
+    DOCKHAND_RATE_LIMIT_PER_MINUTE: '100000',
     ...env,
   });
 }
