@@ -23,6 +23,10 @@ command -v dockerd >/dev/null || need+=(docker.io)
 command -v runsc >/dev/null || need+=(runsc)
 command -v debootstrap >/dev/null || need+=(debootstrap)
 command -v git >/dev/null || need+=(git)
+# The pip-through-the-front tests' authenticating Python index (.ci/needs/pyindex.sh): nginx's
+# auth_basic, and Debian's python3 with setuptools and wheel to build its package offline.
+command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
+for p in python3-setuptools python3-wheel; do dpkg -s "$p" >/dev/null 2>&1 || need+=("$p"); done
 for p in $EXTRA_PACKAGES; do dpkg -s "$p" >/dev/null 2>&1 || need+=("$p"); done
 if [ ${#need[@]} -gt 0 ]; then
   log "installing: ${need[*]}"
