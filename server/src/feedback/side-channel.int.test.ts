@@ -43,6 +43,9 @@ describe('steps as written inside gVisor', { timeout: 300_000 }, () => {
       ['npm test → node lint.js && node --test test/ && bash run-python-tests.sh', 'tests', 2, 0],
       ['bash run-python-tests.sh', 'tests', 2, 0],
     ]);
+    // The red step's last words come with it (the readiness check shows them beside "exited with 1").
+    expect(baseline.steps?.[0]?.tail).toBe('src/sum.js:1:1 Expected indentation of 2 spaces');
+    expect(baseline.steps?.[1]?.tail).toBeUndefined();
 
     const engine = new SmartFeedbackEngine({ repo: recipe.repo, baselineStore: store });
     await sandbox.writeFile('src/sum.js', 'module.exports = function sum(a, b) {\n    return a - b;\n};\n');

@@ -1,3 +1,4 @@
+import { TEST_COMMAND } from '../sandbox/ci-step-kind';
 import type { TestStepOutcome } from './types';
 
 /*
@@ -17,7 +18,15 @@ export function describeSteps(steps: readonly TestStepOutcome[], atBase = true):
     .join('; ');
 }
 
-/** A step that passed by its exit status alone: a change can still be judged on it. */
+/**
+ * A step that passed by its exit status alone: a change can still be judged on it (`tsc && xo &&
+ * ts-scripts test`, xo red at the base). Not where every step that runs tests failed at the base
+ * and only a build or a typecheck passed (typanion: `yarn tsc` passed, its mocha step exited 128):
+ * then no test passes, whatever the exit statuses say.
+ */
 export function passedByExitStatus(steps: readonly TestStepOutcome[] | undefined): TestStepOutcome[] {
-  return (steps ?? []).filter((step) => step.counted === 'exit status' && step.exitCode === 0);
+  const passing = (steps ?? []).filter((step) => step.counted === 'exit status' && step.exitCode === 0);
+  const runsTests = (step: TestStepOutcome) => step.counted === 'tests' || TEST_COMMAND.test(step.name);
+  const testStepsFailed = (steps ?? []).some((step) => step.exitCode !== 0 && runsTests(step));
+  return testStepsFailed && !passing.some(runsTests) ? [] : passing;
 }

@@ -102,8 +102,18 @@ async function runOne(sandbox: Sandbox, plan: SuitePlan, name: string, script: s
     counted: reported ? 'tests' : 'exit status',
     passed: parsed.cases.filter((testCase) => testCase.outcome === 'passed').length,
     failed: parsed.cases.filter((testCase) => testCase.outcome === 'failed').length + (result.exitCode !== 0 && !empty && !failedCase ? 1 : 0),
+    ...(result.exitCode !== 0 && !reported ? { tail: lastLines(`${output}\n${result.stderr}`) } : {}),
   });
   return undefined;
+}
+
+/** The last lines of a step's output, at most 600 characters (a failed step's why, in the readiness report). */
+export function lastLines(text: string): string {
+  const trimmed = text.trim();
+  if (trimmed.length <= 600) return trimmed;
+  const cut = trimmed.slice(-600);
+  const newline = cut.indexOf('\n');
+  return newline >= 0 && newline < 300 ? cut.slice(newline + 1) : cut;
 }
 
 function addExitFailure(run: SuiteRun, command: string, result: ExecResult, why = `exited with ${result.exitCode}`): void {

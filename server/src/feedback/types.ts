@@ -130,6 +130,8 @@ export interface TestStepOutcome {
   counted: 'tests' | 'exit status';
   passed: number;
   failed: number;
+  /** A step that failed by its exit status: the last lines it printed (what the readiness check shows of why). */
+  tail?: string;
 }
 
 /** What `runBaseline` reports (also the readiness report's "tests at base"). */

@@ -55,6 +55,23 @@ describe('readiness: what in the tests at the base blocks', () => {
     expect(red.blocking[0]?.problem).toContain('no test passes at the base');
   });
 
+  it('blocks where only a typecheck passed and every step that runs tests failed (typanion: `yarn tsc` passed, mocha exited 128), naming what the failing step printed', () => {
+    const steps = [
+      { name: 'yarn tsc', exitCode: 0, counted: 'exit status' as const, passed: 0, failed: 0 },
+      { name: 'yarn test → yarn tsc && TS_NODE_TRANSPILE_ONLY=true mocha --require ts-node/register --extension ts tests/**/*.test.ts', exitCode: 128, counted: 'exit status' as const, passed: 0, failed: 1, tail: 'fatal: not a git repository' },
+    ];
+    const typanion = report({ failed: 1, preExistingFailures: ['yarn test (exited with 128)'], detail: '0 passed, 1 failed' });
+    testBlockers(typanion, undefined, steps);
+    expect(typanion.tests.ok).toBe(false);
+    expect(typanion.blocking).toHaveLength(1);
+    expect(typanion.blocking[0]?.problem).toContain('no test passes at the base: 1 failed (yarn test (exited with 128))');
+    expect(typanion.blocking[0]?.problem).toContain('mocha --require ts-node/register --extension ts tests/**/*.test.ts printed last:\nfatal: not a git repository');
+    // The same typecheck beside a test step that passes by its exit status still judges a change.
+    const passing = report({ failed: 0, detail: '0 passed, 0 failed' });
+    testBlockers(passing, undefined, [steps[0]!, { ...steps[1]!, exitCode: 0, failed: 0 }]);
+    expect(passing.blocking).toEqual([]);
+  });
+
   it('gives a Python repository Python advice, never its Node version, and names the CI step followed', () => {
     const python = report({ failed: 3 });
     python.environment = {

@@ -56,7 +56,9 @@ export function testBlockers(report: ReadinessReport, infrastructure: string | u
   } else if (report.tests.passed === 0) {
     report.tests.ok = false;
     report.tests.action = noTestPassesAction(report.environment);
-    report.blocking.push({ problem: `no test passes at the base: ${report.tests.failed} failed (${report.tests.preExistingFailures.slice(0, 3).join('; ')}), so no change can be verified`, action: report.tests.action });
+    // What the failing steps printed last says why (typanion's mocha step: "exited with 128", and nothing else).
+    const said = (steps ?? []).filter((step) => step.exitCode !== 0 && step.tail).slice(0, 2).map((step) => `\n${step.name} printed last:\n${step.tail}`).join('');
+    report.blocking.push({ problem: `no test passes at the base: ${report.tests.failed} failed (${report.tests.preExistingFailures.slice(0, 3).join('; ')}), so no change can be verified${said}`, action: report.tests.action });
   }
 }
 
