@@ -137,6 +137,25 @@ describe('the test command as written, step by step', { timeout: 120_000 }, () =
     ]);
   });
 
+  it('ava named in the script itself runs as written (no --tap spliced in) and is counted per assertion through the side channel', async () => {
+    const repo = createRepoOfFiles('direct-ava', {
+      '.gitignore': 'node_modules\n',
+      'package.json': JSON.stringify({ name: 'steps', scripts: { test: 'node -e 0 && ava' }, ava: { files: ['test/*.js'] } }),
+      'test/math.js': "const test = require('ava');\ntest('adds', (t) => t.is(1 + 1, 2));\ntest('breaks', (t) => t.is(2 * 3, 7));\n",
+    }, 'fixture');
+    mkdirSync(join(repo.path, 'node_modules/.bin'), { recursive: true });
+    symlinkSync(join(JEST, 'node_modules/ava'), join(repo.path, 'node_modules/ava'));
+    symlinkSync(join(JEST, 'node_modules/.bin/ava'), join(repo.path, 'node_modules/.bin/ava'));
+    const sandbox = new RecipeSandbox(repo.path, repo.sha, recipe({ command: 'npm test', source: 'package.json' }));
+    const full = await new SmartFeedbackEngine({ repo: 'fixture/direct-ava' }).runTests(sandbox, { scope: 'full' });
+    expect(full.infrastructure).toBeUndefined();
+    expect(full.command).toBe('npm test → node -e 0 && ava');
+    expect(full.cases.map((testCase) => [testCase.id, testCase.outcome]).sort()).toEqual([
+      ['adds', 'passed'],
+      ['breaks', 'failed'],
+    ]);
+  });
+
   it('pytest run through a shell script is counted per test through its plugin', async () => {
     const sandbox = sandboxOf(
       {

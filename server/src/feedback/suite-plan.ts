@@ -91,6 +91,8 @@ function sideChannelCovers(invocation: RunnerInvocation, step: PlannedStep, cont
     case 'jest':
     case 'vitest':
     case 'mocha':
+    // ava's TAP through the preload's copy of its stdout: `xo && ava && tsd` runs as written, no `--tap` spliced in (camelcase).
+    case 'ava':
       return true;
     case 'pytest':
       return !(context.python && words(invocation.head) === 'python3 -m pytest');
