@@ -6,6 +6,8 @@ import type { EventPayload } from '@dockhand/protocol';
 import { DockhandError } from '../errors';
 import { LABELS, ownerLabels } from './docker-driver';
 import { describeCacheStats, type DependencyCacheStats } from './dep-cache';
+import { pipFrontEnvironment, pipThroughFront } from './dep-cache-pip';
+import type { RegistryRefusal } from './private-registries';
 import { describeYarnFront, prepareYarnFront, restoreYarnFront, yarnFrontEnvironment, yarnThroughFront } from './dep-cache-yarn';
 import { DockerSandbox } from './docker-sandbox';
 import { describeInstallChanges, readInstallChanges, RECORD_INSTALL_MADE_SCRIPT } from './install-made';
@@ -92,7 +94,7 @@ export interface BuildRequest {
    * The node's dependency cache (`dep-cache.ts`), listening for this build on the egress network's
    * gateway: npm and pnpm use it as their registry. Absent: the registry is reached through the proxy.
    */
-  dependencyCache?: { url: string; host: string; stats: DependencyCacheStats };
+  dependencyCache?: { url: string; host: string; stats: DependencyCacheStats; refusals?: readonly RegistryRefusal[] };
   /**
    * The company's Python package index (`DOCKHAND_PIP_INDEX_URL`), pip's only index for the
    * build (its host is on the proxy's allowlist). Absent: pip uses no index at all (what the base
@@ -172,6 +174,9 @@ function buildEnvironment(request: BuildRequest): Record<string, string> {
   }
   // A yarn repository's own registries are behind the front too (dep-cache-yarn.ts); its public packages keep the proxy.
   if (request.dependencyCache && yarnThroughFront(identity) && (manager?.name === 'yarn' || manager?.name === 'yarn-berry')) yarnFrontEnvironment(env, manager.name, request.dependencyCache.url, identity.environment.registries ?? []);
+  // The repository's Python index is behind the front too (dep-cache-pip.ts).
+  const index = identity.environment.pythonIndex;
+  if (request.dependencyCache && index && pipThroughFront(identity)) pipFrontEnvironment(env, request.dependencyCache.url, index, request.pipIndexUrl);
   return env;
 }
 
@@ -200,6 +205,36 @@ export const BERRY_CA_SETTING_SCRIPT =
   `if [ -n "$ca" ] && [ -n "$release" ] && [ -f "$release" ]; then unset YARN_HTTPS_CA_FILE_PATH YARN_CA_FILE_PATH; ` +
   `if grep -q httpsCaFilePath "$release"; then export YARN_HTTPS_CA_FILE_PATH="$ca"; else export YARN_CA_FILE_PATH="$ca"; fi; fi`;
 
+/**
+ * pnpm under gVisor can run out of open files linking a large store into node_modules (census
+ * tinylibs/tinybench, 682 packages: `ERR_PNPM_EMFILE … mkdir`): the sandbox's file system holds a
+ * host file descriptor per file it has open, and the host's runsc process, not the container, has
+ * the limit (20,000 on a host whose hard limit cannot be raised). pnpm's own advice is to run the
+ * install again: the store is complete by then and the second run links what is left. So a pnpm
+ * install that fails with EMFILE runs again, twice at most, in the same shell (its `cd`s and
+ * exports hold), its output shown as it comes; any other failure is the install's failure.
+ */
+export function pnpmRetryingEmfile(command: string): string {
+  const log = '/tmp/dockhand/install-attempt.log';
+  return [
+    'mkdir -p /tmp/dockhand',
+    'dockhand_install_dir=$PWD',
+    'for dockhand_attempt in 1 2 3; do',
+    '  cd "$dockhand_install_dir"',
+    `  : > ${log}`,
+    '  set +e',
+    `  { ${command}
+  } > >(tee -a ${log}) 2> >(tee -a ${log} >&2)`,
+    '  dockhand_status=$?',
+    '  set -e',
+    '  [ "$dockhand_status" -eq 0 ] && break',
+    '  sleep 0.5',
+    `  if [ "$dockhand_attempt" -lt 3 ] && grep -q 'EMFILE' ${log}; then echo "# pnpm ran out of open files (EMFILE); running the install again (attempt $((dockhand_attempt + 1)) of 3)" >&2; continue; fi`,
+    '  exit "$dockhand_status"',
+    'done',
+  ].join('\n');
+}
+
 /** The install step: the recipe's install command, then setup.sh when it runs after it. */
 export function buildScript(identity: SnapshotIdentity): string {
   const recipe = identity.environment;
@@ -208,7 +243,7 @@ export function buildScript(identity: SnapshotIdentity): string {
   // setup: replace makes setup.sh the install itself.
   if (secrets.length > 0 && recipe.setupScript === 'replace') lines.push(writeSetupSecretsScript(secrets));
   if (recipe.packageManager?.name === 'yarn-berry') lines.push(BERRY_CA_SETTING_SCRIPT);
-  lines.push(recipe.install.command);
+  lines.push(recipe.packageManager?.name === 'pnpm' && /\bpnpm\b/.test(recipe.install.command) ? pnpmRetryingEmfile(recipe.install.command) : recipe.install.command);
   // Yarn 4 writes its own version into package.json's packageManager when the field is missing;
   // an immutable install changes nothing else there, so the repository's file is put back.
   if (recipe.packageManager?.name === 'yarn-berry') lines.push('git diff --quiet -- package.json 2>/dev/null || git checkout -q -- package.json');
@@ -312,6 +347,7 @@ export async function buildSnapshotImage(request: BuildRequest): Promise<void> {
     }
     const yarnFront = request.dependencyCache && yarnThroughFront(identity) ? await prepareYarnFront(builder, identity, request.dependencyCache.url) : undefined;
     if (yarnFront) log.write(describeYarnFront(yarnFront));
+    if (env.PIP_INDEX_URL && request.dependencyCache && pipThroughFront(identity)) log.write(`# pip through the registry front: PIP_INDEX_URL=${env.PIP_INDEX_URL}${env.PIP_EXTRA_INDEX_URL ? ` (extra index ${env.PIP_EXTRA_INDEX_URL})` : ''}\n`);
     progress(true);
     let pending = '';
     const refused = request.egress.mode === 'proxy' ? request.egress.refused : [];
@@ -363,9 +399,15 @@ export async function buildSnapshotImage(request: BuildRequest): Promise<void> {
         const unmet = await unmetBuildRequirements(builder);
         if (unmet.length > 0) diagnosis.unmetBuildRequirements = unmet;
       }
-      const { message, hint } = describeInstallFailure({ exitCode: install.exitCode, tail, diagnosis, logPath: request.logPath, setupFailed: stage === 'setup', pipIndex: request.pipIndexUrl ?? null });
+      const { message, hint } = describeInstallFailure({ exitCode: install.exitCode, tail, diagnosis, logPath: request.logPath, setupFailed: stage === 'setup', pipIndex: request.pipIndexUrl ?? identity.environment.pythonIndex?.url ?? null });
       throw new SnapshotBuildFailed('sandbox_unavailable', message, { hint });
     }
+    // A registry that refused the server's credential fails the build even when the install got
+    // past it (pip's project install falls back to the source tree): the snapshot would lack the
+    // repository's private packages. Not remembered (the secret is the fix).
+    // The snapshot manager names the registry, its answer and the secret (describeRefusals).
+    const refusals = request.dependencyCache?.refusals ?? [];
+    if (refusals.length > 0) throw new DockhandError('sandbox_unavailable', `the install went on without what the registry refused (${refusals.map((refusal) => refusal.path).slice(0, 3).join(', ')})`);
     if (yarnFront) await restoreYarnFront(builder, yarnFront);
     if (secrets.length > 0) {
       const found = await findSetupSecrets(container, builder, secrets);
@@ -403,7 +445,7 @@ export async function buildSnapshotImage(request: BuildRequest): Promise<void> {
     log.write(`\n# FAILED: ${error instanceof Error ? error.message : String(error)}\n`);
     throw error;
   } finally {
-    if (request.dependencyCache && (usesDependencyCache(identity) || yarnThroughFront(identity))) log.write(`# dependency cache: ${describeCacheStats(request.dependencyCache.stats)}\n`);
+    if (request.dependencyCache && (usesDependencyCache(identity) || yarnThroughFront(identity) || pipThroughFront(identity))) log.write(`# dependency cache: ${describeCacheStats(request.dependencyCache.stats)}\n`);
     await new Promise<void>((resolve) => log.end(() => resolve()));
     await container?.remove({ force: true, v: true }).catch(() => undefined);
   }

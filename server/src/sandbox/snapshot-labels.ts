@@ -17,9 +17,10 @@ import type { ToolchainMount } from './toolchains';
  * output (`.nyc_output/`, `.tap/`), which images of 2 lack. 4: a Python build's .venv/bin has the
  * bare names of Debian's python3-* commands (`coverage`). 5: and a name for each of Debian's
  * `#!/usr/bin/python3` commands (`pytest`), run by the venv's Python. 6: a berry build's CA
- * variable follows the committed yarnPath release (a failed build of 5 is not reused).
+ * variable follows the committed yarnPath release (a failed build of 5 is not reused). 7: a pnpm
+ * install that fails with EMFILE runs again (tinybench's failed build of 6 is not reused).
  */
-export const SNAPSHOT_KEY_VERSION = '6';
+export const SNAPSHOT_KEY_VERSION = '7';
 
 export const SNAPSHOT_LABELS = {
   snapshot: 'dockhand.snapshot',
