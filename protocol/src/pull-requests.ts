@@ -58,9 +58,9 @@ export const PullRequestCheckSchema = z.object({
   /** Who posted it (a user name; `dockhand` for the server's own runs). */
   postedBy: z.string(),
   createdAt: z.string(),
-  /** The forge's own id where the forge is not this store (a GitHub check run, suite or workflow run), with its kind. */
+  /** The forge's own id where the forge is not this store (a GitHub check run, suite, workflow run or commit status), with its kind. */
   forgeId: z.number().int().min(1).optional(),
-  forgeKind: z.enum(['check_run', 'check_suite', 'workflow_run']).optional(),
+  forgeKind: z.enum(['check_run', 'check_suite', 'workflow_run', 'status']).optional(),
 });
 export type PullRequestCheck = z.infer<typeof PullRequestCheckSchema>;
 

@@ -28,10 +28,10 @@ const HEAD = 'ec26c3e57ca3a959ca5aad62de7213c562f8c821';
 const BASE = '0'.repeat(39) + '1';
 
 type Payload = Record<string, unknown> & { action?: string };
-function example(name: string, action: string, match: (payload: Payload) => boolean = () => true): Payload {
+function example(name: string, action: string | undefined, match: (payload: Payload) => boolean = () => true): Payload {
   const definition = (examples as unknown as Array<{ name: string; examples: Payload[] }>).find((entry) => entry.name === name);
   const found = definition?.examples.find((payload) => payload.action === action && match(payload));
-  if (!found) throw new Error(`no published ${name}.${action} example`);
+  if (!found) throw new Error(`no published ${name}.${action ?? ''} example`);
   return structuredClone(found);
 }
 
@@ -46,7 +46,7 @@ afterEach(async () => {
 });
 
 /** What the scripted GitHub answers the polling fallback with (REST bodies: the examples' own objects). */
-const rest = { lineComments: [] as unknown[], checkRuns: new Map<string, unknown[]>() };
+const rest = { lineComments: [] as unknown[], checkRuns: new Map<string, unknown[]>(), statuses: new Map<string, unknown[]>() };
 
 function githubFetch(): typeof fetch {
   let nextId = 9000;
@@ -69,6 +69,11 @@ function githubFetch(): typeof fetch {
       const runs = rest.checkRuns.get(checks[1]!) ?? [];
       return json(200, { total_count: runs.length, check_runs: runs });
     }
+    const statuses = /^\/repos\/Codertocat\/Hello-World\/commits\/([0-9a-f]{40})\/status$/.exec(url.pathname);
+    if (method === 'GET' && statuses) {
+      const list = rest.statuses.get(statuses[1]!) ?? [];
+      return json(200, { state: list.length ? 'failure' : 'pending', sha: statuses[1], total_count: list.length, statuses: list });
+    }
     if (method === 'POST' && /^\/repos\/Codertocat\/Hello-World\/(issues\/2\/comments|pulls\/2\/comments\/\d+\/replies)$/.test(url.pathname)) {
       const id = ++nextId;
       return json(201, { id, html_url: `https://github.com/${REPO}/pull/2#issuecomment-${id}`, created_at: new Date().toISOString(), body: body?.body });
@@ -80,6 +85,7 @@ function githubFetch(): typeof fetch {
 async function start(options: { webhooks?: boolean } = {}): Promise<{ fleet: Fleet; task: Task }> {
   rest.lineComments = [];
   rest.checkRuns.clear();
+  rest.statuses.clear();
   const dataDir = temporaryDir('dockhand-github-follow-');
   const config = loadConfig({ DOCKHAND_DATA_DIR: join(dataDir, 'data'), ...(options.webhooks === false ? {} : { DOCKHAND_GITHUB_WEBHOOK_SECRET: SECRET }) });
   const forge = new GitHubForge({ tokens: staticToken('ghs_test_token'), fetch: githubFetch() });
@@ -208,6 +214,18 @@ describe('a followed GitHub PR: webhook deliveries start rounds (issue 26)', () 
     expect(feedback(events).at(-1)).toMatchObject({ kind: 'round', round: 2, check: { name: run.name, conclusion: 'failure', triage: 'caused' } });
     const message = events.filter((event) => event.type === 'user.message').at(-1);
     expect(message?.type === 'user.message' && message.data.from).toBe('pr-check');
+    expect(states(events).at(-1)).toBe('running');
+  });
+
+  it('a commit status that failed on the PR head (green at the base) reaches triage and starts a round; pending starts nothing', async () => {
+    const { fleet: f, task } = await start();
+    const status = (sha: string, state: string, id: number) => Object.assign(example('status', undefined), { sha, state, id, context: 'ci/jenkins', description: `build ${state}` });
+    expect(await deliver(f, 'status', status(HEAD, 'pending', 1))).toEqual({ accepted: false, kinds: [] });
+    await deliver(f, 'status', status(BASE, 'success', 2));
+    expect((await f.store.getTask(task.id))!.state).toBe('pr_open');
+    expect(await deliver(f, 'status', status(HEAD, 'failure', 3))).toEqual({ accepted: true, kinds: ['check'] });
+    const events = await f.store.listEvents(task.id);
+    expect(feedback(events).at(-1)).toMatchObject({ kind: 'round', round: 2, check: { name: 'ci/jenkins', conclusion: 'failure', triage: 'caused' } });
     expect(states(events).at(-1)).toBe('running');
   });
 

@@ -44,6 +44,8 @@ export interface GitHubFeedbackOptions {
   store: Pick<Store, 'listTasks'>;
   /** The follower's pass (it reads what was recorded). */
   follow: () => Promise<unknown>;
+  /** How long a delivery's answer waits for its recording (default 5 s; GitHub gives up at 10). */
+  answerWithinMs?: number;
   logger?: Logger;
 }
 
@@ -56,10 +58,20 @@ export function githubFeedbackSink(options: GitHubFeedbackOptions): (feedback: D
       ? [...followed.keys()].some((key) => key.startsWith(`${repo}#`))
       : followed.has(`${repo}#${feedback.number}`);
     if (!ours) return false;
-    const recorded = await options.threads.record(feedback);
-    if (!recorded) return false;
-    // Answer GitHub now (it waits 10 s for a delivery's answer); the pass runs behind it.
-    void options.follow().catch((error: unknown) => options.logger?.warn({ err: error }, 'PR follow-up after a GitHub delivery failed'));
+    const follow = () => void options.follow().catch((error: unknown) => options.logger?.warn({ err: error }, 'PR follow-up after a GitHub delivery failed'));
+    // A red Actions run's jobs' logs are read as it is recorded: GitHub waits 10 s for a delivery's
+    // answer, so past `answerWithinMs` the answer goes and the recording (then the pass) goes on behind it.
+    const recording = options.threads.record(feedback);
+    const late = Symbol('late');
+    let timer: NodeJS.Timeout | undefined;
+    const first = await Promise.race([recording, new Promise<typeof late>((resolve) => { timer = setTimeout(() => resolve(late), options.answerWithinMs ?? 5000); })]).finally(() => clearTimeout(timer));
+    if (first === late) {
+      void recording.then((recorded) => recorded && follow(), (error: unknown) => options.logger?.warn({ err: error }, 'recording a GitHub delivery failed'));
+      return true;
+    }
+    if (!first) return false;
+    // Answer GitHub now; the pass runs behind it.
+    follow();
     return true;
   };
 }
@@ -71,12 +83,12 @@ export function pullRequestOf(task: Pick<Task, 'prUrl'>): { repo: string; number
 }
 
 export interface GitHubPollerOptions {
-  forge: Pick<GitHubForge, 'getPullRequest' | 'pullRequestFeedback' | 'completedChecks'>;
+  forge: Pick<GitHubForge, 'getPullRequest' | 'pullRequestFeedback' | 'completedChecks' | 'commitStatuses'>;
   threads: GitHubThreads;
   store: Pick<Store, 'listTasks'>;
   /** The follower's pass, after a poll that recorded something. */
   follow: () => Promise<unknown>;
-  /** Default 60 s (GitHub's REST rate limit is 5,000 requests an hour; a poll is 5 per followed PR). */
+  /** Default 60 s (GitHub's REST rate limit is 5,000 requests an hour; a poll is 8 per followed PR). */
   intervalMs?: number;
   /** On a fleet, only the leader polls. */
   leader?: () => Promise<boolean>;
@@ -86,7 +98,7 @@ export interface GitHubPollerOptions {
 /**
  * The polling fallback when GitHub sends no webhooks: every interval, each followed PR's line
  * comments, general comments, reviews and the completed check runs on its head and its base are
- * read back and recorded as a delivery would be (GitHub's ids: what a webhook already brought is
+ * read back (with the commit statuses on both) and recorded as a delivery would be (GitHub's ids: what a webhook already brought is
  * not recorded twice, nor what an earlier poll found).
  */
 export class GitHubPoller {
@@ -126,6 +138,8 @@ export class GitHubPoller {
           ...(await forge.pullRequestFeedback(pr.repo, pr.number)),
           ...(await forge.completedChecks(pr.repo, pr.headSha)),
           ...(await forge.completedChecks(pr.repo, task.context.baseSha)),
+          ...(await forge.commitStatuses(pr.repo, pr.headSha)),
+          ...(await forge.commitStatuses(pr.repo, task.context.baseSha)),
         ];
         for (const item of found) if (await threads.record(item)) recorded += 1;
       } catch (error) {

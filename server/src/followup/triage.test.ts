@@ -52,4 +52,11 @@ describe('triageCheck: why is this check red?', () => {
     const log = ['× src/a.test.ts > adds [12ms]', 'not ok 2 - subtracts # time=3ms', 'FAILED tests/test_x.py::test_y - AssertionError', '--- FAIL: TestZ (0.00s)', 'ok 1 - fine'].join('\n');
     expect(failingTestsInLog(log)).toEqual(['src/a.test.ts > adds', 'subtracts', 'tests/test_x.py::test_y', 'TestZ']);
   });
+
+  it('maps a jest or vitest log\'s test lines to the repository\'s test ids (file > describe > test)', () => {
+    const jest = ['FAIL src/sum.test.js (5.2 s)', '  sum', '    ✓ adds (3 ms)', '    ✕ subtracts (2 ms)', '', '  ● sum › subtracts', '', '    expect(received).toBe(expected)', 'FAIL src/broken.test.js', '  ● Test suite failed to run'].join('\n');
+    expect(failingTestsInLog(jest)).toEqual(['src/sum.test.js > sum > subtracts', 'src/broken.test.js']);
+    const vitest = [' ❯ test/paginate.test.js (3 tests | 1 failed) 12ms', '   × paginate > returns a full page 5ms', ' Test Files  1 failed (1)'].join('\n');
+    expect(failingTestsInLog(vitest)).toEqual(['test/paginate.test.js > paginate > returns a full page']);
+  });
 });

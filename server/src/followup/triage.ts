@@ -39,6 +39,9 @@ const INFRASTRUCTURE = [
   /lost communication with the server/i,
   /exceeded the maximum execution time/i,
   /job (?:was|has been) (?:cancelled|canceled)/i,
+  /The operation was canceled/i,
+  /the runner was lost or never started/i,
+  /The hosted runner .* lost communication|runner .* (?:did not|didn't) (?:connect|respond)/i,
   /\bout of memory\b|\bOOMKilled\b|Cannot allocate memory/i,
   /No space left on device/i,
   /Could not resolve host|ECONNRESET|ETIMEDOUT|EAI_AGAIN|Temporary failure in name resolution/i,
@@ -49,24 +52,59 @@ const INFRASTRUCTURE = [
 /** Failing test names in a CI log: vitest/jest, node:test/TAP, pytest, go test, mocha. */
 const FAILING_TEST = [
   /^\s*(?:FAIL|×|✗|✕)\s+(\S.*?)\s*$/,
+  /^\s*● (.+?)\s*$/,
   /^not ok \d+ - (.+?)\s*(?:#.*)?$/,
   /^FAILED (\S+?)(?: - .*)?$/,
   /^--- FAIL: (\S+)/,
   /^\s+\d+\) (.+)$/,
 ];
 
+/** A test file a vitest/jest log names before its tests (`FAIL src/a.test.ts`, vitest's `❯ src/a.test.ts (3 tests | 1 failed)`). */
+const TEST_FILE = /^\s*(?:FAIL|❯)\s+([\w@./-]+\.[cm]?[jt]sx?)(?:\s+\(.*\))?(?:\s+\d+(?:\.\d+)?\s*m?s)?\s*$/;
+const DURATION = /\s+(?:\[[\d.]+\s*m?s\]|\([\d.]+\s*m?s\)|[\d.]+\s*m?s)$/;
+/** jest's own words for a file that did not load: the file is the id, not a test. */
+const NOT_A_TEST = /^Test suite failed to run$/;
+
+/**
+ * The failing tests a CI log names, as the repository's test ids: vitest and jest ids are
+ * `file > describe > test` (the feedback engine's), so a test line under its file's heading (jest's
+ * `FAIL file` then `● describe › test`, vitest's `❯ file` then `× describe > test`) gets the file
+ * put in front and jest's `›` read as ` > `; pytest's node ids, TAP, go and mocha names are as
+ * printed. A file named only as failing stays an id of its own (the file is what failed to load).
+ */
 export function failingTestsInLog(log: string): string[] {
   const found = new Set<string>();
+  let file: string | undefined;
   for (const line of log.split('\n')) {
+    const heading = TEST_FILE.exec(line);
+    if (heading?.[1]) {
+      file = heading[1];
+      if (/^\s*FAIL/.test(line)) found.add(file);
+      continue;
+    }
     for (const pattern of FAILING_TEST) {
       const match = pattern.exec(line);
-      if (match?.[1]) {
-        found.add(match[1].replace(/\s+\[[\d.]+\s*m?s\]$/, '').trim());
-        break;
-      }
+      if (!match?.[1]) continue;
+      const name = match[1].replace(DURATION, '').replace(/ › /g, ' > ').trim();
+      if (NOT_A_TEST.test(name)) break;
+      const inFile = pattern === FAILING_TEST[0] || pattern === FAILING_TEST[1];
+      const hasFile = /^[\w@./-]+\.[cm]?[jt]sx?(?: > |$)/.test(name);
+      found.add(inFile && file && !hasFile ? `${file} > ${name}` : name);
+      break;
     }
   }
-  return [...found].slice(0, 50);
+  // A file named failing whose failing tests are named too is not a test of its own, nor is a
+  // test line without its describe blocks (jest's `✕ subtracts`) when its whole id is named too.
+  const all = [...found];
+  const ids = all.filter((id) => !all.some((other) => other !== id && (other.startsWith(`${id} > `) || shorterIdOf(id, other))));
+  return ids.slice(0, 50);
+}
+
+/** `file > test` is `file > describe > test` without its describe blocks. */
+function shorterIdOf(id: string, other: string): boolean {
+  const cut = id.indexOf(' > ');
+  if (cut < 0) return false;
+  return other.startsWith(id.slice(0, cut + 3)) && other.endsWith(id.slice(cut)) && other.length > id.length;
 }
 
 function infrastructureSign(check: PullRequestCheck): string | undefined {

@@ -1,5 +1,6 @@
 import { Octokit } from '@octokit/rest';
 import { DockhandError } from '../errors';
+import { commitStatusFeedback, failedJobsLog, type FailedJobsLog } from './github-actions';
 import type { GitHubRepo, GitHubTokenProvider } from './github-auth';
 import { checkRunFeedback, issueCommentFeedback, reviewCommentFeedback, reviewFeedback } from './github-poll';
 import { findRevert } from './revert';
@@ -224,6 +225,20 @@ export class GitHubForge implements Forge {
     const octokit = await this.client(target);
     const { data } = await octokit.rest.checks.listForRef({ owner: target.owner, repo: target.name, ref: sha, filter: 'all', per_page: 100 });
     return data.check_runs.flatMap((run) => checkRunFeedback(`${target.owner}/${target.name}`, run) ?? []);
+  }
+
+  /** The commit statuses on a commit that are no longer pending, latest per context (GitHub's combined status). */
+  async commitStatuses(repo: string, sha: string): Promise<Exclude<GitHubFeedback, { kind: 'outcome' }>[]> {
+    const target = parseGitHubRepo(repo);
+    const octokit = await this.client(target);
+    const { data } = await octokit.rest.repos.getCombinedStatusForRef({ owner: target.owner, repo: target.name, ref: sha, per_page: 100 });
+    return data.statuses.flatMap((status) => commitStatusFeedback(`${target.owner}/${target.name}`, sha, status) ?? []);
+  }
+
+  /** The failed jobs' logs behind a red check GitHub Actions ran (`github-actions.ts`); undefined for any other check. */
+  async failedJobsLog(repo: string, check: Extract<GitHubFeedback, { kind: 'check' }>): Promise<FailedJobsLog | undefined> {
+    const target = parseGitHubRepo(repo);
+    return failedJobsLog(await this.client(target), target, check, { fetch: this.options.fetch ?? globalThis.fetch });
   }
 
   async listOpenIssues(repo: string): Promise<Issue[]> {

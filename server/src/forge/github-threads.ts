@@ -1,6 +1,6 @@
 import { hasHiddenTicketContent } from '@dockhand/protocol';
 import { maskSecrets } from '../policy/mask';
-import { trimCheckLog, latestChecks, type CheckConclusion, type PullRequestCheck } from './checks';
+import { isRed, trimCheckLog, latestChecks, type CheckConclusion, type PullRequestCheck } from './checks';
 import { BOT_AUTHOR, type FollowedThreads, type PullRequestComment, type PullRequestThreadStore } from './comments';
 import type { GitHubForge } from './github-forge';
 import { KeyedQueue } from '../keyed-queue';
@@ -22,7 +22,7 @@ import { steersByAssociation, STEERING_ASSOCIATIONS, type GitHubFeedback } from 
  * Threads are not resolved on GitHub (REST cannot; that is GraphQL's `resolveReviewThread`).
  */
 
-export type GitHubThreadsForge = Pick<GitHubForge, 'getPullRequest' | 'commentOnPullRequest' | 'replyToReviewComment'>;
+export type GitHubThreadsForge = Pick<GitHubForge, 'getPullRequest' | 'commentOnPullRequest' | 'replyToReviewComment'> & Partial<Pick<GitHubForge, 'failedJobsLog'>>;
 
 export interface GitHubThreadsOptions {
   forge: GitHubThreadsForge;
@@ -116,12 +116,22 @@ export class GitHubThreads implements FollowedThreads {
       const known = await this.options.store.listChecks(feedback.repo, feedback.headSha);
       if (known.some((check) => check.forgeId === feedback.id && check.forgeKind === feedback.source)) return undefined;
       const where = feedback.url ? `\nDetails: ${feedback.url}` : '';
+      let conclusion = checkConclusion(feedback.conclusion);
+      let jobs = '';
+      // A red Actions run: its failed jobs' logs are what triage reads (test names, a runner lost, a timeout).
+      if (isRed(conclusion) && this.options.forge.failedJobsLog) {
+        const read = await this.options.forge.failedJobsLog(feedback.repo, feedback).catch((error: unknown) => ({ log: `(the failed jobs' logs could not be read: ${error instanceof Error ? error.message : String(error)})` }));
+        if (read) {
+          jobs = `\n\n${read.log}`;
+          if ('conclusion' in read && read.conclusion) conclusion = read.conclusion;
+        }
+      }
       return this.options.store.addCheck({
         repo: feedback.repo,
         sha: feedback.headSha,
         name: feedback.name.slice(0, 200) || feedback.source,
-        conclusion: checkConclusion(feedback.conclusion),
-        log: this.mask(trimCheckLog(`${feedback.log ?? ''}${where}`.trim())),
+        conclusion,
+        log: this.mask(trimCheckLog(`${feedback.log ?? ''}${where}${jobs}`.trim())),
         postedBy: 'github',
         createdAt: feedback.completedAt,
         forgeId: feedback.id,

@@ -11,7 +11,7 @@ import { GitHubWebhookReceiver, headLineOfHunk, steersByAssociation, type GitHub
  */
 
 const SECRET = 'webhook-secret-for-tests';
-const HANDLED = ['pull_request', 'pull_request_review', 'pull_request_review_comment', 'issue_comment', 'check_run', 'check_suite', 'workflow_run'] as const;
+const HANDLED = ['pull_request', 'pull_request_review', 'pull_request_review_comment', 'issue_comment', 'check_run', 'check_suite', 'workflow_run', 'status'] as const;
 
 interface Example { action?: string; [key: string]: unknown }
 const definitions = examples as unknown as Array<{ name: string; examples: Example[] }>;
@@ -40,6 +40,8 @@ describe('GitHub webhooks through @octokit/webhooks', () => {
           : name === 'pull_request_review_comment' ? (action === 'created' ? 'comment' : undefined)
           : name === 'issue_comment' ? (action === 'created' && (payload.issue as { pull_request?: unknown }).pull_request ? 'comment' : undefined)
           : name === 'pull_request_review' ? (action === 'submitted' && ['approved', 'changes_requested', 'commented'].includes(String((payload.review as { state: string }).state).toLowerCase()) ? 'review' : undefined)
+          // A status has no action: it is a check once it is no longer pending (the published ones are success).
+          : name === 'status' ? (payload.state !== 'pending' ? 'check' : undefined)
           : action === 'completed' ? 'check' : undefined;
         expect(feedback.map((item) => item.kind), `${name}.${action}`).toEqual(expected ? [expected] : []);
       }

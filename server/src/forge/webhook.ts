@@ -1,5 +1,6 @@
 import { Webhooks, type EmitterWebhookEvent } from '@octokit/webhooks';
 import { DockhandError } from '../errors';
+import { commitStatusFeedback } from './github-actions';
 import type { PullRequestOutcome } from './types';
 
 /*
@@ -11,7 +12,8 @@ import type { PullRequestOutcome } from './types';
  * What comes back to a PR, as `GitHubFeedback`: its end (pull_request closed: merged or not), a
  * comment on a line of its diff (pull_request_review_comment), a comment on the PR itself
  * (issue_comment on an issue that is a PR), a submitted review (pull_request_review), and a check
- * that finished on a commit (check_run, check_suite, workflow_run). Who wrote a comment goes with
+ * that finished on a commit (check_run, check_suite, workflow_run, and a commit `status` that is
+ * no longer pending). Who wrote a comment goes with
  * GitHub's `author_association`; whether that person may steer is the follower's decision
  * (`steersByAssociation`). Every other event and action is acknowledged and ignored.
  */
@@ -68,9 +70,11 @@ export type GitHubFeedback =
   | {
     kind: 'check';
     repo: string;
-    /** The PRs GitHub attached the run to (empty for a fork's PR: found by the head commit). */
+    /** The PRs GitHub attached the run to (empty for a fork's PR and a commit status: found by the head commit). */
     numbers: number[];
-    source: 'check_run' | 'check_suite' | 'workflow_run';
+    source: 'check_run' | 'check_suite' | 'workflow_run' | 'status';
+    /** GitHub Actions ran it: its failed jobs' logs can be read (`github-actions.ts`). */
+    fromActions?: boolean;
     id: number;
     name: string;
     headSha: string;
@@ -78,7 +82,7 @@ export type GitHubFeedback =
     conclusion: string;
     /** Where its log is read (the run's page or its details URL). */
     url?: string;
-    /** What the delivery says of its result (a check run's output title, summary and text); the job's log itself is not in it. */
+    /** What the delivery says of its result (a check run's output title, summary and text, a status's description); an Actions job's log is read on recording. */
     log?: string;
     completedAt: string;
   };
@@ -169,7 +173,10 @@ export interface RestCheckRun {
   completed_at: string | null;
   output: { title: string | null; summary: string | null; text?: string | null };
   pull_requests: Array<{ number: number }>;
+  app?: { slug?: string } | null;
 }
+
+const ACTIONS_APP = 'github-actions';
 
 /** Undefined while the run has not completed. */
 export function checkRunFeedback(repo: string, run: RestCheckRun): Extract<GitHubFeedback, { kind: 'check' }> | undefined {
@@ -184,6 +191,7 @@ export function checkRunFeedback(repo: string, run: RestCheckRun): Extract<GitHu
     name: run.name,
     headSha: run.head_sha,
     conclusion: run.conclusion ?? 'neutral',
+    ...(run.app?.slug === ACTIONS_APP ? { fromActions: true } : {}),
     ...(url ? { url } : {}),
     log: [run.output.title, run.output.summary, run.output.text].filter((part): part is string => typeof part === 'string' && part !== '').join('\n'),
     completedAt: run.completed_at ?? new Date().toISOString(),
@@ -274,6 +282,7 @@ export class GitHubWebhookReceiver {
         repo: payload.repository.full_name,
         numbers: suite.pull_requests.map((pull) => pull.number),
         source: 'check_suite',
+        ...(suite.app?.slug === ACTIONS_APP ? { fromActions: true } : {}),
         id: suite.id,
         name: suite.app?.name ?? 'check suite',
         headSha: suite.head_sha,
@@ -288,6 +297,7 @@ export class GitHubWebhookReceiver {
         repo: payload.repository.full_name,
         numbers: (run.pull_requests ?? []).flatMap((pull) => (pull ? [pull.number] : [])),
         source: 'workflow_run',
+        fromActions: true,
         id: run.id,
         name: run.name ?? payload.workflow?.name ?? 'workflow',
         headSha: run.head_sha,
@@ -295,6 +305,11 @@ export class GitHubWebhookReceiver {
         url: run.html_url,
         completedAt: run.updated_at,
       });
+    });
+    this.webhooks.on('status', ({ id, payload }) => {
+      // A status names no PR: the sink keeps it when its repository has a followed PR, by commit.
+      const feedback = commitStatusFeedback(payload.repository.full_name, payload.sha, payload);
+      if (feedback) add(id, feedback);
     });
   }
 
