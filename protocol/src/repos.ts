@@ -40,6 +40,12 @@ export const EnvironmentRecipe = z.object({
    * The value stays in the server (its registry front adds it upstream); absent when none.
    */
   registries: z.array(z.object({ scope: z.string().optional(), url: z.string(), token: z.string() })).optional(),
+  /**
+   * The repository's own Python package index (`.dockhand/environment.yml` `pythonIndex`): its
+   * simple URL, the HTTP Basic user name (absent: `__token__`) and the name of the secret that is
+   * the password. pip reaches it through the server's front, which adds the credential; absent when none.
+   */
+  pythonIndex: z.object({ url: z.string(), username: z.string().optional(), token: z.string() }).optional(),
   test: z.object({
     command: z.string().min(1),
     source: Source,

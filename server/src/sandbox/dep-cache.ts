@@ -9,6 +9,7 @@ import { createSecureContext, rootCertificates } from 'node:tls';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { passedHeaders, relay } from './dep-cache-http';
+import { PIP_FRONT_PREFIX, pipFrontBase, pythonIndexOf } from './dep-cache-pip';
 import { answerPrivate, type BuildRoute } from './dep-cache-private';
 import { registryFor, type PrivateRegistry, type RegistryRefusal } from './private-registries';
 
@@ -29,7 +30,8 @@ import { registryFor, type PrivateRegistry, type RegistryRefusal } from './priva
  * (version lists) are passed through uncached: they change.
  *
  * A repository's own registries with their credentials (`private-registries.ts`) are routed per
- * build listener: the server adds the credential upstream, and what they serve is never kept.
+ * build listener: the server adds the credential upstream, and what they serve is never kept. Its
+ * Python index is one of them, under `/-/pip/` (`dep-cache-pip.ts`).
  *
  * It will not: cache pip wheels or yarn classic / berry downloads (those keep the CONNECT proxy),
  * nor anything outside the upstream's origin.
@@ -343,10 +345,21 @@ export class DependencyCache {
       const value = request.headers[name];
       if (typeof value === 'string') headers[name] = value;
     }
+    const fetch = (verb: string, url: URL, sent: Record<string, string>): Promise<IncomingMessage> => this.fetchUrl(verb, url, sent);
+    if (path.startsWith(PIP_FRONT_PREFIX)) {
+      count('passedThrough');
+      const index = pythonIndexOf(route.registries);
+      if (!index) {
+        response.writeHead(404, { 'content-type': 'text/plain' }).end('dockhand registry front: this build\'s repository names no Python index (.dockhand/environment.yml pythonIndex)\n');
+        return;
+      }
+      await answerPrivate({ method, path: path.slice(PIP_FRONT_PREFIX.length - 1), frontUrl: pipFrontBase(route.url), headers, registry: index, response, route, fetch, logger: this.logger });
+      return;
+    }
     const registry = registryFor(path, route.registries);
     if (registry) {
       count('passedThrough');
-      await answerPrivate({ method, path, headers, registry, response, route, fetch: (verb, url, sent) => this.fetchUrl(verb, url, sent), logger: this.logger });
+      await answerPrivate({ method, path, frontUrl: route.url, headers, registry, response, route, fetch, logger: this.logger });
       return;
     }
     // A tarball fetched with the build's credentials may be private: never kept, never served from here.

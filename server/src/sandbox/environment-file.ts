@@ -19,6 +19,7 @@ import { DockhandError } from '../errors';
  * lifecycleScripts: true                              # false: no lifecycle script runs at all
  * setup: after                                        # .dockhand/setup.sh after the install, or `replace` it
  * registries: [{ scope: "@acme", url: "https://npm.acme.internal/", token: NPM_ACME }]   # no scope: the default registry
+ * pythonIndex: { url: "https://pypi.acme.internal/simple/", username: ci, token: PYPI_ACME }   # pip's index, through the server's front
  * secrets: [SENTRY_AUTH]                              # given to setup.sh only, as $SENTRY_AUTH_FILE
  * ```
  */
@@ -43,6 +44,17 @@ const Registries = z
   .max(20)
   .refine((list) => new Set(list.map((registry) => registry.scope ?? '')).size === list.length, 'each scope (and the default registry, without one) may be named once');
 
+/**
+ * A Python package index with the repository secret that authenticates it: HTTP Basic with
+ * `username` (default `__token__`, PyPI's and many hosted indexes' name for a token) and the
+ * secret as the password. pip gets the server's front as its index, never this URL.
+ */
+const PythonIndex = z.strictObject({
+  url: z.string().url('must be the index\'s simple URL, e.g. https://pypi.acme.internal/simple/'),
+  username: z.string().regex(/^[^:\s]{1,200}$/, 'must be the index\'s user name (no colon or space)').optional(),
+  token: z.string().regex(/^[A-Z][A-Z0-9_]{0,63}$/, 'must name a repository secret such as PYPI_ACME (A-Z 0-9 _)'),
+});
+
 export const EnvironmentFile = z.strictObject({
   node: z.union([z.string().trim().min(1).max(100), z.number().positive()]).transform(String).optional(),
   packageManager: z
@@ -58,6 +70,7 @@ export const EnvironmentFile = z.strictObject({
   lifecycleScripts: z.boolean().default(true),
   setup: z.enum(['after', 'replace']).optional(),
   registries: Registries.optional(),
+  pythonIndex: PythonIndex.optional(),
   /** Repository secrets given to `.dockhand/setup.sh` only, as files (`setup-secrets.ts`). */
   secrets: z.array(z.string().regex(/^[A-Z][A-Z0-9_]{0,63}$/, 'must name a repository secret such as SENTRY_AUTH (A-Z 0-9 _)')).max(20).optional(),
 });

@@ -348,6 +348,7 @@ export async function detectRecipe(input: RecipeInput, versions: VersionLookup, 
     egressHosts: [...new Set([...(file?.egressHosts ?? []), ...(policyFields(input.files[POLICY_FILE]).allowedEgressHosts ?? [])])],
     // Only when named: a recipe without them keeps its hash (and its snapshots).
     ...(file?.registries?.length ? { registries: file.registries.map((registry) => ({ ...(registry.scope ? { scope: registry.scope } : {}), url: registry.url, token: registry.token })) } : {}),
+    ...(file?.pythonIndex ? { pythonIndex: { url: file.pythonIndex.url, ...(file.pythonIndex.username ? { username: file.pythonIndex.username } : {}), token: file.pythonIndex.token } } : {}),
     test: { command: 'echo "dockhand: no test command found; set test in .dockhand/environment.yml" >&2; exit 2', source: 'default' },
   };
   const installs: string[] = [];

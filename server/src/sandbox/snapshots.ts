@@ -9,6 +9,7 @@ import { EnvironmentRecipe } from '@dockhand/protocol';
 import { z } from 'zod';
 import { DockhandError } from '../errors';
 import { DependencyCache, describeCacheStats, type DependencyCacheListener } from './dep-cache';
+import { pipThroughFront } from './dep-cache-pip';
 import { yarnThroughFront } from './dep-cache-yarn';
 import { describeRefusals, resolveBuildRegistries, type PrivateRegistry, type RegistryCredentials } from './private-registries';
 import { describeSecretUses, secretUses, type SecretUse } from './dep-cache-private';
@@ -482,12 +483,14 @@ export class SnapshotManager {
           repo: request.repo,
           usedBy: `snapshot build ${key} registry front`,
           registries: identity.environment.registries ?? [],
+          pythonIndex: identity.environment.pythonIndex,
           credentials: this.options.registryCredentials,
           allowed: this.options.privateRegistries ?? [],
           frontMissing: !this.dependencyCache ? 'the dependency cache (the registry front) is off (DOCKHAND_DEP_CACHE=off)' : usesDependencyCache(identity) || yarnThroughFront(identity) ? undefined : `its package manager (${identity.environment.packageManager?.name ?? 'none'}) does not install through the registry front (npm, pnpm and yarn do)`,
+          pythonFrontMissing: !this.dependencyCache ? 'the dependency cache (the registry front) is off (DOCKHAND_DEP_CACHE=off)' : pipThroughFront(identity) ? undefined : 'the repository has no Python install for pip to run (python: false, or no Python project found)',
         });
         // An accelerator only: when it cannot start, the build fetches through the proxy as before (not with registries: they need it).
-        if (this.dependencyCache && (usesDependencyCache(identity) || yarnThroughFront(identity))) {
+        if (this.dependencyCache && (usesDependencyCache(identity) || yarnThroughFront(identity) || pipThroughFront(identity))) {
           cache = await this.dependencyCache.listen(gateway, { registries }).catch((error: unknown) => {
             if (registries.length > 0) throw error;
             logger?.warn({ err: error instanceof Error ? error.message : String(error) }, 'dependency cache unavailable; this build fetches through the proxy');
@@ -495,8 +498,9 @@ export class SnapshotManager {
           });
           if (cache) closePorts.push(await openBuildPort(network, Number(new URL(cache.url).port)));
         }
-      } else if (identity.environment.registries?.length) {
-        throw new DockhandError('sandbox_unavailable', `.dockhand/environment.yml names registries, but builds here run without the egress proxy (${egress}), where the registry front is`, { field: '.dockhand/environment.yml:registries' });
+      } else if (identity.environment.registries?.length || identity.environment.pythonIndex) {
+        const field = identity.environment.registries?.length ? 'registries' : 'pythonIndex';
+        throw new DockhandError('sandbox_unavailable', `.dockhand/environment.yml names ${field === 'registries' ? 'registries' : 'a pythonIndex'}, but builds here run without the egress proxy (${egress}), where the registry front is`, { field: `.dockhand/environment.yml:${field}` });
       }
       const setupSecrets = await resolveSetupSecrets({ repo: request.repo, usedBy: `snapshot build ${key} setup.sh`, names: identity.environment.setupSecrets ?? [], credentials: this.options.registryCredentials });
       setupSecretNames = setupSecrets.map((secret) => secret.name);
