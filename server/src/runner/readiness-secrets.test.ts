@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readinessLines } from '../cli/repo-commands';
 import { RepoMirror } from '../sandbox/mirror';
-import { resolveBuildRegistries } from '../sandbox/private-registries';
+import { resolveBuildRegistries, type BuildRegistriesInput } from '../sandbox/private-registries';
 import { SqliteStore } from '../store/sqlite';
 import type { SandboxProvider } from './ports';
 import { ReadinessChecks } from './readiness';
@@ -24,49 +24,63 @@ afterEach(() => {
 
 const gitEnv = { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' };
 
+/** The readiness report's lines for acme/web when its snapshot build needs `input`'s secrets and it has none. */
+async function checkWithoutSecrets(input: Pick<BuildRegistriesInput, 'registries' | 'pythonIndex' | 'allowed'>): Promise<{ ready: boolean | undefined; lines: string }> {
+  const root = mkdtempSync(join(tmpdir(), 'dockhand-readiness-secrets-'));
+  dirs.push(root);
+  const source = join(root, 'web');
+  mkdirSync(source);
+  writeFileSync(join(source, 'package.json'), '{"name":"web"}\n');
+  execFileSync('git', ['init', '-q', '-b', 'main'], { cwd: source, env: gitEnv });
+  execFileSync('git', ['add', '-A'], { cwd: source, env: gitEnv });
+  execFileSync('git', ['commit', '-q', '-m', 'one'], { cwd: source, env: gitEnv });
+  const store = new SqliteStore(':memory:');
+  const mirror = new RepoMirror(join(root, 'data'), { sources: registeredSource(store) });
+  const registry = new RepoRegistry({ store, mirror });
+  const { registration } = await registry.register({ name: 'acme/web', source }, { name: 'root', role: 'admin', createdAt: '' });
+  // What the snapshot manager throws for this recipe when the repository has none of its secrets.
+  const sandboxes: SandboxProvider = {
+    acquire: () => resolveBuildRegistries({
+      repo: 'acme/web',
+      usedBy: 'snapshot build k',
+      ...input,
+      credentials: async (_repo, names) => ({ values: new Map(), missing: [...names] }),
+      frontMissing: undefined,
+    }).then(() => { throw new Error('not reached'); }),
+    release: async () => undefined,
+  };
+  const checks = new ReadinessChecks({ registry, sandboxes, feedback: () => { throw new Error('not reached'); } });
+  try {
+    let status = await checks.start(registration);
+    for (let i = 0; status.state === 'running' && i < 200; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 25));
+      status = checks.status('acme/web') ?? status;
+    }
+    const report = status.report;
+    return { ready: report?.ready, lines: readinessLines(report ?? (() => { throw new Error('no report'); })()).join('\n') };
+  } finally {
+    checks.close();
+    mirror.close();
+    await store.close();
+  }
+}
+
 describe('repo check with registries that need secrets', () => {
   it('is NOT READY with each missing secret named and its command as the action', async () => {
-    const root = mkdtempSync(join(tmpdir(), 'dockhand-readiness-secrets-'));
-    dirs.push(root);
-    const source = join(root, 'web');
-    mkdirSync(source);
-    writeFileSync(join(source, 'package.json'), '{"name":"web"}\n');
-    execFileSync('git', ['init', '-q', '-b', 'main'], { cwd: source, env: gitEnv });
-    execFileSync('git', ['add', '-A'], { cwd: source, env: gitEnv });
-    execFileSync('git', ['commit', '-q', '-m', 'one'], { cwd: source, env: gitEnv });
-    const store = new SqliteStore(':memory:');
-    const mirror = new RepoMirror(join(root, 'data'), { sources: registeredSource(store) });
-    const registry = new RepoRegistry({ store, mirror });
-    const { registration } = await registry.register({ name: 'acme/web', source }, { name: 'root', role: 'admin', createdAt: '' });
-    // What the snapshot manager throws for this recipe when the repository has none of its secrets.
-    const sandboxes: SandboxProvider = {
-      acquire: () => resolveBuildRegistries({
-        repo: 'acme/web',
-        usedBy: 'snapshot build k',
-        registries: [{ scope: '@acme', url: 'https://npm.acme.internal/', token: 'NPM_ACME' }, { scope: '@tools', url: 'https://npm.acme.internal/', token: 'NPM_TOOLS' }],
-        credentials: async (_repo, names) => ({ values: new Map(), missing: [...names] }),
-        allowed: ['https://npm.acme.internal/'],
-        frontMissing: undefined,
-      }).then(() => { throw new Error('not reached'); }),
-      release: async () => undefined,
-    };
-    const checks = new ReadinessChecks({ registry, sandboxes, feedback: () => { throw new Error('not reached'); } });
-    try {
-      let status = await checks.start(registration);
-      for (let i = 0; status.state === 'running' && i < 200; i++) {
-        await new Promise((resolve) => setTimeout(resolve, 25));
-        status = checks.status('acme/web') ?? status;
-      }
-      const report = status.report;
-      expect(report?.ready).toBe(false);
-      const lines = readinessLines(report ?? (() => { throw new Error('no report'); })()).join('\n');
-      expect(lines).toContain('NOT READY');
-      expect(lines).toContain('blocking: the snapshot could not be built: acme/web has no secret NPM_ACME, NPM_TOOLS, which .dockhand/environment.yml names for @acme, @tools');
-      expect(lines).toContain('what to do: dockhand secret set acme/web NPM_ACME --from-file <token file>; dockhand secret set acme/web NPM_TOOLS --from-file <token file>');
-    } finally {
-      checks.close();
-      mirror.close();
-      await store.close();
-    }
+    const { ready, lines } = await checkWithoutSecrets({
+      registries: [{ scope: '@acme', url: 'https://npm.acme.internal/', token: 'NPM_ACME' }, { scope: '@tools', url: 'https://npm.acme.internal/', token: 'NPM_TOOLS' }],
+      allowed: ['https://npm.acme.internal/'],
+    });
+    expect(ready).toBe(false);
+    expect(lines).toContain('NOT READY');
+    expect(lines).toContain('blocking: the snapshot could not be built: acme/web has no secret NPM_ACME, NPM_TOOLS, which .dockhand/environment.yml names for @acme, @tools');
+    expect(lines).toContain('what to do: dockhand secret set acme/web NPM_ACME --from-file <token file>; dockhand secret set acme/web NPM_TOOLS --from-file <token file>');
+  });
+
+  it('names a missing Python index secret the same way', async () => {
+    const { ready, lines } = await checkWithoutSecrets({ registries: [], pythonIndex: { url: 'https://pypi.acme.internal/simple/', token: 'PYPI_ACME' }, allowed: ['https://pypi.acme.internal/'] });
+    expect(ready).toBe(false);
+    expect(lines).toContain('blocking: the snapshot could not be built: acme/web has no secret PYPI_ACME, which .dockhand/environment.yml names for the Python index');
+    expect(lines).toContain('what to do: dockhand secret set acme/web PYPI_ACME --from-file <token file>');
   });
 });
