@@ -10,6 +10,7 @@ import { loadConfig } from '../config';
 import { GitHubForge, staticToken } from '../forge';
 import { startHttpGitServer, type HttpGitServer } from '../forge/testing/http-git-server';
 import { openApiProblems, type RestCall } from '../forge/testing/github-openapi';
+import { executeAsGitHub, graphqlProblems, reviewThreadsRoot, type GraphqlCall } from '../forge/testing/github-graphql';
 import { createFleet, type Fleet } from '../runner/fleet';
 import { FakeSandboxProvider, ScriptedAgent, editLikeTheAgent } from '../runner/testing/fakes';
 
@@ -30,6 +31,7 @@ const gitEnv = { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', 
 const git = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd, env: gitEnv, encoding: 'utf8' }).trim();
 
 const sent: RestCall[] = [];
+const graphqlSent: GraphqlCall[] = [];
 let fleet: Fleet | undefined;
 let server: HttpGitServer | undefined;
 afterEach(async () => {
@@ -38,7 +40,9 @@ afterEach(async () => {
   fleet = undefined;
   server = undefined;
   expect(sent.flatMap(openApiProblems)).toEqual([]);
+  expect(graphqlSent.flatMap(graphqlProblems)).toEqual([]);
   sent.length = 0;
+  graphqlSent.length = 0;
 });
 
 function exampleComment(): Record<string, unknown> {
@@ -69,12 +73,21 @@ describe('a GitHub PR\'s follow-up round, end to end on real git (#26)', { timeo
     const branchHead = () => git(bare, 'rev-parse', `refs/heads/${BRANCH}`);
 
     let nextId = 9000;
+    const payload = exampleComment();
+    const comment = payload.comment as { id: number; body: string };
+    // The PR's review threads on GitHub's GraphQL side: the comment's thread, and one other.
+    const resolvedThreads: string[] = [];
+    const threadsRoot = reviewThreadsRoot([{ id: 'PRRT_other', isResolved: false, commentIds: [1] }, { id: 'PRRT_comment', isResolved: false, commentIds: [comment.id] }], { resolved: resolvedThreads });
     const githubFetch: typeof fetch = async (input, init) => {
       const url = new URL(typeof input === 'string' ? input : input instanceof URL ? input.href : input.url);
       const method = (init?.method ?? 'GET').toUpperCase();
       const body = typeof init?.body === 'string' ? JSON.parse(init.body) : undefined;
-      sent.push({ method, path: url.pathname, query: url.searchParams, body });
       const json = (status: number, value: unknown) => new Response(JSON.stringify(value), { status, headers: { 'content-type': 'application/json' } });
+      if (method === 'POST' && url.pathname === '/graphql') {
+        graphqlSent.push(body as GraphqlCall);
+        return json(200, await executeAsGitHub(body as GraphqlCall, threadsRoot));
+      }
+      sent.push({ method, path: url.pathname, query: url.searchParams, body });
       if (method === 'GET' && url.pathname === `/repos/${REPO}`) return json(200, { default_branch: 'master' });
       if (method === 'GET' && url.pathname === `/repos/${REPO}/pulls/2`) {
         return json(200, {
@@ -108,8 +121,6 @@ describe('a GitHub PR\'s follow-up round, end to end on real git (#26)', { timeo
     await store.appendEvent(task.id, { type: 'pr.opened', data: { number: 2, url: `https://github.com/${REPO}/pull/2`, branch: BRANCH, headSha: firstHead } });
     await store.appendEvent(task.id, { type: 'task.state', data: { state: 'pr_open' } });
 
-    const payload = exampleComment();
-    const comment = payload.comment as { id: number; body: string };
     const delivery = JSON.stringify(payload, null, 2);
     const response = await fleet.app.inject({
       method: 'POST', url: '/v1/webhooks/github', payload: delivery,
@@ -142,5 +153,7 @@ describe('a GitHub PR\'s follow-up round, end to end on real git (#26)', { timeo
     expect(reply).toContain('> Made three loud too.');
     expect(reply).not.toMatch(/@octocat|<img/);
     expect(git(bare, 'log', '-1', '--format=%B', head)).not.toContain('Signed-off-by: Mallory');
+    // The thread the round addressed is resolved on GitHub (GraphQL), the other one is not.
+    expect(resolvedThreads).toEqual(['PRRT_comment']);
   });
 });

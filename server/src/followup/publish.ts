@@ -95,7 +95,10 @@ export function followUpPublisher(options: FollowUpPublisherOptions): FollowUpPo
       const replied: number[] = [];
       for (const comment of round.data.comments) {
         if (!already(comment.id)) await options.threads.reply(pr, `${what}\n\n${said}`, comment.id);
-        if (pushed.commit) await options.threadStore.resolveComment(pr.repo, comment.id, pushed.headSha);
+        if (pushed.commit) {
+          await options.threadStore.resolveComment(pr.repo, comment.id, pushed.headSha);
+          await options.threads.resolveThread?.(pr, comment.id);
+        }
         replied.push(comment.id);
       }
       if (!already(undefined)) {

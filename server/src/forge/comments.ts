@@ -40,6 +40,12 @@ export interface FollowedThreads {
   view(repo: string, number: number): Promise<{ pr: PullRequest; comments: PullRequestComment[]; checks: PullRequestCheck[] }>;
   /** The server's own reply (in the thread of `inReplyTo`, a store id) or a general PR comment. */
   reply(pr: PullRequest, body: string, inReplyTo?: number): Promise<PullRequestComment>;
+  /**
+   * Resolves the forge's thread of comment `id` (a store id) where the forge keeps threads of its
+   * own (GitHub); never throws: a thread it may not resolve is logged and left. The local forge's
+   * threads are the store's, resolved by `resolveComment`.
+   */
+  resolveThread?(pr: PullRequest, id: number): Promise<void>;
 }
 
 /** Who may steer a PR's task. `requester` is undefined for a PR no task opened. */

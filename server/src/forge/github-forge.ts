@@ -2,6 +2,7 @@ import { Octokit } from '@octokit/rest';
 import { DockhandError } from '../errors';
 import { commitStatusFeedback, failedJobsLog, type FailedJobsLog } from './github-actions';
 import type { GitHubRepo, GitHubTokenProvider } from './github-auth';
+import { resolveReviewThread, type ResolveOutcome } from './github-review-threads';
 import { checkRunFeedback, issueCommentFeedback, reviewCommentFeedback, reviewFeedback } from './github-poll';
 import { findRevert } from './revert';
 import type { GitHubFeedback } from './webhook';
@@ -196,6 +197,12 @@ export class GitHubForge implements Forge {
     const octokit = await this.client(target);
     const { data } = await octokit.rest.pulls.createReplyForReviewComment({ owner: target.owner, repo: target.name, pull_number: number, comment_id: commentId, body });
     return { id: data.id, url: data.html_url, createdAt: data.created_at };
+  }
+
+  /** Resolves the review thread holding line comment `commentId` (GraphQL: REST has no threads). */
+  async resolveReviewThread(repo: string, number: number, commentId: number): Promise<ResolveOutcome> {
+    const target = parseGitHubRepo(repo);
+    return resolveReviewThread(await this.client(target), target, number, commentId);
   }
 
   /**

@@ -4,6 +4,7 @@ import { isRed, trimCheckLog, latestChecks, type CheckConclusion, type PullReque
 import { BOT_AUTHOR, type FollowedThreads, type PullRequestComment, type PullRequestThreadStore } from './comments';
 import type { GitHubForge } from './github-forge';
 import { KeyedQueue } from '../keyed-queue';
+import type { Logger } from '../log';
 import type { PullRequest } from './types';
 import { steersByAssociation, STEERING_ASSOCIATIONS, type GitHubFeedback } from './webhook';
 
@@ -19,10 +20,11 @@ import { steersByAssociation, STEERING_ASSOCIATIONS, type GitHubFeedback } from 
  * The server's own replies go to GitHub (a reply in a line comment's thread, else a PR comment)
  * and are recorded as `bot` with the id GitHub gave them, under the PR's queue: the delivery of
  * that same comment, which may arrive before the REST answer, waits and is found to be known.
- * Threads are not resolved on GitHub (REST cannot; that is GraphQL's `resolveReviewThread`).
+ * A line comment's thread a round addressed is resolved on GitHub through GraphQL
+ * (`github-review-threads.ts`); a token that may not is logged and the thread left open.
  */
 
-export type GitHubThreadsForge = Pick<GitHubForge, 'getPullRequest' | 'commentOnPullRequest' | 'replyToReviewComment'> & Partial<Pick<GitHubForge, 'failedJobsLog'>>;
+export type GitHubThreadsForge = Pick<GitHubForge, 'getPullRequest' | 'commentOnPullRequest' | 'replyToReviewComment'> & Partial<Pick<GitHubForge, 'failedJobsLog' | 'resolveReviewThread'>>;
 
 export interface GitHubThreadsOptions {
   forge: GitHubThreadsForge;
@@ -32,6 +34,7 @@ export interface GitHubThreadsOptions {
   /** Logins a repository lets steer besides GitHub's steering associations. */
   allowed?: (repo: string) => Promise<readonly string[]>;
   now?: () => Date;
+  logger?: Logger;
 }
 
 type Delivered = Exclude<GitHubFeedback, { kind: 'outcome' }>;
@@ -144,6 +147,23 @@ export class GitHubThreads implements FollowedThreads {
     const pr = await this.options.forge.getPullRequest(repo, number);
     const [comments, checks] = await Promise.all([this.options.store.listComments(pr.repo, number), this.options.store.listChecks(pr.repo, pr.headSha)]);
     return { pr, comments, checks: latestChecks(checks) };
+  }
+
+  async resolveThread(pr: PullRequest, id: number): Promise<void> {
+    const resolve = this.options.forge.resolveReviewThread;
+    if (!resolve) return;
+    const comment = (await this.options.store.listComments(pr.repo, pr.number)).find((candidate) => candidate.id === id);
+    // Only a line comment has a thread on GitHub: a PR comment or a review has nothing to resolve.
+    if (comment?.forgeKind !== 'review_comment' || comment.forgeId === undefined) return;
+    const where = { repo: pr.repo, number: pr.number, commentId: comment.forgeId };
+    try {
+      const result = await resolve.call(this.options.forge, pr.repo, pr.number, comment.forgeId);
+      if (result.outcome === 'forbidden') this.options.logger?.warn({ ...where, reason: result.reason }, 'not resolving the review thread on GitHub: the token may not (skipped)');
+      else if (result.outcome === 'not_found') this.options.logger?.info(where, 'no review thread on GitHub holds the comment (deleted?); nothing resolved');
+      else this.options.logger?.info({ ...where, threadId: result.threadId, outcome: result.outcome }, 'review thread resolved on GitHub');
+    } catch (error) {
+      this.options.logger?.warn({ ...where, err: error }, 'resolving the review thread on GitHub failed; it stays open');
+    }
   }
 
   async reply(pr: PullRequest, body: string, inReplyTo?: number): Promise<PullRequestComment> {

@@ -148,7 +148,7 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
   // The local forge's PR comments, reviews and checks (issue 26).
   const pullRequestThreads = localForge ? localThreads({ forge: localForge, store, known }) : undefined;
   // A GitHub forge's PR threads: what its webhooks (and polls) deliver, recorded in the same store.
-  const githubThreads = forge instanceof GitHubForge ? new GitHubThreads({ forge, store: store.prThreads, known }) : undefined;
+  const githubThreads = forge instanceof GitHubForge ? new GitHubThreads({ forge, store: store.prThreads, known, ...(parts.logger ? { logger: parts.logger } : {}) }) : undefined;
   const followedThreads = pullRequestThreads ?? githubThreads;
   const followForge = localForge ?? (forge instanceof GitHubForge ? forge : undefined);
   const readiness = new ReadinessChecks({
