@@ -63,7 +63,7 @@ describe('a repository\'s Python index behind the registry front', () => {
   it('pip\'s environment: the front as its only index, no prompt, the front outside the proxy; the fleet\'s index stays as an extra one', () => {
     const env: Record<string, string> = { PIP_NO_INDEX: '1', PIP_NO_BUILD_ISOLATION: '0', NO_PROXY: '172.30.0.1', no_proxy: '172.30.0.1' };
     pipFrontEnvironment(env, FRONT, { url: 'https://pypi.acme.internal/simple/', token: 'PYPI_ACME' }, undefined);
-    expect(env).toEqual({ PIP_INDEX_URL: `${FRONT}-/pip/simple/`, PIP_NO_INPUT: '1', PIP_NO_BUILD_ISOLATION: '0', NO_PROXY: '172.30.0.1', no_proxy: '172.30.0.1' });
+    expect(env).toEqual({ PIP_INDEX_URL: `${FRONT}-/pip/simple/`, PIP_NO_INPUT: '1', PIP_NO_BUILD_ISOLATION: '0', PIP_TRUSTED_HOST: '172.30.0.1', NO_PROXY: '172.30.0.1', no_proxy: '172.30.0.1' });
     const withFleet: Record<string, string> = { PIP_INDEX_URL: 'https://pypi.fleet.internal/simple/' };
     pipFrontEnvironment(withFleet, FRONT, { url: 'https://pypi.acme.internal/simple/', token: 'PYPI_ACME' }, 'https://pypi.fleet.internal/simple/');
     expect(withFleet).toMatchObject({ PIP_INDEX_URL: `${FRONT}-/pip/simple/`, PIP_EXTRA_INDEX_URL: 'https://pypi.fleet.internal/simple/', NO_PROXY: '172.30.0.1' });

@@ -46,7 +46,8 @@ export function pipIndexUrlAtFront(frontUrl: string, index: PythonIndexRecipe): 
 
 /**
  * The install's pip settings: the front as the index (the fleet's `DOCKHAND_PIP_INDEX_URL`, when
- * set, as an extra index for public packages), plain http to the front outside the CONNECT proxy.
+ * set, as an extra index for public packages), plain http to the front outside the CONNECT proxy
+ * and trusted (pip skips an untrusted plain-http index with a warning and finds nothing).
  * Build isolation stays as the fleet's index decides it: off without one (the repository's index
  * may hold no build backends), so `setup.py`/`pyproject` builds use the image's.
  */
@@ -58,6 +59,8 @@ export function pipFrontEnvironment(env: Record<string, string>, frontUrl: strin
   if (fleetIndexUrl) env.PIP_EXTRA_INDEX_URL = fleetIndexUrl;
   else env.PIP_NO_BUILD_ISOLATION = '0';
   const host = new URL(frontUrl).hostname;
+  // pip ignores an index on plain http ('not a trusted or secure host') unless it is trusted: the front is the build network's gateway.
+  env.PIP_TRUSTED_HOST = host;
   const noProxy = [...new Set([...(env.NO_PROXY ?? '').split(','), host].filter(Boolean))].join(',');
   Object.assign(env, { NO_PROXY: noProxy, no_proxy: noProxy });
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BERRY_RC_PATH, CLASSIC_RC_PATH, pointRegistryUrlsAtFront, yarnFrontEnvironment, yarnRcFile } from './dep-cache-yarn';
+import { BERRY_RC_PATH, CLASSIC_RC_PATH, dropFrontCredentials, pointRegistryUrlsAtFront, yarnFrontEnvironment, yarnRcFile } from './dep-cache-yarn';
 
 const FRONT = 'http://172.30.0.1:40123/';
 const acme = { scope: '@acme', url: 'https://npm.acme.internal/artifactory/api/npm/npm-local/' };
@@ -46,5 +46,52 @@ describe('yarn through the registry front', () => {
     const berry: Record<string, string> = { YARN_HTTP_PROXY: proxy, YARN_HTTPS_PROXY: proxy, YARN_NPM_REGISTRY_SERVER: 'https://mirror.example/' };
     yarnFrontEnvironment(berry, 'yarn-berry', FRONT, [acme, { url: 'https://npm.acme.internal/' }]);
     expect(berry).toEqual({ NO_PROXY: '172.30.0.1', no_proxy: '172.30.0.1', YARN_HTTPS_PROXY: proxy, YARN_UNSAFE_HTTP_WHITELIST: '172.30.0.1', YARN_NPM_REGISTRY_SERVER: FRONT });
+  });
+});
+
+describe('the repository\'s own credential lines for a registry the front replaces', () => {
+  const registries = [{ scope: '@acme', url: 'https://npm.acme.internal/artifactory/api/npm/npm-local/' }];
+
+  it('drops an .npmrc or classic .yarnrc token line of that registry (an unset ${NPM_TOKEN} would stop yarn), keeping the others', () => {
+    const npmrc = [
+      '@acme:registry=https://npm.acme.internal/artifactory/api/npm/npm-local/',
+      '//npm.acme.internal/artifactory/api/npm/npm-local/:_authToken=${NPM_TOKEN}',
+      '//npm.acme.internal/artifactory/api/npm/npm-local/:always-auth=true',
+      '//npm.other.internal/:_authToken=${OTHER_TOKEN}',
+      '_authToken=${DEFAULT_TOKEN}',
+    ].join('\n');
+    expect(dropFrontCredentials('.npmrc', npmrc, registries).split('\n')).toEqual([
+      '@acme:registry=https://npm.acme.internal/artifactory/api/npm/npm-local/',
+      '//npm.acme.internal/artifactory/api/npm/npm-local/:always-auth=true',
+      '//npm.other.internal/:_authToken=${OTHER_TOKEN}',
+      '_authToken=${DEFAULT_TOKEN}',
+    ]);
+    const yarnrc = '"@acme:registry" "https://npm.acme.internal/artifactory/api/npm/npm-local/"\n"//npm.acme.internal/artifactory/api/npm/npm-local/:_authToken" "${NPM_TOKEN}"\n';
+    expect(dropFrontCredentials('.yarnrc', yarnrc, registries)).toBe('"@acme:registry" "https://npm.acme.internal/artifactory/api/npm/npm-local/"\n');
+    // The default registry replaced: the top-level token goes too.
+    expect(dropFrontCredentials('.npmrc', 'registry=https://mirror.acme.internal/\n_authToken=${NPM_TOKEN}\n', [{ url: 'https://mirror.acme.internal/' }])).toBe('registry=https://mirror.acme.internal/\n');
+  });
+
+  it('drops berry\'s npmAuthToken of the scope, of the registry entry and (default registry) at the top, and leaves an rc without them byte for byte', () => {
+    const rc = [
+      'nodeLinker: node-modules',
+      'npmScopes:',
+      '  acme:',
+      '    npmRegistryServer: "https://npm.acme.internal/artifactory/api/npm/npm-local"',
+      '    npmAuthToken: "${NPM_TOKEN}"',
+      '  other:',
+      '    npmAuthToken: "${OTHER_TOKEN}"',
+      'npmRegistries:',
+      '  "https://npm.acme.internal/artifactory/api/npm/npm-local":',
+      '    npmAuthIdent: "${NPM_IDENT}"',
+      '',
+    ].join('\n');
+    const dropped = dropFrontCredentials('.yarnrc.yml', rc, registries);
+    expect(dropped).not.toContain('NPM_TOKEN');
+    expect(dropped).not.toContain('NPM_IDENT');
+    expect(dropped).toContain('npmAuthToken: "${OTHER_TOKEN}"');
+    expect(dropped).toContain('npmRegistryServer: "https://npm.acme.internal/artifactory/api/npm/npm-local"');
+    const plain = 'npmScopes:\n  acme:\n    npmRegistryServer: "https://npm.acme.internal/"   # the company registry\n';
+    expect(dropFrontCredentials('.yarnrc.yml', plain, registries)).toBe(plain);
   });
 });

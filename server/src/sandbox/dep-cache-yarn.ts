@@ -1,3 +1,4 @@
+import { isMap, parseDocument } from 'yaml';
 import type { DockerSandbox } from './docker-sandbox';
 import type { SnapshotIdentity } from './snapshot-labels';
 
@@ -23,9 +24,14 @@ import type { SnapshotIdentity } from './snapshot-labels';
  * Public packages keep the CONNECT proxy (classic's lockfile URLs on registry.yarnpkg.com, berry's
  * default registry); only a repository with registries installs through the front at all.
  *
- * It will not: rewrite a registry URL in any other file, nor satisfy a repository rc file that
- * reads its token from an environment variable without a default (`${NPM_TOKEN}`: the build has none
- * to give; `${NPM_TOKEN:-}` works, and the front drops what a build sends anyway).
+ * The repository's own credential lines for a registry the front replaces are dropped for the
+ * install too (`dropFrontCredentials`): a committed `//npm.acme.internal/:_authToken=${NPM_TOKEN}`
+ * or `npmAuthToken: "${NPM_TOKEN}"` names a variable the build does not have, and both yarns refuse
+ * to start on an unset one; the front adds the real credential upstream anyway.
+ *
+ * It will not: rewrite a registry URL in any other file, nor drop credential lines of a registry
+ * the front does not replace (such a line with an unset variable still fails the install, as it
+ * would on a developer's machine without it).
  */
 
 /** Classic's npm `userconfig` for the install (on the build container's /tmp tmpfs: never committed). */
@@ -62,6 +68,60 @@ export function pointRegistryUrlsAtFront(text: string, registries: readonly Fron
     out = out.replace(new RegExp(`${from.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?![\\w./:-])`, 'g'), front);
   }
   return out;
+}
+
+/** The settings that carry a registry credential: npm/classic rc keys, berry's. */
+const RC_CREDENTIAL_KEYS = '_authToken|_auth|_password|username|email|certfile|keyfile';
+const BERRY_CREDENTIAL_KEYS = ['npmAuthToken', 'npmAuthIdent'];
+
+/** `//npm.acme.internal/path/`: how rc files key a registry's settings (scheme dropped, one trailing slash). */
+function nerfDart(url: string): string {
+  const parsed = new URL(url);
+  return `//${parsed.host}${parsed.pathname.replace(/\/?$/, '/')}`;
+}
+
+/**
+ * `text` (an .npmrc, .yarnrc or .yarnrc.yml) without its credential settings for the registries the
+ * front replaces: per-registry keys (`//host/path/:_authToken`, berry's `npmRegistries` entries),
+ * the scopes' (berry's `npmScopes.<scope>.npmAuthToken`), and the top-level ones when the default
+ * registry is replaced. Everything else is left as it is.
+ */
+export function dropFrontCredentials(file: string, text: string, registries: readonly FrontRegistry[]): string {
+  const darts = new Set(registries.map((registry) => nerfDart(registry.url)));
+  const defaulted = registries.some((registry) => !registry.scope);
+  if (file.endsWith('.yml')) {
+    const document = parseDocument(text);
+    if (document.errors.length > 0 || !isMap(document.contents)) return text;
+    let changed = false;
+    const drop = (path: unknown[]): void => {
+      for (const key of BERRY_CREDENTIAL_KEYS) {
+        if (!document.hasIn([...path, key])) continue;
+        document.deleteIn([...path, key]);
+        changed = true;
+      }
+    };
+    if (defaulted) drop([]);
+    for (const registry of registries) if (registry.scope) drop(['npmScopes', registry.scope.replace(/^@/, '')]);
+    const entries = document.get('npmRegistries');
+    if (isMap(entries)) {
+      for (const pair of entries.items) {
+        const key = String((pair.key as { value?: unknown } | null)?.value ?? pair.key);
+        const dart = /^https?:/.test(key) ? nerfDart(key) : `${key.replace(/\/?$/, '/')}`;
+        if (darts.has(dart)) drop(['npmRegistries', key]);
+      }
+    }
+    return changed ? document.toString() : text;
+  }
+  const perRegistry = new RegExp(`^\\s*"?(//[^\\s"=]+?):(?:${RC_CREDENTIAL_KEYS})"?\\s*(?:=|\\s)`);
+  const topLevel = new RegExp(`^\\s*"?(?:_authToken|_auth|_password)"?\\s*(?:=|\\s)`);
+  return text
+    .split('\n')
+    .filter((line) => {
+      const dart = perRegistry.exec(line)?.[1];
+      if (dart !== undefined) return !darts.has(dart.replace(/\/?$/, '/'));
+      return !(defaulted && topLevel.test(line));
+    })
+    .join('\n');
 }
 
 /** The build rc file: each configured scope (and the default registry, if configured) at the front, nothing else. */
@@ -124,7 +184,7 @@ export async function prepareYarnFront(builder: DockerSandbox, identity: Snapsho
     const read = await builder.raw(['cat', '--', file]);
     if (read.exitCode !== 0) continue;
     const text = read.stdout.toString('utf8');
-    const pointed = pointRegistryUrlsAtFront(text, registries, frontUrl);
+    const pointed = pointRegistryUrlsAtFront(dropFrontCredentials(file, text, registries), registries, frontUrl);
     if (pointed === text) continue;
     await write(builder, file, pointed);
     rewritten.push(file);

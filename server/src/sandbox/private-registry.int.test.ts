@@ -1,20 +1,17 @@
-import { execFile, execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RepositorySecrets } from '../secrets/service';
-import { SqliteSecretRows } from '../store/secret-rows';
-import { SqliteStore } from '../store/sqlite';
-import { DependencyCache } from './dep-cache';
-import { DockerSandboxDriver } from './docker-driver';
-import { RepoMirror } from './mirror';
+import type { SqliteStore } from '../store/sqlite';
+import type { RepositorySecrets } from '../secrets/service';
+import type { DockerSandboxDriver } from './docker-driver';
+import { registryHarness, type RegistryHarness } from './private-registry-harness.test-support';
 import { PRIVATE_PACKAGE, testRegistry, type TestRegistry } from './private-registry.test-support';
 import type { SnapshotProgress } from './snapshot-build';
-import { SnapshotManager, type Snapshot } from './snapshots';
-import { createRepoFromFiles, ensureBaseImage, TEST_TOOLCHAIN_DIR } from './test-support';
+import type { Snapshot, SnapshotManager } from './snapshots';
+import { TEST_TOOLCHAIN_DIR } from './test-support';
 import { ToolchainStore } from './toolchains';
 
 /*
@@ -26,53 +23,41 @@ import { ToolchainStore } from './toolchains';
  */
 
 const CA = '/etc/ssl/certs/ca-certificates.crt';
-const docker = new Docker();
-const ownerId = `test-private-registry-${process.pid}`;
-const repository = `dockhand/private-registry-test-${process.pid}`;
-const sources = new Map<string, string>();
-const cleanup: string[] = [];
 let registry: TestRegistry;
+let harness: RegistryHarness;
 let dataDir: string;
 let store: SqliteStore;
 let secrets: RepositorySecrets;
-let mirror: RepoMirror;
 let toolchains: ToolchainStore;
 let snapshots: SnapshotManager;
 let driver: DockerSandboxDriver;
+let cleanup: string[];
 
 const environmentFile = (url: string) => `registries: [{ scope: "@acme", url: "${url}", token: NPM_ACME }]\n`;
 const TEST_SCRIPT = `node -e "const u = require('${PRIVATE_PACKAGE}'); if (u.shout('ok') !== 'OK!' || !require('is-number')(1)) process.exit(1)"`;
 
 beforeAll(async () => {
-  ensureBaseImage();
   registry = await testRegistry();
-  dataDir = mkdtempSync(join(tmpdir(), 'dockhand-private-registry-'));
-  store = new SqliteStore(join(dataDir, 'dockhand.db'));
-  secrets = await RepositorySecrets.open(new SqliteSecretRows(store.db), { dataDir });
-  mirror = new RepoMirror(dataDir, { sources: (name) => sources.get(name) ?? name });
   toolchains = new ToolchainStore({ dataDir: TEST_TOOLCHAIN_DIR, caBundle: CA });
-  snapshots = new SnapshotManager({
-    docker, mirror, dataDir, ownerId, repository, egress: 'proxy', extraCaBundle: CA, toolchains,
-    dependencyCache: new DependencyCache({ dir: join(dataDir, 'dep-cache'), caBundle: CA }),
-    registryCredentials: (repo, names, usedBy) => secrets.resolve(repo, names, usedBy),
-    privateRegistries: [registry.url],
-  });
-  driver = new DockerSandboxDriver({ docker, ownerId, runtime: 'runsc' });
+  harness = await registryHarness('private-registry', { privateRegistries: [registry.url], caBundle: CA, toolchains });
+  ({ dataDir, store, secrets, snapshots, driver, cleanup } = harness);
 });
 
 afterAll(async () => {
-  await driver?.destroyAll();
-  await snapshots?.dependencyCache?.close();
-  for (const image of await docker.listImages({ filters: { reference: [repository] } })) await docker.getImage(image.Id).remove({ force: true }).catch(() => undefined);
-  await store?.close();
-  for (const path of [dataDir, ...cleanup]) if (path) rmSync(path, { recursive: true, force: true });
+  await harness?.close();
 });
 
 const YARN_CLASSIC = '1.22.22';
 /** A berry without the age gate of 4.10+ (the test registry's package is published minutes before). */
 const YARN_BERRY = '4.9.2';
-/** The company's own .yarnrc.yml for berry: its scope's registry (no token: each developer's home rc holds that). */
-const berryProjectRc = (url: string) => `nodeLinker: node-modules\nnpmScopes:\n  acme:\n    npmRegistryServer: "${url.replace(/\/$/, '')}"\nunsafeHttpWhitelist:\n  - "${new URL(url).hostname}"\n`;
+/**
+ * The company's own .yarnrc.yml for berry: its scope's registry, and the token read from each
+ * developer's NPM_TOKEN, a variable the build does not have (berry refuses to start on an unset
+ * one unless the front drops that line: dep-cache-yarn.ts dropFrontCredentials).
+ */
+const berryProjectRc = (url: string) => `nodeLinker: node-modules\nnpmScopes:\n  acme:\n    npmRegistryServer: "${url.replace(/\/$/, '')}"\n    npmAuthToken: "\${NPM_TOKEN}"\nunsafeHttpWhitelist:\n  - "${new URL(url).hostname}"\n`;
+/** Yarn classic's committed .npmrc, the same way: yarn 1 stops on 'Failed to replace env in config: ${NPM_TOKEN}' without the drop. */
+const classicProjectNpmrc = (url: string) => `@acme:registry=${url}\n//${new URL(url).host}/:_authToken=\${NPM_TOKEN}\n`;
 
 /** A fixture repository whose lockfile was made on the host against the registry with the token (as a developer's would be). */
 async function fixture(name: string, manager: 'npm' | 'pnpm' | 'yarn' | 'yarn-berry', environment: string | undefined): Promise<string> {
@@ -86,37 +71,34 @@ async function fixture(name: string, manager: 'npm' | 'pnpm' | 'yarn' | 'yarn-be
   cleanup.push(developer);
   const npmrc = join(developer, 'developer.npmrc');
   writeFileSync(npmrc, `@acme:registry=${registry.url}\n//${host}/:_authToken=${registry.token}\n`);
-  const env = { ...process.env, npm_config_userconfig: npmrc, NODE_EXTRA_CA_CERTS: CA };
+  // A developer has NPM_TOKEN set: the committed rc files read it.
+  const env = { ...process.env, npm_config_userconfig: npmrc, NODE_EXTRA_CA_CERTS: CA, NPM_TOKEN: registry.token };
   if (manager === 'npm') await promisify(execFile)('npm', ['install', '--package-lock-only', '--ignore-scripts', '--no-audit', '--no-fund'], { cwd: dir, env });
   else if (manager === 'pnpm') {
     const pnpm = await toolchains.ensure('pnpm', '9.15.9');
     await promisify(execFile)(process.execPath, [join(pnpm.hostPath, 'bin/pnpm.cjs'), 'install', '--lockfile-only', '--no-frozen-lockfile'], { cwd: dir, env });
   } else if (manager === 'yarn') {
+    writeFileSync(join(dir, '.npmrc'), classicProjectNpmrc(registry.url));
     const yarn = await toolchains.ensure('yarn', YARN_CLASSIC);
     await promisify(execFile)(process.execPath, [join(yarn.hostPath, 'bin/yarn.js'), 'install', '--ignore-scripts', '--non-interactive'], { cwd: dir, env: { ...env, YARN_CACHE_FOLDER: join(developer, 'cache') } });
   } else {
-    // The developer's token in their home rc file, the registry in the project's.
+    // The registry and the token's variable in the project's rc file, the token in the developer's environment.
     writeFileSync(join(dir, '.yarnrc.yml'), berryProjectRc(registry.url));
-    writeFileSync(join(developer, '.yarnrc.yml'), `npmScopes:\n  acme:\n    npmAuthToken: "${registry.token}"\n`);
     const berry = await toolchains.ensure('yarn-berry', YARN_BERRY);
     await promisify(execFile)(process.execPath, [join(berry.hostPath, 'bin/yarn.js'), 'install', '--mode=update-lockfile'], {
       cwd: dir,
-      env: { ...process.env, HOME: developer, YARN_ENABLE_GLOBAL_CACHE: 'false', YARN_ENABLE_TELEMETRY: '0', YARN_HTTPS_CA_FILE_PATH: CA, NODE_EXTRA_CA_CERTS: CA },
+      env: { ...process.env, NPM_TOKEN: registry.token, HOME: developer, YARN_ENABLE_GLOBAL_CACHE: 'false', YARN_ENABLE_TELEMETRY: '0', YARN_HTTPS_CA_FILE_PATH: CA, NODE_EXTRA_CA_CERTS: CA },
     });
   }
   const lockfile = manager === 'npm' ? 'package-lock.json' : manager === 'pnpm' ? 'pnpm-lock.yaml' : 'yarn.lock';
   const files: Record<string, string> = { 'package.json': readFileSync(join(dir, 'package.json'), 'utf8'), [lockfile]: readFileSync(join(dir, lockfile), 'utf8'), '.gitignore': 'node_modules/\n.yarn/\n' };
   if (manager === 'yarn-berry') files['.yarnrc.yml'] = readFileSync(join(dir, '.yarnrc.yml'), 'utf8');
+  if (manager === 'yarn') files['.npmrc'] = readFileSync(join(dir, '.npmrc'), 'utf8');
   if (environment !== undefined) files['.dockhand/environment.yml'] = environment;
-  const repo = createRepoFromFiles(files);
-  cleanup.push(repo.path);
-  sources.set(name, repo.path);
-  return repo.sha;
+  return harness.repo(name, files);
 }
 
-async function build(name: string, sha: string, onProgress?: (progress: SnapshotProgress) => void): Promise<Snapshot> {
-  return snapshots.resolve({ repo: name, mirrorPath: await mirror.ensure(name, sha), sha, ...(onProgress ? { onProgress } : {}) });
-}
+const build = (name: string, sha: string, onProgress?: (progress: SnapshotProgress) => void): Promise<Snapshot> => harness.build(name, sha, onProgress);
 
 /** The build log's audit line: each secret by name with its step (and, at the front, its requests upstream). */
 const auditLine = (log: string): string => /^# repository secrets used \(names only\): (.*)$/m.exec(log)?.[1] ?? '';
@@ -193,7 +175,7 @@ describe('private registries through the registry front (runsc-egress)', () => {
   });
 
   for (const manager of ['yarn', 'yarn-berry'] as const) {
-    it(`${manager === 'yarn' ? 'yarn classic' : 'yarn berry'}: the private package through the front; the build's rc file held only the front's URL, the repository's files are the commit's, no form of the token anywhere`, async () => {
+    it(`${manager === 'yarn' ? 'yarn classic' : 'yarn berry'}: the private package through the front (the committed rc file's \${NPM_TOKEN} line dropped for the install); the build's rc file held only the front's URL, the repository's files are the commit's, no form of the token anywhere`, async () => {
       const name = `acme/${manager}`;
       await secrets.set(name, 'NPM_ACME', registry.token, 'alice');
       const sha = await fixture(name, manager, environmentFile(registry.url));
@@ -209,7 +191,7 @@ describe('private registries through the registry front (runsc-egress)', () => {
       const rcLines = written.split('\n').filter(Boolean).map((line) => line.slice(4));
       expect(rcLines.join('\n')).toMatch(manager === 'yarn' ? /^@acme:registry=http:\/\/\d+\.\d+\.\d+\.\d+:\d+\/$/ : /^npmScopes:\n  "acme":\n    npmRegistryServer: "http:\/\/\d+\.\d+\.\d+\.\d+:\d+\/"$/);
       expect(written).not.toContain(new URL(registry.url).host);
-      expect(log).toContain(manager === 'yarn' ? 'yarn.lock pointed at the front for the install' : '.yarnrc.yml pointed at the front for the install');
+      expect(log).toContain(manager === 'yarn' ? 'yarn.lock, .npmrc pointed at the front for the install' : '.yarnrc.yml pointed at the front for the install');
       const sandbox = await driver.create({ image: snapshot.image, baseSha: snapshot.sha, snapshot: snapshot.identity });
       try {
         const tests = await sandbox.exec({ cmd: ['sh', '-c', TEST_SCRIPT] });
