@@ -2,6 +2,7 @@ import type { Task, TaskEvent } from '@dockhand/protocol';
 import { isRed, type PullRequestCheck } from '../forge/checks';
 import { modelText, type FollowedThreads, type PullRequestComment, type PullRequestThreadStore } from '../forge/comments';
 import type { FlakyStore } from '../feedback/types';
+import type { PullRequest } from '../forge/types';
 import type { Logger } from '../log';
 import type { CheckpointStore } from '../runner/checkpoints';
 import { pushedDiff } from '../runner/review-files';
@@ -141,7 +142,7 @@ export class PullRequestFollower {
     const marker = `Round ${round.data.round} ${what}`;
     const view = await this.options.threads.view(task.context.repo, opened.data.number);
     const said = (await this.options.threadStore.listComments(view.pr.repo, opened.data.number)).some((comment) => comment.steering === 'bot' && comment.body.startsWith(marker));
-    if (!said && view.pr.state === 'open') await this.options.threads.reply(view.pr, `${marker}: nothing was pushed, and the PR is as the last push left it (${lastPushedHead(events)?.slice(0, 12) ?? 'unknown'}). ${next}`);
+    if (!said && view.pr.state === 'open') await this.replyOnce(view.pr, `round:${round.data.round}:ended`, `${marker}: nothing was pushed, and the PR is as the last push left it (${lastPushedHead(events)?.slice(0, 12) ?? 'unknown'}). ${next}`);
     // What the branch holds again: the round's start recorded it.
     if (start?.type === 'review.requested_changes' && start.data.reviewedDiff !== undefined) {
       await log.store.setResult(task.id, { diff: start.data.reviewedDiff, summary: (await log.store.getResult(task.id))?.summary ?? '' });
@@ -189,7 +190,7 @@ export class PullRequestFollower {
     if (steering.length === 0 && red?.triage.triage !== 'caused') {
       if (red) {
         if (red.triage.triage === 'flaky') await this.quarantine(task, red.check, red.triage);
-        await this.options.threads.reply(view.pr, `Check **${red.check.name}** is red, and it is not this PR's doing: **${red.triage.triage.replace('_', '-')}**. ${red.triage.evidence}. No round was started.`);
+        await this.replyOnce(view.pr, `triage:check:${red.check.id}`, `Check **${red.check.name}** is red, and it is not this PR's doing: **${red.triage.triage.replace('_', '-')}**. ${red.triage.evidence}. No round was started.`);
         await log.append(task.id, { type: 'pr.feedback', data: { ...marks, kind: 'triaged', comments: [], ignored, check: checkSummary(red.check, red.triage) } });
       } else {
         await log.append(task.id, { type: 'pr.feedback', data: { ...marks, kind: ignored.length > 0 ? 'ignored' : 'seen', comments: [], ignored } });
@@ -199,7 +200,7 @@ export class PullRequestFollower {
 
     const limit = this.limitReached(task, events);
     if (limit) {
-      await this.options.threads.reply(view.pr, `Dockhand stopped following this PR: ${limit}. Nothing more is changed automatically; push to the branch or open a new task.`);
+      await this.replyOnce(view.pr, `limit:${marks.seenThrough}:${marks.checksSeenThrough}`, `Dockhand stopped following this PR: ${limit}. Nothing more is changed automatically; push to the branch or open a new task.`);
       await log.append(task.id, { type: 'pr.feedback', data: { ...marks, kind: 'limit', comments: [], ignored, reason: limit } });
       return false;
     }
@@ -222,6 +223,12 @@ export class PullRequestFollower {
     });
     await this.toRunning(task, round, opened.data.number);
     return true;
+  }
+
+  /** A PR comment written before the event that records it: posted once even if the server dies in between (`FollowedThreads.replyOnce`). */
+  private async replyOnce(pr: PullRequest, key: string, body: string): Promise<void> {
+    const { threads } = this.options;
+    await (threads.replyOnce ? threads.replyOnce(pr, body, key) : threads.reply(pr, body));
   }
 
   private async toRunning(task: Task, round: number, number: number): Promise<void> {

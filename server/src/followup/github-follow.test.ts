@@ -7,6 +7,7 @@ import { temporaryDir } from '../../../test/support/temporary-dirs';
 import { loadConfig } from '../config';
 import { GitHubForge, staticToken } from '../forge';
 import { openApiProblems, type RestCall } from '../forge/testing/github-openapi';
+import { executeAsGitHub, graphqlProblems, type GraphqlCall } from '../forge/testing/github-graphql';
 import { createFleet, type Fleet } from '../runner/fleet';
 import { FakeSandboxProvider, ScriptedAgent } from '../runner/testing/fakes';
 
@@ -36,13 +37,16 @@ function example(name: string, action: string | undefined, match: (payload: Payl
 }
 
 const sent: RestCall[] = [];
+const graphqlSent: GraphqlCall[] = [];
 let fleet: Fleet | undefined;
 afterEach(async () => {
   await fleet?.close();
   fleet = undefined;
   // What the server sent GitHub, judged by GitHub's own description of its API.
   expect(sent.flatMap(openApiProblems)).toEqual([]);
+  expect(graphqlSent.flatMap(graphqlProblems)).toEqual([]);
   sent.length = 0;
+  graphqlSent.length = 0;
 });
 
 /** What the scripted GitHub answers the polling fallback with (REST bodies: the examples' own objects). */
@@ -54,8 +58,13 @@ function githubFetch(): typeof fetch {
     const url = new URL(typeof input === 'string' ? input : input instanceof URL ? input.href : input.url);
     const method = (init?.method ?? 'GET').toUpperCase();
     const body = typeof init?.body === 'string' ? JSON.parse(init.body) : undefined;
-    sent.push({ method, path: url.pathname, query: url.searchParams, body });
     const json = (status: number, value: unknown) => new Response(JSON.stringify(value), { status, headers: { 'content-type': 'application/json' } });
+    // Who the server is, asked before a reply is posted (exactly once across a crash), judged by GitHub's GraphQL schema.
+    if (method === 'POST' && url.pathname === '/graphql') {
+      graphqlSent.push(body as GraphqlCall);
+      return json(200, await executeAsGitHub(body as GraphqlCall, { viewer: { login: 'dockhand-app[bot]' } }));
+    }
+    sent.push({ method, path: url.pathname, query: url.searchParams, body });
     if (method === 'GET' && url.pathname === `/repos/${REPO}/pulls/2`) {
       return json(200, {
         number: 2, html_url: `https://github.com/${REPO}/pull/2`, title: 'Update the README with new information.', body: '', draft: false, state: 'open',

@@ -85,10 +85,12 @@ describe('a GitHub PR\'s follow-up round, end to end on real git (#26)', { timeo
       const json = (status: number, value: unknown) => new Response(JSON.stringify(value), { status, headers: { 'content-type': 'application/json' } });
       if (method === 'POST' && url.pathname === '/graphql') {
         graphqlSent.push(body as GraphqlCall);
-        return json(200, await executeAsGitHub(body as GraphqlCall, threadsRoot));
+        return json(200, await executeAsGitHub(body as GraphqlCall, { viewer: { login: 'dockhand-app[bot]' }, ...threadsRoot }));
       }
       sent.push({ method, path: url.pathname, query: url.searchParams, body });
       if (method === 'GET' && url.pathname === `/repos/${REPO}`) return json(200, { default_branch: 'master' });
+      // Before each reply the PR's comments are searched for it (exactly once across a crash): none yet.
+      if (method === 'GET' && [`/repos/${REPO}/pulls/2/comments`, `/repos/${REPO}/issues/2/comments`, `/repos/${REPO}/pulls/2/reviews`].includes(url.pathname)) return json(200, []);
       if (method === 'GET' && url.pathname === `/repos/${REPO}/pulls/2`) {
         return json(200, {
           number: 2, html_url: `https://github.com/${REPO}/pull/2`, title: 'Make two loud', body: '', draft: true, state: 'open',

@@ -13,7 +13,9 @@ import { lastPushedHead, unpushedRound } from './rounds';
  * The end of an approved follow-up round: one new commit on the PR's branch (`forge/follow-push.ts`),
  * the PR record's head moved to it, a reply on each thread the round addressed (with the commit)
  * and the thread resolved, and a short summary on the PR. Safe to run again after a crash: the
- * same commit is rebuilt and found on the branch, and a reply already posted is not posted twice.
+ * same commit is rebuilt and found on the branch, and a reply already posted is not posted twice
+ * (on GitHub, a reply posted just before a crash that kept it from the store is found on the PR by
+ * its hidden marker: `replyOnce`).
  */
 
 export interface FollowUpResult {
@@ -93,8 +95,9 @@ export function followUpPublisher(options: FollowUpPublisherOptions): FollowUpPo
       const already = (id: number | undefined) => existing.some((comment) => comment.steering === 'bot' && comment.inReplyTo === id && comment.body.includes(marker));
       const what = pushed.commit ? `Addressed in ${pushed.headSha.slice(0, 12)} ${marker}: ${commitUrl(repo, pushed.headSha, pr.url)}` : `No code change was needed ${marker}.`;
       const replied: number[] = [];
+      const reply = (body: string, key: string, inReplyTo?: number) => (options.threads.replyOnce ? options.threads.replyOnce(pr, body, key, inReplyTo) : options.threads.reply(pr, body, inReplyTo));
       for (const comment of round.data.comments) {
-        if (!already(comment.id)) await options.threads.reply(pr, `${what}\n\n${said}`, comment.id);
+        if (!already(comment.id)) await reply(`${what}\n\n${said}`, `round:${round.data.round}:comment:${comment.id}`, comment.id);
         if (pushed.commit) {
           await options.threadStore.resolveComment(pr.repo, comment.id, pushed.headSha);
           await options.threads.resolveThread?.(pr, comment.id);
@@ -103,7 +106,7 @@ export function followUpPublisher(options: FollowUpPublisherOptions): FollowUpPo
       }
       if (!already(undefined)) {
         const change = pushed.commit ? `one new commit ${pushed.headSha.slice(0, 12)} on ${opened.data.branch}` : 'no new commit (no code change was needed)';
-        await options.threads.reply(pr, `Follow-up ${marker} for ${trigger}: ${change}.${round.data.ignored.length ? ` Ignored (may not steer): ${round.data.ignored.map((entry) => `#${entry.id} by ${entry.author}`).join(', ')}.` : ''}`);
+        await reply(`Follow-up ${marker} for ${trigger}: ${change}.${round.data.ignored.length ? ` Ignored (may not steer): ${round.data.ignored.map((entry) => `#${entry.id} by ${entry.author}`).join(', ')}.` : ''}`, `round:${round.data.round}:summary`);
       }
       return { round: round.data.round, number, headSha: pushed.headSha, commit: pushed.commit, replied };
     },

@@ -46,6 +46,12 @@ export interface FollowedThreads {
    * threads are the store's, resolved by `resolveComment`.
    */
   resolveThread?(pr: PullRequest, id: number): Promise<void>;
+  /**
+   * `reply`, at most once per `key` even when the server died between the forge's answer and the
+   * store's record (GitHub: found again on the forge by a hidden marker). Absent where the reply
+   * and its record are one write (the local forge: its store is the forge).
+   */
+  replyOnce?(pr: PullRequest, body: string, key: string, inReplyTo?: number): Promise<PullRequestComment>;
 }
 
 /** Who may steer a PR's task. `requester` is undefined for a PR no task opened. */

@@ -2,7 +2,7 @@ import { Octokit } from '@octokit/rest';
 import { DockhandError } from '../errors';
 import { commitStatusFeedback, failedJobsLog, type FailedJobsLog } from './github-actions';
 import type { GitHubRepo, GitHubTokenProvider } from './github-auth';
-import { resolveReviewThread, type ResolveOutcome } from './github-review-threads';
+import { resolveReviewThread, VIEWER_QUERY, type ResolveOutcome } from './github-review-threads';
 import { checkRunFeedback, issueCommentFeedback, reviewCommentFeedback, reviewFeedback } from './github-poll';
 import { findRevert } from './revert';
 import type { GitHubFeedback } from './webhook';
@@ -197,6 +197,13 @@ export class GitHubForge implements Forge {
     const octokit = await this.client(target);
     const { data } = await octokit.rest.pulls.createReplyForReviewComment({ owner: target.owner, repo: target.name, pull_number: number, comment_id: commentId, body });
     return { id: data.id, url: data.html_url, createdAt: data.created_at };
+  }
+
+  /** The login the server posts as (GraphQL's `viewer`: a user for a token, `<app>[bot]` for an App installation). */
+  async viewerLogin(repo: string): Promise<string> {
+    const octokit = await this.client(parseGitHubRepo(repo));
+    const answer = await octokit.graphql<{ viewer: { login: string } }>(VIEWER_QUERY);
+    return answer.viewer.login;
   }
 
   /** Resolves the review thread holding line comment `commentId` (GraphQL: REST has no threads). */

@@ -36,6 +36,11 @@ export const RESOLVE_REVIEW_THREAD_MUTATION = `mutation resolveReviewThread($thr
   }
 }`;
 
+/** Who the token is (the server's own comments are the ones this login wrote). */
+export const VIEWER_QUERY = `query viewerLogin {
+  viewer { login }
+}`;
+
 interface ThreadsAnswer {
   repository: {
     pullRequest: {

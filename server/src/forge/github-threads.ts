@@ -24,7 +24,7 @@ import { steersByAssociation, STEERING_ASSOCIATIONS, type GitHubFeedback } from 
  * (`github-review-threads.ts`); a token that may not is logged and the thread left open.
  */
 
-export type GitHubThreadsForge = Pick<GitHubForge, 'getPullRequest' | 'commentOnPullRequest' | 'replyToReviewComment'> & Partial<Pick<GitHubForge, 'failedJobsLog' | 'resolveReviewThread'>>;
+export type GitHubThreadsForge = Pick<GitHubForge, 'getPullRequest' | 'commentOnPullRequest' | 'replyToReviewComment'> & Partial<Pick<GitHubForge, 'failedJobsLog' | 'resolveReviewThread' | 'pullRequestFeedback' | 'viewerLogin'>>;
 
 export interface GitHubThreadsOptions {
   forge: GitHubThreadsForge;
@@ -167,28 +167,89 @@ export class GitHubThreads implements FollowedThreads {
   }
 
   async reply(pr: PullRequest, body: string, inReplyTo?: number): Promise<PullRequestComment> {
+    return this.queue.run(`${pr.repo}#${pr.number}`, () => this.post(pr, body, inReplyTo));
+  }
+
+  /**
+   * A reply posted at most once per `key`, across a crash between GitHub's answer and the store's
+   * record of it: the body carries `<!-- dockhand:KEY -->` (hidden on GitHub), and before posting
+   * the store, then the PR's comments on GitHub, are searched for it. A comment found on GitHub
+   * counts only when the server's own account wrote it (GraphQL's `viewer`; where that cannot be
+   * read, a bot account), so nobody can silence a reply by quoting its marker. Found there, it is
+   * recorded (as `bot`, unless a delivery already recorded it) and nothing is posted.
+   */
+  async replyOnce(pr: PullRequest, body: string, key: string, inReplyTo?: number): Promise<PullRequestComment> {
+    const marker = replyMarker(key);
     return this.queue.run(`${pr.repo}#${pr.number}`, async () => {
-      const text = this.mask(body);
       const known = await this.options.store.listComments(pr.repo, pr.number);
-      const parent = inReplyTo === undefined ? undefined : known.find((comment) => comment.id === inReplyTo);
-      // Only a line comment has a thread on GitHub; a reply to anything else is a PR comment that quotes whom it answers.
-      const inThread = parent?.forgeKind === 'review_comment' && parent.forgeId !== undefined;
-      const posted = inThread
-        ? await this.options.forge.replyToReviewComment(pr.repo, pr.number, parent.forgeId!, text)
-        : await this.options.forge.commentOnPullRequest(pr.repo, pr.number, parent ? `@${parent.author} ${text}` : text);
-      return this.options.store.addComment({
-        repo: pr.repo,
-        number: pr.number,
-        author: BOT_AUTHOR,
-        kind: 'comment',
-        body: text,
-        ...(inReplyTo !== undefined ? { inReplyTo } : {}),
-        steering: 'bot',
-        headSha: pr.headSha,
-        createdAt: posted.createdAt || this.now().toISOString(),
-        forgeId: posted.id,
-        forgeKind: inThread ? 'review_comment' : 'issue_comment',
-      });
+      const stored = known.find((comment) => comment.steering === 'bot' && comment.body.includes(marker));
+      if (stored) return stored;
+      const found = await this.postedOnGitHub(pr, marker);
+      if (found) {
+        const kind = found.path !== undefined ? 'review_comment' : 'issue_comment';
+        const echoed = known.find((comment) => comment.forgeId === found.id && comment.forgeKind === kind);
+        this.options.logger?.info({ repo: pr.repo, number: pr.number, key, commentId: found.id }, 'the reply was already on GitHub (posted before a crash); not posting it again');
+        return echoed ?? this.options.store.addComment({
+          repo: pr.repo, number: pr.number, author: BOT_AUTHOR, kind: 'comment', body: this.mask(found.body),
+          ...(inReplyTo !== undefined ? { inReplyTo } : {}),
+          steering: 'bot', headSha: pr.headSha, createdAt: found.createdAt, forgeId: found.id, forgeKind: kind,
+        });
+      }
+      return this.post(pr, `${body}\n\n${marker}`, inReplyTo, known);
+    });
+  }
+
+  /** The server's own comment on the PR on GitHub holding `marker`, if there is one. */
+  private async postedOnGitHub(pr: PullRequest, marker: string): Promise<Extract<Delivered, { kind: 'comment' }> | undefined> {
+    const { forge } = this.options;
+    if (!forge.pullRequestFeedback) return undefined;
+    const own = await this.ownLogin(pr.repo);
+    const comments = (await forge.pullRequestFeedback(pr.repo, pr.number)).flatMap((item) => (item.kind === 'comment' && item.body.includes(marker) ? [item] : []));
+    return comments.find((comment) => (own !== undefined ? comment.author.login === own : comment.author.bot));
+  }
+
+  private login: Promise<string | undefined> | undefined;
+
+  /** One account for every repository (an App's installation tokens are minted per repository, the bot is one). */
+  private ownLogin(repo: string): Promise<string | undefined> {
+    const { forge } = this.options;
+    this.login ??= forge.viewerLogin
+      ? forge.viewerLogin(repo).catch((error: unknown) => {
+        this.options.logger?.warn({ err: error }, 'GitHub did not say who the server is (GraphQL viewer); a bot account\'s comment with the marker counts as its own');
+        this.login = undefined;
+        return undefined;
+      })
+      : Promise.resolve(undefined);
+    return this.login;
+  }
+
+  private async post(pr: PullRequest, body: string, inReplyTo?: number, listed?: readonly PullRequestComment[]): Promise<PullRequestComment> {
+    const text = this.mask(body);
+    const known = listed ?? (await this.options.store.listComments(pr.repo, pr.number));
+    const parent = inReplyTo === undefined ? undefined : known.find((comment) => comment.id === inReplyTo);
+    // Only a line comment has a thread on GitHub; a reply to anything else is a PR comment that quotes whom it answers.
+    const inThread = parent?.forgeKind === 'review_comment' && parent.forgeId !== undefined;
+    const posted = inThread
+      ? await this.options.forge.replyToReviewComment(pr.repo, pr.number, parent.forgeId!, text)
+      : await this.options.forge.commentOnPullRequest(pr.repo, pr.number, parent ? `@${parent.author} ${text}` : text);
+    return this.options.store.addComment({
+      repo: pr.repo,
+      number: pr.number,
+      author: BOT_AUTHOR,
+      kind: 'comment',
+      body: text,
+      ...(inReplyTo !== undefined ? { inReplyTo } : {}),
+      steering: 'bot',
+      headSha: pr.headSha,
+      createdAt: posted.createdAt || this.now().toISOString(),
+      forgeId: posted.id,
+      forgeKind: inThread ? 'review_comment' : 'issue_comment',
     });
   }
 }
+
+/** The hidden line a reply carries so that it is found again: `<!-- dockhand:round:2:comment:7 -->`. */
+export function replyMarker(key: string): string {
+  return `<!-- dockhand:${key.replace(/[^\w:.-]/g, '_')} -->`;
+}
+
