@@ -50,6 +50,15 @@ describe('DockerSandboxDriver isolation (runsc)', () => {
     expect(result.stdout).not.toContain('DOCKHAND_TEST_SERVER_SECRET');
   });
 
+  it('runs programs written to /tmp and $HOME (yarn berry runs a script\'s binaries from a temporary folder)', async () => {
+    // Docker's tmpfs is noexec unless told otherwise: census arcanis/typanion's `mocha` through
+    // `yarn exec` answered "permission denied: mocha" (exit 128) and no test ran.
+    const script = 'for dir in /tmp /var/tmp "$HOME"; do printf "#!/bin/sh\\necho ran in %s\\n" "$dir" > "$dir/probe" && chmod +x "$dir/probe" && "$dir/probe"; done';
+    const result = await sandbox.exec({ cmd: ['bash', '-c', script] });
+    expect(result.stderr).toBe('');
+    expect(result.stdout).toBe('ran in /tmp\nran in /var/tmp\nran in /home/dockhand\n');
+  });
+
   it('has no route out: outside addresses and the host are unreachable', async () => {
     const targets = ['1.1.1.1/443', `${hostAddress()}/22`, '172.17.0.1/2375', '127.0.0.1/8737'];
     const script = targets.map((target) => `timeout 5 bash -c 'echo > /dev/tcp/${target}' 2>/dev/null && echo "OPEN ${target}" || echo "closed ${target}"`).join('; ');

@@ -162,11 +162,14 @@ export class DockerSandboxDriver implements SandboxDriver {
         CapDrop: ['ALL'],
         SecurityOpt: ['no-new-privileges'],
         ReadonlyRootfs: false,
+        // `exec` spelled out: Docker's tmpfs is noexec otherwise, and tools run programs they write
+        // there (yarn berry's binaries folder under /tmp: census arcanis/typanion's `mocha` was
+        // "permission denied", exit 128; npx's cache under $HOME).
         Tmpfs: {
-          '/tmp': 'rw,nosuid,nodev,size=512m',
-          '/var/tmp': 'rw,nosuid,nodev,size=64m',
+          '/tmp': 'rw,exec,nosuid,nodev,size=512m',
+          '/var/tmp': 'rw,exec,nosuid,nodev,size=64m',
           '/run/lock': 'rw,nosuid,nodev,size=1m',
-          [SANDBOX_HOME]: 'rw,nosuid,nodev,size=256m,uid=1000,gid=1000,mode=0700',
+          [SANDBOX_HOME]: 'rw,exec,nosuid,nodev,size=256m,uid=1000,gid=1000,mode=0700',
         },
         Mounts: [...toolchainMounts, ...diskMounts],
         NanoCpus: Math.round(limits.cpus * 1e9),
