@@ -1,5 +1,4 @@
-import type { PythonIndexRecipe, PrivateRegistry } from './private-registries';
-import { pythonIndexBase } from './private-registries';
+import { pythonIndexBase, type PrivateRegistry, type PythonIndexRecipe } from './private-registries';
 import type { SnapshotIdentity } from './snapshot-labels';
 
 /**

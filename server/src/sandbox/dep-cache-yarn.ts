@@ -106,7 +106,7 @@ export function dropFrontCredentials(file: string, text: string, registries: rea
     if (isMap(entries)) {
       for (const pair of entries.items) {
         const key = String((pair.key as { value?: unknown } | null)?.value ?? pair.key);
-        const dart = /^https?:/.test(key) ? nerfDart(key) : `${key.replace(/\/?$/, '/')}`;
+        const dart = /^https?:/.test(key) ? nerfDart(key) : key.replace(/\/?$/, '/');
         if (darts.has(dart)) drop(['npmRegistries', key]);
       }
     }
