@@ -225,6 +225,11 @@ export const EventData = {
     rejectedFiles: z.array(z.string()).optional(),
     /** The whole diff (masked) changes were requested on, so the next round's own changes can be shown. */
     reviewedDiff: z.string().optional(),
+    /**
+     * Set when the request came back on the open PR (issue 26): which PR and which follow-up round
+     * it starts (2, 3, …), so a trajectory heads the round's events with it. Absent: a review before the PR.
+     */
+    followUp: z.object({ number: z.number().int().min(1), round: z.number().int().min(2) }).optional(),
   }),
   /**
    * An approval that leaves files out: their changes are not pushed (the PR body lists them).

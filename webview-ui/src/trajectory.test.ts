@@ -198,6 +198,39 @@ describe('trajectory fold', () => {
   });
 });
 
+describe('a followed PR\'s rounds in the trajectory (#26)', () => {
+  it('heads a follow-up round with the PR\'s round number and what started it, tells a triaged red check, the ignored, a limit and the push', () => {
+    const t = createTrajectory(TASK_ID);
+    const base = { number: 7, seenThrough: 3, checksSeenThrough: 0, comments: [], ignored: [] };
+    applyEvents(t, stamp(TASK_ID, [
+      // A review before the PR: the task's own round 2.
+      { type: 'review.requested_changes', data: { by: 'dev', comments: [{ body: 'again' }] } },
+      { type: 'pr.opened', data: { number: 7, url: 'dockhand-local://app/pull/7', branch: 'dockhand/1-x', headSha: 'a'.repeat(40) } },
+      { type: 'pr.feedback', data: { ...base, kind: 'ignored', ignored: [{ id: 2, author: 'mallory', reason: 'mallory is not an owner' }] } },
+      { type: 'pr.feedback', data: { ...base, kind: 'triaged', checksSeenThrough: 1, check: { id: 1, name: 'ci/test', conclusion: 'failure', triage: 'pre_existing', evidence: 'ci/test fails at the base commit bbbbbbbbbbbb too' } } },
+      { type: 'review.requested_changes', data: { by: 'alice', comments: [{ path: 'src/a.ts', line: 3, body: 'Name the offset.' }], followUp: { number: 7, round: 2 } } },
+      { type: 'user.message', data: { from: 'pr-review', text: 'Review on pull request #7 (round 2).' } },
+      { type: 'pr.feedback', data: { ...base, kind: 'round', round: 2, comments: [{ id: 3, author: 'alice', path: 'src/a.ts', line: 3, body: 'Name the offset.' }] } },
+      { type: 'pr.pushed', data: { round: 2, number: 7, headSha: 'c'.repeat(40), commit: true, replied: [3] } },
+      { type: 'review.requested_changes', data: { by: 'check ci/test', comments: [], followUp: { number: 7, round: 3 } } },
+      { type: 'pr.feedback', data: { ...base, kind: 'round', round: 3, checksSeenThrough: 2, check: { id: 2, name: 'ci/test', conclusion: 'failure', triage: 'caused', evidence: 'ci/test passes at the base' } } },
+      { type: 'pr.feedback', data: { ...base, kind: 'limit', reason: 'its 3 follow-up rounds are used' } },
+    ]));
+    expect(t.rows.map((row) => (row.kind === 'note' ? row.text : row.kind))).toEqual([
+      'Round 2: dev requested changes: again',
+      'Pull request #7 opened on dockhand/1-x',
+      'Ignored on pull request #7 (may not steer): #2 by mallory',
+      'Check ci/test is red (failure), pre-existing: ci/test fails at the base commit bbbbbbbbbbbb too. No round was started',
+      'PR round 2 on pull request #7, started by alice: src/a.ts:3 Name the offset.',
+      'user',
+      `PR round 2: one new commit cccccccccccc pushed to pull request #7; replied on 1 thread`,
+      'PR round 3 on pull request #7, started by check ci/test',
+      'Check ci/test is red (failure), caused by this PR: ci/test passes at the base',
+      'No more rounds on pull request #7: its 3 follow-up rounds are used',
+    ]);
+  });
+});
+
 describe('a turn waiting for the fleet model budget', () => {
   it('shows one row that says it waits, and updates it in place when the turn goes ahead', () => {
     const t = createTrajectory(TASK_ID);

@@ -354,8 +354,19 @@ function applyEvent(trajectory: Trajectory, event: TaskEvent, touched: Set<numbe
       const rejected = event.data.rejectedFiles ?? [];
       if (rejected.length) comments.push(`revert ${rejected.join(', ')}`);
       summary.round += 1;
-      // The next round goes on in the same list, under a heading that says which round it is.
+      // The next round goes on in the same list, under a heading that says which round it is. A
+      // follow-up round on the open PR is numbered as the PR's rounds are (issue 26), and says what started it.
+      const followUp = event.data.followUp;
+      if (followUp) return note(trajectory, seq, 'warn', `PR round ${followUp.round} on pull request #${followUp.number}, started by ${event.data.by}${comments.length ? `: ${comments.join('; ')}` : ''}`);
       return note(trajectory, seq, 'warn', `Round ${summary.round}: ${event.data.by} requested changes: ${comments.join('; ')}`);
+    }
+    case 'pr.feedback':
+      return pullRequestFeedback(trajectory, event);
+    case 'pr.pushed': {
+      const replied = event.data.replied.length ? `; replied on ${event.data.replied.length === 1 ? '1 thread' : `${event.data.replied.length} threads`}` : '';
+      return event.data.commit
+        ? note(trajectory, seq, 'ok', `PR round ${event.data.round}: one new commit ${event.data.headSha.slice(0, 12)} pushed to pull request #${event.data.number}${replied}`)
+        : note(trajectory, seq, 'ok', `PR round ${event.data.round}: no code change was needed, nothing pushed${replied}`);
     }
     case 'review.files_rejected':
       return note(
@@ -373,6 +384,28 @@ function applyEvent(trajectory: Trajectory, event: TaskEvent, touched: Set<numbe
     case 'task.failed':
       // Shown once, classified, in the panel's banner; the raw message goes to the output channel.
       summary.failure = classifyFailure(event.data.code, event.data.message);
+      return undefined;
+  }
+}
+
+const TRIAGE_LABELS = { caused: 'caused by this PR', pre_existing: 'pre-existing', flaky: 'flaky', infrastructure: 'infrastructure' } as const;
+
+/** What came back on the open PR: the red check and its triage, who was ignored, a limit (the comments of a round are its heading's). */
+function pullRequestFeedback(trajectory: Trajectory, event: TaskEventOf<'pr.feedback'>): number | undefined {
+  const { seq, data } = event;
+  const ignored = data.ignored.length ? `Ignored on pull request #${data.number} (may not steer): ${data.ignored.map((entry) => `#${entry.id} by ${entry.author}`).join(', ')}` : '';
+  const check = data.check ? `Check ${data.check.name} is red (${data.check.conclusion}), ${TRIAGE_LABELS[data.check.triage]}: ${data.check.evidence}` : '';
+  switch (data.kind) {
+    case 'round':
+      if (!check && !ignored) return undefined;
+      return note(trajectory, seq, 'warn', [check, ignored].filter(Boolean).join('. '));
+    case 'triaged':
+      return note(trajectory, seq, 'info', [`${check}. No round was started`, ignored].filter(Boolean).join('. '));
+    case 'limit':
+      return note(trajectory, seq, 'warn', [`No more rounds on pull request #${data.number}: ${data.reason ?? 'its limits are reached'}`, ignored].filter(Boolean).join('. '));
+    case 'ignored':
+      return note(trajectory, seq, 'muted', ignored);
+    case 'seen':
       return undefined;
   }
 }

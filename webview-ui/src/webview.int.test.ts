@@ -483,6 +483,34 @@ describe('side panel in Chromium', () => {
     expect(await panel.waitForPosted((m) => m.type === 'openChanges')).toEqual({ type: 'openChanges', taskId: TASK_ID, scope: 'all' });
   });
 
+  it('a followed PR\'s rounds: a red check triaged, the PR round\'s heading with what started it, its steps under it, and its push (#26)', async () => {
+    const first = [...approvalEvents, ...afterApproval, ...reviewEvents];
+    const feedback = { number: 7, seenThrough: 3, checksSeenThrough: 1, comments: [], ignored: [] };
+    const followed = stamp(TASK_ID, [
+      { type: 'task.state', data: { state: 'pushing' } },
+      { type: 'pr.opened', data: { number: 7, url: 'dockhand-local://app/pull/7', branch: 'dockhand/1-paginate', headSha: 'a'.repeat(40) } },
+      { type: 'task.state', data: { state: 'pr_open' } },
+      { type: 'pr.feedback', data: { ...feedback, kind: 'triaged', check: { id: 1, name: 'ci/lint', conclusion: 'failure', triage: 'pre_existing', evidence: 'ci/lint fails at the base commit bbbbbbbbbbbb too' } } },
+      { type: 'review.requested_changes', data: { by: 'alice', comments: [{ path: 'src/paginate.js', line: 2, body: 'Name the offset.' }], followUp: { number: 7, round: 2 } } },
+      { type: 'user.message', data: { from: 'pr-review', text: 'Review on pull request #7 (round 2).' } },
+      { type: 'pr.feedback', data: { ...feedback, kind: 'round', round: 2, ignored: [{ id: 2, author: 'mallory', reason: 'mallory is not an owner' }] } },
+      { type: 'task.state', data: { state: 'running', reason: 'round 2: review on PR #7' } },
+      { type: 'assistant.text', data: { turn: 6, text: 'Naming the offset as asked.' } },
+      { type: 'task.state', data: { state: 'pushing' } },
+      { type: 'pr.pushed', data: { round: 2, number: 7, headSha: 'c'.repeat(40), commit: true, replied: [3] } },
+      { type: 'task.state', data: { state: 'pr_open' } },
+    ], first.length + 1);
+    const panel = await openTaskPanel(browser, { events: first });
+    const page = panel.page;
+    await page.waitForSelector('button.review-approve');
+    await panel.send({ type: 'events', taskId: TASK_ID, reset: false, events: followed, clipped: [] });
+    await page.getByText('PR round 2 on pull request #7, started by alice: src/paginate.js:2 Name the offset.').waitFor();
+    expect(await page.textContent('.trajectory')).toMatch(
+      /Check ci\/lint is red \(failure\), pre-existing: ci\/lint fails at the base commit bbbbbbbbbbbb too\. No round was started[\s\S]*PR round 2 on pull request #7, started by alice[\s\S]*Ignored on pull request #7 \(may not steer\): #2 by mallory[\s\S]*Naming the offset as asked\.[\s\S]*PR round 2: one new commit cccccccccccc pushed to pull request #7; replied on 1 thread/,
+    );
+    await panel.screenshot('webview-pr-round-2');
+  });
+
   it('keeps the selected task and an unsent message across a reload, then takes the replay', async () => {
     const panel = await ready();
     await panel.send({ type: 'events', taskId: TASK_ID, reset: true, events: approvalEvents, clipped: [] });

@@ -63,6 +63,9 @@ export function describeEvent(event: TaskEvent): string | undefined {
       if (event.data.kind === 'limit') return `PR #${event.data.number}: no more rounds (${event.data.reason ?? 'limit reached'})${ignored}`;
       return event.data.ignored.length ? `PR #${event.data.number}${ignored.replace(/^; /, ': ')}` : undefined;
     }
+    case 'review.requested_changes':
+      // A follow-up round heads its events (issue 26); a review before the PR is told by its state.
+      return event.data.followUp ? `── PR #${event.data.followUp.number} round ${event.data.followUp.round} ── started by ${oneLine(event.data.by, 80)}` : undefined;
     case 'pr.pushed':
       return event.data.commit
         ? `PR #${event.data.number} round ${event.data.round}: pushed ${event.data.headSha.slice(0, 12)}${event.data.replied.length ? `, replied to ${event.data.replied.map((id) => `#${id}`).join(', ')}` : ''}`

@@ -14,6 +14,9 @@ describe('the trajectory and the pr commands say what came back on a PR', () => 
     expect(describeEvent(triaged)).toBe('PR #1: check ci timed_out, infrastructure: timed out; no round');
     expect(describeEvent({ ...envelope, type: 'pr.feedback', data: { ...base, kind: 'limit', reason: 'its 3 follow-up rounds are used' } })).toBe('PR #1: no more rounds (its 3 follow-up rounds are used); ignored: #2 by mallory');
     expect(describeEvent({ ...envelope, type: 'pr.pushed', data: { round: 2, number: 1, headSha: 'a'.repeat(40), commit: true, replied: [1] } })).toBe('PR #1 round 2: pushed aaaaaaaaaaaa, replied to #1');
+    // A follow-up round heads its events; a review before the PR has no heading of its own.
+    expect(describeEvent({ ...envelope, type: 'review.requested_changes', data: { by: 'alice', comments: [], followUp: { number: 1, round: 2 } } })).toBe('── PR #1 round 2 ── started by alice');
+    expect(describeEvent({ ...envelope, type: 'review.requested_changes', data: { by: 'alice', comments: [] } })).toBeUndefined();
   });
 
   it('pr checks lists who steers and who was ignored', () => {

@@ -214,7 +214,7 @@ export class PullRequestFollower {
     const by = [...new Set(steering.map((comment) => comment.author))].join(', ') || `check ${red!.check.name}`;
     await log.append(task.id, {
       type: 'review.requested_changes',
-      data: { by, comments: steering.map((comment) => ({ ...(comment.path ? { path: comment.path, line: comment.line } : {}), body: modelText(comment) || '(no text)' })), reviewedDiff: onBranch },
+      data: { by, comments: steering.map((comment) => ({ ...(comment.path ? { path: comment.path, line: comment.line } : {}), body: modelText(comment) || '(no text)' })), reviewedDiff: onBranch, followUp: { number: opened.data.number, round } },
     });
     await log.append(task.id, { type: 'user.message', data: { from: steering.length > 0 ? 'pr-review' : 'pr-check', text } });
     await log.append(task.id, {

@@ -151,6 +151,8 @@ describe('a followed GitHub PR: webhook deliveries start rounds (issue 26)', () 
     events = await f.store.listEvents(task.id);
     expect((await f.store.getTask(task.id))!.state).toBe('running');
     expect(feedback(events).at(-1)).toMatchObject({ kind: 'round', round: 2, comments: [{ author: 'Codertocat', path: ownerComment.path, body: ownerComment.body }] });
+    // The round's heading in a trajectory: which PR, which follow-up round.
+    expect(events.find((event) => event.type === 'review.requested_changes')).toMatchObject({ data: { by: 'Codertocat', followUp: { number: 2, round: 2 } } });
     const message = events.filter((event) => event.type === 'user.message').at(-1);
     expect(message?.type === 'user.message' && message.data).toMatchObject({ from: 'pr-review' });
     const text = message?.type === 'user.message' ? message.data.text : '';
