@@ -273,6 +273,20 @@ describe('dependency cache in snapshot builds (runsc-egress)', () => {
     // debug, ms, once, wrappy: all fetched by alpha's build before.
     expect(result.delta).toMatchObject({ hits: 4, misses: 0 });
     expect(result.log).toContain('# dependency cache: 4 hits');
+
+    // pnpm 11 reads pnpm_config_* only (census tinylibs/tinybench): the same lockfile through the
+    // cache, its store on /tmp's tmpfs (copied from, never hard-linked into the committed layer).
+    const eleven = createRepoFromFiles({
+      'package.json': JSON.stringify({ ...JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')), packageManager: 'pnpm@11.20.0' }),
+      'pnpm-lock.yaml': readFileSync(join(dir, 'pnpm-lock.yaml'), 'utf8'),
+      '.gitignore': 'node_modules/\n',
+    });
+    sources.set('acme/pnpm11', eleven.path);
+    cleanup.push(eleven.path);
+    const newer = await build(snapshots, 'acme/pnpm11', eleven.sha);
+    expect(newer.snapshot.environment.packageManager).toMatchObject({ name: 'pnpm', version: '11.20.0' });
+    expect(newer.delta).toMatchObject({ hits: 4, misses: 0 });
+    expect(newer.log).toContain('Content-addressable store is at: /tmp/pnpm-store');
   });
 
   it('a hostile install cannot write the cache: writes refused, what it sends never kept', async () => {

@@ -1,11 +1,11 @@
 import type { EnvironmentRecipe } from '@dockhand/protocol';
-import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readWorkspaceChanges } from '../feedback/snapshot';
-import { buildScript } from './snapshot-build';
+import { buildScript, pnpmSettings } from './snapshot-build';
 import { HostSandbox } from './testing/host-sandbox';
 
 /*
@@ -111,36 +111,12 @@ describe("a yarn berry build's CA setting", () => {
 });
 
 /*
- * Census tinylibs/tinybench: pnpm 11 failed with ERR_PNPM_EMFILE linking 682 packages under gVisor
- * (the host runsc's open-file limit); a second run links what is left.
+ * Census tinylibs/tinybench: pnpm 11 reads pnpm_config_* only; with npm_config_store_dir ignored its
+ * store sat beside node_modules and the hard links from it ran gVisor out of host file descriptors.
  */
-describe('a pnpm install that runs out of open files', () => {
-  function run(command: string): { status: number; attempts: string; stderr: string; cwd: string } {
-    const root = mkdtempSync(join(tmpdir(), 'dockhand-pnpm-emfile-'));
-    dirs.push(root);
-    git(root, 'init', '-q', '-b', 'main');
-    const pnpm: EnvironmentRecipe = { ...RECIPE, packageManager: { name: 'pnpm', version: '11.20.0', source: 'package.json packageManager' }, install: { command, source: 'test' } };
-    const script = `${buildScript({ repo: 'fixture/pnpm', recipeHash: '0'.repeat(16), environment: pnpm, toolchains: [] })}\npwd > ${join(root, 'cwd.txt')}`;
-    const result = spawnSync('bash', ['-c', script], { cwd: root, encoding: 'utf8', env: { PATH: `${join(root, 'bin')}:${process.env.PATH ?? '/usr/bin:/bin'}`, COUNT: join(root, 'count') } });
-    const read = (name: string) => (existsSync(join(root, name)) ? readFileSync(join(root, name), 'utf8').trim() : '');
-    return { status: result.status ?? -1, attempts: read('count'), stderr: result.stderr, cwd: read('cwd.txt') };
-  }
-  // A pnpm that fails with EMFILE the first N times, then passes.
-  const fake = (failures: number, error = "[ERR_PNPM_EMFILE] [importPackage /workspace/node_modules/.pnpm/bare-fs@4.8.0] EMFILE: too many open files, mkdir '/workspace/x'") =>
-    `mkdir -p bin && printf '%s\\n' '#!/bin/bash' 'n=$(( $(cat "$COUNT" 2>/dev/null || echo 0) + 1 )); echo $n > "$COUNT"' 'if [ $n -le ${failures} ]; then echo "${error}"; exit 1; fi' 'echo "Done in 1s"' > bin/pnpm && chmod +x bin/pnpm && mkdir -p sub && cd sub && pnpm install --frozen-lockfile`;
-
-  it('runs it again after EMFILE (twice at most) in the same shell, and stops at once on any other failure', () => {
-    const twice = run(fake(2));
-    expect(twice.status).toBe(0);
-    expect(twice.attempts).toBe('3');
-    expect(twice.stderr).toContain('# pnpm ran out of open files (EMFILE); running the install again (attempt 3 of 3)');
-    // The install's `cd sub` holds for the build's later lines.
-    expect(twice.cwd.endsWith('/sub')).toBe(true);
-    const always = run(fake(9));
-    expect(always.status).toBe(1);
-    expect(always.attempts).toBe('3');
-    const other = run(fake(9, 'ERR_PNPM_FETCH_404 GET http://registry/x: Not Found - 404'));
-    expect(other.status).toBe(1);
-    expect(other.attempts).toBe('1');
+describe("a pnpm build's settings", () => {
+  it('gives each npm_config_ setting under pnpm 11\'s pnpm_config_ name too', () => {
+    const settings = pnpmSettings({ HOME: '/home/dockhand', npm_config_store_dir: '/tmp/pnpm-store', npm_config_registry: 'http://10.0.0.1:4873/b/x/' });
+    expect(settings).toEqual({ pnpm_config_store_dir: '/tmp/pnpm-store', pnpm_config_registry: 'http://10.0.0.1:4873/b/x/' });
   });
 });

@@ -177,7 +177,23 @@ function buildEnvironment(request: BuildRequest): Record<string, string> {
   // The repository's Python index is behind the front too (dep-cache-pip.ts).
   const index = identity.environment.pythonIndex;
   if (request.dependencyCache && index && pipThroughFront(identity)) pipFrontEnvironment(env, request.dependencyCache.url, index, request.pipIndexUrl);
+  if (manager?.name === 'pnpm') Object.assign(env, pnpmSettings(env));
   return env;
+}
+
+/**
+ * pnpm 11 reads its settings from `pnpm_config_*` and no longer from `npm_config_*` (its
+ * config/reader's env.js), so each npm_config_ setting of the build is given under both names.
+ * Census tinylibs/tinybench (pnpm 11.20): the store went to ~/.local/share/pnpm (into the
+ * committed layer) instead of /tmp's tmpfs, pnpm hard-linked 682 packages' files from it into
+ * node_modules on the same file system, and gVisor, which holds a host file descriptor for a
+ * hard-linked file, ran the runsc process out of its 20,000 (ERR_PNPM_EMFILE, then even `sleep`
+ * "Too many open files"; 32,000 hard links in a runsc container fail the same way, copies do
+ * not). From a store on another file system pnpm copies. The registry (the dependency cache)
+ * was ignored the same way.
+ */
+export function pnpmSettings(env: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(env).filter(([key]) => key.startsWith('npm_config_')).map(([key, value]) => [`pnpm_config_${key.slice('npm_config_'.length)}`, value]));
 }
 
 /**
@@ -205,36 +221,6 @@ export const BERRY_CA_SETTING_SCRIPT =
   `if [ -n "$ca" ] && [ -n "$release" ] && [ -f "$release" ]; then unset YARN_HTTPS_CA_FILE_PATH YARN_CA_FILE_PATH; ` +
   `if grep -q httpsCaFilePath "$release"; then export YARN_HTTPS_CA_FILE_PATH="$ca"; else export YARN_CA_FILE_PATH="$ca"; fi; fi`;
 
-/**
- * pnpm under gVisor can run out of open files linking a large store into node_modules (census
- * tinylibs/tinybench, 682 packages: `ERR_PNPM_EMFILE … mkdir`): the sandbox's file system holds a
- * host file descriptor per file it has open, and the host's runsc process, not the container, has
- * the limit (20,000 on a host whose hard limit cannot be raised). pnpm's own advice is to run the
- * install again: the store is complete by then and the second run links what is left. So a pnpm
- * install that fails with EMFILE runs again, twice at most, in the same shell (its `cd`s and
- * exports hold), its output shown as it comes; any other failure is the install's failure.
- */
-export function pnpmRetryingEmfile(command: string): string {
-  const log = '/tmp/dockhand/install-attempt.log';
-  return [
-    'mkdir -p /tmp/dockhand',
-    'dockhand_install_dir=$PWD',
-    'for dockhand_attempt in 1 2 3; do',
-    '  cd "$dockhand_install_dir"',
-    `  : > ${log}`,
-    '  set +e',
-    `  { ${command}
-  } > >(tee -a ${log}) 2> >(tee -a ${log} >&2)`,
-    '  dockhand_status=$?',
-    '  set -e',
-    '  [ "$dockhand_status" -eq 0 ] && break',
-    '  sleep 0.5',
-    `  if [ "$dockhand_attempt" -lt 3 ] && grep -q 'EMFILE' ${log}; then echo "# pnpm ran out of open files (EMFILE); running the install again (attempt $((dockhand_attempt + 1)) of 3)" >&2; continue; fi`,
-    '  exit "$dockhand_status"',
-    'done',
-  ].join('\n');
-}
-
 /** The install step: the recipe's install command, then setup.sh when it runs after it. */
 export function buildScript(identity: SnapshotIdentity): string {
   const recipe = identity.environment;
@@ -243,7 +229,7 @@ export function buildScript(identity: SnapshotIdentity): string {
   // setup: replace makes setup.sh the install itself.
   if (secrets.length > 0 && recipe.setupScript === 'replace') lines.push(writeSetupSecretsScript(secrets));
   if (recipe.packageManager?.name === 'yarn-berry') lines.push(BERRY_CA_SETTING_SCRIPT);
-  lines.push(recipe.packageManager?.name === 'pnpm' && /\bpnpm\b/.test(recipe.install.command) ? pnpmRetryingEmfile(recipe.install.command) : recipe.install.command);
+  lines.push(recipe.install.command);
   // Yarn 4 writes its own version into package.json's packageManager when the field is missing;
   // an immutable install changes nothing else there, so the repository's file is put back.
   if (recipe.packageManager?.name === 'yarn-berry') lines.push('git diff --quiet -- package.json 2>/dev/null || git checkout -q -- package.json');
@@ -327,7 +313,7 @@ export async function buildSnapshotImage(request: BuildRequest): Promise<void> {
         // gVisor's default of 20,000 open files is too few for pnpm 11's parallel linking (census
         // tinylibs/tinybench: ERR_PNPM_EMFILE importing its 682 packages); the host's limit is far higher.
         Ulimits: [{ Name: 'nofile', Soft: 1048576, Hard: 1048576 }],
-        Tmpfs: { '/tmp': 'rw,size=2g', ...(request.setupSecrets?.length ? { [SETUP_SECRETS_DIR]: SETUP_SECRETS_TMPFS } : {}) },
+        Tmpfs: { '/tmp': 'rw,exec,size=2g', ...(request.setupSecrets?.length ? { [SETUP_SECRETS_DIR]: SETUP_SECRETS_TMPFS } : {}) },
       },
     });
     await container.start();

@@ -18,7 +18,7 @@ import type { ToolchainMount } from './toolchains';
  * bare names of Debian's python3-* commands (`coverage`). 5: and a name for each of Debian's
  * `#!/usr/bin/python3` commands (`pytest`), run by the venv's Python. 6: a berry build's CA
  * variable follows the committed yarnPath release (a failed build of 5 is not reused). 7: a pnpm
- * install that fails with EMFILE runs again (tinybench's failed build of 6 is not reused).
+ * build gives pnpm 11 its settings as pnpm_config_* (tinybench's failed build of 6 is not reused).
  */
 export const SNAPSHOT_KEY_VERSION = '7';
 
