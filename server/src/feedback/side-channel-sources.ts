@@ -27,7 +27,9 @@ export const PRELOAD_SOURCE = String.raw`'use strict';
 (function () {
   var fs = require('fs');
   var path = require('path');
-  var dir = process.env.DOCKHAND_RESULTS_DIR || '${RESULTS_DIR}';
+  // Beside the preload when the variable is gone: a runner that passes on only the variables it
+  // knows (turbo 2's strict env mode keeps NODE_OPTIONS) must not send the report elsewhere.
+  var dir = process.env.DOCKHAND_RESULTS_DIR || (/\/preload\.cjs$/.test(__filename) ? path.join(path.dirname(__filename), 'results') : '${RESULTS_DIR}');
   var main = process.argv[1] || '';
   try { main = fs.realpathSync(main); } catch (error) { /* a path inside a zip (Yarn PnP) stays as given */ }
   main = main.replace(/\\/g, '/');

@@ -86,6 +86,26 @@ describe('the test command as written, step by step', { timeout: 120_000 }, () =
     expect(full.steps?.map((step) => [step.counted, step.passed, step.failed])).toEqual([['exit status', 0, 1], ['tests', 1, 1]]);
   });
 
+  it('jest started by a runner that passes only some variables on (turbo 2\'s strict env mode keeps NODE_OPTIONS, not ours) is still counted', async () => {
+    // census solidjs/solid: `turbo run test` ran vitest with the preload loaded but DOCKHAND_RESULTS_DIR gone, so
+    // its report went elsewhere and the step was "counted by exit status".
+    const strict = "const { spawnSync } = require('node:child_process');\nconst env = { PATH: process.env.PATH, HOME: process.env.HOME, NODE_OPTIONS: process.env.NODE_OPTIONS };\nconst run = spawnSync('jest', [], { stdio: 'inherit', env });\nprocess.exit(run.status ?? 1);\n";
+    const repo = createRepoOfFiles('strict-env', {
+      '.gitignore': 'node_modules\n',
+      'package.json': JSON.stringify({ name: 'steps', scripts: { test: 'node scripts/turbo-like.cjs' } }),
+      'scripts/turbo-like.cjs': strict,
+      'test/math.test.js': "describe('math', () => {\n  it('adds', () => expect(1 + 1).toBe(2));\n  it('breaks', () => expect(1).toBe(2));\n});\n",
+    }, 'fixture');
+    symlinkSync(join(JEST, 'node_modules'), join(repo.path, 'node_modules'));
+    const sandbox = new RecipeSandbox(repo.path, repo.sha, recipe({ command: 'npm test', source: 'package.json' }));
+    const full = await new SmartFeedbackEngine({ repo: 'fixture/strict-env' }).runTests(sandbox, { scope: 'full' });
+    expect(full.cases.map((testCase) => [testCase.id, testCase.outcome])).toEqual([
+      ['test/math.test.js > math adds', 'passed'],
+      ['test/math.test.js > math breaks', 'failed'],
+    ]);
+    expect(full.steps?.[0]).toMatchObject({ counted: 'tests', passed: 1, failed: 1 });
+  });
+
   it('vitest started through a wrapper script is counted per test, the command untouched', async () => {
     const wrapper = "const { spawnSync } = require('node:child_process');\nconst run = spawnSync('vitest', ['run'], { stdio: 'inherit' });\nprocess.exit(run.status ?? 1);\n";
     const sandbox = sandboxOf(
