@@ -1,5 +1,6 @@
 import type { EnvironmentRecipe } from '@dockhand/protocol';
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { homedir, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -8,6 +9,7 @@ import { HostSandbox } from '../sandbox/testing/host-sandbox';
 import { InMemoryBaselineStore } from './baseline';
 import { SmartFeedbackEngine } from './engine';
 import { pytestUsageError } from './infrastructure';
+import { withSideChannel } from './side-channel';
 import { describeSteps } from './step-summary';
 
 /*
@@ -104,6 +106,13 @@ describe('the test command as written, step by step', { timeout: 120_000 }, () =
       ['test/math.test.js > math breaks', 'failed'],
     ]);
     expect(full.steps?.[0]).toMatchObject({ counted: 'tests', passed: 1, failed: 1 });
+  });
+
+  it('a step runs with the task runners\' caches off (turbo, nx), as on a CI machine that has none', () => {
+    // census solidjs/solid: the baseline's second `turbo run test` replayed the first run's log, ran no vitest, and
+    // the 978 tests that passed once counted as 0.
+    const out = execFileSync('bash', ['-c', withSideChannel('echo "turbo=$TURBO_FORCE nx=$NX_SKIP_NX_CACHE"', {})], { encoding: 'utf8' });
+    expect(out.split('\n')[0]).toBe('turbo=true nx=true');
   });
 
   it('vitest started through a wrapper script is counted per test, the command untouched', async () => {

@@ -53,6 +53,10 @@ export function withSideChannel(step: string, options: SideChannelOptions, isola
     `export PYTEST_PLUGINS="${PYTEST_PLUGIN_MODULE}\${PYTEST_PLUGINS:+,$PYTEST_PLUGINS}"`,
     // pytest's cache would be a change in the workspace's diff.
     `export PYTEST_ADDOPTS="-p no:cacheprovider\${PYTEST_ADDOPTS:+ $PYTEST_ADDOPTS}"`,
+    // A task runner's cache replays a task's log instead of running its tests (census solidjs/solid:
+    // the baseline's second `turbo run test` ran no vitest, so 978 tests passed in one run of two and
+    // the check counted 0): every task runs, as on a CI machine without a cache.
+    'export TURBO_FORCE=true NX_SKIP_NX_CACHE=true',
   ].join('; ');
   const body = isolate ? `(\n${step}\n)` : step;
   const epilogue = `dockhand_status=$?; for dockhand_report in ${dir}/results/*; do [ -s "$dockhand_report" ] || continue; echo; echo "${SIDE_CHANNEL_MARKER} \${dockhand_report##*/}"; cat "$dockhand_report"; done; rm -rf ${dir}; exit $dockhand_status`;
