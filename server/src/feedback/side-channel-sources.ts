@@ -19,7 +19,8 @@
 
 export const SIDE_CHANNEL_DIR = '/tmp/dockhand';
 export const RESULTS_DIR = `${SIDE_CHANNEL_DIR}/results`;
-export const PRELOAD_FILE = `${SIDE_CHANNEL_DIR}/preload.cjs`;
+/** Where a step's preload sits inside its run's directory: under node_modules, which coverage tools leave out. */
+export const PRELOAD_DIR = 'node_modules/.dockhand';
 export const PYTEST_PLUGIN_MODULE = 'dockhand_results';
 
 export const PRELOAD_SOURCE = String.raw`'use strict';
@@ -29,7 +30,7 @@ export const PRELOAD_SOURCE = String.raw`'use strict';
   var path = require('path');
   // Beside the preload when the variable is gone: a runner that passes on only the variables it
   // knows (turbo 2's strict env mode keeps NODE_OPTIONS) must not send the report elsewhere.
-  var dir = process.env.DOCKHAND_RESULTS_DIR || (/\/preload\.cjs$/.test(__filename) ? path.join(path.dirname(__filename), 'results') : '${RESULTS_DIR}');
+  var dir = process.env.DOCKHAND_RESULTS_DIR || (/\/node_modules\/\.dockhand\/preload\.cjs$/.test(__filename) ? path.resolve(path.dirname(__filename), '../../results') : '${RESULTS_DIR}');
   var main = process.argv[1] || '';
   try { main = fs.realpathSync(main); } catch (error) { /* a path inside a zip (Yarn PnP) stays as given */ }
   main = main.replace(/\\/g, '/');

@@ -115,6 +115,20 @@ describe('the test command as written, step by step', { timeout: 120_000 }, () =
     expect(out.split('\n')[0]).toBe('turbo=true nx=true');
   });
 
+  it("stays out of the suite's own coverage: node --test --experimental-test-coverage reports no preload", () => {
+    // census npm/hosted-git-info: `node --test --experimental-test-coverage --test-coverage-lines=100 …` counted the
+    // preload's lines and failed its 100% thresholds at the base.
+    const dir = mkdtempSync(join(tmpdir(), 'dockhand-coverage-'));
+    writeFileSync(join(dir, 'lib.js'), 'module.exports = (a) => a + 1;\n');
+    mkdirSync(join(dir, 'test'));
+    writeFileSync(join(dir, 'test/lib.test.js'), "const test = require('node:test');\nconst assert = require('node:assert');\ntest('adds one', () => assert.equal(require('../lib')(1), 2));\n");
+    const out = execFileSync('bash', ['-c', withSideChannel('node --test --experimental-test-coverage test/', { node: NODE })], { cwd: dir, encoding: 'utf8' });
+    const [own = '', reports = ''] = out.split('@@DOCKHAND-SIDE-CHANNEL@@');
+    expect(own).toContain('lib.js');
+    expect(own).not.toContain('preload');
+    expect(reports).toContain('ok 1 - adds one');
+  });
+
   it('vitest started through a wrapper script is counted per test, the command untouched', async () => {
     const wrapper = "const { spawnSync } = require('node:child_process');\nconst run = spawnSync('vitest', ['run'], { stdio: 'inherit' });\nprocess.exit(run.status ?? 1);\n";
     const sandbox = sandboxOf(

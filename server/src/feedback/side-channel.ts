@@ -2,7 +2,7 @@ import { parseNodeTap } from './node-tap';
 import { fileBySuffix, parseJestJson, parseMochaJson, parseTap, shellQuote, toRepoPath, withMember, type ParsedRun } from './runners';
 import { parseFlatTap } from './tap';
 import { parseUvu } from './uvu';
-import { PRELOAD_SOURCE, PYTEST_PLUGIN_MODULE, PYTEST_PLUGIN_SOURCE, SIDE_CHANNEL_DIR } from './side-channel-sources';
+import { PRELOAD_DIR, PRELOAD_SOURCE, PYTEST_PLUGIN_MODULE, PYTEST_PLUGIN_SOURCE, SIDE_CHANNEL_DIR } from './side-channel-sources';
 import type { TestCaseResult } from './types';
 
 /*
@@ -44,11 +44,13 @@ export function withSideChannel(step: string, options: SideChannelOptions, isola
     ? ` --test-reporter=spec --test-reporter-destination=stdout --test-reporter=tap --test-reporter-destination=${dir}/results/node-test-$$.tap`
     : '';
   const prologue = [
-    `mkdir -p ${dir}/results`,
-    `printf '%s' ${shellQuote(PRELOAD_SOURCE)} > ${dir}/preload.cjs`,
+    // The preload under a node_modules directory: coverage tools leave those out (Node's own
+    // --experimental-test-coverage counted it, and census npm/hosted-git-info's 100% thresholds failed).
+    `mkdir -p ${dir}/results ${dir}/${PRELOAD_DIR}`,
+    `printf '%s' ${shellQuote(PRELOAD_SOURCE)} > ${dir}/${PRELOAD_DIR}/preload.cjs`,
     `printf '%s' ${shellQuote(PYTEST_PLUGIN_SOURCE)} > ${dir}/${PYTEST_PLUGIN_MODULE}.py`,
     `export DOCKHAND_RESULTS_DIR=${dir}/results`,
-    `export NODE_OPTIONS="--require ${dir}/preload.cjs${nodeTest}\${NODE_OPTIONS:+ $NODE_OPTIONS}"`,
+    `export NODE_OPTIONS="--require ${dir}/${PRELOAD_DIR}/preload.cjs${nodeTest}\${NODE_OPTIONS:+ $NODE_OPTIONS}"`,
     `export PYTHONPATH="\${PYTHONPATH:+$PYTHONPATH:}${dir}"`,
     `export PYTEST_PLUGINS="${PYTEST_PLUGIN_MODULE}\${PYTEST_PLUGINS:+,$PYTEST_PLUGINS}"`,
     // pytest's cache would be a change in the workspace's diff.
