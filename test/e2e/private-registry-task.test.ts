@@ -90,7 +90,7 @@ async function companyRepository(name: string, manager: 'npm' | 'pnpm'): Promise
   const dir = join(root, 'repos', name);
   mkdirSync(join(dir, 'src'), { recursive: true });
   mkdirSync(join(dir, 'test'), { recursive: true });
-  const manifest = { name, version: '1.0.0', private: true, dependencies: { [PRIVATE_PACKAGE]: '1.0.0', 'is-number': '7.0.0' }, scripts: { test: 'node --test test/' } };
+  const manifest = { name, version: '1.0.0', private: true, dependencies: { [PRIVATE_PACKAGE]: '1.0.0', 'is-number': '7.0.0' }, scripts: { test: 'node --test' } };
   writeFileSync(join(dir, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
   writeFileSync(join(dir, 'src/greet.js'), SOURCE);
   writeFileSync(join(dir, 'test/greet.test.js'), TEST);
@@ -228,7 +228,8 @@ describe('a task in a private-registry repository reaches a PR, and the agent\'s
 
       replay!.addCassette(SESSION, { turns: [...huntTurns(), ...FIX] });
       replay!.addCassette(`${SESSION}-review`, { turns: [APPROVE_REVIEW] });
-      const submitted = await cli(['submit', '--repo', name, '--title', 'greet() says "helo"', '--body', 'greet("ada") should be "HELLO ADA!".']);
+      const base = await git(source, 'rev-parse', 'HEAD');
+      const submitted = await cli(['submit', '--repo', name, '--base', base, '--title', 'greet() says "helo"', '--body', 'greet("ada") should be "HELLO ADA!".']);
       expect(submitted.code, `${submitted.output}\n--- server ---\n${serverOutput().slice(-4000)}`).toBe(0);
       const taskId = /task (t_\S+) submitted/.exec(submitted.output)?.[1];
       expect(taskId).toBeDefined();
@@ -251,7 +252,8 @@ describe('a task in a private-registry repository reaches a PR, and the agent\'s
       // The whole file system holds the control file and nothing else with the token's forms.
       expect(/stdout:\n([\s\S]*)$/.exec(grep ?? '')?.[1]?.trim().split('\n')).toEqual(['/tmp/leak-hunt-control.txt']);
       // Tests went green on the server's run; the PR carries the fix.
-      expect(events.filter((event) => event.type === 'tests.finished').at(-1)?.data).toMatchObject({ ok: true, passed: 2, failed: 0 });
+      const verified = events.filter((event) => event.type === 'tests.finished').at(-1);
+      expect(verified?.data, JSON.stringify(verified?.data)).toMatchObject({ ok: true, passed: 2, failed: 0 });
 
       // No form of the token in what the model was sent (tool results unmasked), the events (nothing had to be masked either), the CLI's stream.
       expect(leaks(JSON.stringify(replay!.requests(SESSION).map((request) => request.body)))).toEqual([]);
