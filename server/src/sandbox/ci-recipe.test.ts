@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { EnvironmentRecipe } from '@dockhand/protocol';
 import { describe, expect, it } from 'vitest';
-import { joinedCommand, provisionCommands } from './ci-recipe';
+import { ciExtras, joinedCommand, provisionCommands } from './ci-recipe';
 import { SOURCE_TREE_FALLBACK } from './python-install';
 import { detectRecipe, type RecipeInput } from './recipe';
 
@@ -162,5 +162,42 @@ describe('provisionCommands', () => {
         { name: 'pytest', command: 'python -m pytest' },
       ]),
     ).toEqual(["(export PIP_UPLOADED_PRIOR_TO=P2D && tox -e ci-py311 --notest -- -v --color=yes)", '(cd python && nox -s tests --install-only)']);
+  });
+});
+
+/*
+ * Census frostming/marko: its CI installs with `pdm install -G toc -G codehilite` (pdm is not in the
+ * sandbox), and the detected install left the extras out: 4 tests failed at the base for want of
+ * pygments, which the host reference had.
+ */
+describe("the extras a CI's own Python installer names", () => {
+  const workflow = [
+    'on: [push]',
+    'jobs:',
+    '  test:',
+    '    runs-on: ubuntu-latest',
+    '    steps:',
+    '      - uses: actions/checkout@v4',
+    '      - uses: pdm-project/setup-pdm@v4',
+    '        with:',
+    "          python-version: '3.11'",
+    '      - name: Install dependencies',
+    '        run: pdm install -G toc -G codehilite',
+    '      - name: Run Tests',
+    '        run: pdm run -v pytest tests',
+  ].join('\n');
+  const pyproject = '[build-system]\nrequires = ["pdm-backend"]\nbuild-backend = "pdm.backend"\n\n[project]\nname = "marko"\n\n[project.optional-dependencies]\ntoc = ["python-slugify"]\ncodehilite = ["pygments"]\nrepr = ["objprint"]\n\n[tool.pdm.dev-dependencies]\ntest = ["pytest"]\n';
+
+  it("installs the project with the extras pdm's -G names (those pyproject.toml declares), after the detected install", async () => {
+    const recipe = await detectRecipe(repo({ 'pyproject.toml': pyproject, '.github/workflows/main.yml': workflow }), versions);
+    expect(recipe.install.command).toContain(".venv/bin/pip install -q --no-build-isolation -e '.[toc,codehilite]'");
+    expect(recipe.install.source).toContain("the extras its CI's installer names (toc, codehilite)");
+  });
+
+  it('reads poetry, uv and pdm spellings, and leaves out names that are no extras', () => {
+    expect(ciExtras(['poetry install -E toc --extras "repr codehilite" --with dev'], pyproject)).toEqual(['toc', 'codehilite', 'repr']);
+    expect(ciExtras(['cd docs && uv sync --extra=repr'], pyproject)).toEqual(['repr']);
+    expect(ciExtras(['pdm install -G :all'], pyproject)).toEqual(['toc', 'codehilite', 'repr']);
+    expect(ciExtras(['pdm install -G test', 'npm ci --extra toc'], pyproject)).toEqual([]);
   });
 });

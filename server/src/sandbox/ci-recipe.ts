@@ -3,7 +3,7 @@ import type { CiReading, CiStep } from './ci-workflow';
 import { isGlobalInstall } from './ci-step-kind';
 import type { EnvironmentFile } from './environment-file';
 import { NPM_GLOBAL_PREFIX } from './environment';
-import { projectInstall } from './python-install';
+import { projectInstall, tableKeys } from './python-install';
 import { PYTHON_REQUIREMENTS_HELPER } from './python-requirements';
 import { makeTarget, pipArguments } from './make-target';
 import { toxEnvironment, type ToxEnvironment } from './tox-env';
@@ -143,6 +143,43 @@ function followJob(recipe: EnvironmentRecipe, ci: CiReading, file: EnvironmentFi
     command = `${venv.join('')} && { ${installs.join(' && ')}; } || { echo "dockhand: the CI's pip install failed; the detected install follows" >&2 && ${recipe.install.command}; }`;
   }
   recipe.install = { command: withGlobalInstalls([command, ...provision].join(' && '), globals), source: clip(`${job.via ? `${job.via} › ` : ''}${job.file} › ${job.job} (install steps)`) };
+}
+
+/**
+ * The extras of pyproject.toml that a CI's own Python installer names: `pdm install -G toc -G
+ * codehilite` (pdm's groups include the optional dependencies), `poetry install -E a --extras "b c"`,
+ * `uv sync --extra a`, and `--all-extras` / `-G :all`. Names the project does not declare as extras
+ * (a pdm dev group, a poetry group) are left to the detected install.
+ */
+export function ciExtras(lines: readonly string[], pyproject: string | undefined): string[] {
+  if (pyproject === undefined) return [];
+  const declared = tableKeys(pyproject, 'project.optional-dependencies');
+  const named = new Set<string>();
+  for (const line of lines.flatMap((entry) => entry.split(/\s*(?:&&|;|\n)\s*/))) {
+    if (!/^(?:pdm\s+(?:install|sync)|poetry\s+install|uv\s+sync)\b/.test(line.trim())) continue;
+    if (/(?:^|\s)(?:--all-extras|-G\s*:all|--group[=\s]:all)(?=\s|$)/.test(line)) for (const extra of declared) named.add(extra);
+    for (const match of line.matchAll(/(?:^|\s)(?:-G|--group|-E|--extras?)(?:\s+|=)(?:"([^"]*)"|'([^']*)'|(\S+))/g)) {
+      for (const name of (match[1] ?? match[2] ?? match[3] ?? '').split(/[\s,]+/)) if (name) named.add(name);
+    }
+  }
+  return declared.filter((extra) => named.has(extra));
+}
+
+/**
+ * pdm, poetry and uv cannot run in the sandbox, so a CI that installs with them is not followed or
+ * its install is not (census frostming/marko: `pdm install -G toc -G codehilite`, then `pdm run
+ * pytest`); the extras those installs name are still the project's own, and its tests import them
+ * (marko's 4 codehilite tests failed at the base for want of pygments). After the detected
+ * install, the project is installed again with them (pip, else Debian's package, else named).
+ */
+export function addCiExtras(recipe: EnvironmentRecipe, files: Readonly<Record<string, string | undefined>>, file: EnvironmentFile | undefined): void {
+  if (!recipe.python || file?.install !== undefined) return;
+  const lines = Object.entries(files)
+    .filter(([path]) => path.startsWith('.github/workflows/'))
+    .flatMap(([, text]) => (text ?? '').split('\n').map((line) => line.replace(/^\s*(?:-\s+)?(?:run:\s*)?/, '').trim()));
+  const extras = ciExtras(lines, files['pyproject.toml']);
+  if (extras.length === 0) return;
+  recipe.install = { command: `${recipe.install.command} && ${projectInstall(extras)}`, source: clip(`${recipe.install.source}; the extras its CI's installer names (${extras.join(', ')})`) };
 }
 
 /**

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { DockhandError } from '../errors';
 import { ENVIRONMENT_FILE_PATH, parseEnvironmentFile, type EnvironmentFile } from './environment-file';
 import { fitNodeToManager, nodeRangeOf, type EnginesLookup } from './toolchain-engines';
-import { ciPnpm, followCi, SANDBOX_PYTHON } from './ci-recipe';
+import { addCiExtras, ciPnpm, followCi, SANDBOX_PYTHON } from './ci-recipe';
 import { readCiTestJob } from './ci-workflow';
 import { workflowNodeVersions } from './node-ci';
 import { pythonInstallSteps, TEST_REQUIREMENT_FILES } from './python-install';
@@ -421,6 +421,7 @@ export async function detectRecipe(input: RecipeInput, versions: VersionLookup, 
   if (input.rootFiles.includes('go.sum')) installs.push('if command -v go >/dev/null; then go mod download; fi');
   if (installs.length > 0) recipe.install = { command: installs.join(' && '), source: 'detected' };
   followCi(recipe, ci, file, python !== undefined, input.files['tox.ini'], input.files.Makefile);
+  addCiExtras(recipe, input.files, file);
   const policyTest = policyFields(input.files[POLICY_FILE]).testCommand;
   if (policyTest) recipe.test = { command: policyTest, source: `${POLICY_FILE} testCommand` };
   if (file?.install) recipe.install = { command: file.install, source: ENVIRONMENT_FILE_PATH };

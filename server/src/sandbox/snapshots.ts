@@ -233,7 +233,7 @@ function recipeProgress(environment: EnvironmentRecipe): SnapshotProgress {
 }
 
 /** Bumped whenever detection or the key's inputs change: older entries are then looked up afresh. */
-const LOOKUP_FORMAT = `lookup-11 key-${SNAPSHOT_KEY_VERSION}`;
+const LOOKUP_FORMAT = `lookup-12 key-${SNAPSHOT_KEY_VERSION}`;
 const LOOKUP_TTL_MS = 12 * 3600_000;
 
 const StoredLookup = z.object({
