@@ -50,15 +50,14 @@ const cli = (args: string[]) => runCli(args, { env: { DOCKHAND_URL: server!.url,
 const serverOutput = () => server?.output() ?? '';
 
 /** Every form of the token a leak could take: raw, base64 (without its padding, so padded copies match too), URL-encoded. */
-function tokenForms(): string[] {
+function tokenForms(): Array<[name: string, form: string]> {
   const token = registry.token;
-  return [...new Set([token, Buffer.from(token).toString('base64').replace(/=+$/, ''), encodeURIComponent(token)])];
+  return [['raw', token], ['base64', Buffer.from(token).toString('base64').replace(/=+$/, '')], ['url-encoded', encodeURIComponent(token)]];
 }
 
-/** The forms found in `text` (their names, never the values: a failing assertion must not print the token). */
+/** The forms found in `text`, by name (never the values: a failing assertion must not print the token). */
 function leaks(text: string): string[] {
-  const names = ['raw', 'base64', 'url-encoded'];
-  return tokenForms().flatMap((form, index) => (text.includes(form) ? [names[index] ?? 'form'] : []));
+  return tokenForms().flatMap(([name, form]) => (text.includes(form) ? [name] : []));
 }
 
 const SOURCE = `const { shout } = require('${PRIVATE_PACKAGE}');
