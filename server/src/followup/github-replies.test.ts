@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import examples from '@octokit/webhooks-examples/api.github.com/index.json' with { type: 'json' };
 import { afterEach, describe, expect, it } from 'vitest';
@@ -13,6 +13,7 @@ import { executeAsGitHub, graphqlProblems, reviewThreadsRoot, type GraphqlCall }
 import { openApiProblems, type RestCall } from '../forge/testing/github-openapi';
 import { SqliteStore } from '../store/sqlite';
 import { followUpPublisher } from './publish';
+import { githubPrRepository } from './testing/github-pr-repo';
 
 /*
  * Exactly-once replies on GitHub (#26): the server dies between GitHub's answer to a reply and the
@@ -90,22 +91,9 @@ function fakeGitHub(bare: string, lineComment: Record<string, unknown>) {
 describe('a round\'s replies on GitHub are posted once, across a crash between the post and its record (#26)', () => {
   it('the push run again after the store lost the reply finds it on the PR by its marker and posts nothing twice; a comment quoting the marker by someone else does not count', async () => {
     const root = temporaryDir('dockhand-github-replies-');
-    const work = join(root, 'work');
-    mkdirSync(join(work, 'src'), { recursive: true });
-    writeFileSync(join(work, 'src/a.ts'), 'one\ntwo\nthree\n');
-    git(root, 'init', '-q', '-b', 'master', work);
-    git(work, 'add', '-A');
-    git(work, 'commit', '-q', '-m', 'base');
-    const baseSha = git(work, 'rev-parse', 'HEAD');
-    git(work, 'checkout', '-q', '-b', BRANCH);
-    writeFileSync(join(work, 'src/a.ts'), 'one\nTWO\nthree\n');
-    git(work, 'commit', '-q', '-am', 'Make two loud');
-    const firstHead = git(work, 'rev-parse', 'HEAD');
+    const { work, baseSha, firstHead, bare } = githubPrRepository(root, BRANCH);
     writeFileSync(join(work, 'src/a.ts'), 'one\nTWO\nTHREE\n');
     const roundDiff = `${git(work, 'diff', '--no-color', baseSha)}\n`;
-    const bare = join(root, 'git', 'Codertocat', 'Hello-World.git');
-    mkdirSync(join(root, 'git', 'Codertocat'), { recursive: true });
-    git(root, 'clone', '-q', '--bare', work, bare);
 
     const lineComment = exampleLineComment();
     const github = fakeGitHub(bare, lineComment);

@@ -1,5 +1,4 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Webhooks } from '@octokit/webhooks';
 import examples from '@octokit/webhooks-examples/api.github.com/index.json' with { type: 'json' };
@@ -12,6 +11,7 @@ import { startHttpGitServer, type HttpGitServer } from '../forge/testing/http-gi
 import { openApiProblems, type RestCall } from '../forge/testing/github-openapi';
 import { executeAsGitHub, graphqlProblems, reviewThreadsRoot, type GraphqlCall } from '../forge/testing/github-graphql';
 import { createFleet, type Fleet } from '../runner/fleet';
+import { githubPrRepository } from './testing/github-pr-repo';
 import { FakeSandboxProvider, ScriptedAgent, editLikeTheAgent } from '../runner/testing/fakes';
 
 /*
@@ -53,22 +53,9 @@ function exampleComment(): Record<string, unknown> {
 describe('a GitHub PR\'s follow-up round, end to end on real git (#26)', { timeout: 120_000 }, () => {
   it('comment delivery → round 2 at the PR head → approve → one fast-forward commit pushed with the token → reply in the thread and a summary', async () => {
     const root = temporaryDir('dockhand-github-round-');
-    const work = join(root, 'work');
-    mkdirSync(join(work, 'src'), { recursive: true });
-    writeFileSync(join(work, 'src/a.ts'), 'one\ntwo\nthree\n');
-    git(root, 'init', '-q', '-b', 'master', work);
-    git(work, 'add', '-A');
-    git(work, 'commit', '-q', '-m', 'base');
-    const baseSha = git(work, 'rev-parse', 'HEAD');
     // The task's first run, as already pushed: PR #2's branch holds TWO.
-    git(work, 'checkout', '-q', '-b', BRANCH);
-    writeFileSync(join(work, 'src/a.ts'), 'one\nTWO\nthree\n');
-    git(work, 'commit', '-q', '-am', 'Make two loud');
-    const firstHead = git(work, 'rev-parse', 'HEAD');
+    const { work, baseSha, firstHead, bare } = githubPrRepository(root, BRANCH);
     const firstDiff = `${git(work, 'diff', '--no-color', baseSha, firstHead)}\n`;
-    const bare = join(root, 'git', 'Codertocat', 'Hello-World.git');
-    mkdirSync(join(root, 'git', 'Codertocat'), { recursive: true });
-    git(root, 'clone', '-q', '--bare', work, bare);
     server = await startHttpGitServer(join(root, 'git'), TOKEN);
     const branchHead = () => git(bare, 'rev-parse', `refs/heads/${BRANCH}`);
 
