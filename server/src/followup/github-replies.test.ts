@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import examples from '@octokit/webhooks-examples/api.github.com/index.json' with { type: 'json' };
@@ -13,7 +12,7 @@ import { executeAsGitHub, graphqlProblems, reviewThreadsRoot, type GraphqlCall }
 import { openApiProblems, type RestCall } from '../forge/testing/github-openapi';
 import { SqliteStore } from '../store/sqlite';
 import { followUpPublisher } from './publish';
-import { githubPrRepository } from './testing/github-pr-repo';
+import { git, githubPrRepository } from './testing/github-pr-repo';
 
 /*
  * Exactly-once replies on GitHub (#26): the server dies between GitHub's answer to a reply and the
@@ -28,8 +27,6 @@ import { githubPrRepository } from './testing/github-pr-repo';
 const REPO = 'Codertocat/Hello-World';
 const BRANCH = 'dockhand/1-two';
 const BOT = 'dockhand-app[bot]';
-const gitEnv = { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' };
-const git = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd, env: gitEnv, encoding: 'utf8' }).trim();
 
 const sent: RestCall[] = [];
 const graphqlSent: GraphqlCall[] = [];

@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { Webhooks } from '@octokit/webhooks';
 import examples from '@octokit/webhooks-examples/api.github.com/index.json' with { type: 'json' };
@@ -11,7 +10,7 @@ import { startHttpGitServer, type HttpGitServer } from '../forge/testing/http-gi
 import { openApiProblems, type RestCall } from '../forge/testing/github-openapi';
 import { executeAsGitHub, graphqlProblems, reviewThreadsRoot, type GraphqlCall } from '../forge/testing/github-graphql';
 import { createFleet, type Fleet } from '../runner/fleet';
-import { githubPrRepository } from './testing/github-pr-repo';
+import { git, githubPrRepository } from './testing/github-pr-repo';
 import { FakeSandboxProvider, ScriptedAgent, editLikeTheAgent } from '../runner/testing/fakes';
 
 /*
@@ -27,8 +26,6 @@ const SECRET = 'webhook-secret-for-tests-0123456789';
 const TOKEN = 'ghs_round_test_token_0123456789';
 const REPO = 'Codertocat/Hello-World';
 const BRANCH = 'dockhand/1-two';
-const gitEnv = { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' };
-const git = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd, env: gitEnv, encoding: 'utf8' }).trim();
 
 const sent: RestCall[] = [];
 const graphqlSent: GraphqlCall[] = [];
