@@ -62,6 +62,22 @@ describe('the repository test command: which runner its script uses', () => {
     expect(plan.invocation?.flags.map((word) => word.value)).toEqual(['--runInBand']);
   });
 
+  it("keeps npm's own options npm's: only positional words and what follows -- reach the script (census: tap got --ignore-scripts)", () => {
+    const scripts = pkg({ pretest: 'npm run lint', lint: 'eslint .', test: 'tap test/*.js', posttest: 'node after.js' });
+    const plan = planTestCommand('npm test --ignore-scripts', scripts);
+    expect(plan.step?.text).toBe('tap test/*.js');
+    expect(plan.invocation?.flags.map((word) => word.value)).toEqual([]);
+    // npm's ignore-scripts runs the named script without its pre and post scripts.
+    expect(plan.before).toEqual([]);
+    expect(plan.after).toEqual([]);
+    const mixed = planTestCommand('npm test --loglevel warn --ignore-scripts -- --bail test/a.js', pkg({ test: 'tap' }));
+    expect(mixed.step?.text).toBe('tap --bail test/a.js');
+    expect(mixed.invocation?.origin?.script).toBe('tap --bail test/a.js');
+    // pnpm and yarn pass the words after the script's name to it as they are.
+    expect(planTestCommand('pnpm test --bail', pkg({ test: 'tap' })).step?.text).toBe('tap --bail');
+    expect(planTestCommand('npm run test:unit -- --bail', pkg({ 'test:unit': 'tap' })).step?.text).toBe('tap --bail');
+  });
+
   it('passes selected files only where the script points the runner', () => {
     const tape = planTestCommand('npm test', pkg({ test: 'tape test/*.js | tap-spec' }));
     expect(selectableFiles(tape, ['test/a.js', 'test/unit/b.js', 'tests/c.py'])).toEqual({ files: ['test/a.js'] });

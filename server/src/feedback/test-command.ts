@@ -136,7 +136,7 @@ export function packageScripts(packageJson: string | undefined): Record<string, 
  * The script a step names (`npm test`, `npm run x`, `pnpm x`, `yarn x`), with the words after
  * it; undefined when the step is not a package-manager script call.
  */
-function scriptCall(words: ShellWord[], scripts: Record<string, string>): { name: string; extra: ShellWord[]; manager: ScriptOrigin['manager']; command: ScriptOrigin['command'] } | undefined {
+function scriptCall(words: ShellWord[], scripts: Record<string, string>): { name: string; extra: ShellWord[]; manager: ScriptOrigin['manager']; command: ScriptOrigin['command']; ignoreScripts: boolean } | undefined {
   const [manager, first, second, ...rest] = words.map((word) => word.value);
   if (manager !== 'npm' && manager !== 'pnpm' && manager !== 'yarn') return undefined;
   // Workspace runs (`npm test --workspaces`, `pnpm -r test`) run other packages' scripts: not followed.
@@ -154,10 +154,34 @@ function scriptCall(words: ShellWord[], scripts: Record<string, string>): { name
   } else if (manager !== 'npm' && first && first in scripts) name = first;
   if (name === undefined || !(name in scripts)) return undefined;
   void rest;
-  let extra = flags(from);
-  // npm/yarn classic pass what follows `--`; pnpm and yarn berry pass the words as they are.
-  if (extra[0]?.value === '--') extra = extra.slice(1);
-  return { name, extra, manager, command };
+  const own = flags(from);
+  const dash = own.findIndex((word) => word.value === '--');
+  // `npm test --ignore-scripts` still runs the test script, not its pre and post scripts (npm's docs of ignore-scripts).
+  const ignoreScripts = manager === 'npm' && (dash < 0 ? own : own.slice(0, dash)).some((word) => /^--ignore-scripts(?:=true)?$/.test(word.value));
+  return { name, extra: scriptArguments(manager, own), manager, command, ignoreScripts };
+}
+
+/** npm's own options that take the next word as their value (`npm test --loglevel warn`). */
+const NPM_VALUE_OPTIONS = new Set(['--loglevel', '--prefix', '--userconfig', '--cache', '--registry', '--script-shell', '--workspace', '-w', '-C']);
+
+/**
+ * The words after the script's name that reach the script. npm parses options before `--` as its
+ * own configuration (`npm test --ignore-scripts` sets npm's ignore-scripts; census: tap was given
+ * `--ignore-scripts` and refused it) and passes the positional words and everything after `--`.
+ * pnpm, yarn classic and berry pass the words as they are (a leading `--` dropped).
+ */
+export function scriptArguments(manager: ScriptOrigin['manager'], words: ShellWord[]): ShellWord[] {
+  if (manager !== 'npm') return words[0]?.value === '--' ? words.slice(1) : words;
+  const dash = words.findIndex((word) => word.value === '--');
+  const before = dash < 0 ? words : words.slice(0, dash);
+  const positional: ShellWord[] = [];
+  for (let index = 0; index < before.length; index++) {
+    const word = before[index];
+    if (!word) continue;
+    if (!word.value.startsWith('-')) positional.push(word);
+    else if (!word.value.includes('=') && NPM_VALUE_OPTIONS.has(word.value)) index++;
+  }
+  return [...positional, ...(dash < 0 ? [] : words.slice(dash + 1))];
 }
 
 /** The steps of a script's own text are its (a step of a script it calls keeps that script's origin). */
@@ -200,7 +224,7 @@ export function resolveChain(command: string, scripts: Record<string, string>, d
     const origin = (event: string, text: string): ScriptOrigin => ({ manager: call.manager, event, script: text, command: call.command });
     expanded.push(`${call.name}: ${script}`);
     // npm runs pre<name> first; pnpm (since v7) and yarn berry do not…
-    if (pre !== undefined && call.manager === 'npm') {
+    if (pre !== undefined && call.manager === 'npm' && !call.ignoreScripts) {
       const inner = resolveChain(pre, scripts, depth + 1);
       if (!inner) return undefined;
       out.push(...written(inner.steps, origin(`pre${call.name}`, pre)));
@@ -217,7 +241,7 @@ export function resolveChain(command: string, scripts: Record<string, string>, d
     expanded.push(...inner.expanded);
     // …and post<name> after it (npm/ini's `posttest: npm run lint`).
     const post = scripts[`post${call.name}`];
-    if (post !== undefined && call.manager === 'npm') {
+    if (post !== undefined && call.manager === 'npm' && !call.ignoreScripts) {
       const after = resolveChain(post, scripts, depth + 1);
       if (!after) return undefined;
       out.push(...written(after.steps, origin(`post${call.name}`, post)));
