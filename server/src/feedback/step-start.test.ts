@@ -38,6 +38,16 @@ describe('a step that cannot start', { timeout: 120_000 }, () => {
     expect(baseline?.preExistingFailures).toContain('npm run site: dockhand-no-such-docs-tool build/api-docs (could not start)');
   });
 
+  it('is a lint step whatever paths it names (#32: `flake8 src tests` is no test step)', async () => {
+    const sandbox = sandboxWith([
+      { name: 'npm run test', command: 'node --test test/' },
+      { name: 'Lint with flake8', command: 'flake8 src tests --count' },
+    ]);
+    const baseline = await new SmartFeedbackEngine({ repo: 'buggy-calc', baselineStore: new InMemoryBaselineStore() }).baseline(sandbox);
+    expect(baseline?.infrastructure).toBeUndefined();
+    expect(baseline?.passed).toBeGreaterThan(0);
+  });
+
   it('still stops the run when it is the test step', async () => {
     const sandbox = sandboxWith([
       { name: 'npm run test', command: 'node --test test/' },

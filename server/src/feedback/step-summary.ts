@@ -1,4 +1,4 @@
-import { TEST_COMMAND } from '../sandbox/ci-step-kind';
+import { runsTestCommand } from '../sandbox/ci-step-kind';
 import type { TestStepOutcome } from './types';
 
 /*
@@ -26,7 +26,7 @@ export function describeSteps(steps: readonly TestStepOutcome[], atBase = true):
  */
 export function passedByExitStatus(steps: readonly TestStepOutcome[] | undefined): TestStepOutcome[] {
   const passing = (steps ?? []).filter((step) => step.counted === 'exit status' && step.exitCode === 0);
-  const runsTests = (step: TestStepOutcome) => step.counted === 'tests' || TEST_COMMAND.test(step.name);
+  const runsTests = (step: TestStepOutcome) => step.counted === 'tests' || runsTestCommand(step.name);
   const testStepsFailed = (steps ?? []).some((step) => step.exitCode !== 0 && runsTests(step));
   return testStepsFailed && !passing.some(runsTests) ? [] : passing;
 }

@@ -1,6 +1,6 @@
 import type { ExecResult, Sandbox } from '../sandbox/types';
 import { classifyRun } from './infrastructure';
-import { TEST_COMMAND } from '../sandbox/ci-step-kind';
+import { runsTestCommand } from '../sandbox/ci-step-kind';
 import { parseTestOutput, type ParsedRun } from './runners';
 import type { SuitePlan } from './suite-plan';
 import { readSideChannel } from './side-channel';
@@ -157,7 +157,7 @@ export function setApartStartFailures(runs: SuiteRun[]): void {
   if (!counted) return;
   for (const run of runs) {
     const infrastructure = run.infrastructure;
-    if (!infrastructure || (infrastructure.kind !== 'missing' && infrastructure.kind !== 'start') || TEST_COMMAND.test(run.plan.command)) continue;
+    if (!infrastructure || (infrastructure.kind !== 'missing' && infrastructure.kind !== 'start') || runsTestCommand(run.plan.command)) continue;
     const name = run.plan.command;
     run.cases = [{ id: `${name} (could not start)`, outcome: 'failed', message: infrastructure.message, kind: 'exit_status' }];
     run.failures = [`✗ ${name} could not start\n${infrastructure.output}`];

@@ -241,6 +241,52 @@ describe('matrix cells', () => {
 const written = (jobs: string, on = '[push, pull_request]'): string => `name: ci\non: ${on}\njobs:\n${jobs}`;
 
 describe('written workflows', () => {
+  it("GitHub's Python starter workflow: its install step is the install (its `if [ -f … ]` line kept), its flake8 step a check, pytest the test (#32)", () => {
+    const found = job(
+      {
+        'python-app.yml': written(`  build:
+    runs-on: ubuntu-latest
+    steps:
+    - uses: actions/checkout@v4
+    - name: Set up Python 3.10
+      uses: actions/setup-python@v3
+      with:
+        python-version: "3.10"
+    - name: Install dependencies
+      run: |
+        python -m pip install --upgrade pip
+        pip install flake8 pytest
+        if [ -f requirements.txt ]; then pip install -r requirements.txt; fi
+    - name: Lint with flake8
+      run: |
+        # stop the build if there are Python syntax errors or undefined names
+        flake8 . --count --select=E9,F63,F7,F82 --show-source --statistics
+        flake8 src tests --count --exit-zero --max-complexity=10 --max-line-length=127 --statistics
+    - name: Test with pytest
+      run: |
+        pytest
+`),
+      },
+      SANDBOX,
+      ['requirements.txt', 'setup.py'],
+    );
+    expect(found.install).toEqual(['pip install flake8 pytest && if [ -f requirements.txt ]; then pip install -r requirements.txt; fi']);
+    expect(found.steps.map((step) => step.name)).toEqual(['Lint with flake8', 'Test with pytest']);
+    expect(found.source).toBe('.github/workflows/python-app.yml › build › "Test with pytest"');
+  });
+
+  it('a job whose only "test" step is a tox lint environment runs no test step', () => {
+    const reading = read({
+      'lint.yml': written(`  lint:
+    runs-on: ubuntu-latest
+    steps:
+      - run: pip install tox
+      - run: tox -e lint,mypy
+`),
+    });
+    expect(reading.reason).toContain('runs no test step');
+  });
+
   it('working-directory: the job default, a step\'s own, and ${{ github.workspace }} read as the repository root', () => {
     const found = job({
       'ci.yml': written(`  test:

@@ -1,7 +1,7 @@
 import type { EnvironmentRecipe } from '@dockhand/protocol';
 import { parse as parseYaml } from 'yaml';
 import { condition, expand, type ExpressionScope } from './ci-expression';
-import { classify, commandLines, INSTALL_LINE, isGlobalInstall, launcherOf, MISSING_TOOL, runsTests, scriptLines, SETUP_LINE } from './ci-step-kind';
+import { classify, commandLines, isGlobalInstall, isInstallLine, launcherOf, MISSING_TOOL, runsTests, scriptLines } from './ci-step-kind';
 import { isWorkflowFile, WORKFLOW_DIR, workflowFiles } from './node-ci';
 
 /*
@@ -235,7 +235,7 @@ function jobInCell(input: JobInput, cell: Record<string, unknown>): CiTestJob | 
     const inDirectory = (line: string): string => (cwd ? `cd ${cwd} && ${line}` : line);
     if (kind === 'install') {
       // Only the installs (and the directory changes between them): a download or an echo beside them is the runner's set-up.
-      const installs = scriptLines(command).filter((line) => /^cd\s/.test(line) || (INSTALL_LINE.test(commandLines(line)[0] ?? '') && !SETUP_LINE.test(commandLines(line)[0] ?? '')));
+      const installs = scriptLines(command).filter((line) => /^cd\s/.test(line) || isInstallLine(commandLines(line)[0] ?? ''));
       pushInstalls(installs, inDirectory);
       installed = true;
     } else if (kind === 'other-install') {
@@ -244,7 +244,7 @@ function jobInCell(input: JobInput, cell: Record<string, unknown>): CiTestJob | 
     } else if (kind === 'check') {
       // `npm install` then `npm test` in one step: the install runs where installs run (the build has the network).
       const lines = scriptLines(command);
-      const leading = lines.findIndex((line) => !INSTALL_LINE.test(commandLines(line)[0] ?? '') || SETUP_LINE.test(commandLines(line)[0] ?? ''));
+      const leading = lines.findIndex((line) => !isInstallLine(commandLines(line)[0] ?? ''));
       if (leading > 0 && lines.length > 1) {
         pushInstalls(lines.slice(0, leading), inDirectory);
         installed = true;
