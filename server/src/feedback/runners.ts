@@ -116,8 +116,9 @@ function parseRunnerOutput(runner: TestRunner, stdout: string, files: Set<string
     case 'mocha':
       return parseMochaJson(afterMarker(stdout), files, cwd);
     case 'tape':
-    case 'ava':
       return parseFlatTap(stdout, (printed) => toRepoPath(printed, files, cwd));
+    case 'ava':
+      return parseFlatTap(stdout, (printed) => toRepoPath(printed, files, cwd), { ava: true });
     case 'tap':
       return parseNodeTap(stdout, files, cwd);
     case 'uvu':

@@ -108,6 +108,7 @@ function parseReport(runner: string, text: string, files: Set<string>, cwd?: str
     case 'pytest':
       return parsePytestLines(text, files, cwd);
     case 'ava':
+      return parseFlatTap(text, (printed) => toRepoPath(printed, files, cwd), { ava: true });
     case 'tape':
       return parseFlatTap(text, (printed) => toRepoPath(printed, files, cwd));
     case 'tap':

@@ -5,7 +5,17 @@ import type { TestCaseResult } from './types';
  * test with 12 assertions counts 12, the way tape's own `# tests` total does. tape announces the
  * test an assertion belongs to in a `# name` comment; ava writes `ok 1 - file › title`. Failure
  * details come in the indented YAML block after a point; tape's `at:` names the file.
+ *
+ * ava's comments name no test: each point already carries its whole title, and ava writes a
+ * comment for every hook that ran (`# function › beforeEach hook for try-catch-remove`, a titled
+ * hook's own title) and `#   <line>` for each `t.log`. Taken as tape's test names they went in
+ * front of the later points (census: 203 of 291 ids read `… beforeEach hook for … > function ›
+ * try-catch-remove`, a different id from run to run). Output of unknown origin with ava's hook
+ * comments in it is read as ava's.
  */
+
+/** ava's comment for a hook that finished: `[file › ]before|after[Each][.always] hook[ for <test>]`. */
+const AVA_HOOK = /^(?:.+ › )?(?:before|after)(?:Each)?(?:\.always)? hook(?: for .*)?$/;
 
 export interface FlatTapRun {
   cases: TestCaseResult[];
@@ -17,8 +27,9 @@ export interface FlatTapRun {
 /** Maps a printed path back to a repo-relative one (the runners module supplies it). */
 type ToRepoPath = (printed: string) => string | undefined;
 
-export function parseFlatTap(stdout: string, toRepoPath: ToRepoPath): FlatTapRun {
+export function parseFlatTap(stdout: string, toRepoPath: ToRepoPath, options: { ava?: boolean } = {}): FlatTapRun {
   const lines = stdout.split('\n');
+  const ava = options.ava ?? lines.some((line) => line.startsWith('# ') && AVA_HOOK.test(line.slice(2).trim()));
   const cases: TestCaseResult[] = [];
   const failures: string[] = [];
   const seen = new Map<string, number>();
@@ -70,7 +81,7 @@ export function parseFlatTap(stdout: string, toRepoPath: ToRepoPath): FlatTapRun
       pending = { testCase: { id, outcome }, yaml: [] };
       continue;
     }
-    const comment = /^# (.+)$/.exec(line);
+    const comment = ava ? null : /^# (.+)$/.exec(line);
     if (comment?.[1] && !/^(tests|pass|fail|skip|todo|ok|not ok)\b/.test(comment[1])) {
       settle();
       const skipped = /^SKIP (.+)$/.exec(comment[1]);
