@@ -51,6 +51,37 @@ describe('a refused host is attributed to the package whose script asked for it'
     expect(hint).toContain('`skipScripts: [puppeteer]`');
   });
 
+  it('pnpm: a script started after the one that asked is running too at the refusal; the one whose output after it says so asked (#32)', () => {
+    const refused = ['storage.googleapis.com:443'];
+    const output = [
+      'node_modules/.pnpm/puppeteer@21.0.0/node_modules/puppeteer postinstall$ node install.mjs',
+      'node_modules/.pnpm/esbuild@0.19.0/node_modules/esbuild postinstall$ node install.js',
+      `${REFUSED_MARKER}storage.googleapis.com:443`,
+      'node_modules/.pnpm/esbuild@0.19.0/node_modules/esbuild postinstall: Error: Expected "0.19.0" but got "0.18.0"',
+      'node_modules/.pnpm/puppeteer@21.0.0/node_modules/puppeteer postinstall: ERROR: Failed to set up Chrome r115! Set "PUPPETEER_SKIP_DOWNLOAD" env variable to skip download.',
+      'node_modules/.pnpm/puppeteer@21.0.0/node_modules/puppeteer postinstall: Error: tunneling socket could not be established, statusCode=403',
+      'node_modules/.pnpm/puppeteer@21.0.0/node_modules/puppeteer postinstall: Done',
+      'node_modules/.pnpm/esbuild@0.19.0/node_modules/esbuild postinstall: Failed',
+      ' ELIFECYCLE  Command failed with exit code 1.',
+    ].join('\n');
+    const diagnosis = diagnoseInstall(output, refused);
+    expect(diagnosis).toMatchObject({ packageName: 'esbuild', script: 'postinstall', hostRequesters: [{ host: 'storage.googleapis.com', packageName: 'puppeteer', script: 'postinstall' }] });
+    const { message } = describeInstallFailure({ exitCode: 1, tail: '', diagnosis, logPath: '/l.log', setupFailed: false });
+    expect(message).toContain('the postinstall script of package "esbuild" failed; the postinstall script of package "puppeteer" tried to reach storage.googleapis.com');
+    // A script that had ended before the refusal asked for nothing then.
+    const ended = diagnoseInstall(
+      [
+        'node_modules/.pnpm/puppeteer@21.0.0/node_modules/puppeteer postinstall$ node install.mjs',
+        'node_modules/.pnpm/esbuild@0.19.0/node_modules/esbuild postinstall$ node install.js',
+        'node_modules/.pnpm/esbuild@0.19.0/node_modules/esbuild postinstall: Done',
+        `${REFUSED_MARKER}storage.googleapis.com:443`,
+        'node_modules/.pnpm/puppeteer@21.0.0/node_modules/puppeteer postinstall: Done',
+      ].join('\n'),
+      refused,
+    );
+    expect(ended.hostRequesters).toEqual([{ host: 'storage.googleapis.com', packageName: 'puppeteer', script: 'postinstall' }]);
+  });
+
   it('without a marker, the output line that names the host tells whose script it was', () => {
     const output = ['> sharp@0.32.0 install', '> node install/libvips', 'sharp: Downloading https://github.com/lovell/sharp-libvips/releases/download/v8.14.2/libvips.tar.br', 'sharp: Installation error: tunneling socket could not be established, statusCode=403'].join('\n');
     const diagnosis = diagnoseInstall(output, ['github.com:443']);

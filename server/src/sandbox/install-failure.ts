@@ -119,17 +119,71 @@ function scriptOfLine(line: string): { packageName: string; script: string } | u
   return undefined;
 }
 
-/** For each blocked host, the script running at the refusal's marker, else at the first line naming the host. */
+/** pnpm's line that ends a script (`…/pkg postinstall: Done` / `: Failed`). */
+function endOfScript(line: string): { packageName: string; script: string } | undefined {
+  const match = new RegExp(`^\\s*(\\S*node_modules/\\S+) ${LIFECYCLE}: (?:Done|Failed)\\s*$`).exec(line);
+  const name = match?.[1] ? packageFromPath(match[1]) : undefined;
+  return name && match?.[2] ? { packageName: name, script: match[2] } : undefined;
+}
+
+/**
+ * The scripts running at line `at`: npm runs foreground scripts one at a time (the last header);
+ * pnpm side by side (every `pkg postinstall$ …` start not yet followed by its `Done` / `Failed`),
+ * latest start last.
+ */
+function runningAt(lines: readonly string[], at: number): Array<{ packageName: string; script: string }> {
+  const running = new Map<string, { packageName: string; script: string }>();
+  for (let index = 0; index < at; index++) {
+    const line = lines[index] ?? '';
+    const ended = endOfScript(line);
+    if (ended) {
+      running.delete(`${ended.packageName} ${ended.script}`);
+      continue;
+    }
+    const script = scriptOfLine(line);
+    if (!script) continue;
+    if (line.startsWith('> ')) running.clear();
+    const key = `${script.packageName} ${script.script}`;
+    running.delete(key);
+    running.set(key, script);
+  }
+  return [...running.values()];
+}
+
+/** What a script prints when its download was refused (the proxy's 403, a tunnel that failed, no name resolution). */
+const NETWORK_FAILURE = /\b(?:403|Forbidden|tunnel(?:ing)?|proxy|ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|getaddrinfo|socket hang up|fetch failed|download)/i;
+
+/**
+ * For each blocked host, the script that asked for it: the one whose own output line names it,
+ * else the one running at the refusal's marker (else at the first line naming the host). Where
+ * pnpm ran several then, the one whose output after the refusal names the host, or says that a
+ * download failed, else the latest started (census: puppeteer's browser download was refused
+ * while esbuild's postinstall, started after it, was running too, and esbuild was named).
+ */
 function requestersOf(lines: readonly string[], hosts: readonly string[]): HostRequester[] {
   const found: HostRequester[] = [];
   for (const host of hosts) {
     let at = lines.findIndex((line) => line.startsWith(REFUSED_MARKER) && line.slice(REFUSED_MARKER.length).toLowerCase().replace(/:\d+$/, '') === host);
     if (at < 0) at = lines.findIndex((line) => !line.startsWith(REFUSED_MARKER) && line.toLowerCase().includes(host));
+    if (at < 0) continue;
     // A pnpm output line naming the host carries its own package.
-    const own = at >= 0 ? scriptOfLine(lines[at] ?? '') : undefined;
-    let running = own;
-    for (let index = at - 1; !running && index >= 0; index--) running = scriptOfLine(lines[index] ?? '');
-    if (at >= 0 && running) found.push({ host, packageName: running.packageName, script: running.script });
+    const named = lines.find((line) => !line.startsWith(REFUSED_MARKER) && line.toLowerCase().includes(host) && scriptOfLine(line) && !/\$ /.test(line));
+    const candidates = runningAt(lines, at);
+    const own = (named ? scriptOfLine(named) : undefined) ?? scriptOfLine(lines[at] ?? '');
+    const after = lines.slice(at + 1);
+    const says = (candidate: { packageName: string; script: string }, pattern: RegExp): boolean =>
+      after.some((line) => {
+        const of = scriptOfLine(line) ?? endOfScript(line);
+        return of?.packageName === candidate.packageName && of.script === candidate.script && pattern.test(line.replace(/^.*?(?::|\$)\s/, ''));
+      });
+    const chosen =
+      own ??
+      (candidates.length <= 1
+        ? candidates[0]
+        : (candidates.find((candidate) => says(candidate, new RegExp(host.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'i'))) ??
+          candidates.find((candidate) => says(candidate, NETWORK_FAILURE)) ??
+          candidates[candidates.length - 1]));
+    if (chosen) found.push({ host, packageName: chosen.packageName, script: chosen.script });
   }
   return found;
 }
