@@ -55,6 +55,21 @@ describe('pull request routes (local forge)', () => {
     expect(response.json().error).toMatchObject({ field: 'path' });
   });
 
+  it('answers 400 naming path for a hostile or non-literal path, and stores no pathspec magic', async () => {
+    h = (await withPullRequest()).h;
+    const hostile = ['../../etc/passwd', '/etc/passwd', 'src/\u0000paginate.js', 'src\\paginate.js', './src/paginate.js', 'src//paginate.js', '*', ':(glob)**/*', ':(top)src/paginate.js', 'src/*.js', 'src', 'src/'];
+    for (const path of hostile) {
+      const response = await h.app.inject({ method: 'POST', url: '/v1/repos/app/pulls/1/comments', headers: h.auth('alice'), payload: { body: 'x', path, line: 3 } });
+      expect(response.statusCode, path).toBe(400);
+      expect(response.json().error, path).toMatchObject({ field: 'path' });
+      expect(response.json().error.message, path).toMatch(/^path: /);
+    }
+    const view = await h.app.inject({ method: 'GET', url: '/v1/repos/app/pulls/1', headers: h.auth('alice') });
+    expect(view.json().comments).toEqual([]);
+    const literal = await h.app.inject({ method: 'POST', url: '/v1/repos/app/pulls/1/comments', headers: h.auth('alice'), payload: { body: 'x', path: 'src/paginate.js', line: 3 } });
+    expect(literal.statusCode).toBe(201);
+  });
+
   it('takes reviews, and checks only from admins and the repository\'s owners', async () => {
     h = (await withPullRequest()).h;
     const review = await h.app.inject({ method: 'POST', url: '/v1/repos/app/pulls/1/reviews', headers: h.auth('alice'), payload: { verdict: 'request_changes', body: 'add a test' } });

@@ -8,6 +8,7 @@ import { PullRequestCommentSchema, REVIEW_VERDICTS, type PullRequestThreads } fr
 import { maySubmit } from '../runner/registry';
 import type { User } from '../store/types';
 import { requireUser } from './auth';
+import { commentPathProblem } from './comment-path';
 import type { AppDeps } from './deps';
 
 /*
@@ -25,7 +26,11 @@ export { PullRequestView };
 
 export const PostCommentRequest = z.object({
   body: z.string().min(1).max(20_000),
-  path: z.string().min(1).max(1000).optional(),
+  // Literal and repository-relative: never a pathspec, an absolute path or one that climbs out (`comment-path.ts`).
+  path: z.string().min(1).max(1000).superRefine((path, context) => {
+    const problem = commentPathProblem(path);
+    if (problem) context.addIssue({ code: 'custom', message: problem });
+  }).optional(),
   line: z.number().int().min(1).optional(),
   inReplyTo: z.number().int().min(1).optional(),
 });

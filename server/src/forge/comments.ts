@@ -216,6 +216,11 @@ export class PullRequestThreads implements FollowedThreads {
   /** One file's section of the PR's diff (from where the branch left its base to its head). */
   private async fileDiff(pr: PullRequest, path: string): Promise<string> {
     const git = createGit(this.options.forge.repositoryPath(pr.repo));
-    return git.raw(['diff', '--no-color', '--no-ext-diff', '--no-renames', `refs/heads/${pr.base}...${pr.headSha}`, '--', path]);
+    const range = `refs/heads/${pr.base}...${pr.headSha}`;
+    // The path is a file name, never a pathspec (`*`, `:(glob)…`), and exactly a file the PR
+    // changes: a folder would match every file under it. Empty when it is not one (a 400 naming `path`).
+    const changed = (await git.raw(['--literal-pathspecs', 'diff', '--name-only', '-z', '--no-renames', range])).split('\0');
+    if (!changed.includes(path)) return '';
+    return git.raw(['--literal-pathspecs', 'diff', '--no-color', '--no-ext-diff', '--no-renames', range, '--', path]);
   }
 }
