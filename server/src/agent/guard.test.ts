@@ -52,6 +52,7 @@ const dangerous: Array<[rule: string, command: string]> = [
   ['shutdown', 'shutdown -h now'],
   ['shutdown', 'reboot'],
   ['kill-all', 'kill -9 -1'],
+  ['shell-runs-computed-string', 'bash -c "$(cat payload | base64 -d)"'],
 ];
 
 const harmless = [

@@ -1,16 +1,22 @@
+import { commandForms, computedShellInput } from './guard-decode';
+
 /*
  * Command guard: recognises shell commands that destroy data, leave the sandbox's purpose or
  * publish something, so a human approves them before they run (the Approver; a denial reaches the
  * model as an is_error tool result).
  *
  * What it catches: the plain, literal spellings listed in RULES below, anywhere in a command line
- * (after `;`, `&&`, `||`, `|`, newlines, `$(...)`, `sudo`/`env`/`xargs` prefixes, with quotes
- * around arguments).
+ * (after `;`, `&&`, `||`, `|`, newlines, `$(...)`, `sudo`/`env`/`xargs`/`eval`/`sh -c` prefixes,
+ * with quotes around arguments), in the command as typed and in what its obvious wrappers decode
+ * to (`guard-decode.ts`: base64/xxd/printf/rev pipelines, `$'…'`, literal variables, literal text
+ * piped to a shell); and any shell handed a string computed when it runs (`sh -c "$(…)"`,
+ * `eval "$x"`, `… | sh`), whatever it would decode to.
  *
  * What it will NOT catch (a blocklist cannot; the real defences are the gVisor sandbox with no
  * network and no credentials, and the policy check on the final diff):
- *  - obfuscation: `eval`, variables (`$a$b`), base64/hex decoding piped to a shell, backslash or
- *    quote splitting inside a word (`r''m -rf /`), aliases and shell functions defined earlier;
+ *  - obfuscation that never reaches a shell as a computed string: backslash splitting inside a
+ *    word (`r\m -rf /`), variables set by an earlier command, aliases and shell functions defined
+ *    earlier, `find -exec`, `xargs` of a file's contents;
  *  - scripts written to disk and then run (`echo 'rm -rf /' > x.sh && bash x.sh`), Makefile
  *    targets, npm scripts or test code that do the same;
  *  - destructive calls made from inside a language runtime (`python -c "shutil.rmtree('/')"`,
@@ -47,7 +53,7 @@ export function splitCommand(command: string): string[][] {
 }
 
 const PREFIX_COMMANDS = new Set([
-  'sudo', 'env', 'xargs', 'command', 'exec', 'nohup', 'time', 'nice', 'doas', 'timeout',
+  'sudo', 'env', 'xargs', 'command', 'exec', 'nohup', 'time', 'nice', 'doas', 'timeout', 'eval',
   '{', '!', 'if', 'then', 'else', 'do', 'while', 'until',
 ]);
 
@@ -56,6 +62,11 @@ function program(tokens: string[]): { name: string; args: string[] } | undefined
   let index = 0;
   while (index < tokens.length) {
     const token = tokens[index] ?? '';
+    // `sh -c 'rm -rf /'`: the shell runs its argument, which is the command that matters.
+    if (/^(?:.*\/)?(?:ba|z|da|k|fi)?sh$/.test(token) && /^-[a-zA-Z]*c[a-zA-Z]*$/.test(tokens[index + 1] ?? '')) {
+      index += 2;
+      continue;
+    }
     if (PREFIX_COMMANDS.has(token) || /^[A-Za-z_][A-Za-z0-9_]*=/.test(token) || (index > 0 && (token.startsWith('-') || /^\d+(\.\d+)?[smhd]?$/.test(token)))) {
       index += 1;
       continue;
@@ -252,13 +263,23 @@ export const RULES: GuardRule[] = [
     reason: 'kills every process (kill -1)',
     matches: (_command, segments) => findPrograms(segments, 'kill').some((args) => args.includes('-1')),
   },
+  {
+    // Last: a decoded form that trips a rule above names the real reason.
+    id: 'shell-runs-computed-string',
+    reason: 'a shell runs a string computed when the command runs (sh -c / bash -c / eval of a command substitution or variable, a pipe into sh): what runs cannot be seen before it runs',
+    matches: (command) => computedShellInput(command) !== undefined,
+  },
 ];
 
 /** The first rule a command line trips, if any. */
 export function checkCommand(command: string): GuardMatch | undefined {
-  const segments = splitCommand(command);
+  // Decided on what runs: the typed line and what its wrappers decode to.
+  const forms = commandForms(command).map((form) => ({ form, segments: splitCommand(form) }));
   for (const rule of RULES) {
-    if (rule.matches(command, segments)) return { rule: rule.id, reason: rule.reason };
+    const tripped = forms.find(({ form, segments }) => rule.matches(form, segments));
+    if (!tripped) continue;
+    if (rule.id === 'shell-runs-computed-string') return { rule: rule.id, reason: `${computedShellInput(tripped.form) ?? rule.reason}; approve only if you know what it runs` };
+    return { rule: rule.id, reason: tripped.form === command ? rule.reason : `${rule.reason} (decoded from the command's wrapping: ${tripped.form.slice(0, 200)})` };
   }
   return undefined;
 }
