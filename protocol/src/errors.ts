@@ -24,6 +24,8 @@ export const ERROR_CODES = [
   'unsupported_media_type',
   // The model API answered the request itself as invalid (400/404/413/422): not retried, not "unreachable".
   'model_refused',
+  // The server is at its limit of requests in flight (503 with Retry-After): retry later.
+  'overloaded',
   'internal',
 ] as const;
 export const ErrorCode = z.enum(ERROR_CODES);

@@ -27,6 +27,8 @@ import { secretRoutes } from './api/secrets';
 import { taskRoutes } from './api/tasks';
 import { tokenRoutes } from './api/tokens';
 import { pullRequestRoutes } from './api/pulls';
+import { bodyLimitedServer, bodyTooLarge, discardBody } from './api/body-limit';
+import { shedLoad } from './api/load';
 import { DockhandError, asDockhandError } from './errors';
 import { maySubmit } from './runner/registry';
 import type { Logger } from './log';
@@ -42,10 +44,6 @@ function fieldFromInstancePath(instancePath: string): string {
 
 /** The largest request body the API reads (Fastify's `bodyLimit`). */
 export const BODY_LIMIT_BYTES = 2 * 1024 * 1024;
-
-function formatBytes(bytes: number): string {
-  return bytes % (1024 * 1024) === 0 ? `${bytes / (1024 * 1024)} MiB` : `${bytes} bytes`;
-}
 
 /** The limit a zod `too_big` issue names, as "100000 characters" / "50 items"; undefined for other issues. */
 function sizeLimit(keyword: string, params: Record<string, unknown>): string | undefined {
@@ -78,12 +76,7 @@ function toDockhandError(error: FastifyError | DockhandError | Error): DockhandE
   }
   const status = 'statusCode' in error && typeof error.statusCode === 'number' ? error.statusCode : 500;
   if (status === 429) return new DockhandError('rate_limited', 'too many requests', { hint: 'slow down and retry after a minute' });
-  if (status === 413) {
-    return new DockhandError('payload_too_large', `body: the request body is over the server's limit of ${formatBytes(BODY_LIMIT_BYTES)}`, {
-      field: 'body',
-      hint: `send at most ${formatBytes(BODY_LIMIT_BYTES)}; a ticket body takes at most 100000 characters`,
-    });
-  }
+  if (status === 413) return bodyTooLarge(BODY_LIMIT_BYTES);
   if (status === 415) {
     return new DockhandError('unsupported_media_type', `content-type: ${error.message.replace(/^Unsupported Media Type:?\s*/i, '') || 'this media type'} is not accepted; the API reads application/json`, {
       field: 'content-type',
@@ -108,9 +101,17 @@ export async function app(fastify: FastifyInstance, given: AppDeps): Promise<voi
   fastify.decorateRequest('user', null);
   fastify.decorateRequest('scopes', null);
   fastify.decorateRequest('tokenInfo', null);
-  fastify.setErrorHandler((error: FastifyError | DockhandError, request, reply) => {
+  // Before every other hook: a burst is refused before its token is looked up (`api/load.ts`).
+  shedLoad(fastify, deps.limits?.maxInFlight);
+  fastify.setErrorHandler(async (error: FastifyError | DockhandError, request, reply) => {
     const failure = toDockhandError(error);
     if (failure.code === 'internal') request.log.error({ err: error }, 'request failed');
+    // A body cut off at the limit (no Content-Length): the rest is read and thrown away first, so
+    // the client reads this 413 instead of a reset (`api/body-limit.ts`).
+    if (failure.code === 'payload_too_large' && failure.field === 'body' && !request.raw.complete) {
+      await discardBody(request.raw);
+      void reply.header('connection', 'close');
+    }
     return reply.code(failure.status).send(failure.toBody());
   });
   fastify.setNotFoundHandler((request, reply) => {
@@ -220,6 +221,8 @@ export async function buildApp(deps: AppDeps, options: { logger?: Logger } = {})
   const fastify = Fastify({
     ...(loggerInstance ? { loggerInstance } : {}),
     bodyLimit: BODY_LIMIT_BYTES,
+    // A body declared too large is refused before `100 Continue`, or read and discarded first (`api/body-limit.ts`).
+    serverFactory: bodyLimitedServer(BODY_LIMIT_BYTES),
     // Long ids reach the route's schema, which names the field and its limit (the router's default cap is 100).
     routerOptions: { maxParamLength: 1000 },
     // Errors the router raises before any route (a bad percent-encoding, a path segment over the cap)

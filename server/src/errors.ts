@@ -48,6 +48,7 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   payload_too_large: 413,
   unsupported_media_type: 415,
   model_refused: 502,
+  overloaded: 503,
   internal: 500,
 };
 

@@ -68,6 +68,8 @@ export interface AppDeps {
   limits?: {
     /** Requests per minute per user. */
     ratePerMinute?: number;
+    /** Requests worked on at once before the next is answered 503 `overloaded` (`api/load.ts`; default 64). */
+    maxInFlight?: number;
     /** A WebSocket subscriber whose unsent bytes pass this is sent `resync` and dropped. */
     wsMaxBufferedBytes?: number;
     /** How often open sockets' tokens are read again for revocations elsewhere (default 5 s). */
