@@ -158,10 +158,10 @@ function zipMembers(bytes: Buffer): Array<{ name: string; data: Buffer }> {
 }
 
 /**
- * The text inside a gzip file or a zip archive (nested up to `MAX_ARCHIVE_DEPTH`), each member
- * that reads as text. Bytes that are neither give nothing.
+ * The members of a gzip file or a zip archive, archives inside them opened too (nested up to
+ * `MAX_ARCHIVE_DEPTH`), as bytes: the leaves. Bytes that are neither give nothing.
  */
-export function archiveTexts(bytes: Buffer, name: string, depth = 1): ArchiveMember[] {
+export function archiveMembers(bytes: Buffer, name: string, depth = 1): Array<{ name: string; data: Buffer }> {
   if (depth > MAX_ARCHIVE_DEPTH) return [];
   let members: Array<{ name: string; data: Buffer }> = [];
   if (bytes.length > 2 && bytes[0] === 0x1f && bytes[1] === 0x8b) {
@@ -175,12 +175,18 @@ export function archiveTexts(bytes: Buffer, name: string, depth = 1): ArchiveMem
   } else {
     return [];
   }
-  const texts: ArchiveMember[] = [];
+  const leaves: Array<{ name: string; data: Buffer }> = [];
   for (const member of members) {
     const inner = `${name}!${member.name}`;
-    const nested = archiveTexts(member.data, inner, depth + 1);
-    if (nested.length > 0) texts.push(...nested);
-    else if (isPrintable(member.data)) texts.push({ name: inner, text: member.data.toString('utf8') });
+    const nested = archiveMembers(member.data, inner, depth + 1);
+    leaves.push(...(nested.length > 0 ? nested : [{ name: inner, data: member.data }]));
   }
-  return texts;
+  return leaves;
+}
+
+/** The text inside a gzip file or a zip archive (`archiveMembers`): each member that reads as text. */
+export function archiveTexts(bytes: Buffer, name: string): ArchiveMember[] {
+  return archiveMembers(bytes, name)
+    .filter((member) => isPrintable(member.data))
+    .map((member) => ({ name: member.name, text: member.data.toString('utf8') }));
 }

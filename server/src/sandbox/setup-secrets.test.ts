@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { maskSetupSecrets, resolveSetupSecrets, secretForms } from './setup-secrets';
+import { describeSetupSecretSearch, maskSetupSecrets, resolveSetupSecrets, secretForms } from './setup-secrets';
 
 const VALUE = 'tok/en+with spaces&more';
 
@@ -23,5 +23,23 @@ describe('setup secrets', () => {
     if (!error) throw new Error('resolved without the missing secret');
     expect(error.message).toBe('acme/web has no secret SENTRY_AUTH, which .dockhand/environment.yml gives to .dockhand/setup.sh');
     expect(error.hint).toBe('dockhand secret set acme/web SENTRY_AUTH --from-file <file>');
+  });
+});
+
+describe('the build failure for a setup secret in the layer', () => {
+  it('names each file and the form found, never the value, and says how to fix setup.sh', () => {
+    const failure = describeSetupSecretSearch({ found: [{ secret: 'SENTRY_AUTH', path: '/workspace/deploy.hex', encoding: 'hex' }, { secret: 'SENTRY_AUTH', path: '/home/dockhand/.npmrc', encoding: 'base64 (inside a longer text)' }], unreadable: [], notes: [] }, '/data/build.log');
+    expect(failure?.message).toBe("a setup secret's value is in the snapshot after .dockhand/setup.sh: /workspace/deploy.hex (SENTRY_AUTH, hex), /home/dockhand/.npmrc (SENTRY_AUTH, base64 (inside a longer text))");
+    expect(failure?.hint).toMatch(/^make \.dockhand\/setup\.sh read \$<NAME>_FILE .* in any encoding .* under \/tmp .*full log: \/data\/build\.log$/);
+    expect(describeSetupSecretSearch({ found: [], unreadable: ['/workspace/locked'], notes: [] }, 'l')?.message).toBe('the snapshot would keep files the build user cannot read, so they cannot be searched for setup secrets: /workspace/locked');
+    expect(describeSetupSecretSearch({ found: [], unreadable: [], notes: ['x'] }, 'l')).toBeUndefined();
+  });
+
+  it('masks the hex, reversed and embedded-base64 forms in the build log too', () => {
+    const text = [Buffer.from(VALUE).toString('hex'), [...VALUE].reverse().join(''), Buffer.from(`u:${VALUE}`).toString('base64')].join('\n');
+    const masked = maskSetupSecrets(text, [{ name: 'SENTRY_AUTH', value: VALUE }]);
+    expect(masked.split('\n').slice(0, 2)).toEqual(['[secret SENTRY_AUTH]', '[secret SENTRY_AUTH]']);
+    expect(masked).toContain('[secret SENTRY_AUTH]');
+    expect(masked).not.toContain(Buffer.from(`u:${VALUE}`).toString('base64'));
   });
 });

@@ -2,6 +2,8 @@ import type Docker from 'dockerode';
 import { DockhandError } from '../errors';
 import type { DockerSandbox } from './docker-sandbox';
 import type { RegistryCredentials } from './private-registries';
+import { searchForms } from './setup-secret-forms';
+import { searchLayer, type SetupSecretSearch } from './setup-secrets-search';
 
 /**
  * Setup secrets: `.dockhand/environment.yml` `secrets: [NAME, …]` are given to `.dockhand/setup.sh`
@@ -9,11 +11,14 @@ import type { RegistryCredentials } from './private-registries';
  * that is never exported, so the install's processes do not inherit it), and just before
  * setup.sh writes each to `/run/dockhand-secrets/NAME` (a tmpfs owned by the build user: never in
  * `docker commit`'s layer) with `NAME_FILE` pointing at it. Their values are masked in the build
- * log, and after the step the committed layer's changed files are searched for every value, its
- * base64 and URL-encoded forms: a hit fails the build naming the file, never the value.
+ * log, and after the step the committed layer's changed files are searched for every value in
+ * every form `setup-secret-forms.ts` names (hex, base64 inside longer text, gzip and zip members,
+ * reversed, rot13, split across lines, …: `setup-secrets-search.ts`): a hit fails the build
+ * naming the file and the form, never the value.
  *
  * Not covered: a process the install leaves running as the same user could read the files while
- * setup.sh runs, and a value written compressed or otherwise encoded is not recognised.
+ * setup.sh runs (or write a value after the search), and the transforms `setup-secret-forms.ts`
+ * lists as not covered.
  */
 export const SETUP_SECRETS_DIR = '/run/dockhand-secrets';
 /** The tmpfs mount for `HostConfig.Tmpfs`: the build user's alone, small, no programs run from it. */
@@ -42,10 +47,11 @@ export async function resolveSetupSecrets(input: { repo: string; usedBy: string;
   return input.names.map((name) => ({ name, value: values.get(name) ?? '' }));
 }
 
-/** The forms of a value searched for and masked: raw (each line of a multi-line value), base64, base64url and URL-encoded. */
+/** The forms of a value masked in the build log: raw (each line of a multi-line value), base64, base64url, URL-encoded and every form the layer is searched for. */
 export function secretForms(value: string): string[] {
   const bytes = Buffer.from(value, 'utf8');
-  const forms = [...value.split(/\r?\n/), bytes.toString('base64'), bytes.toString('base64').replace(/=+$/, ''), bytes.toString('base64url'), encodeURIComponent(value)];
+  const searched = searchForms(value).map((form) => Buffer.from(form.text, 'latin1').toString('utf8'));
+  const forms = [...value.split(/\r?\n/), bytes.toString('base64'), bytes.toString('base64').replace(/=+$/, ''), bytes.toString('base64url'), encodeURIComponent(value), ...searched];
   return [...new Set(forms.map((form) => form.trim()).filter((form) => form.length >= MINIMUM_FORM_LENGTH))].sort((a, b) => b.length - a.length);
 }
 
@@ -73,31 +79,35 @@ export function writeSetupSecretsScript(names: readonly string[]): string {
   ].join('\n');
 }
 
-/** Regular files only (a link to the tmpfs is not the value in the image), as a NUL-separated list in the build's /tmp. */
-const LIST_FILES = `set -eu; umask 077; while IFS= read -r -d '' f; do [ -L "$f" ] || [ ! -f "$f" ] || printf '%s\\0' "$f"; done > /tmp/dockhand-secret-scan`;
-const SEARCH_FILES = `set -u; umask 077; p=$(mktemp); cat > "$p"; xargs -0 -r -a /tmp/dockhand-secret-scan grep -lsF -d skip -f "$p" --; rm -f "$p"`;
-
-export interface SecretFound {
-  secret: string;
-  path: string;
+/**
+ * The build container's layer (what `docker commit` keeps: the paths `docker diff` shows added or
+ * changed, /tmp and the secrets' tmpfs aside) searched for every form of every secret
+ * (`setup-secrets-search.ts`), inside the container by the build user.
+ */
+export async function findSetupSecrets(container: Docker.Container, builder: DockerSandbox, secrets: readonly SetupSecret[]): Promise<SetupSecretSearch> {
+  const changes = ((await container.changes()) ?? []) as { Path: string; Kind: number }[];
+  const paths = changes.filter((change) => change.Kind !== 2 && !/^\/(tmp|run\/dockhand-secrets)(\/|$)/.test(change.Path)).map((change) => change.Path);
+  return searchLayer(builder, paths, secrets);
 }
 
 /**
- * The files `docker diff` shows added or changed in the build container's layer (what `docker
- * commit` keeps) that contain a form of a secret, searched inside the container by the build user.
+ * The build's failure when the search found a secret or could not read a file, naming each file
+ * and the form found (never the value), with what to change in setup.sh; undefined when clean.
  */
-export async function findSetupSecrets(container: Docker.Container, builder: DockerSandbox, secrets: readonly SetupSecret[]): Promise<SecretFound[]> {
-  const changes = ((await container.changes()) ?? []) as { Path: string; Kind: number }[];
-  const paths = changes.filter((change) => change.Kind !== 2 && !/^\/(tmp|run\/dockhand-secrets)(\/|$)/.test(change.Path)).map((change) => change.Path);
-  if (paths.length === 0) return [];
-  const list = await builder.raw(['bash', '-c', LIST_FILES], { stdin: Buffer.from(paths.map((path) => `${path}\0`).join('')), timeoutMs: 300_000 });
-  if (list.exitCode !== 0) throw new DockhandError('internal', `listing the snapshot's changed files to search for setup secrets failed (exit ${list.exitCode}): ${list.stderr.toString('utf8').trim().slice(0, 500)}`);
-  const found: SecretFound[] = [];
-  for (const secret of secrets) {
-    const forms = secretForms(secret.value);
-    if (forms.length === 0) continue;
-    const search = await builder.raw(['bash', '-c', SEARCH_FILES], { stdin: Buffer.from(`${forms.join('\n')}\n`), timeoutMs: 300_000 });
-    for (const path of search.stdout.toString('utf8').split('\n').filter(Boolean)) found.push({ secret: secret.name, path });
+export function describeSetupSecretSearch(search: SetupSecretSearch, logPath: string): { message: string; hint: string } | undefined {
+  const list = (items: string[]): string => `${items.slice(0, 10).join(', ')}${items.length > 10 ? ` and ${items.length - 10} more` : ''}`;
+  if (search.found.length > 0) {
+    const named = search.found.map((hit) => `${hit.path} (${hit.secret}, ${hit.encoding})`);
+    return {
+      message: `a setup secret's value is in the snapshot after .dockhand/setup.sh: ${list(named)}`,
+      hint: `make .dockhand/setup.sh read $<NAME>_FILE and hand the value to the command that needs it without writing it, in any encoding (base64, hex, gzip, split, …), into the workspace or the home directory; what must be written goes under /tmp (not kept in the snapshot); full log: ${logPath}`,
+    };
   }
-  return found;
+  if (search.unreadable.length > 0) {
+    return {
+      message: `the snapshot would keep files the build user cannot read, so they cannot be searched for setup secrets: ${list(search.unreadable)}`,
+      hint: `leave what .dockhand/setup.sh and the install write readable by their owner (chmod u+r), or remove it; full log: ${logPath}`,
+    };
+  }
+  return undefined;
 }

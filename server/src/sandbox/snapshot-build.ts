@@ -15,7 +15,7 @@ import { DEPENDENCY_GROUPS_HELPER, DEPENDENCY_GROUPS_PROGRAM } from './python-in
 import { PYTHON_REQUIREMENTS_HELPER, PYTHON_REQUIREMENTS_PROGRAM, venvCommandsScript } from './python-requirements';
 import { BUILD_REQUIREMENTS_PROBE, describeInstallFailure, diagnoseInstall, InstallTranscript, readBuildRequirementsProbe, REFUSED_MARKER, type UnmetBuildRequirement } from './install-failure';
 import { SCRIPTED_PACKAGES_HELPER, SETUP_SCRIPT_PATH } from './recipe';
-import { findSetupSecrets, maskSetupSecrets, READ_SETUP_SECRETS, SETUP_SECRETS_DIR, SETUP_SECRETS_TMPFS, setupSecretsInput, writeSetupSecretsScript, type SetupSecret } from './setup-secrets';
+import { describeSetupSecretSearch, findSetupSecrets, maskSetupSecrets, READ_SETUP_SECRETS, SETUP_SECRETS_DIR, SETUP_SECRETS_TMPFS, setupSecretsInput, writeSetupSecretsScript, type SetupSecret } from './setup-secrets';
 import { WORKSPACE } from './paths';
 import { labelInstruction, snapshotLabelValues, type SnapshotIdentity } from './snapshot-labels';
 import { toolchainPath } from './toolchains';
@@ -396,14 +396,10 @@ export async function buildSnapshotImage(request: BuildRequest): Promise<void> {
     if (refusals.length > 0) throw new DockhandError('sandbox_unavailable', `the install went on without what the registry refused (${refusals.map((refusal) => refusal.path).slice(0, 3).join(', ')})`);
     if (yarnFront) await restoreYarnFront(builder, yarnFront);
     if (secrets.length > 0) {
-      const found = await findSetupSecrets(container, builder, secrets);
-      if (found.length > 0) {
-        const named = found.map((hit) => `${hit.path} (${hit.secret})`);
-        throw new SnapshotBuildFailed('sandbox_unavailable', `a setup secret's value (raw, base64 or URL-encoded) is in the snapshot after ${SETUP_SCRIPT_PATH}: ${named.slice(0, 10).join(', ')}${named.length > 10 ? ` and ${named.length - 10} more` : ''}`, {
-          field: SETUP_SCRIPT_PATH,
-          hint: `make ${SETUP_SCRIPT_PATH} read $<NAME>_FILE without writing the value into the workspace or the home directory (/tmp is not kept); full log: ${request.logPath}`,
-        });
-      }
+      const search = await findSetupSecrets(container, builder, secrets);
+      for (const note of search.notes) log.write(`\n# ${note}\n`);
+      const failure = describeSetupSecretSearch(search, request.logPath);
+      if (failure) throw new SnapshotBuildFailed('sandbox_unavailable', failure.message, { field: SETUP_SCRIPT_PATH, hint: failure.hint });
     }
     if (identity.environment.python) {
       const commands = await builder.raw(['bash', '-c', `cd ${WORKSPACE} && ${venvCommandsScript()}`]);
