@@ -76,15 +76,40 @@ function buildLogs(): string {
 }
 
 describe('setup secrets (gVisor)', () => {
-  it('fails the build naming the file when setup.sh writes the value into the workspace, and masks it in the log', async () => {
-    const error = await build('acme/leaks', 'cat "$SENTRY_AUTH_FILE"; echo; base64 "$SENTRY_AUTH_FILE" > deploy.b64').catch((caught: unknown) => caught);
+  it('fails the build naming each file and the form when setup.sh writes the value in any form, and masks it in the log', async () => {
+    // Each form in its own file, written with the base image's own tools.
+    const setup = [
+      'cat "$SENTRY_AUTH_FILE"; echo',
+      'v=$(cat "$SENTRY_AUTH_FILE")',
+      'base64 "$SENTRY_AUTH_FILE" > deploy.b64',
+      'printf %s "$v" | od -An -tx1 | tr -d " \\n" > deploy.hex',
+      'printf "%s\\n" "$v" | gzip -c > deploy.gz',
+      'python3 -c "import sys; print(sys.argv[1][::-1])" "$v" > deploy.rev',
+      'printf %s "$v" | tr A-Za-z N-ZA-Mn-za-m > deploy.rot13',
+      'printf "%s\\n%s\\n" "${v:0:20}" "${v:20}" > deploy.split',
+      'printf "//registry.acme.example/:_auth=%s\\n" "$(printf "deploy:%s" "$v" | base64 -w0)" > "$HOME/.npmrc"',
+    ].join('\n');
+    const error = await build('acme/leaks', setup).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(Error);
     const message = (error as Error).message;
-    expect(message).toContain('/workspace/deploy.b64 (SENTRY_AUTH)');
+    for (const [file, form] of [
+      ['/workspace/deploy.b64', 'base64'],
+      ['/workspace/deploy.hex', 'hex'],
+      ['/workspace/deploy.gz', 'raw, in a gzip'],
+      ['/workspace/deploy.rev', 'reversed'],
+      ['/workspace/deploy.rot13', 'rot13'],
+      ['/workspace/deploy.split', 'raw, split across lines'],
+      ['/home/dockhand/.npmrc', 'base64 (inside a longer text)'],
+    ]) {
+      expect(message).toContain(`${file} (SENTRY_AUTH, ${form})`);
+    }
     for (const form of secretForms(VALUE)) expect(message).not.toContain(form);
     const log = buildLogs();
     expect(log).toContain('[secret SENTRY_AUTH]');
+    expect(log).toMatch(/# setup secrets: searched \d+ files/);
     for (const form of secretForms(VALUE)) expect(log).not.toContain(form);
+    // Nothing was committed.
+    expect(await docker.listImages({ filters: { reference: [repository] } })).toEqual([]);
   }, 300_000);
 
   it('gives the value to setup.sh only; the image holds no form of it', async () => {

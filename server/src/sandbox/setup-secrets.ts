@@ -95,7 +95,7 @@ export async function findSetupSecrets(container: Docker.Container, builder: Doc
  * and the form found (never the value), with what to change in setup.sh; undefined when clean.
  */
 export function describeSetupSecretSearch(search: SetupSecretSearch, logPath: string): { message: string; hint: string } | undefined {
-  const list = (items: string[]): string => `${items.slice(0, 10).join(', ')}${items.length > 10 ? ` and ${items.length - 10} more` : ''}`;
+  const list = (items: string[]): string => `${items.slice(0, 20).join(', ')}${items.length > 20 ? ` and ${items.length - 20} more (all in the log)` : ''}`;
   if (search.found.length > 0) {
     const named = search.found.map((hit) => `${hit.path} (${hit.secret}, ${hit.encoding})`);
     return {

@@ -397,7 +397,7 @@ export async function buildSnapshotImage(request: BuildRequest): Promise<void> {
     if (yarnFront) await restoreYarnFront(builder, yarnFront);
     if (secrets.length > 0) {
       const search = await findSetupSecrets(container, builder, secrets);
-      for (const note of search.notes) log.write(`\n# ${note}\n`);
+      for (const note of [...search.notes, ...search.found.map((hit) => `setup secret ${hit.secret} found (${hit.encoding}): ${hit.path}`)]) log.write(`\n# ${note}\n`);
       const failure = describeSetupSecretSearch(search, request.logPath);
       if (failure) throw new SnapshotBuildFailed('sandbox_unavailable', failure.message, { field: SETUP_SCRIPT_PATH, hint: failure.hint });
     }
