@@ -145,7 +145,8 @@ export function splitPattern(text: string): string {
   return [...text].map(ereLiteral).join(separators);
 }
 
-function ereLiteral(char: string): string {
+/** One character as an ERE matching only itself (GNU grep, C locale). */
+export function ereLiteral(char: string): string {
   if (/[A-Za-z0-9]/.test(char)) return char;
   if (char === '\\') return '\\\\';
   if (char === '^') return '\\^';

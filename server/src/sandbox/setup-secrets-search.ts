@@ -2,16 +2,16 @@ import { inflateSync } from 'node:zlib';
 import { extract } from 'tar-stream';
 import { DockhandError } from '../errors';
 import { archiveMembers, MAX_INFLATED_BYTES } from '../policy/secret-decode';
-import { isSplitOf, searchForms, splitForms, splitPattern } from './setup-secret-forms';
+import { ereLiteral, isSplitOf, searchForms, splitForms, splitPattern } from './setup-secret-forms';
 import type { SetupSecret } from './setup-secrets';
 
 /**
  * The search of a snapshot's committed layer for setup secrets, in any form `setup-secret-forms.ts`
  * names. The build user's own tools do the reading inside the build container (its CPU, not the
- * server's): `find` lists the regular files `docker diff` shows, one `grep -F` pass looks for
- * every fixed form in every file whatever its size, one `grep -zE` pass looks for the value split
- * across lines in files up to `SPLIT_SEARCH_MAX_BYTES`, and the files that start like a gzip, a
- * zip (jar, wheel) or a zlib stream come out through `tar` to be opened here with the content
+ * server's): `find` lists the regular files `docker diff` shows, one `grep -zE` pass reads each
+ * file up to `SPLIT_SEARCH_MAX_BYTES` whole for every fixed form and the value split across
+ * lines, a `grep -F` pass streams the larger ones for the fixed forms, and the files that start
+ * like a gzip, a zip (jar, wheel) or a zlib stream come out through `tar` to be opened here with the content
  * gate's own readers (`policy/secret-decode.ts` `archiveMembers`: nested, sizes capped) and
  * searched the same way. File names and symlink targets are searched too.
  *
@@ -53,38 +53,41 @@ export interface SearchShell {
 /**
  * Lists the paths on stdin (NUL-separated) that are regular files, readable or not, and symlinks,
  * as NUL-separated records, into a fresh directory under /tmp (not committed) whose name comes
- * first: the readable files (all, the ones the split search takes, and with their sizes).
+ * first: the readable files (all, the ones searched whole and the larger ones, with their sizes).
  */
 export const LIST_SCRIPT = `set -u; export LC_ALL=C; umask 077
 d=$(mktemp -d "\${TMPDIR:-/tmp}/dockhand-secret-scan.XXXXXX") || exit 3
 printf 'D\\0%s\\0' "$d"
-find -files0-from - -maxdepth 0 \\( -type l -printf 'L\\0%p\\0%l\\0' \\) -o \\( -type f -readable -fprint0 "$d/files" -fprintf "$d/sized" '%s\\0%p\\0' \\( -size -${SPLIT_SEARCH_MAX_BYTES + 1}c -fprint0 "$d/split" -o -true \\) -printf 'F\\0%s\\0%p\\0' \\) -o \\( -type f -printf 'U\\0%p\\0' \\)
+find -files0-from - -maxdepth 0 \\( -type l -printf 'L\\0%p\\0%l\\0' \\) -o \\( -type f -readable -fprint0 "$d/files" -fprintf "$d/sized" '%s\\0%p\\0' \\( -size -${SPLIT_SEARCH_MAX_BYTES + 1}c -fprint0 "$d/whole" -o -fprint0 "$d/large" \\) -printf 'F\\0%s\\0%p\\0' \\) -o \\( -type f -printf 'U\\0%p\\0' \\)
 s=$?; [ "$s" -le 1 ] || exit "$s"; exit 0`;
 
-/** Every fixed form (patterns on stdin, one a line) in every listed file: `path\0match\n` records. */
-export const FIXED_SCRIPT = `set -u; export LC_ALL=C; umask 077; d=$1; cat > "$d/fixed"
-xargs -0 -r -a "$d/files" grep -HoaFZ -m 20 -f "$d/fixed" -- | head -c ${OUTPUT_MAX_BYTES}
+/**
+ * Every fixed form and every split form (EREs on stdin, one a line) in each file up to
+ * `SPLIT_SEARCH_MAX_BYTES`, read whole (\`-z\`: a file without NULs is one record), in one pass:
+ * `path\0match\0` records.
+ */
+export const WHOLE_SCRIPT = `set -u; export LC_ALL=C; umask 077; d=$1; cat > "$d/whole-patterns"
+xargs -0 -r -a "$d/whole" grep -HoaZz -m 20 -E -f "$d/whole-patterns" -- | head -c ${OUTPUT_MAX_BYTES}
 exit "\${PIPESTATUS[0]}"`;
 
-/** The split forms (EREs on stdin) in each file the split search takes, whole: `path\0match\0` records. */
-export const SPLIT_SCRIPT = `set -u; export LC_ALL=C; umask 077; d=$1; cat > "$d/split-patterns"
-xargs -0 -r -a "$d/split" grep -HoaZz -m 20 -E -f "$d/split-patterns" -- | head -c ${OUTPUT_MAX_BYTES}
+/** The fixed forms (patterns on stdin, one a line) in the larger files, streamed: `path\0match\n` records. */
+export const LARGE_SCRIPT = `set -u; export LC_ALL=C; umask 077; d=$1; cat > "$d/large-patterns"
+xargs -0 -r -a "$d/large" grep -HoaFZ -m 20 -f "$d/large-patterns" -- | head -c ${OUTPUT_MAX_BYTES}
 exit "\${PIPESTATUS[0]}"`;
 
 /**
- * The files that start as a gzip, a zip or a zlib stream, within the sizes, as a tar on stdout;
- * each one left out for its size as `size\0path\0` on stderr. The scan's directory is removed.
+ * The files that start as a gzip, a zip or a zlib stream (their first bytes read by one perl:
+ * a shell loop takes minutes on a large layer under gVisor), within the sizes, as a tar on
+ * stdout; each one left out for its size as `size\0path\0` on stderr. The scan's directory is
+ * removed.
  */
-export const ARCHIVES_SCRIPT = `set -u; export LC_ALL=C; umask 077; d=$1; total=0
-: > "$d/archives"
-while IFS= read -r -d '' size && IFS= read -r -d '' f; do
-  m=; IFS= read -r -d '' -n 4 m < "$f" 2>/dev/null
-  case "$m" in
-    $'\\x1f\\x8b'*|PK$'\\x03\\x04'*|x[$'\\x01\\x5e\\x9c\\xda']*)
-      if [ "$size" -gt ${ARCHIVE_MAX_BYTES} ] || [ $((total + size)) -gt ${ARCHIVES_MAX_TOTAL_BYTES} ]; then printf '%s\\0%s\\0' "$size" "$f" >&2
-      else total=$((total + size)); printf '%s\\0' "$f" >> "$d/archives"; fi;;
-  esac
-done < "$d/sized"
+export const ARCHIVES_SCRIPT = `set -u; export LC_ALL=C; umask 077; d=$1
+D=$d perl -0 -ne 'BEGIN { open(LIST, ">", "$ENV{D}/archives") or die "$!"; $total = 0 }
+  chomp; open(my $f, "<:raw", $_) or next; my $m = ""; read($f, $m, 4); close($f);
+  next unless $m =~ /\\A(?:\\x1f\\x8b|PK\\x03\\x04|x[\\x01\\x5e\\x9c\\xda])/;
+  my $size = -s $_;
+  if ($size > ${ARCHIVE_MAX_BYTES} || $total + $size > ${ARCHIVES_MAX_TOTAL_BYTES}) { print STDERR "$size\\0$_\\0" } else { $total += $size; print LIST "$_\\0" }
+  END { close(LIST) }' "$d/files" || exit 3
 tar --null --no-recursion --absolute-names -T "$d/archives" -cf - 2>/dev/null; s=$?
 rm -rf "$d"; exit "$s"`;
 
@@ -242,30 +245,36 @@ export async function searchLayer(shell: SearchShell, paths: readonly string[], 
   // A path find could not reach (a directory made unsearchable) is as unreadable as a file.
   for (const match of list.stderr.toString('utf8').matchAll(/^find: ['‘](.*)['’]: Permission denied$/gm)) search.unreadable.push(match[1] ?? '');
 
-  const fixedPatterns = Buffer.from(`${[...matcher.fixed.keys()].join('\n')}\n`, 'latin1');
-  const fixed = await shell.raw(['bash', '-c', FIXED_SCRIPT, '_', dir], { stdin: fixedPatterns, timeoutMs });
-  if (!SEARCH_EXIT_CODES.has(fixed.exitCode)) throw failedSearch('the search for encoded values', fixed);
-  // `path\0match\n`: the path first (it may hold a line break), then the match up to the line's end.
-  const fixedText = fixed.stdout.toString('latin1');
-  for (let at = 0; at < fixedText.length; ) {
-    const nul = fixedText.indexOf('\0', at);
-    const end = nul < 0 ? -1 : fixedText.indexOf('\n', nul);
-    if (end < 0) break;
-    const form = matcher.fixed.get(fixedText.slice(nul + 1, end));
-    if (form) report(pathOf(fixedText.slice(at, nul)), form);
-    at = end + 1;
+  const literals = [...matcher.fixed.keys()].map((text) => [...text].map(ereLiteral).join(''));
+  const wholePatterns = Buffer.from(`${[...literals, ...matcher.split.map((form) => splitPattern(form.text))].join('\n')}\n`, 'latin1');
+  const whole = await shell.raw(['bash', '-c', WHOLE_SCRIPT, '_', dir], { stdin: wholePatterns, timeoutMs });
+  if (!SEARCH_EXIT_CODES.has(whole.exitCode)) throw failedSearch('the search of the files', whole);
+  const wholeRecords = fields(whole.stdout);
+  for (let at = 0; at + 1 < wholeRecords.length; at += 2) {
+    const match = wholeRecords[at + 1] ?? '';
+    const path = pathOf(wholeRecords[at] ?? '');
+    const form = matcher.fixed.get(match);
+    if (form) {
+      report(path, form);
+      continue;
+    }
+    const split = matcher.split.find((candidate) => isSplitOf(match, candidate.text));
+    if (split) report(path, { secret: split.secret, encoding: `${split.encoding}, split across lines` });
   }
 
-  const splitPatterns = Buffer.from(`${matcher.split.map((form) => splitPattern(form.text)).join('\n')}\n`, 'latin1');
-  const split = await shell.raw(['bash', '-c', SPLIT_SCRIPT, '_', dir], { stdin: splitPatterns, timeoutMs });
-  if (!SEARCH_EXIT_CODES.has(split.exitCode)) throw failedSearch('the search for split values', split);
-  const splitRecords = fields(split.stdout);
-  for (let at = 0; at + 1 < splitRecords.length; at += 2) {
-    const match = splitRecords[at + 1] ?? '';
-    const form = matcher.split.find((candidate) => isSplitOf(match, candidate.text));
-    if (!form) continue;
-    const separated = match !== form.text;
-    report(pathOf(splitRecords[at] ?? ''), { secret: form.secret, encoding: separated ? `${form.encoding}, split across lines` : form.encoding });
+  if (large.length > 0) {
+    const streamed = await shell.raw(['bash', '-c', LARGE_SCRIPT, '_', dir], { stdin: Buffer.from(`${[...matcher.fixed.keys()].join('\n')}\n`, 'latin1'), timeoutMs });
+    if (!SEARCH_EXIT_CODES.has(streamed.exitCode)) throw failedSearch('the search of the large files', streamed);
+    // `path\0match\n`: the path first (it may hold a line break), then the match up to the line's end.
+    const text = streamed.stdout.toString('latin1');
+    for (let at = 0; at < text.length; ) {
+      const nul = text.indexOf('\0', at);
+      const end = nul < 0 ? -1 : text.indexOf('\n', nul);
+      if (end < 0) break;
+      const form = matcher.fixed.get(text.slice(nul + 1, end));
+      if (form) report(pathOf(text.slice(at, nul)), form);
+      at = end + 1;
+    }
   }
 
   const archives = await shell.raw(['bash', '-c', ARCHIVES_SCRIPT, '_', dir], { timeoutMs });
