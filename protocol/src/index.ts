@@ -5,6 +5,5 @@ export * from './errors';
 export * from './ws';
 export * from './api';
 export * from './repos';
-export * from './ticket-text';
 export * from './change-rounds';
 export * from './pull-requests';

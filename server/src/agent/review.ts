@@ -5,6 +5,7 @@ import type { ModelTurnRequest } from '../model/types';
 import { toolUsesOf } from './conversation';
 import { capOutput } from './tools/output';
 import { toInputSchema } from './tools/types';
+import { markHidden } from '../policy/neutralise';
 
 /*
  * The self-review half of the verified stop: a separate model call with a reviewer's system
@@ -47,7 +48,8 @@ export function buildReviewRequest(input: {
 }): Pick<ModelTurnRequest, 'system' | 'tools' | 'toolChoice' | 'messages'> {
   const diff = capOutput(input.diff, MAX_DIFF_CHARS).text;
   const text = [
-    `<ticket>\n${input.ticket.title}\n\n${input.ticket.body}\n</ticket>`,
+    // The ticket as the agent was given it: what a renderer hides is marked, not passed on silently.
+    `<ticket>\n${markHidden(input.ticket.title, 'ticket').text}\n\n${markHidden(input.ticket.body, 'ticket').text}\n</ticket>`,
     `<agent_summary>\n${input.summary}\n</agent_summary>`,
     `<tests>\n${input.tests}\n</tests>`,
     `<diff>\n${diff}\n</diff>`,

@@ -1,6 +1,7 @@
 import type { Task, TaskEvent } from '@dockhand/protocol';
 import { isRed, type PullRequestCheck } from '../forge/checks';
 import { modelText, type FollowedThreads, type PullRequestComment, type PullRequestThreadStore } from '../forge/comments';
+import { forgeBlock, forgeCode, markHidden } from '../policy/neutralise';
 import type { FlakyStore } from '../feedback/types';
 import type { PullRequest } from '../forge/types';
 import type { Logger } from '../log';
@@ -190,7 +191,8 @@ export class PullRequestFollower {
     if (steering.length === 0 && red?.triage.triage !== 'caused') {
       if (red) {
         if (red.triage.triage === 'flaky') await this.quarantine(task, red.check, red.triage);
-        await this.replyOnce(view.pr, `triage:check:${red.check.id}`, `Check **${red.check.name}** is red, and it is not this PR's doing: **${red.triage.triage.replace('_', '-')}**. ${red.triage.evidence}. No round was started.`);
+        // The check's name and the log line in the evidence are the CI's words, not the server's: quoted as code, nothing in them renders.
+        await this.replyOnce(view.pr, `triage:check:${red.check.id}`, `Check ${forgeCode(red.check.name)} is red, and it is not this PR's doing: **${red.triage.triage.replace('_', '-')}**. No round was started. The evidence:\n\n${forgeBlock(red.triage.evidence)}`);
         await log.append(task.id, { type: 'pr.feedback', data: { ...marks, kind: 'triaged', comments: [], ignored, check: checkSummary(red.check, red.triage) } });
       } else {
         await log.append(task.id, { type: 'pr.feedback', data: { ...marks, kind: ignored.length > 0 ? 'ignored' : 'seen', comments: [], ignored } });
@@ -211,7 +213,7 @@ export class PullRequestFollower {
     const onBranch = stored ? pushedDiff(stored.diff, events) : '';
     // The warm start: the next sandbox gets the PR's diff on the base snapshot.
     await this.options.checkpoints?.save(task.id, events.at(-1)?.seq ?? 0, onBranch);
-    const by = [...new Set(steering.map((comment) => comment.author))].join(', ') || `check ${red!.check.name}`;
+    const by = [...new Set(steering.map((comment) => comment.author))].join(', ') || `check ${markHidden(red!.check.name, 'check name').text}`;
     await log.append(task.id, {
       type: 'review.requested_changes',
       data: { by, comments: steering.map((comment) => ({ ...(comment.path ? { path: comment.path, line: comment.line } : {}), body: modelText(comment) || '(no text)' })), reviewedDiff: onBranch, followUp: { number: opened.data.number, round } },

@@ -5,7 +5,8 @@ import { DockhandError } from '../errors';
 import type { FollowedThreads, PullRequestThreadStore } from '../forge/comments';
 import { enforcePushGateOffThread, type PushGate } from '../forge/deliver';
 import { pushFollowUp } from '../forge/follow-push';
-import { commitText, neutralizeMarkdown, quoted } from '../forge/pr-text';
+import { commitText, neutralizeInline, neutralizeMarkdown, quoted } from '../forge/pr-text';
+import { commitSubject, forgeCode } from '../policy/neutralise';
 import type { Forge } from '../forge/types';
 import { lastPushedHead, unpushedRound } from './rounds';
 
@@ -68,9 +69,11 @@ export function followUpPublisher(options: FollowUpPublisherOptions): FollowUpPo
       const approved = [...events].reverse().find((event) => event.type === 'task.state' && event.data.state === 'pushing');
       const number = opened.data.number;
       const addressed = round.data.comments.map((comment) => `#${comment.id}`).join(', ');
-      const trigger = round.data.check ? `the red check ${round.data.check.name}` : `review comments ${addressed}`;
+      // A check's name is the CI's text: one clean line in the commit subject, a code span on the PR.
+      const subjectTrigger = round.data.check ? `the red check "${commitSubject(round.data.check.name, 40)}"` : `review comments ${addressed}`;
+      const trigger = round.data.check ? `the red check ${forgeCode(round.data.check.name)}` : `review comments ${addressed}`;
       // The agent's summary is model text: no trailers in the commit, nothing active (mentions, HTML, links) on the PR.
-      const message = `Address ${trigger} (round ${round.data.round})\n\n${commitText(summary.slice(0, 4000))}`;
+      const message = `Address ${subjectTrigger} (round ${round.data.round})\n\n${commitText(summary.slice(0, 4000))}`;
       const said = quoted(neutralizeMarkdown(summary.slice(0, 2000)));
       if (options.gate) await enforcePushGateOffThread(diff, await options.gate(task, events), { commitMessage: message });
       await options.confirmLease?.(task.id);
@@ -106,7 +109,7 @@ export function followUpPublisher(options: FollowUpPublisherOptions): FollowUpPo
       }
       if (!already(undefined)) {
         const change = pushed.commit ? `one new commit ${pushed.headSha.slice(0, 12)} on ${opened.data.branch}` : 'no new commit (no code change was needed)';
-        await reply(`Follow-up ${marker} for ${trigger}: ${change}.${round.data.ignored.length ? ` Ignored (may not steer): ${round.data.ignored.map((entry) => `#${entry.id} by ${entry.author}`).join(', ')}.` : ''}`, `round:${round.data.round}:summary`);
+        await reply(`Follow-up ${marker} for ${trigger}: ${change}.${round.data.ignored.length ? ` Ignored (may not steer): ${round.data.ignored.map((entry) => `#${entry.id} by ${neutralizeInline(entry.author)}`).join(', ')}.` : ''}`, `round:${round.data.round}:summary`);
       }
       return { round: round.data.round, number, headSha: pushed.headSha, commit: pushed.commit, replied };
     },

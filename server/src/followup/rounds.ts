@@ -1,6 +1,7 @@
 import type { TaskEvent } from '@dockhand/protocol';
 import { modelText, type PullRequestComment } from '../forge/comments';
 import type { PullRequestCheck } from '../forge/checks';
+import { hiddenNote, markHidden, type HiddenForm } from '../policy/neutralise';
 
 /*
  * A followed PR's rounds, read from the task's log: which comments and checks were already taken
@@ -82,9 +83,21 @@ export function roundMessage(round: number, number: number, comments: readonly P
   return text.length > MESSAGE_LIMIT ? `${text.slice(0, MESSAGE_LIMIT)}\n[… cut: the comments are longer than a message holds]` : text;
 }
 
-/** The round's instructions when a red check caused by the PR starts it. */
+/**
+ * The round's instructions when a red check caused by the PR starts it. The check's name and log
+ * are an outside CI's text (anyone who can push a workflow writes them): what would not show in
+ * a rendered log (invisible and TAG characters, HTML comments …) is marked, and said so.
+ */
 export function checkMessage(round: number, number: number, check: PullRequestCheck, evidence: string, failingTests: readonly string[]): string {
-  const tests = failingTests.length > 0 ? `\nFailing tests named in the log: ${failingTests.join(', ')}` : '';
-  const text = `The check "${check.name}" failed (${check.conclusion}) on pull request #${number}'s head, and triage found this PR caused it: ${evidence}${tests}\nFix it (round ${round}), then call finish: your changes become one new commit on the PR.\n\nThe check's log (head and tail):\n${check.log}`;
+  const hidden = new Set<HiddenForm>();
+  const shown = (text: string, source: string) => {
+    const marked = markHidden(text, source);
+    for (const form of marked.hidden) hidden.add(form);
+    return marked.text;
+  };
+  const tests = failingTests.length > 0 ? `\nFailing tests named in the log: ${failingTests.map((test) => shown(test, 'CI log')).join(', ')}` : '';
+  const log = shown(check.log, 'CI log');
+  const note = hidden.size > 0 ? `\n\n${hiddenNote("the check's name and log", [...hidden])}` : '';
+  const text = `The check "${shown(check.name, 'check name')}" failed (${check.conclusion}) on pull request #${number}'s head, and triage found this PR caused it: ${shown(evidence, 'CI log')}${tests}${note}\nFix it (round ${round}), then call finish: your changes become one new commit on the PR.\n\nThe check's log (head and tail):\n${log}`;
   return text.length > MESSAGE_LIMIT ? `${text.slice(0, MESSAGE_LIMIT)}\n[… cut]` : text;
 }

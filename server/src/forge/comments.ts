@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { hasHiddenTicketContent, withoutHiddenContent } from '@dockhand/protocol';
 import { DockhandError } from '../errors';
 import { maskSecrets } from '../policy/mask';
 import { type NewPullRequestCheck, type PullRequestCheck, type CheckConclusion, trimCheckLog, latestChecks } from './checks';
@@ -19,6 +18,7 @@ import type { PullRequest } from './types';
  */
 
 import { REVIEW_VERDICTS, PullRequestCommentSchema, type ReviewVerdict, type PullRequestComment } from '@dockhand/protocol';
+import { hasHiddenContent, hiddenNote, removeHidden } from '../policy/neutralise';
 
 export { REVIEW_VERDICTS, PullRequestCommentSchema, type ReviewVerdict, type PullRequestComment };
 
@@ -75,10 +75,15 @@ export function steeringOf(author: string, stewards: Stewards): { steering: 'all
   };
 }
 
-/** A comment as the model is given it: hidden content taken out, said so. */
+/**
+ * A comment as the model is given it: what a renderer hides taken out (`policy/neutralise.ts`),
+ * said so. A comment steers a diff; a part its author hid from the reviewers has no reason to be
+ * followed at all, so it is removed rather than marked as a ticket's is.
+ */
 export function modelText(comment: Pick<PullRequestComment, 'body'>): string {
-  const visible = withoutHiddenContent(comment.body).trim();
-  return hasHiddenTicketContent(comment.body) ? `${visible}\n(hidden content in this comment was removed: the reviewer did not see it)` : visible;
+  const { text, hidden } = removeHidden(comment.body);
+  const visible = text.trim();
+  return hidden.length > 0 ? `${visible}\n${hiddenNote('this comment', hidden, true)}` : visible;
 }
 
 export interface ThreadsOptions {
@@ -186,7 +191,7 @@ export class PullRequestThreads implements FollowedThreads {
       author,
       body: this.mask(fields.body),
       ...steering,
-      ...(hasHiddenTicketContent(fields.body) ? { hiddenContent: true } : {}),
+      ...(hasHiddenContent(fields.body) ? { hiddenContent: true } : {}),
       headSha: pr.headSha,
       createdAt: this.now().toISOString(),
     });

@@ -1,4 +1,4 @@
-import { hasHiddenTicketContent } from '@dockhand/protocol';
+import { hasHiddenContent } from '../policy/neutralise';
 import { maskSecrets } from '../policy/mask';
 import { isRed, trimCheckLog, latestChecks, type CheckConclusion, type PullRequestCheck } from './checks';
 import { BOT_AUTHOR, type FollowedThreads, type PullRequestComment, type PullRequestThreadStore } from './comments';
@@ -99,7 +99,7 @@ export class GitHubThreads implements FollowedThreads {
         ...(feedback.kind === 'comment' && feedback.inReplyTo !== undefined ? await this.inReplyTo(known, feedback.inReplyTo) : {}),
         steering: steers ? 'allowed' : 'ignored',
         ...(steers ? {} : { ignoredBecause: why }),
-        ...(hasHiddenTicketContent(feedback.body) ? { hiddenContent: true } : {}),
+        ...(hasHiddenContent(feedback.body) ? { hiddenContent: true } : {}),
         headSha: feedback.commitSha ?? '',
         createdAt: feedback.createdAt,
         forgeId: feedback.id,

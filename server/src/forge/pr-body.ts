@@ -1,6 +1,7 @@
 import type { ChangeRound } from '@dockhand/protocol';
 import { codeSpan, neutralizeInline, neutralizeMarkdown, quoted } from './pr-text';
 import { redact } from './redact';
+import { visibleCharacters } from '../policy/neutralise';
 
 /**
  * The body of Dockhand's draft PR: what was asked, the proof (test log, collapsed), policy
@@ -99,7 +100,7 @@ export function buildPullRequestBody(report: PullRequestReport, secrets: Readonl
       lines.push('', '**Pre-existing failures** — these fail at the base commit too (run twice before any change), so this change did not cause them:', '');
       for (const test of preExisting) lines.push(`- ${codeSpan(test)}`);
     }
-    const log = clip(t.log.trimEnd(), TEST_LOG_BUDGET);
+    const log = visibleCharacters(clip(t.log.trimEnd(), TEST_LOG_BUDGET));
     const marker = fence(log);
     lines.push('', '<details><summary>Test log</summary>', '', `${marker}text`, log, marker, '', '</details>');
   }

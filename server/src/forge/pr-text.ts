@@ -1,3 +1,5 @@
+import { forgeCode, visibleCharacters } from '../policy/neutralise';
+
 /**
  * Text that someone other than the server wrote (the model's summary, the submitter's ticket
  * title, test names from the repository), made safe to put into a pull request and a commit.
@@ -14,7 +16,9 @@
  * - no images: `![alt](url)` becomes a link to the image (if it is https) or plain text;
  * - only https links: any other link becomes its text with the address in a code span, and a
  *   bare `http://` is no autolink;
- * - code spans and fenced blocks are left exactly as they are: nothing renders inside them.
+ * - code spans and fenced blocks are left as they are (nothing renders inside them);
+ * - hidden characters (zero-width, bidi, TAG runs …) are written out everywhere (`<U+200B>`,
+ *   `policy/neutralise.ts`), so the forge text holds none.
  *
  * Regexes over non-code segments rather than a Markdown parser: what matters is what each
  * character may become, and a segment outside code is rewritten character class by character
@@ -47,13 +51,9 @@ function isHttps(url: string): boolean {
   return /^https:\/\/[^\s<>"']+$/i.test(url);
 }
 
-/** A code span holding `text` whatever backticks it contains. */
+/** A code span holding `text` whatever backticks it contains, hidden characters written out. */
 export function codeSpan(text: string): string {
-  const flat = text.replace(/[\r\n]+/g, ' ');
-  const longest = Math.max(0, ...[...flat.matchAll(/`+/g)].map((run) => run[0].length));
-  const ticks = '`'.repeat(longest + 1);
-  const pad = flat.startsWith('`') || flat.endsWith('`') ? ' ' : '';
-  return `${ticks}${pad}${flat}${pad}${ticks}`;
+  return forgeCode(text);
 }
 
 /** One stretch of prose (no code in it) with its active parts taken out. */
@@ -89,7 +89,7 @@ const TRAILER = /^\s*(?:[A-Za-z][A-Za-z0-9]*-)*(?:by|Cc|Fixes|Closes|Resolves|Ch
 export function neutralizeMarkdown(text: string): string {
   const out: string[] = [];
   let fence: string | undefined;
-  for (const line of text.replace(/\r\n?/g, '\n').split('\n')) {
+  for (const line of visibleCharacters(text.replace(/\r\n?/g, '\n')).split('\n')) {
     const marker = /^\s{0,3}(`{3,}|~{3,})/.exec(line)?.[1];
     if (fence !== undefined) {
       out.push(line);
@@ -120,10 +120,11 @@ export function quoted(text: string): string {
 
 /**
  * Model or submitter text for a commit message: trailer-shaped lines dropped (trailers come only
- * from the server: `Co-authored-by` for the requester), no NUL or carriage return.
+ * from the server: `Co-authored-by` for the requester), no NUL or carriage return, hidden
+ * characters written out.
  */
 export function commitText(text: string): string {
-  return text
+  return visibleCharacters(text)
     .replace(/\r\n?/g, '\n')
     .replace(/\0/g, '')
     .split('\n')
