@@ -30,3 +30,5 @@ export type { OutboundInput, OutboundText } from './outbound';
 export { supplyChainViolations } from './supply-chain';
 export type { SupplyChainKind } from './supply-chain';
 export { escapeInvisible, invisibleCharacters, INVISIBLE_CHARACTERS } from './unicode';
+export { commitSubject, forgeBlock, forgeCode, hasHiddenContent, hiddenNote, markHidden, removeHidden, visibleCharacters } from './neutralise';
+export type { HiddenForm, NeutralisedText } from './neutralise';

@@ -33,7 +33,7 @@ import { describeRun, hiddenRuns } from './unicode';
 export type HiddenForm =
   | 'HTML comment'
   | 'HTML template'
-  | 'hidden HTML element'
+  | 'HTML element'
   | 'image text'
   | 'link title'
   | 'Markdown comment'
@@ -73,7 +73,7 @@ const PASSES: Pass[] = [
     replace: ({ mode, marker }, [inner = '']) => (mode === 'mark' ? marker(inner.trim()) : ''),
   },
   {
-    form: 'hidden HTML element',
+    form: 'HTML element',
     // An opening tag whose attributes hide it, up to its closing tag (or the end of the text).
     pattern: /<([a-z][a-z0-9-]*)(\s[^<>]*?(?:hidden|display\s*:\s*none|visibility\s*:\s*hidden)[^<>]*)>([\s\S]*?)(?:<\/\1\s*>|$)/gi,
     replace: ({ mode, marker, whole }, [, attributes = '', inner = '']) => (HIDING_ATTRIBUTES.test(attributes) ? (mode === 'mark' ? marker(inner.trim()) : '') : whole),
