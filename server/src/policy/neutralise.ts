@@ -44,12 +44,11 @@ export type HiddenForm =
 
 type Mode = 'mark' | 'remove';
 
-interface Pass {
-  form: HiddenForm;
-  pattern: RegExp;
-  /** The replacement for a match (`marker(content)` writes `[hidden FORM in the SOURCE: content]`). */
-  replace: (match: { mode: Mode; whole: string; marker: (content: string) => string }, groups: Array<string | undefined>) => string;
-}
+/** One form's rewriting of a match (`marker(content)` writes `[hidden FORM in the SOURCE: content]`). */
+type Replace = (match: { mode: Mode; whole: string; marker: (content: string) => string }, groups: Array<string | undefined>) => string;
+
+/** A form found by a pattern, or by a scan of its own (`hiddenElements`). */
+type Pass = { form: HiddenForm; pattern: RegExp; replace: Replace } | { form: HiddenForm; scan: (text: string, replace: (inner: string) => string) => string };
 
 const QUOTED = String.raw`"([^"\n]*)"|'([^'\n]*)'|\(([^)\n]*)\)`;
 
@@ -59,7 +58,32 @@ function attribute(attributes: string, name: string): string | undefined {
   return match ? match[1] ?? match[2] ?? match[3] : undefined;
 }
 
-const HIDING_ATTRIBUTES = /(?:^|\s)hidden(?:\s|=|$)|aria-hidden\s*=\s*["']?true|style\s*=\s*["'][^"']*(?:display\s*:\s*none|visibility\s*:\s*hidden)/i;
+/** Attributes that hide an element: `hidden`, `aria-hidden="true"`, a `display:none` or `visibility:hidden` style. */
+function hides(attributes: string): boolean {
+  return /(?:^|\s)hidden(?:\s|=|$)/i.test(attributes) || /(?:^|\s)aria-hidden\s*=\s*["']?true/i.test(attributes) || /display\s*:\s*none|visibility\s*:\s*hidden/i.test(attribute(attributes, 'style') ?? '');
+}
+
+/**
+ * Elements whose attributes hide them, each up to its closing tag (or the end of the text). A
+ * scan rather than one regular expression: hostile text (a CI log of a megabyte) must not make a
+ * backtracking pattern quadratic.
+ */
+function hiddenElements(text: string, replace: (inner: string) => string): string {
+  const opening = /<([a-z][a-z0-9-]*)(\s[^<>]{0,2000})>/gi;
+  let out = '';
+  let cursor = 0;
+  for (let match = opening.exec(text); match; match = opening.exec(text)) {
+    if (!hides(match[2] ?? '')) continue;
+    const start = match.index + match[0].length;
+    const closing = new RegExp(`</${match[1]}\\s*>`, 'gi');
+    closing.lastIndex = start;
+    const end = closing.exec(text);
+    out += text.slice(cursor, match.index) + replace(text.slice(start, end ? end.index : text.length));
+    cursor = end ? end.index + end[0].length : text.length;
+    opening.lastIndex = cursor;
+  }
+  return out + text.slice(cursor);
+}
 
 const PASSES: Pass[] = [
   {
@@ -69,15 +93,10 @@ const PASSES: Pass[] = [
   },
   {
     form: 'HTML template',
-    pattern: /<template\b[^>]*>([\s\S]*?)(?:<\/template\s*>|$)/gi,
+    pattern: /<template\b[^<>]*>([\s\S]*?)(?:<\/template\s*>|$)/gi,
     replace: ({ mode, marker }, [inner = '']) => (mode === 'mark' ? marker(inner.trim()) : ''),
   },
-  {
-    form: 'HTML element',
-    // An opening tag whose attributes hide it, up to its closing tag (or the end of the text).
-    pattern: /<([a-z][a-z0-9-]*)(\s[^<>]*?(?:hidden|display\s*:\s*none|visibility\s*:\s*hidden)[^<>]*)>([\s\S]*?)(?:<\/\1\s*>|$)/gi,
-    replace: ({ mode, marker, whole }, [, attributes = '', inner = '']) => (HIDING_ATTRIBUTES.test(attributes) ? (mode === 'mark' ? marker(inner.trim()) : '') : whole),
-  },
+  { form: 'HTML element', scan: hiddenElements },
   {
     form: 'image text',
     pattern: /<img\b([^<>]*)\/?>/gi,
@@ -104,13 +123,13 @@ const PASSES: Pass[] = [
   {
     form: 'link title',
     // `[text](url "title")` and `![alt](url "title")`: the title shows on hover at most.
-    pattern: new RegExp(String.raw`(!?)\[([^\]\n]*)\]\([ \t]*(<[^>\n]*>|[^\s)]*)[ \t]+(?:${QUOTED})[ \t]*\)`, 'g'),
+    pattern: new RegExp(String.raw`(!?)\[([^\[\]\n]*)\]\([ \t]*(<[^>\n]*>|[^\s)]*)[ \t]+(?:${QUOTED})[ \t]*\)`, 'g'),
     replace: ({ mode, marker }, [bang = '', text = '', url = '', a, b, c]) => `${bang}[${text}](${url})${mode === 'mark' ? ` ${marker(a ?? b ?? c ?? '')}` : ''}`,
   },
   {
     form: 'image text',
     // `![alt](url)`: the alt text shows only when the image does not load.
-    pattern: /!\[([^\]\n]+)\]\(([^)\n]*)\)/g,
+    pattern: /!\[([^[\]\n]+)\]\(([^)\n]*)\)/g,
     replace: ({ mode, marker }, [alt = '', url = '']) => (mode === 'mark' ? `![](${url}) ${marker(alt)}` : `![](${url})`),
   },
 ];
@@ -127,10 +146,17 @@ function neutralise(text: string, mode: Mode, source: string): NeutralisedText {
   const found = new Set<HiddenForm>();
   let out = text;
   for (const pass of PASSES) {
+    const marker = (content: string) => `[hidden ${pass.form} in the ${source}: ${content}]`;
+    const before = out;
+    if ('scan' in pass) {
+      out = pass.scan(out, (inner) => (mode === 'mark' ? marker(inner.trim()) : ''));
+      if (out !== before) found.add(pass.form);
+      continue;
+    }
     out = out.replace(pass.pattern, (whole: string, ...rest: unknown[]) => {
       // A replacer's arguments: the groups (a string, or undefined when unmatched), then the offset.
       const groups = rest.slice(0, rest.findIndex((value) => typeof value === 'number')).map((value) => (typeof value === 'string' ? value : undefined));
-      const replaced = pass.replace({ mode, whole, marker: (content) => `[hidden ${pass.form} in the ${source}: ${content}]` }, groups);
+      const replaced = pass.replace({ mode, whole, marker }, groups);
       if (replaced !== whole) found.add(pass.form);
       return replaced;
     });
