@@ -90,10 +90,29 @@ function assessModelText(channel: string, text: string, options: { marked: boole
     count(!options.marked || text.includes(`<TAG text: ${JSON.stringify(SMUGGLED)}>`), 'the TAG sentence is not shown decoded');
   }
   if (options.markup) {
-    const outside = text.replace(/\[hidden [^:\n]+ in the [^:\n]+: [^\n]*\]/g, '');
+    const outside = outsideMarkers(text);
     for (const entry of HIDDEN_MARKUP) count(!outside.includes(entry.secret), `${entry.form} (${entry.secret}) arrives unmarked`);
   }
   count(options.note.test(text), `no note that hidden content was there (${options.note})`);
+}
+
+/**
+ * The text less its `[hidden FORM in the SOURCE: …]` markers, each to its matching bracket (an
+ * unclosed `<!--` in a log line hides, and so marks, every line up to the next `-->`).
+ */
+function outsideMarkers(text: string): string {
+  const opening = /\[hidden [^:\n\]]+ in the [^:\n\]]+: /g;
+  let out = '';
+  let cursor = 0;
+  for (let match = opening.exec(text); match; match = opening.exec(text)) {
+    out += text.slice(cursor, match.index);
+    let depth = 1;
+    let at = match.index + match[0].length;
+    for (; at < text.length && depth > 0; at += 1) depth += text[at] === '[' ? 1 : text[at] === ']' ? -1 : 0;
+    cursor = at;
+    opening.lastIndex = at;
+  }
+  return out + text.slice(cursor);
 }
 
 /** Markdown as a forge renders it, code spans and fenced blocks taken out (nothing renders in them). */
@@ -158,41 +177,58 @@ async function approveRound(id: string, round: number | undefined): Promise<void
 
 const isRound = (round: number) => (events: TaskEvent[]) => events.some((event) => event.type === 'pr.feedback' && event.data.kind === 'round' && event.data.round === round);
 
+/**
+ * The task's whole life: the ticket (round 1), the PR comment (round 2), a red check it did not
+ * cause (triaged), a red check it caused (round 3), each round approved and pushed. The PR's number.
+ */
+async function drive(): Promise<number> {
+  // 1. The ticket, every form in its body.
+  const submitted = await fleet.request('POST', '/v1/tasks', fleet.tokens.alice, {
+    ticket: { kind: 'issue', id: '31', title: TITLE, body: `${TICKET_SENTINEL}: add farewell(name) next to greet().\n\n${ALL_FORMS}` },
+    context: { repo: REPO, baseSha: fixture.sha },
+  });
+  expect(submitted.status, submitted.body).toBe(202);
+  const id = CreateTaskResponse.parse(submitted.json).id;
+  await approveRound(id, undefined);
+  const task = await fleet.server.fleet.store.getTask(id);
+  const number = Number(/\/pulls\/(\d+)$/.exec(task?.prUrl ?? '')?.[1]);
+  expect(number, task?.prUrl).toBeGreaterThan(0);
+
+  // 2. A PR comment from the requester (who may steer), every form in it.
+  const commented = await fleet.request('POST', `/v1/repos/${REPO}/pulls/${number}/comments`, fleet.tokens.alice, { body: `${COMMENT_SENTINEL}: looks fine.\n\n${ALL_FORMS}` });
+  expect(commented.status, commented.body).toBe(201);
+  await until(id, 'round 2', isRound(2));
+  await approveRound(id, 2);
+
+  // 3. A red check the PR did not cause (the runner ran out of disk): the server's triage comment quotes its name and log line.
+  const infraName = `disk ${HOSTILE_FORGE}`;
+  const infra = await fleet.request('POST', `/v1/repos/${REPO}/pulls/${number}/checks`, fleet.tokens.root, {
+    name: infraName, conclusion: 'failure', log: `setting up\n${HOSTILE_FORGE} No space left on device\n`,
+  });
+  expect(infra.status, infra.body).toBe(201);
+  await until(id, 'the triage of the infrastructure check', (events) => events.some((event) => event.type === 'pr.feedback' && event.data.kind === 'triaged'));
+
+  // 4. A red check the PR caused: its name and log (every form) go to the model, its name into the commit subject.
+  const checkName = `tests${tagged('run env')}\u00ad\u2062\u3164a\ufe0f\u200b ${HOSTILE_FORGE}`;
+  const log = `${LOG_SENTINEL}\nnot ok 1 - greets by name ${HOSTILE_FORGE}\n${ALL_FORMS}\n`;
+  const caused = await fleet.request('POST', `/v1/repos/${REPO}/pulls/${number}/checks`, fleet.tokens.root, { name: checkName, conclusion: 'failure', log });
+  expect(caused.status, caused.body).toBe(201);
+  await until(id, 'round 3', isRound(3));
+  await approveRound(id, 3);
+  return number;
+}
+
 describe('invisible text through a ticket, a PR comment and CI checks (issue 31 items 3 and 4)', () => {
   it('reaches the model marked and is posted on the forge neutralised', { timeout: 3_600_000 }, async () => {
-    // 1. The ticket, every form in its body.
-    const submitted = await fleet.request('POST', '/v1/tasks', fleet.tokens.alice, {
-      ticket: { kind: 'issue', id: '31', title: TITLE, body: `${TICKET_SENTINEL}: add farewell(name) next to greet().\n\n${ALL_FORMS}` },
-      context: { repo: REPO, baseSha: fixture.sha },
-    });
-    expect(submitted.status, submitted.body).toBe(202);
-    const id = CreateTaskResponse.parse(submitted.json).id;
-    await approveRound(id, undefined);
-    const task = await fleet.server.fleet.store.getTask(id);
-    const number = Number(/\/pulls\/(\d+)$/.exec(task?.prUrl ?? '')?.[1]);
-    expect(number, task?.prUrl).toBeGreaterThan(0);
-
-    // 2. A PR comment from the requester (who may steer), every form in it.
-    const commented = await fleet.request('POST', `/v1/repos/${REPO}/pulls/${number}/comments`, fleet.tokens.alice, { body: `${COMMENT_SENTINEL}: looks fine.\n\n${ALL_FORMS}` });
-    expect(commented.status, commented.body).toBe(201);
-    await until(id, 'round 2', isRound(2));
-    await approveRound(id, 2);
-
-    // 3. A red check the PR did not cause (the runner ran out of disk): the server's triage comment quotes its name and log line.
-    const infraName = `disk ${HOSTILE_FORGE}`;
-    const infra = await fleet.request('POST', `/v1/repos/${REPO}/pulls/${number}/checks`, fleet.tokens.root, {
-      name: infraName, conclusion: 'failure', log: `setting up\n${HOSTILE_FORGE} No space left on device\n`,
-    });
-    expect(infra.status, infra.body).toBe(201);
-    await until(id, 'the triage of the infrastructure check', (events) => events.some((event) => event.type === 'pr.feedback' && event.data.kind === 'triaged'));
-
-    // 4. A red check the PR caused: its name and log (every form) go to the model, its name into the commit subject.
-    const checkName = `tests${tagged('run env')}\u00ad\u2062\u3164a\ufe0f\u200b ${HOSTILE_FORGE}`;
-    const log = `${LOG_SENTINEL}\nnot ok 1 - greets by name ${HOSTILE_FORGE}\n${ALL_FORMS}\n`;
-    const caused = await fleet.request('POST', `/v1/repos/${REPO}/pulls/${number}/checks`, fleet.tokens.root, { name: checkName, conclusion: 'failure', log });
-    expect(caused.status, caused.body).toBe(201);
-    await until(id, 'round 3', isRound(3));
-    await approveRound(id, 3);
+    // The flow first; what was sent and posted is assessed even when it broke (before the neutraliser,
+    // round 3's push was blocked: the raw check name put invisible characters into the commit message).
+    let number = 0;
+    let flowError: unknown;
+    try {
+      number = await drive();
+    } catch (error) {
+      flowError = error;
+    }
 
     // What the model was sent.
     const session = fleet.sessionOf(TITLE);
@@ -216,12 +252,10 @@ describe('invisible text through a ticket, a PR comment and CI checks (issue 31 
     }
 
     // What Dockhand posted under its own name.
-    const view = PullRequestView.parse((await fleet.request('GET', `/v1/repos/${REPO}/pulls/${number}`, fleet.tokens.alice)).json);
+    const view = PullRequestView.parse((await fleet.request('GET', `/v1/repos/${REPO}/pulls/${number || 1}`, fleet.tokens.alice)).json);
     const posted = view.comments.filter((comment) => comment.author === 'dockhand');
-    expect(posted.some((comment) => comment.body.includes('not this PR'))).toBe(true);
     for (const comment of posted) assessForgeText(`Dockhand's comment #${comment.id}`, comment.body);
     const subjects = git(fleet.barePath(REPO), 'log', '--format=%s%x00', `${fixture.sha}..${view.pr.branch}`).split('\0').map((subject) => subject.trim()).filter(Boolean);
-    expect(subjects.some((subject) => subject.includes('red check')), subjects.join(' | ')).toBe(true);
     for (const subject of subjects) assessForgeText('a commit subject', subject, true);
 
     writeReportPart({
@@ -233,6 +267,9 @@ describe('invisible text through a ticket, a PR comment and CI checks (issue 31 
       findings: findings.slice(0, 20),
       seconds: Math.round((Date.now() - started) / 1000),
     });
+    if (flowError) throw flowError;
+    expect(posted.some((comment) => comment.body.includes('not this PR')), 'the triage comment').toBe(true);
+    expect(subjects.some((subject) => subject.includes('red check')), subjects.join(' | ')).toBe(true);
     expect(findings).toEqual([]);
     expect(tally.checked).toBeGreaterThan(4 * HIDDEN_CODE_POINTS.length);
   });
