@@ -80,7 +80,7 @@ export async function privateRegistryRow(rounds: number, caBundle: string, log: 
         const cacheDir = join(work, 'dep-cache');
         rmSync(cacheDir, { recursive: true, force: true });
         const cache = new DependencyCache({ dir: cacheDir, caBundle });
-        const listener = await cache.listen('127.0.0.1', { registries: [{ scope: '@acme', url: new URL(registry.url), authorization: `Bearer ${registry.token}`, secret: 'NPM_ACME' }] });
+        const listener = await cache.listen('127.0.0.1', { peer: '127.0.0.1', registries: [{ scope: '@acme', url: new URL(registry.url), authorization: `Bearer ${registry.token}`, secret: 'NPM_ACME' }] });
         try {
           front.push(await cold({ npm_config_userconfig: emptyRc, npm_config_registry: listener.url, npm_config_replace_registry_host: 'always' }));
           requests = listener.secretUses.get('NPM_ACME') ?? 0;

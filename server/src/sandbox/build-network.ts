@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { isIP } from 'node:net';
 import { promisify } from 'node:util';
 import type Docker from 'dockerode';
 import { z } from 'zod';
@@ -19,9 +20,16 @@ const run = promisify(execFile);
  *
  * So the host's INPUT chain sends everything arriving from the bridge to one chain of ours,
  * which accepts only the ports the server opens for a build (the allowlist proxy, the dependency
- * cache) on the gateway, and rejects the rest. The bridge has inter-container traffic off, so
- * two builds do not reach each other. The rules need CAP_NET_ADMIN (the server runs as root on
- * a sandbox host); without it a build with egress does not start.
+ * cache) on the gateway, each from that build's container address alone, and rejects the rest.
+ * Several builds share the network: without the source in the rule, one build reached another's
+ * registry front, which adds that repository's secret upstream (issue 31). The bridge has
+ * inter-container traffic off, so two builds do not reach each other directly either. The rules
+ * need CAP_NET_ADMIN (the server runs as root on a sandbox host); without it a build with
+ * egress does not start.
+ *
+ * Measured here (Docker 20.10, runsc-egress: gVisor's hostinet in the container's network
+ * namespace): the host sees a build's connections from the address `docker inspect` gives the
+ * container on this network (build-network.int.test.ts checks it on every run).
  */
 export const BUILD_NETWORK = 'dockhand-build';
 /** Linux interface names are at most 15 characters. */
@@ -87,13 +95,19 @@ async function sweepDeadListeners(): Promise<void> {
   }
 }
 
-function listenerRule(gateway: string, port: number): string[] {
-  return ['-p', 'tcp', '-d', gateway, '--dport', String(port), '-m', 'comment', '--comment', `dockhand build listener pid ${process.pid}`, '-j', 'ACCEPT'];
+function listenerRule(gateway: string, port: number, source: string): string[] {
+  return ['-s', source, '-p', 'tcp', '-d', gateway, '--dport', String(port), '-m', 'comment', '--comment', `dockhand build listener pid ${process.pid}`, '-j', 'ACCEPT'];
 }
 
-/** Lets the build network reach one port on its gateway until the returned function is called. */
-export async function openBuildPort(network: BuildNetwork, port: number): Promise<() => Promise<void>> {
-  const rule = listenerRule(network.gateway, port);
+/**
+ * Lets one build container (`source`, its address on the build network) reach one port on the
+ * gateway until the returned function is called; every other address on the network stays
+ * refused there. Call the closer before the container is removed: a later container may be given
+ * the same address.
+ */
+export async function openBuildPort(network: BuildNetwork, port: number, source: string): Promise<() => Promise<void>> {
+  if (isIP(source) !== 4) throw new DockhandError('internal', `openBuildPort: the build container's address ${JSON.stringify(source)} is not an IPv4 address`);
+  const rule = listenerRule(network.gateway, port, source);
   try {
     await iptables(['-I', CHAIN, '1', ...rule]);
   } catch (error) {
@@ -146,4 +160,23 @@ export async function ensureBuildNetwork(docker: Docker): Promise<BuildNetwork> 
   const gateway = await read();
   if (!gateway) throw new DockhandError('sandbox_unavailable', `docker network ${BUILD_NETWORK} has no gateway address`);
   return { name: BUILD_NETWORK, gateway };
+}
+
+const ContainerNetworks = z.object({
+  NetworkSettings: z.object({ Networks: z.record(z.string(), z.object({ IPAddress: z.string().optional() })).nullish() }),
+});
+
+/**
+ * A running container's IPv4 address on `network` (what the host sees its connections come
+ * from), read before anything of the repository runs in it: its listeners are opened to it alone.
+ */
+export async function containerAddress(container: Docker.Container, network: string): Promise<string> {
+  const info = ContainerNetworks.parse(await container.inspect());
+  const address = info.NetworkSettings.Networks?.[network]?.IPAddress ?? '';
+  if (isIP(address) !== 4) {
+    throw new DockhandError('sandbox_unavailable', `the build container ${container.id.slice(0, 12)} has no IPv4 address on docker network ${network} (found ${JSON.stringify(address)}), so its proxy and registry front cannot be opened to it alone`, {
+      hint: `check the network with docker network inspect ${network}; the server creates it as an IPv4 bridge`,
+    });
+  }
+  return address;
 }

@@ -56,7 +56,7 @@ describe('pip through the registry front with a repository\'s Python index', () 
   });
 
   it('serves the simple page with every file link at the front, and pip installs both the wheel and the sdist with no credential', async () => {
-    const listener = await cache.listen('127.0.0.1', { registries: await registries(index.token) });
+    const listener = await cache.listen('127.0.0.1', { peer: '127.0.0.1', registries: await registries(index.token) });
     try {
       const indexUrl = pipIndexUrlAtFront(listener.url, { url: index.url, token: 'PYPI_ACME' });
       expect(indexUrl).toBe(`${listener.url}-/pip/simple/`);
@@ -82,7 +82,7 @@ describe('pip through the registry front with a repository\'s Python index', () 
   });
 
   it('a build whose repository names no Python index gets 404 on the pip path, and no request goes upstream', async () => {
-    const other = await cache.listen('127.0.0.1');
+    const other = await cache.listen('127.0.0.1', { peer: '127.0.0.1' });
     try {
       expect((await fetch(`${other.url}-/pip/simple/acme-private-utils/`)).status).toBe(404);
       expect((await fetch(`${other.url}-/pip/packages/acme_private_utils-1.0.0-py3-none-any.whl`)).status).toBe(404);
@@ -93,7 +93,7 @@ describe('pip through the registry front with a repository\'s Python index', () 
   });
 
   it('a wrong secret: pip sees the index\'s 401, and the refusal is recorded with the secret\'s name, never its value', async () => {
-    const listener = await cache.listen('127.0.0.1', { registries: await registries('not-the-password') });
+    const listener = await cache.listen('127.0.0.1', { peer: '127.0.0.1', registries: await registries('not-the-password') });
     try {
       const indexUrl = pipIndexUrlAtFront(listener.url, { url: index.url, token: 'PYPI_ACME' });
       // pip would ask for a user name on a 401 (the build's pip never asks: PIP_NO_INPUT, pipFrontEnvironment),

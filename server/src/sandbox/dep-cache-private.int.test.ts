@@ -40,7 +40,7 @@ function keptText(): string {
 
 describe('the registry front with a repository\'s private registry', () => {
   it('serves the private package to a client without credentials, points its tarballs at the front and keeps nothing of it', async () => {
-    const listener = await cache.listen('127.0.0.1', { registries: [acme(registry.token)] });
+    const listener = await cache.listen('127.0.0.1', { peer: '127.0.0.1', registries: [acme(registry.token)] });
     try {
       const document = await fetch(new URL('@acme%2fprivate-utils', listener.url));
       expect(document.status).toBe(200);
@@ -61,10 +61,10 @@ describe('the registry front with a repository\'s private registry', () => {
   });
 
   it('another repository\'s build (no registry configured) cannot get the private package: the public registry has none, the cache has none', async () => {
-    const first = await cache.listen('127.0.0.1', { registries: [acme(registry.token)] });
+    const first = await cache.listen('127.0.0.1', { peer: '127.0.0.1', registries: [acme(registry.token)] });
     await (await fetch(`${first.url}@acme/private-utils/-/private-utils-1.0.0.tgz`)).arrayBuffer();
     await first.close();
-    const other = await cache.listen('127.0.0.1');
+    const other = await cache.listen('127.0.0.1', { peer: '127.0.0.1' });
     try {
       expect((await fetch(`${other.url}@acme/private-utils/-/private-utils-1.0.0.tgz`)).status).toBe(404);
       expect((await fetch(`${other.url}@acme%2fprivate-utils`)).status).toBe(404);
@@ -76,7 +76,7 @@ describe('the registry front with a repository\'s private registry', () => {
   });
 
   it('a wrong token: the registry\'s 401 reaches the client and is recorded with the secret\'s name, never its value', async () => {
-    const listener = await cache.listen('127.0.0.1', { registries: [acme('not-the-token')] });
+    const listener = await cache.listen('127.0.0.1', { peer: '127.0.0.1', registries: [acme('not-the-token')] });
     try {
       expect((await fetch(new URL('@acme%2fprivate-utils', listener.url))).status).toBe(401);
       expect(listener.refusals).toEqual([{ registry: registry.url, scope: '@acme', secret: 'NPM_ACME', status: 401, path: '/@acme%2fprivate-utils' }]);
@@ -90,7 +90,7 @@ describe('the registry front with a repository\'s private registry', () => {
     const project = join(scratch, 'app');
     execFileSync('mkdir', ['-p', project]);
     writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'app', version: '1.0.0', private: true, dependencies: { [PRIVATE_PACKAGE]: '1.0.0', 'is-number': '7.0.0' } }));
-    const listener = await cache.listen('127.0.0.1', { registries: [acme(registry.token)] });
+    const listener = await cache.listen('127.0.0.1', { peer: '127.0.0.1', registries: [acme(registry.token)] });
     try {
       const home = join(scratch, 'home');
       execFileSync('mkdir', ['-p', home]);

@@ -57,7 +57,7 @@ afterAll(async () => {
 
 describe('a miss through the dependency cache', () => {
   it('reaches the build while the upstream is still sending, and is kept once whole', async () => {
-    const listener = await cache.listen('127.0.0.1');
+    const listener = await cache.listen('127.0.0.1', { peer: '127.0.0.1' });
     try {
       const response = await fetch(`${listener.url}slow/-/slow-1.0.0.tgz`, { signal: AbortSignal.timeout(10_000) });
       expect(response.headers.get('x-dockhand-cache')).toBe('miss');
@@ -81,7 +81,7 @@ describe('a miss through the dependency cache', () => {
   });
 
   it('opens its upstream connections with one TLS context made at start, not one per connection (the CA bundle parsed once)', async () => {
-    const listener = await cache.listen('127.0.0.1');
+    const listener = await cache.listen('127.0.0.1', { peer: '127.0.0.1' });
     const contexts = vi.spyOn(tls, 'createSecureContext');
     try {
       // Concurrent misses: the agent opens several connections to the upstream.
@@ -95,7 +95,7 @@ describe('a miss through the dependency cache', () => {
   });
 
   it('cut short upstream: the build gets an error, not a short tarball, and nothing is kept', async () => {
-    const listener = await cache.listen('127.0.0.1');
+    const listener = await cache.listen('127.0.0.1', { peer: '127.0.0.1' });
     try {
       // Once the build has the headers a 502 can no longer be said: the connection is cut instead.
       const outcome = await fetch(`${listener.url}short/-/short-1.0.0.tgz`, { signal: AbortSignal.timeout(10_000) }).then(

@@ -75,7 +75,7 @@ describe('dependency cache on the host', () => {
 
   it('serves a tarball from upstream once, then from disk, byte for byte what the registry publishes', async () => {
     const cache = new DependencyCache({ dir, caBundle: CA });
-    const listener = await cache.listen('127.0.0.1');
+    const listener = await cache.listen('127.0.0.1', { peer: '127.0.0.1' });
     try {
       const first = await fetchLocal(listener.url.replace(/\/$/, '') + MS);
       const second = await fetchLocal(listener.url.replace(/\/$/, '') + MS);
@@ -98,7 +98,7 @@ describe('dependency cache on the host', () => {
 
   it('refuses writes, keeps nothing a client sends, and never keeps a request made with credentials', async () => {
     const cache = new DependencyCache({ dir, caBundle: CA });
-    const listener = await cache.listen('127.0.0.1');
+    const listener = await cache.listen('127.0.0.1', { peer: '127.0.0.1' });
     const before = cacheFiles(dir);
     try {
       const base = listener.url.replace(/\/$/, '');
@@ -122,7 +122,7 @@ describe('dependency cache on the host', () => {
 
   it('treats a damaged entry as a miss and replaces it; a missing directory is an empty cache', async () => {
     const cache = new DependencyCache({ dir, caBundle: CA });
-    const listener = await cache.listen('127.0.0.1');
+    const listener = await cache.listen('127.0.0.1', { peer: '127.0.0.1' });
     try {
       const content = [...cacheFiles(dir).keys()].find((path) => path.endsWith('.tgz'));
       expect(content).toBeDefined();
@@ -138,7 +138,7 @@ describe('dependency cache on the host', () => {
     }
     rmSync(dir, { recursive: true, force: true });
     const fresh = new DependencyCache({ dir, caBundle: CA });
-    const again = await fresh.listen('127.0.0.1');
+    const again = await fresh.listen('127.0.0.1', { peer: '127.0.0.1' });
     try {
       expect((await fetchLocal(again.url.replace(/\/$/, '') + MS)).cache).toBe('miss');
     } finally {
@@ -151,7 +151,7 @@ describe('dependency cache on the host', () => {
     const small = mkdtempSync(join(tmpdir(), 'dockhand-dep-cache-small-'));
     // ms 2.1.3 is about 2.7 kB, once 1.4.0 about 2 kB, wrappy 1.0.2 about 1.7 kB: room for two.
     const cache = new DependencyCache({ dir: small, caBundle: CA, maxBytes: 5_000 });
-    const listener = await cache.listen('127.0.0.1');
+    const listener = await cache.listen('127.0.0.1', { peer: '127.0.0.1' });
     try {
       const base = listener.url.replace(/\/$/, '');
       for (const path of [MS, '/once/-/once-1.4.0.tgz']) await fetchLocal(base + path);

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { createSecureContext, rootCertificates } from 'node:tls';
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import { listenForPeer, PeerGate } from './build-network-peer';
 import { passedHeaders, relay } from './dep-cache-http';
 import { PIP_FRONT_PREFIX, pipFrontBase, pythonIndexOf } from './dep-cache-pip';
 import { answerPrivate, type BuildRoute } from './dep-cache-private';
@@ -31,7 +32,9 @@ import { registryFor, type PrivateRegistry, type RegistryRefusal } from './priva
  *
  * A repository's own registries with their credentials (`private-registries.ts`) are routed per
  * build listener: the server adds the credential upstream, and what they serve is never kept. Its
- * Python index is one of them, under `/-/pip/` (`dep-cache-pip.ts`).
+ * Python index is one of them, under `/-/pip/` (`dep-cache-pip.ts`). A listener serves one build
+ * container, by its address: any other peer is reset before a byte is read (`build-network-peer.ts`),
+ * so another build never reaches this build's credentials or its counts.
  *
  * It will not: cache pip wheels or yarn classic / berry downloads (those keep the CONNECT proxy),
  * nor anything outside the upstream's origin.
@@ -93,6 +96,10 @@ export interface DependencyCacheListener {
   readonly refusals: RegistryRefusal[];
   /** Requests sent upstream with each repository secret during this build, by secret name. */
   readonly secretUses: ReadonlyMap<string, number>;
+  /** Serve the build container at `address` (until then every connection is refused). */
+  serve(address: string): void;
+  /** Connections refused for coming from another address than the build's. */
+  readonly foreign: number;
   close(): Promise<void>;
 }
 
@@ -100,6 +107,8 @@ export interface DependencyCacheListener {
 export interface ListenOptions {
   /** The repository's own registries with their credentials (`private-registries.ts`). */
   registries?: readonly PrivateRegistry[];
+  /** The one address served from the start; without it none is until `serve` names it. */
+  peer?: string;
 }
 
 function readCaBundle(path: string, logger: Logger | undefined): string {
@@ -296,26 +305,25 @@ export class DependencyCache {
       sockets.add(socket);
       socket.on('close', () => sockets.delete(socket));
     });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(0, host, () => resolve());
-    });
-    const address = server.address();
-    if (address === null || typeof address === 'string') throw new Error('dependency cache is not listening on a TCP port');
+    const gate = new PeerGate('registry front', this.logger);
+    if (options.peer !== undefined) gate.serve(options.peer);
+    const listening = await listenForPeer(server, gate, host, 0);
     let closing: Promise<void> | undefined;
-    route.url = `http://${host}:${address.port}/`;
+    route.url = `http://${host}:${listening.port}/`;
     const listener: DependencyCacheListener = {
       url: route.url,
       host,
       stats,
       refusals: route.refusals,
       secretUses: route.uses,
+      serve: (address) => gate.serve(address),
+      get foreign() {
+        return gate.foreign;
+      },
       close: () => {
         closing ??= (async () => {
-          await new Promise<void>((resolve) => {
-            for (const socket of sockets) socket.destroy();
-            server.close(() => resolve());
-          });
+          for (const socket of sockets) socket.destroy();
+          await listening.close();
           this.listeners.delete(listener);
           await this.idle();
         })();

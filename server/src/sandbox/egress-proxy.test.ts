@@ -42,7 +42,7 @@ describe('startEgressProxy (loopback only, no outside network)', () => {
   afterEach(async () => proxy?.close());
 
   it('refuses hosts off the list and other ports with 403, recording them', async () => {
-    proxy = await startEgressProxy({ host: '127.0.0.1', allow: ['registry.npmjs.org'] });
+    proxy = await startEgressProxy({ host: '127.0.0.1', peer: '127.0.0.1', allow: ['registry.npmjs.org'] });
     expect(await connectThrough(proxy, 'evil.example:443')).toBe(403);
     expect(await connectThrough(proxy, 'registry.npmjs.org:22')).toBe(403);
     expect(proxy.refused).toEqual(['evil.example:443', 'registry.npmjs.org:22']);
@@ -91,7 +91,7 @@ describe('forbidden targets (issue #23: metadata, loopback, the gateway)', () =>
   });
 
   it('refuses names that resolve to forbidden addresses, before connecting, naming the address', async () => {
-    proxy = await startEgressProxy({ host: '127.0.0.1', allow: ['*.example.com'], privateAllowed: ['private.example.com'], resolve });
+    proxy = await startEgressProxy({ host: '127.0.0.1', peer: '127.0.0.1', allow: ['*.example.com'], privateAllowed: ['private.example.com'], resolve });
     for (const name of ['metadata', 'loopback', 'mapped', 'mixed', 'v6-local', 'missing']) {
       const answer = await connectWithBody(proxy, `${name}.example.com:443`);
       expect(answer.status, name).toBe(403);

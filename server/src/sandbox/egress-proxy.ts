@@ -4,6 +4,7 @@ import { createServer, type Server } from 'node:http';
 import { BlockList, connect, isIP, type Socket } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import type { Logger } from 'pino';
+import { listenForPeer, PeerGate } from './build-network-peer';
 
 /** registry.yarnpkg.com serves the npm registry's packages; yarn's lockfiles and berry's default name it. */
 export const DEFAULT_REGISTRY_HOSTS = ['registry.npmjs.org', 'registry.yarnpkg.com', 'pypi.org', 'files.pythonhosted.org', 'deb.debian.org', 'proxy.golang.org'];
@@ -17,13 +18,18 @@ export const DEFAULT_REGISTRY_HOSTS = ['registry.npmjs.org', 'registry.yarnpkg.c
  * DNS cannot rebind it. It runs in the server process, listening on the gateway IP of the
  * --internal Docker network the install container sits on (`build-network.ts` drops everything
  * else the network sends the host). It does not look inside TLS; that the tunnel reaches the
- * named host is all it promises.
+ * named host is all it promises. It serves one build: connections from any address but that
+ * build container's are reset unread (`build-network-peer.ts`).
  */
 export interface EgressProxy {
   readonly host: string;
   readonly port: number;
   /** Targets clients asked for and were refused (for logs and tests). */
   readonly refused: string[];
+  /** Serve the build container at `address` (until then every connection is refused). */
+  serve(address: string): void;
+  /** Connections refused for coming from another address than the build's. */
+  readonly foreign: number;
   close(): Promise<void>;
 }
 
@@ -116,6 +122,8 @@ export interface EgressProxyOptions {
   privateAllowed?: readonly string[];
   /** Name resolution (tests give their own); default the system resolver. */
   resolve?: Resolve;
+  /** The one address served from the start; without it none is until `serve` names it. */
+  peer?: string;
   logger?: Logger;
 }
 
@@ -168,20 +176,20 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
       (error: unknown) => refuse(client, target, `does not resolve (${error instanceof Error ? error.message : String(error)})`),
     );
   });
-  await new Promise<void>((done, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, options.host, () => done());
-  });
-  const address = server.address();
-  if (address === null || typeof address === 'string') throw new Error('egress proxy is not listening on a TCP port');
+  const gate = new PeerGate('egress proxy', options.logger);
+  if (options.peer !== undefined) gate.serve(options.peer);
+  const listening = await listenForPeer(server, gate, options.host, options.port ?? 0);
   return {
     host: options.host,
-    port: address.port,
+    port: listening.port,
     refused,
-    close: () =>
-      new Promise<void>((done) => {
-        for (const socket of sockets) socket.destroy();
-        server.close(() => done());
-      }),
+    serve: (address) => gate.serve(address),
+    get foreign() {
+      return gate.foreign;
+    },
+    close: () => {
+      for (const socket of sockets) socket.destroy();
+      return listening.close();
+    },
   };
 }

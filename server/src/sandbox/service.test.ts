@@ -43,12 +43,12 @@ describe('SandboxService.shutdown', () => {
     const cache = snapshots.dependencyCache;
     if (!cache) throw new Error('the snapshot manager made no dependency cache (it is on by default)');
     // As a snapshot build that the shutdown cuts short would have it.
-    const listener = await cache.listen('127.0.0.1');
+    const listener = await cache.listen('127.0.0.1', { peer: '127.0.0.1' });
     expect(await post(listener.url)).toBe(405);
 
     await service.shutdown();
 
     await expect(post(listener.url)).rejects.toMatchObject({ code: 'ECONNREFUSED' });
-    await expect(cache.listen('127.0.0.1')).rejects.toThrow(/dependency cache is closed/);
+    await expect(cache.listen('127.0.0.1', { peer: '127.0.0.1' })).rejects.toThrow(/dependency cache is closed/);
   });
 });

@@ -4,6 +4,7 @@ import type Docker from 'dockerode';
 import type { Logger } from 'pino';
 import type { EventPayload } from '@dockhand/protocol';
 import { DockhandError } from '../errors';
+import { containerAddress } from './build-network';
 import { LABELS, ownerLabels } from './docker-driver';
 import { describeCacheStats, type DependencyCacheStats } from './dep-cache';
 import { pipFrontEnvironment, pipThroughFront } from './dep-cache-pip';
@@ -85,8 +86,14 @@ export interface BuildRequest {
   sha: string;
   bundle: () => Promise<Buffer>;
   identity: SnapshotIdentity;
-  /** 'proxy': runsc-egress behind the allowlist proxy (given here); 'runc-bridge'; 'none'. */
-  egress: { mode: 'proxy'; proxyUrl: string; refused: readonly string[] } | { mode: 'runc-bridge' | 'none' };
+  /**
+   * 'proxy': runsc-egress behind the allowlist proxy (given here); 'runc-bridge'; 'none'.
+   * `admit` opens the build's listeners (proxy, registry front) to the build container's address
+   * on `networkName` alone; it is called once the container runs (`sleep infinity`, nothing of the
+   * repository yet), before the install, and the closer it returns is called before the container
+   * is removed, so no later container given the same address finds them open.
+   */
+  egress: { mode: 'proxy'; proxyUrl: string; refused: readonly string[]; admit: (address: string) => Promise<() => Promise<void>> } | { mode: 'runc-bridge' | 'none' };
   networkName: string;
   extraCaBundle?: string;
   registry?: string;
@@ -289,6 +296,7 @@ export async function buildSnapshotImage(request: BuildRequest): Promise<void> {
   const networkMode = request.egress.mode === 'proxy' ? request.networkName : request.egress.mode === 'runc-bridge' ? 'bridge' : 'none';
   if (request.egress.mode === 'runc-bridge') request.logger?.warn({ image: request.image }, 'FALLBACK: dependency install runs on plain runc with full egress on the default bridge (no runsc-egress)');
   let container: Docker.Container | undefined;
+  let revoke: (() => Promise<void>) | undefined;
   try {
     container = await docker.createContainer({
       name: `dockhand-build-${randomBytes(5).toString('hex')}`,
@@ -317,6 +325,7 @@ export async function buildSnapshotImage(request: BuildRequest): Promise<void> {
       },
     });
     await container.start();
+    if (request.egress.mode === 'proxy') revoke = await request.egress.admit(await containerAddress(container, request.networkName));
     // The workspace is in the container's own layer (no volume) so that `docker commit` keeps it.
     const builder = new DockerSandbox(docker, container, container.id, request.baseImage, request.sha, {}, 4096 * 1024 * 1024, () => undefined);
     const init = await builder.raw(['git', 'init', '-q', WORKSPACE]);
@@ -427,6 +436,7 @@ export async function buildSnapshotImage(request: BuildRequest): Promise<void> {
     log.write(`\n# FAILED: ${error instanceof Error ? error.message : String(error)}\n`);
     throw error;
   } finally {
+    await revoke?.().catch((error: unknown) => request.logger?.warn({ err: error instanceof Error ? error.message : String(error) }, 'closing the build container\'s listeners failed'));
     if (request.dependencyCache && (usesDependencyCache(identity) || yarnThroughFront(identity) || pipThroughFront(identity))) log.write(`# dependency cache: ${describeCacheStats(request.dependencyCache.stats)}\n`);
     await new Promise<void>((resolve) => log.end(() => resolve()));
     await container?.remove({ force: true, v: true }).catch(() => undefined);

@@ -462,6 +462,8 @@ export class SnapshotManager {
     // The build's secrets, for its audit lines (names only): the registries' and setup.sh's.
     let registries: PrivateRegistry[] = [];
     let setupSecretNames: string[] = [];
+    /** The build container's address, once known: the only peer its listeners serve. */
+    let peer: string | undefined;
     try {
       let egressSetup: Parameters<typeof buildSnapshotImage>[0]['egress'] = { mode: egress === 'runc-bridge' ? 'runc-bridge' : 'none' };
       if (egress === 'proxy') {
@@ -475,9 +477,21 @@ export class SnapshotManager {
         if (outside.length > 0) logger?.warn({ repo: request.repo, hosts: outside }, 'egressHosts outside the fleet allowlist (DOCKHAND_EGRESS_HOSTS) are not allowed for this build');
         const allow = [...new Set([...(this.options.registryHosts ?? DEFAULT_REGISTRY_HOSTS), ...(registryHost ? [registryHost] : []), ...pipIndexHost, ...asked.filter((host) => !outside.includes(host))])];
         // The admin's own registry may be a company mirror on a private address; nothing a repository names may.
+        // Both listeners refuse every connection until the build container's address is known (`admit`).
         proxy = await startEgressProxy({ host: gateway, allow, ...(registryHost ? { privateAllowed: [registryHost] } : {}), ...(logger ? { logger } : {}) });
-        closePorts.push(await openBuildPort(network, proxy.port));
-        egressSetup = { mode: 'proxy', proxyUrl: `http://${proxy.host}:${proxy.port}`, refused: proxy.refused };
+        const proxyListener = proxy;
+        const admit = async (address: string): Promise<() => Promise<void>> => {
+          const listeners = [proxyListener, ...(cache ? [cache] : [])];
+          for (const listener of listeners) listener.serve(address);
+          peer = address;
+          closePorts.push(await openBuildPort(network, proxyListener.port, address));
+          if (cache) closePorts.push(await openBuildPort(network, Number(new URL(cache.url).port), address));
+          return async () => {
+            for (const close of closePorts) await close();
+            for (const listener of listeners) await listener.close();
+          };
+        };
+        egressSetup = { mode: 'proxy', proxyUrl: `http://${proxy.host}:${proxy.port}`, refused: proxy.refused, admit };
         // The repository's own registries: the front holds their credentials (private-registries.ts).
         registries = await resolveBuildRegistries({
           repo: request.repo,
@@ -496,7 +510,6 @@ export class SnapshotManager {
             logger?.warn({ err: error instanceof Error ? error.message : String(error) }, 'dependency cache unavailable; this build fetches through the proxy');
             return undefined;
           });
-          if (cache) closePorts.push(await openBuildPort(network, Number(new URL(cache.url).port)));
         }
       } else if (identity.environment.registries?.length || identity.environment.pythonIndex) {
         const field = identity.environment.registries?.length ? 'registries' : 'pythonIndex';
@@ -543,8 +556,17 @@ export class SnapshotManager {
       for (const close of closePorts) await close();
       await cache?.close();
       await proxy?.close();
+      await this.auditForeign(request.repo, logPath, peer, [proxy, cache]);
       await this.auditSecretUses(request.repo, key, logPath, secretUses(registries, cache?.secretUses ?? new Map(), setupSecretNames));
     }
+  }
+
+  /** Connections the build's listeners refused from other addresses (another build, or before this one's was known): the log says so, with the peers. */
+  private async auditForeign(repo: string, logPath: string, peer: string | undefined, listeners: ReadonlyArray<{ foreign: number } | undefined>): Promise<void> {
+    const foreign = listeners.reduce((sum, listener) => sum + (listener?.foreign ?? 0), 0);
+    if (foreign === 0) return;
+    this.options.logger?.warn({ repo, foreign, serving: peer ?? 'nobody' }, 'a snapshot build\'s proxy or registry front refused connections from other addresses');
+    await appendFile(logPath, `# the build's proxy and registry front refused ${foreign} connection(s) from addresses other than this build container's (${peer ?? 'not known yet'})\n`).catch(() => undefined);
   }
 
   /** Each secret the build used, by name, step and count, in its build log and the server's log (never a value: the values are not in reach here). */
