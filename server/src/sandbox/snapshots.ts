@@ -476,8 +476,8 @@ export class SnapshotManager {
         const outside = asked.filter((host) => !withinAllowlist(host, fleet));
         if (outside.length > 0) logger?.warn({ repo: request.repo, hosts: outside }, 'egressHosts outside the fleet allowlist (DOCKHAND_EGRESS_HOSTS) are not allowed for this build');
         const allow = [...new Set([...(this.options.registryHosts ?? DEFAULT_REGISTRY_HOSTS), ...(registryHost ? [registryHost] : []), ...pipIndexHost, ...asked.filter((host) => !outside.includes(host))])];
-        // The admin's own registry may be a company mirror on a private address; nothing a repository names may.
         // Both listeners refuse every connection until the build container's address is known (`admit`).
+        // The admin's own registry may be a company mirror on a private address; nothing a repository names may.
         proxy = await startEgressProxy({ host: gateway, allow, ...(registryHost ? { privateAllowed: [registryHost] } : {}), ...(logger ? { logger } : {}) });
         const proxyListener = proxy;
         const admit = async (address: string): Promise<() => Promise<void>> => {
@@ -561,7 +561,7 @@ export class SnapshotManager {
     }
   }
 
-  /** Connections the build's listeners refused from other addresses (another build, or before this one's was known): the log says so, with the peers. */
+  /** Connections the build's listeners refused from other addresses (another build, or before this one's was known): the build log says how many (the server's log named each peer). */
   private async auditForeign(repo: string, logPath: string, peer: string | undefined, listeners: ReadonlyArray<{ foreign: number } | undefined>): Promise<void> {
     const foreign = listeners.reduce((sum, listener) => sum + (listener?.foreign ?? 0), 0);
     if (foreign === 0) return;
