@@ -117,22 +117,45 @@ poll();
 /** B's setup.sh: every port given, asked for A's private package, tarball, pip page and a tunnel; its own ports skipped. */
 function probingSetup(ports: number[]): string {
   return `#!/bin/bash
-gw=$(awk '$2=="00000000" {print $3}' /proc/net/route | head -1 | sed 's/../0x& /g' | awk '{printf "%d.%d.%d.%d", $4, $3, $2, $1}')
-front=\${npm_config_registry%/}; front=\${front##*:}
-proxy=\${HTTPS_PROXY%/}; proxy=\${proxy##*:}
-echo "probe: gateway $gw own front $front own proxy $proxy"
-status() {
-  timeout 8 bash -c 'exec 3<>"/dev/tcp/$0/$1" && printf "%b" "$2" >&3 && head -n 1 <&3' "$gw" "$1" "$2" 2>/dev/null | tr -d '\\r' | grep . || echo refused
-}
-for p in ${ports.join(' ')}; do
-  if [ "$p" = "$front" ] || [ "$p" = "$proxy" ]; then echo "probe: $p own"; continue; fi
-  for path in '/@acme%2fprivate-utils' '/@acme/private-utils/-/private-utils-1.0.0.tgz' '/-/pip/simple/acme-private-utils/'; do
-    echo "probe: $p GET $path -> $(status "$p" "GET $path HTTP/1.0\\r\\nHost: $gw:$p\\r\\nUser-Agent: ${PROBE_AGENT}\\r\\n\\r\\n")"
-  done
-  echo "probe: $p CONNECT -> $(status "$p" "CONNECT registry.npmjs.org:443 HTTP/1.1\\r\\nHost: registry.npmjs.org:443\\r\\nUser-Agent: ${PROBE_AGENT}\\r\\n\\r\\n")"
-done
-echo "probe: own proxy -> $(status "$proxy" "GET http://example.invalid/ HTTP/1.0\\r\\n\\r\\n")"
-exit 0
+exec python3 - <<'PY'
+import os, socket
+
+def gateway():
+    for line in open('/proc/net/route').read().splitlines()[1:]:
+        fields = line.split()
+        if fields[1] == '00000000':
+            return socket.inet_ntoa(bytes.fromhex(fields[2])[::-1])
+
+def port_of(url):
+    return (url or '').rstrip('/').rsplit(':', 1)[-1]
+
+def ask(port, text):
+    try:
+        s = socket.create_connection((gw, int(port)), timeout=10)
+        s.sendall(text.encode())
+        data = b''
+        while b'\\n' not in data:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+        s.close()
+        return data.split(b'\\n')[0].decode('latin1').strip() or 'closed'
+    except OSError as error:
+        return 'refused ' + type(error).__name__
+
+gw = gateway()
+front, proxy = port_of(os.environ.get('npm_config_registry')), port_of(os.environ.get('HTTPS_PROXY'))
+print('probe: gateway', gw, 'own front', front, 'own proxy', proxy, flush=True)
+for port in [${ports.join(', ')}]:
+    if str(port) in (front, proxy):
+        print('probe:', port, 'own', flush=True)
+        continue
+    for path in ['/@acme%2fprivate-utils', '/@acme/private-utils/-/private-utils-1.0.0.tgz', '/-/pip/simple/acme-private-utils/']:
+        print('probe:', port, 'GET', path, '->', ask(port, f'GET {path} HTTP/1.0\\r\\nHost: {gw}:{port}\\r\\nUser-Agent: ${PROBE_AGENT}\\r\\n\\r\\n'), flush=True)
+    print('probe:', port, 'CONNECT ->', ask(port, 'CONNECT registry.npmjs.org:443 HTTP/1.1\\r\\nHost: registry.npmjs.org:443\\r\\nUser-Agent: ${PROBE_AGENT}\\r\\n\\r\\n'), flush=True)
+print('probe: own proxy ->', ask(proxy, 'GET http://example.invalid/ HTTP/1.0\\r\\n\\r\\n'), flush=True)
+PY
 `;
 }
 
