@@ -126,14 +126,17 @@ describe('submitting for a registered repository', () => {
     }
   });
 
-  it('refuses a user the registration does not list (403 naming context.repo and the command)', async () => {
+  it('answers a user the registration does not list 404 exactly as for an unregistered name (no owner named)', async () => {
     const path = join(scratch, 'private');
     const sha = makeGitRepo(path);
     await register('admin', { name: 'private', source: path, owners: ['olive'], submitters: ['bob'] });
     const res = await submit('alice', { repo: 'private', baseSha: sha });
-    expect(res.statusCode).toBe(403);
-    expect(errorOf(res.body)).toMatchObject({ code: 'forbidden', field: 'context.repo', message: 'context.repo: alice may not submit tasks for private' });
-    expect(errorOf(res.body).hint).toBe(`ask an owner (olive) or an admin to run: dockhand repo add private --from ${path} --submitter bob --submitter alice`);
+    expect(res.statusCode).toBe(404);
+    expect(errorOf(res.body)).toMatchObject({ code: 'not_found', field: 'context.repo', message: 'context.repo: no repository named private is registered' });
+    const unregistered = await submit('alice', { repo: 'nosuch', baseSha: sha });
+    expect(errorOf(res.body).hint?.replace('private', 'nosuch')).toBe(errorOf(unregistered.body).hint);
+    expect(res.body).not.toContain('olive');
+    expect(res.body).not.toContain(path);
     expect(await taskCount()).toBe(0);
     expect((await submit('bob', { repo: 'private', baseSha: sha })).statusCode).toBe(202);
   });

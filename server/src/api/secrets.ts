@@ -3,6 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { RepoName, type RepoRegistration } from '@dockhand/protocol';
 import { DockhandError } from '../errors';
+import { maySubmit } from '../runner/registry';
 import { MAX_SECRET_BYTES, SecretName, SecretView } from '../secrets/types';
 import type { User } from '../store/types';
 import { requireUser } from './auth';
@@ -25,7 +26,8 @@ export async function secretRoutes(app: FastifyInstance, deps: AppDeps): Promise
   /** The registration, when the caller is an admin or one of its owners; else as if absent (others may not learn its secrets' names). */
   async function managed(user: User, name: string): Promise<RepoRegistration> {
     const registration = await deps.store.getRepo(name);
-    if (!registration) throw new DockhandError('not_found', `repository ${name} is not registered`, { hint: 'dockhand repo list shows the ones you may use' });
+    // One the caller may not see is absent (404, no owner named); one it sees without owning it is a 403.
+    if (!registration || !maySubmit(registration, user)) throw new DockhandError('not_found', `repository ${name} is not registered`, { hint: 'dockhand repo list shows the ones you may use' });
     if (user.role !== 'admin' && !registration.owners.includes(user.name)) {
       throw new DockhandError('forbidden', `the secrets of ${name} are for admins and its owners`, { hint: registration.owners.length ? `ask ${registration.owners.join(', ')}` : 'ask an admin' });
     }

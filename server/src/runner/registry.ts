@@ -147,13 +147,9 @@ export class RepoRegistry {
   async admit(user: User, context: RepoContext, options: { signal?: AbortSignal } = {}): Promise<RepoRegistration> {
     const registration = await this.find(context.repo);
     if (!registration) throw this.unregistered(context.repo);
-    if (!maySubmit(registration, user)) {
-      const submitters = [...registration.submitters, user.name].map((name) => ` --submitter ${name}`).join('');
-      throw new DockhandError('forbidden', `context.repo: ${user.name} may not submit tasks for ${registration.name}`, {
-        field: 'context.repo',
-        hint: `ask an owner${registration.owners.length ? ` (${registration.owners.join(', ')})` : ''} or an admin to run: dockhand repo add ${registration.name} --from ${registration.source}${submitters}`,
-      });
-    }
+    // A repository one may not submit to is one one may not see: the same 404 as an unregistered
+    // one, naming no owner (issue 31; the rule is in api/README.md).
+    if (!maySubmit(registration, user)) throw this.unregistered(context.repo);
     await this.ensureCommit(registration, context.baseSha, options);
     return registration;
   }
