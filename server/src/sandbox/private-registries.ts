@@ -67,7 +67,20 @@ export function registryLabel(registry: { scope?: string | undefined; kind?: 'py
 export function privateUpstreamUrl(registry: PrivateRegistry, path: string): URL | undefined {
   const base = registry.url.pathname.replace(/\/?$/, '/');
   const url = new URL(registry.url.origin + base.replace(/\/$/, '') + path);
-  return url.origin === registry.url.origin && url.pathname.startsWith(base) ? url : undefined;
+  if (url.origin !== registry.url.origin || !url.pathname.startsWith(base)) return undefined;
+  // Checked again on the path as the registry (or a proxy before it) reads it once decoded (issue
+  // 31: `..%2f`, `%252f` passed with the credential attached): decoded once it must stay under the
+  // base, and hold no encoded `/`, `\` or `.` still (a second decode away from climbing out).
+  // `@acme%2fpkg` decodes to `@acme/pkg`, under the base: scoped packages pass.
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(path.split(/[?#]/, 1)[0] ?? '');
+  } catch {
+    return undefined;
+  }
+  if (/%(?:2f|5c|2e)/i.test(decoded) || decoded.includes('\\')) return undefined;
+  const once = new URL(registry.url.origin + base.replace(/\/$/, '') + decoded.replace(/[?#]/g, '_'));
+  return once.origin === registry.url.origin && once.pathname.startsWith(base) ? url : undefined;
 }
 
 /** A package document with its tarball URLs at the registry turned into the front's. */
