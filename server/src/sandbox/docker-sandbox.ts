@@ -340,7 +340,8 @@ export class DockerSandbox implements Sandbox {
    * Returns HEAD and whether the tree is clean (tracked and untracked, ignored files aside, and
    * the install's own changes while they hold what it made).
    */
-  async workspaceState(): Promise<{ head: string; clean: boolean; status: string }> {
+  /** HEAD, whether the tree is clean, its status; `error`: what git said when it could not read HEAD. */
+  async workspaceState(): Promise<{ head: string; clean: boolean; status: string; error?: string }> {
     const script = `${INSTALL_MADE_FUNCTION}\ngit rev-parse HEAD && git status --porcelain -z --untracked-files=all --no-renames && printf '\\0${INSTALL_MADE_SEPARATOR}\\0' && dockhand_install_made`;
     const result = await this.raw(['bash', '-c', script]);
     const output = result.stdout.toString('utf8');
@@ -348,7 +349,8 @@ export class DockerSandbox implements Sandbox {
     const head = newline < 0 ? output : output.slice(0, newline);
     const [entries = '', made = ''] = output.slice(newline + 1).split(`\0${INSTALL_MADE_SEPARATOR}\0`);
     const status = withoutInstallMade(entries, installMadeSet(made));
-    return { head: head.trim(), clean: result.exitCode === 0 && status === '', status };
+    const error = head.trim() === '' ? result.stderr.toString('utf8').trim().slice(0, 2000) || `git exited with ${result.exitCode}` : undefined;
+    return { head: head.trim(), clean: result.exitCode === 0 && status === '', status, ...(error ? { error } : {}) };
   }
 
   async destroy(): Promise<void> {

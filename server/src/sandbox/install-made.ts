@@ -23,10 +23,16 @@ const REMOVED_LIST = '.git/dockhand-install-removed';
 /**
  * Run after the install in the workspace (bash, as the build's user): when the tree is not clean,
  * records what changed and prints `git diff --raw` of it (mode, blobs before and after, path).
+ * A repository the install made inside the workspace (a prepare's `git init` in a build
+ * directory: `git status` lists it as `dir/`, and `git add` refuses one without a commit) is the
+ * environment's, like node_modules: excluded (`.git/info/exclude`). A git that cannot read the
+ * workspace fails the script (its status is not taken for "nothing changed").
  * A copy of the real index keeps stat information, so only the changed files are hashed.
  */
 export const RECORD_INSTALL_MADE_SCRIPT = `set -e
-[ -n "$(git status --porcelain --untracked-files=all)" ] || exit 0
+git status --porcelain -z --untracked-files=all | tr '\\0' '\\n' | sed -n 's|^?? \\(.*/\\)$|/\\1|p' >> .git/info/exclude
+changes=$(git status --porcelain --untracked-files=all)
+[ -n "$changes" ] || exit 0
 index=$(mktemp /tmp/.dockhand-index.XXXXXX); trap 'rm -f "$index"' EXIT
 cp .git/index "$index"
 GIT_INDEX_FILE=$index git add -A .

@@ -20,7 +20,7 @@ import { describeSetupSecretSearch, findSetupSecrets, maskSetupSecrets, READ_SET
 import { WORKSPACE } from './paths';
 import { labelInstruction, snapshotLabelValues, type SnapshotIdentity } from './snapshot-labels';
 import { toolchainPath } from './toolchains';
-import { checkoutFromBundle } from './workspace';
+import { checkoutFromBundle, type WorkspaceOrigin } from './workspace';
 
 /** The install or setup.sh failed: the repository's problem, recorded so the same key is not built again in a loop. */
 export class SnapshotBuildFailed extends DockhandError {}
@@ -85,6 +85,8 @@ export interface BuildRequest {
   key: string;
   sha: string;
   bundle: () => Promise<Buffer>;
+  /** The `origin` remote and default branch a CI checkout has (workspace.ts); absent: none. */
+  origin?: WorkspaceOrigin;
   identity: SnapshotIdentity;
   /**
    * 'proxy': runsc-egress behind the allowlist proxy (given here); 'runc-bridge'; 'none'.
@@ -330,7 +332,7 @@ export async function buildSnapshotImage(request: BuildRequest): Promise<void> {
     const builder = new DockerSandbox(docker, container, container.id, request.baseImage, request.sha, {}, 4096 * 1024 * 1024, () => undefined);
     const init = await builder.raw(['git', 'init', '-q', WORKSPACE]);
     if (init.exitCode !== 0) throw new DockhandError('internal', `git init failed: ${init.stderr.toString('utf8')}`);
-    await checkoutFromBundle(builder, request.sha, await request.bundle());
+    await checkoutFromBundle(builder, request.sha, await request.bundle(), request.origin);
     if (identity.environment.install.command.includes(DEPENDENCY_GROUPS_HELPER)) {
       await builder.raw(['sh', '-c', `mkdir -p /tmp/dockhand && cat > ${DEPENDENCY_GROUPS_HELPER}`], { stdin: Buffer.from(DEPENDENCY_GROUPS_PROGRAM) });
     }
@@ -416,8 +418,14 @@ export async function buildSnapshotImage(request: BuildRequest): Promise<void> {
     }
     await recordInstallMade(builder, request, log, progress, (line) => (lastLine = line));
     const status = await builder.workspaceState();
+    // git that cannot read the workspace says why (census: "moved HEAD … to no commit" hid it).
+    if (status.head === '') {
+      throw new SnapshotBuildFailed('sandbox_unavailable', `after the install, git cannot read the workspace's HEAD (${request.sha} before it): ${status.error ?? 'no output'}`, {
+        hint: `make the install leave the workspace's .git alone (it may write files, not rewrite .git); full log: ${request.logPath}`,
+      });
+    }
     if (status.head !== request.sha) {
-      throw new SnapshotBuildFailed('sandbox_unavailable', `the install moved the workspace's HEAD from ${request.sha} to ${status.head || 'no commit'}`, {
+      throw new SnapshotBuildFailed('sandbox_unavailable', `the install moved the workspace's HEAD from ${request.sha} to ${status.head}`, {
         hint: `make the install leave the checked-out commit alone (it may write files, not commit or check out); full log: ${request.logPath}`,
       });
     }

@@ -19,8 +19,9 @@ import type { ToolchainMount } from './toolchains';
  * `#!/usr/bin/python3` commands (`pytest`), run by the venv's Python. 6: a berry build's CA
  * variable follows the committed yarnPath release (a failed build of 5 is not reused). 7: a pnpm
  * build gives pnpm 11 its settings as pnpm_config_* (tinybench's failed build of 6 is not reused).
+ * 8: the workspace has an `origin` remote and `origin/<default branch>` (workspace.ts).
  */
-export const SNAPSHOT_KEY_VERSION = '7';
+export const SNAPSHOT_KEY_VERSION = '8';
 
 export const SNAPSHOT_LABELS = {
   snapshot: 'dockhand.snapshot',

@@ -19,6 +19,7 @@ import { isNotFound } from './docker-sandbox';
 import { ensureBuildNetwork, openBuildPort, BUILD_NETWORK } from './build-network';
 import { DEFAULT_REGISTRY_HOSTS, startEgressProxy, withinAllowlist, type EgressProxy } from './egress-proxy';
 import type { RepoMirror } from './mirror';
+import { workspaceOrigin, type WorkspaceOrigin } from './workspace';
 import { workflowFiles, WORKFLOW_DIR } from './node-ci';
 import { TEST_REQUIREMENT_FILES } from './python-install';
 import { canonicalJson, detectRecipe, DEFAULT_NPM_RANGE, RECIPE_FILES, recipeToolchains, REQUIREMENTS_PATTERN, SETUP_SCRIPT_PATH, TOOLCHAIN_PACKAGES, type RecipeInput, type ToolchainName } from './recipe';
@@ -130,6 +131,17 @@ const FailedBuild = z.object({ message: z.string(), hint: z.string().optional(),
  */
 function inRoot(rootFiles: string[], path: string): boolean {
   return rootFiles.includes(path.split('/')[0] ?? path);
+}
+
+/** The mirror's HEAD branch: the source's default branch (the mirror's HEAD follows it); undefined when unknown. */
+async function defaultBranch(mirrorPath: string): Promise<string | undefined> {
+  const read = await run('git', ['symbolic-ref', '--short', 'HEAD'], { cwd: mirrorPath, timeout: 30_000 }).catch(() => undefined);
+  return read?.stdout.trim() || undefined;
+}
+
+function originOf(repo: string, branch: string | undefined): { origin?: WorkspaceOrigin } {
+  const origin = workspaceOrigin(repo, branch);
+  return origin ? { origin } : {};
 }
 
 async function rootCommits(mirrorPath: string, sha: string): Promise<string[]> {
@@ -525,6 +537,7 @@ export class SnapshotManager {
         key,
         sha: request.sha,
         bundle: () => this.options.mirror.bundle(request.mirrorPath, request.sha),
+        ...originOf(request.repo, await defaultBranch(request.mirrorPath)),
         identity,
         egress: egressSetup,
         networkName: BUILD_NETWORK,
