@@ -60,14 +60,26 @@ describe('gradeInstance: tests that could not be collected', { timeout: 120_000 
     };
   };
 
-  it('is an error, not unresolved, naming the files pytest could not collect', async () => {
+  it('is an error, not unresolved, naming the files pytest could not collect, when listed tests are in them', async () => {
     const { provider, instance } = onHost({ ...SHOP_FILES, ...UNCOLLECTABLE });
-    const grade = await gradeInstance(provider, instance, { instance_id: 'shop-1', model_name_or_path: 'm', model_patch: FIX_PATCH }, { repo: 'shop', runs: 1 });
+    const listed = { ...instance, PASS_TO_PASS: [...instance.PASS_TO_PASS, 'tests/test_legacy.py::test_legacy'] };
+    const grade = await gradeInstance(provider, listed, { instance_id: 'shop-1', model_name_or_path: 'm', model_patch: FIX_PATCH }, { repo: 'shop', runs: 1 });
     expect(grade.status).toBe('error');
     expect(grade.resolved).toBe(false);
-    expect(grade.message).toMatch(/^the test suite ran no test; 2 test file\(s\) could not be collected or loaded: /);
+    expect(grade.message).toMatch(/^the tests could not be collected \(1 listed test\(s\) did not run: tests\/test_legacy.py::test_legacy\); 2 test file\(s\) could not be collected or loaded: /);
     expect(grade.message).toContain('tests/test_report.py');
     expect(grade.message).toContain('tests/test_legacy.py');
+  });
+
+  it('is judged on the selection when only files it does not list fail to collect, as the task\'s first run was, and says so', async () => {
+    const { provider, instance } = onHost({ ...SHOP_FILES, ...UNCOLLECTABLE });
+    const grade = await gradeInstance(provider, instance, { instance_id: 'shop-1', model_name_or_path: 'm', model_patch: FIX_PATCH }, { repo: 'shop', runs: 1 });
+    expect(grade).toMatchObject({ status: 'resolved', resolved: true });
+    expect(grade.tests.map((test) => [test.id, test.outcomes, test.way])).toEqual([
+      ['tests/test_price.py::test_discount', ['passed'], 'selected'],
+      ['tests/test_price.py::test_no_discount', ['passed'], 'selected'],
+    ]);
+    expect(grade.message).toMatch(/^the full run ran 0 test\(s\), 2 test file\(s\) could not be collected or loaded: .*; the listed tests were judged on the other runs$/);
   });
 
   it('is resolved when the same fix runs on a suite that collects', async () => {

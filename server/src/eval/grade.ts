@@ -2,22 +2,24 @@ import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { SmartFeedbackEngine } from '../feedback/engine';
 import { InMemoryFlakyStore } from '../feedback/flaky';
-import type { TestReport } from '../feedback/types';
 import type { Sandbox } from '../sandbox/types';
 import { describeLineError, patchFiles, readInstances, readPredictions, type EvalInstance, type LineError, type Prediction } from './formats';
 import { hasCommit } from './git-tree';
 import { atomicWrite, repositoryPathOf } from './run-dir';
 import type { SandboxProvider } from '../runner/ports';
 import { ensureRepository, openEvalSession, registeredName } from './session';
-import { outcomeOf, type TestOutcome } from './test-ids';
+import { describeRound, gradeRound, type GradeRound, type GradeWay } from './grade-runs';
+import { outcomeOf, succeeds, type TestOutcome } from './test-ids';
 
 /*
  * `dockhand eval grade`: for each prediction, a fresh sandbox of the instance's repository at
  * `base_commit` (the same snapshot and gVisor sandbox a task gets), `git apply` of `model_patch`
- * and then of `test_patch`, and the repository's own test command through the feedback engine,
- * which reports each test by id. Resolved: every FAIL_TO_PASS test passes and every PASS_TO_PASS
- * test still passes, in every run. A model patch that touches a file of `test_patch` is rejected
- * before anything runs (it could rewrite the tests that judge it); an empty one is not run.
+ * and then of `test_patch`, and the repository's tests through the feedback engine the way the
+ * task's verified stop runs them (grade-runs.ts: the whole command, then the selection and the
+ * pre-PR command for listed tests the whole command did not count), which reports each test by id.
+ * Resolved by SWE-bench's rules (test-ids.ts `succeeds`), in every run. A model patch that touches
+ * a file of `test_patch` is rejected before anything runs (it could rewrite the tests that judge
+ * it); an empty one is not run. No listed test found at all is an `error`, not `unresolved`.
  *
  * Flaky: a test whose outcome differs between runs (`runs` > 1), or one the engine itself saw fail
  * and then pass on its rerun of the unchanged workspace. Flaky tests are listed; a resolved
@@ -32,6 +34,8 @@ export interface TestVerdict {
   /** Outcome per run, in order. */
   outcomes: TestOutcome[];
   flaky: boolean;
+  /** The first way of running that found it (grade-runs.ts). */
+  way?: GradeWay;
 }
 
 export interface InstanceGrade {
@@ -102,59 +106,96 @@ export async function gradeInstance(sandboxes: SandboxProvider, instance: EvalIn
     if (testFailure) return verdictOnly(instance, 'test_patch_failed', `test_patch does not apply on top of the model patch: ${testFailure}`, started);
     const flakyStore = new InMemoryFlakyStore();
     const engine = new SmartFeedbackEngine({ repo: `eval-grade/${instance.instance_id}`, flakyStore });
-    const runs = [];
-    for (let run = 0; run < options.runs; run++) {
-      const report = await engine.runTests(sandbox, { scope: 'full' });
-      if (report.infrastructure) {
-        return { ...verdictOnly(instance, 'infrastructure', `${report.infrastructure.message} (${report.infrastructure.action})`, started), command: report.command };
-      }
-      runs.push(report);
-    }
+    const listed = [...instance.FAIL_TO_PASS, ...instance.PASS_TO_PASS];
+    const rounds: GradeRound[] = [];
+    for (let run = 0; run < options.runs; run++) rounds.push(await gradeRound(engine, sandbox, listed));
     const engineFlaky = new Set((await flakyStore.list(`eval-grade/${instance.instance_id}`)).map((test) => test.testId));
     const tests: TestVerdict[] = [];
     const tests_status = emptyStatus();
     for (const kind of ['FAIL_TO_PASS', 'PASS_TO_PASS'] as const) {
       for (const id of instance[kind]) {
-        const outcomes = runs.map((report) => outcomeOf(id, report.cases));
+        const found = rounds.map((round) => round.outcomes.get(id) ?? { outcome: 'missing' as const });
+        const outcomes = found.map((entry) => entry.outcome);
+        const way = found.find((entry) => entry.way)?.way;
         const flaky = new Set(outcomes).size > 1 || [...engineFlaky].some((flakyId) => outcomeOf(id, [{ id: flakyId, outcome: 'passed' }]) !== 'missing');
-        tests.push({ id, kind, outcomes, flaky });
-        tests_status[kind][outcomes.every((outcome) => outcome === 'passed') ? 'success' : 'failure'].push(id);
+        tests.push({ id, kind, outcomes, flaky, ...(way ? { way } : {}) });
+        tests_status[kind][outcomes.every((outcome) => succeeds(kind, outcome)) ? 'success' : 'failure'].push(id);
       }
     }
-    const uncollected = uncollectedMessage(runs, tests);
-    const resolved = !uncollected && tests_status.FAIL_TO_PASS.failure.length === 0 && tests_status.PASS_TO_PASS.failure.length === 0;
-    const last = runs.at(-1);
-    return {
+    const last = rounds.at(-1);
+    const command = last ? describeRound(last) : undefined;
+    const runners = [...new Set(last?.reports.flatMap(({ report }) => (report.runner ? [report.runner] : [])) ?? [])];
+    const common = {
       instance_id: instance.instance_id,
       repo: instance.repo,
-      status: uncollected ? 'error' : resolved ? 'resolved' : 'unresolved',
-      resolved,
-      ...(uncollected ? { message: uncollected } : {}),
       tests,
       tests_status,
       flaky: tests.filter((test) => test.flaky).map((test) => test.id),
-      ...(last?.runner ? { runner: last.runner } : {}),
-      ...(last ? { command: last.command } : {}),
-      seconds: (Date.now() - started) / 1000,
+      ...(runners.length > 0 ? { runner: runners.join(', ') } : {}),
+      ...(command ? { command } : {}),
     };
+    const seconds = () => (Date.now() - started) / 1000;
+    const infrastructure = unjudgedByInfrastructure(rounds, tests);
+    if (infrastructure) return { ...common, status: 'infrastructure', resolved: false, message: infrastructure, seconds: seconds() };
+    const uncollected = uncollectedMessage(rounds, tests);
+    const resolved = !uncollected && tests_status.FAIL_TO_PASS.failure.length === 0 && tests_status.PASS_TO_PASS.failure.length === 0;
+    const notFound = tests.filter((test) => test.outcomes.includes('missing')).map((test) => test.id);
+    const notes = [
+      ...(notFound.length > 0 ? [`${notFound.length} listed test(s) were not found in any run: ${sample(notFound)}`] : []),
+      ...stoppedRuns(rounds).map((stopped) => `${stopped}; the listed tests were judged on the other runs`),
+    ];
+    const message = uncollected ?? (notes.length > 0 ? notes.join('; ') : undefined);
+    return { ...common, status: uncollected ? 'error' : resolved ? 'resolved' : 'unresolved', resolved, ...(message ? { message } : {}), seconds: seconds() };
   } finally {
     await sandboxes.release(sandbox);
   }
 }
 
+/** Ways of the first round that ran no test or stopped short (collection errors, a runner that could not run). */
+function stoppedRuns(rounds: readonly GradeRound[]): string[] {
+  return (rounds[0]?.reports ?? []).flatMap(({ way, report }) => {
+    const unloaded = report.cases.filter((testCase) => testCase.kind === 'load_error').map((testCase) => testCase.id);
+    if (report.infrastructure) return [`the ${way} run could not judge: ${report.infrastructure.message}`];
+    if (report.ran === 0 || unloaded.length > 0) return [`the ${way} run ran ${report.ran ?? 0} test(s)${unloaded.length > 0 ? `, ${unloaded.length} test file(s) could not be collected or loaded: ${sample(unloaded)}` : ''}`];
+    return [];
+  });
+}
+
+function sample(ids: readonly string[], count = 5): string {
+  return `${ids.slice(0, count).join(', ')}${ids.length > count ? ', …' : ''}`;
+}
+
 /**
- * Why the tests could not judge the patch, when they could not: a run that ran no test (pytest
- * stops at a collection error), or files that failed to load while listed tests are missing from
- * the run. Such an instance is an `error` (SWE-bench's error_ids), not `unresolved`.
+ * A runner that could not run (not installed, crashed, timed out) in a run where no listed test
+ * was found: the grade cannot say anything about the patch (`infrastructure`, not a red test).
  */
-function uncollectedMessage(runs: readonly TestReport[], tests: readonly TestVerdict[]): string | undefined {
-  const unloaded = [...new Set(runs.flatMap((run) => run.cases.filter((testCase) => testCase.kind === 'load_error').map((testCase) => `${testCase.id}${testCase.message ? ` (${testCase.message})` : ''}`)))];
+function unjudgedByInfrastructure(rounds: readonly GradeRound[], tests: readonly TestVerdict[]): string | undefined {
+  if (!tests.every((test) => test.outcomes.includes('missing'))) return undefined;
+  const broken = rounds.flatMap((round) => round.reports).find(({ report }) => report.infrastructure);
+  const infrastructure = broken?.report.infrastructure;
+  return infrastructure ? `${infrastructure.message} (${infrastructure.action})` : undefined;
+}
+
+/**
+ * Why the tests could not judge the patch, when they could not: a round in which no way ran any
+ * test (pytest stops at a collection error), files that failed to load while listed tests are
+ * missing from the run, or no listed test found at all (the ids the runs gave are named, so a
+ * mismatch of names shows). Such an instance is an `error` (SWE-bench's error_ids), not
+ * `unresolved`.
+ */
+function uncollectedMessage(rounds: readonly GradeRound[], tests: readonly TestVerdict[]): string | undefined {
+  const reports = rounds.flatMap((round) => round.reports.map(({ report }) => report));
+  const unloaded = [...new Set(reports.flatMap((run) => run.cases.filter((testCase) => testCase.kind === 'load_error').map((testCase) => `${testCase.id}${testCase.message ? ` (${testCase.message})` : ''}`)))];
   const missing = tests.filter((test) => test.outcomes.includes('missing')).map((test) => test.id);
-  const none = runs.some((run) => run.ran === 0);
-  if (!none && (unloaded.length === 0 || missing.length === 0)) return undefined;
+  const none = rounds.some((round) => round.reports.every(({ report }) => report.ran === 0));
+  const allMissing = tests.length > 0 && missing.length === tests.length;
+  if (!none && !allMissing && (unloaded.length === 0 || missing.length === 0)) return undefined;
   const files = unloaded.length > 0 ? `; ${unloaded.length} test file(s) could not be collected or loaded: ${unloaded.slice(0, 5).join('; ')}${unloaded.length > 5 ? '; …' : ''}` : '';
-  const lead = none ? 'the test suite ran no test' : `the tests could not be collected (${missing.length} listed test(s) did not run: ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ', …' : ''})`;
-  return `${lead}${files}`;
+  if (none) return `the test suite ran no test${files}`;
+  if (unloaded.length > 0) return `the tests could not be collected (${missing.length} listed test(s) did not run: ${sample(missing)})${files}`;
+  const seen = [...new Set(reports.flatMap((run) => run.cases.filter((testCase) => testCase.kind === undefined).map((testCase) => testCase.id)))];
+  const ran = rounds[0]?.reports.map(({ way, report }) => `${way} ran ${report.ran ?? 'an unknown number of'} test(s): \`${report.command}\``).join('; ') ?? '';
+  return `none of the ${tests.length} listed test(s) was found in the runs (${ran})${seen.length > 0 ? `; they named e.g. ${sample(seen, 3)}` : '; no run named any test'}`;
 }
 
 /** Runs `work` over `items` with at most `limit` at once, in order of start. */

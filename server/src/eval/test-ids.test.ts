@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { wilson, mcnemarExact } from './stats';
-import { matchingCases, outcomeOf } from './test-ids';
+import { fromUnittestId, matchingCases, outcomeOf, succeeds } from './test-ids';
 
 describe('SWE-bench test ids against the engine\'s cases', () => {
   const cases = [
@@ -14,6 +14,32 @@ describe('SWE-bench test ids against the engine\'s cases', () => {
     expect(outcomeOf('average', cases)).toBe('failed');
     expect(matchingCases('test/other.test.js > average', cases)).toEqual([]);
     expect(outcomeOf('subtract', cases)).toBe('missing');
+  });
+
+  it('matches a file seen from a workspace member and from the repository, never two different members', () => {
+    const member = [{ id: 'test/x.test.ts > parses', file: 'test/x.test.ts', outcome: 'passed' as const }];
+    expect(outcomeOf('packages/a/test/x.test.ts > parses', member)).toBe('passed');
+    const root = [{ id: 'packages/a/test/x.test.ts > parses', file: 'packages/a/test/x.test.ts', outcome: 'passed' as const }];
+    expect(outcomeOf('test/x.test.ts > parses', root)).toBe('passed');
+    expect(outcomeOf('packages/b/test/x.test.ts > parses', root)).toBe('missing');
+    expect(outcomeOf('st/x.test.ts > parses', root)).toBe('missing');
+  });
+
+  it("reads unittest's names (Python before and after 3.11) as the engine's file::Class::method", () => {
+    expect(fromUnittestId('test_zero (tests.test_calc.TestOld)')).toBe('tests/test_calc.py > TestOld > test_zero');
+    expect(fromUnittestId('test_zero (tests.test_calc.TestOld.test_zero)')).toBe('tests/test_calc.py > TestOld > test_zero');
+    expect(fromUnittestId('tests/test_calc.py::test_zero')).toBe('tests/test_calc.py::test_zero');
+    const found = [{ id: 'src/pkg/tests/test_calc.py::TestOld::test_zero', file: 'src/pkg/tests/test_calc.py', outcome: 'failed' as const }];
+    expect(outcomeOf('test_zero (pkg.tests.test_calc.TestOld)', found)).toBe('failed');
+  });
+
+  it("a case that is not a test (a file that did not load, a step's red exit) is not a listed test", () => {
+    expect(outcomeOf('tests/test_shop.py', [{ id: 'tests/test_shop.py', file: 'tests/test_shop.py', outcome: 'failed', kind: 'load_error' }])).toBe('missing');
+  });
+
+  it("SWE-bench's rules: skipped is maintained for PASS_TO_PASS and a failure for FAIL_TO_PASS; missing fails both", () => {
+    expect([succeeds('FAIL_TO_PASS', 'passed'), succeeds('FAIL_TO_PASS', 'skipped'), succeeds('FAIL_TO_PASS', 'missing'), succeeds('FAIL_TO_PASS', 'failed')]).toEqual([true, false, false, false]);
+    expect([succeeds('PASS_TO_PASS', 'passed'), succeeds('PASS_TO_PASS', 'skipped'), succeeds('PASS_TO_PASS', 'missing'), succeeds('PASS_TO_PASS', 'failed')]).toEqual([true, true, false, false]);
   });
 });
 
