@@ -45,6 +45,29 @@ function mustExist(path: string, what: string): string {
   return full;
 }
 
+/**
+ * SIGTERM or SIGINT stops a run the way a user means it: nothing new is submitted or waited for,
+ * the fleet closes (running tasks stay resumable from their logs) and every container it started
+ * is removed, snapshot builds included (`eval/containers.ts`). A second signal exits at once.
+ */
+function stopOnSignals(): { signal: AbortSignal; by?: NodeJS.Signals; dispose: () => void } {
+  const controller = new AbortController();
+  const state: { signal: AbortSignal; by?: NodeJS.Signals; dispose: () => void } = { signal: controller.signal, dispose: () => undefined };
+  const handler = (signal: NodeJS.Signals) => {
+    if (state.by) process.exit(128 + (signal === 'SIGINT' ? 2 : 15));
+    state.by = signal;
+    process.stderr.write(`${signal}: stopping; removing the run's containers (again to exit at once)\n`);
+    controller.abort(signal);
+  };
+  process.on('SIGTERM', handler);
+  process.on('SIGINT', handler);
+  state.dispose = () => {
+    process.off('SIGTERM', handler);
+    process.off('SIGINT', handler);
+  };
+  return state;
+}
+
 export function registerEvalCommands(program: Command): void {
   const evaluation = program.command('eval').description('evaluate the pipeline on SWE-bench-format instances');
 
@@ -61,7 +84,9 @@ export function registerEvalCommands(program: Command): void {
     .option('--only <ids>', 'comma-separated instance ids')
     .option('--attempts <n>', 'best-of-N: tasks per instance, side by side; the first to reach review (green verified tests, approving review) is chosen', positiveInt('--attempts'), 1)
     .action(async (instances: string, options: { runDir: string; mode: RunMode; reposDir?: string; dataDir?: string; concurrency?: number; maxTurns?: number; maxCost?: number; maxMinutes?: number; only?: string; attempts: number }) => {
+      const stopping = stopOnSignals();
       const summary = await runEvaluation({
+        signal: stopping.signal,
         instancesFile: mustExist(instances, 'instances'),
         runDir: options.runDir,
         mode: options.mode,
@@ -76,10 +101,15 @@ export function registerEvalCommands(program: Command): void {
         ...(options.only ? { only: options.only.split(',').map((id) => id.trim()).filter(Boolean) } : {}),
         attempts: options.attempts,
         onProgress: out,
-      });
+      }).finally(stopping.dispose);
       const reached = summary.results.filter((result) => result.reachedReview).length;
       out(`${summary.instances} instances: ${summary.settled} run now, ${summary.resumedDone} done before, ${summary.invalid} invalid, ${summary.lineErrors.length} bad lines skipped; ${reached} reached review`);
       out(`predictions: ${summary.predictionsFile}`);
+      if (stopping.by) {
+        out(`stopped by ${stopping.by}: its containers are removed; run again with --run-dir ${options.runDir} to resume`);
+        // A fleet close left behind (eval/containers.ts) may still hold a socket open.
+        process.exit(128 + (stopping.by === 'SIGINT' ? 2 : 15));
+      }
     });
 
   evaluation.command('grade <instances> <predictions>')
@@ -92,7 +122,13 @@ export function registerEvalCommands(program: Command): void {
     .option('--only <ids>', 'comma-separated instance ids')
     .action(async (instances: string, predictions: string, options: { out?: string; dataDir?: string; reposDir?: string; runs: number; concurrency?: number; only?: string }) => {
       const predictionsFile = mustExist(predictions, 'predictions');
+      const file = resolve(options.out ?? join(dirname(predictionsFile), 'grade.json'));
+      const model = readFileSync(predictionsFile, 'utf8').match(/"model_name_or_path": "([^"]*)"/)?.[1] ?? 'unknown';
+      const stopping = stopOnSignals();
       const summary = await gradePredictions({
+        signal: stopping.signal,
+        // grade.json holds every grade reached so far: a killed grading keeps them.
+        onGrade: (grades) => writeGradeReport(file, { lineErrors: [], grades, resolved: grades.filter((grade) => grade.resolved).length }, model),
         instancesFile: mustExist(instances, 'instances'),
         predictionsFile,
         // Beside a run's predictions: the run's own fleet data (its snapshots are already built).
@@ -102,11 +138,13 @@ export function registerEvalCommands(program: Command): void {
         ...(options.concurrency ? { concurrency: options.concurrency } : {}),
         ...(options.only ? { only: options.only.split(',').map((id) => id.trim()).filter(Boolean) } : {}),
         onProgress: out,
-      });
-      const file = resolve(options.out ?? join(dirname(predictionsFile), 'grade.json'));
-      const model = readFileSync(predictionsFile, 'utf8').match(/"model_name_or_path": "([^"]*)"/)?.[1] ?? 'unknown';
+      }).finally(stopping.dispose);
       writeGradeReport(file, summary, model);
       out(`${summary.resolved} of ${summary.grades.length} resolved; report: ${file}`);
+      if (stopping.by) {
+        out(`stopped by ${stopping.by}: ${summary.grades.length} graded, the rest not (its containers are removed)`);
+        process.exit(128 + (stopping.by === 'SIGINT' ? 2 : 15));
+      }
     });
 
   evaluation.command('make <repo-path>')

@@ -64,6 +64,13 @@ export interface GradeOptions {
   concurrency?: number;
   only?: string[];
   onProgress?: (line: string) => void;
+  /** Each grade as it is reached (in the order they finish): the CLI rewrites grade.json with every one so far. */
+  onGrade?: (grades: InstanceGrade[]) => void;
+  /**
+   * Stops grading (SIGTERM/SIGINT in the CLI): no instance is started, those under way are left
+   * out of the summary, and the session closes with its containers removed.
+   */
+  signal?: AbortSignal;
 }
 
 export interface GradeSummary {
@@ -225,8 +232,12 @@ export async function gradePredictions(options: GradeOptions): Promise<GradeSumm
   // SWE-bench grades the predictions it is given: instances without one are not part of the grade.
   const instances = instancesRead.records.filter((instance) => predictions.has(instance.instance_id) && (!options.only || options.only.includes(instance.instance_id)));
   const session = await openEvalSession({ dataDir: options.dataDir, scripted: false, runTasks: false, ...(options.concurrency ? { concurrency: options.concurrency } : {}) });
+  // Finished grades in the order they finished; a grade still under way at a stop is not one.
+  const finished: InstanceGrade[] = [];
+  const signal = options.signal;
   try {
-    const grades = await inPool(instances, session.config.scheduler.concurrency, async (instance) => {
+    const pool = inPool(instances, session.config.scheduler.concurrency, async (instance) => {
+      if (signal?.aborted) return undefined;
       const started = Date.now();
       let grade: InstanceGrade;
       try {
@@ -238,9 +249,21 @@ export async function gradePredictions(options: GradeOptions): Promise<GradeSumm
       } catch (error) {
         grade = verdictOnly(instance, 'error', error instanceof Error ? error.message : String(error), started);
       }
+      if (signal?.aborted) return undefined;
+      finished.push(grade);
+      options.onGrade?.([...finished]);
       options.onProgress?.(`${instance.instance_id}: ${grade.status}${grade.message ? ` (${grade.message.split('\n')[0]})` : ''}${grade.flaky.length > 0 ? `; flaky: ${grade.flaky.join(', ')}` : ''}`);
       return grade;
     });
+    pool.catch(() => undefined);
+    // A stop does not wait for the grades under way: closing the session ends their sandboxes and builds.
+    const all = await new Promise<(InstanceGrade | undefined)[] | undefined>((resolve, reject) => {
+      if (signal?.aborted) return resolve(undefined);
+      signal?.addEventListener('abort', () => resolve(undefined), { once: true });
+      pool.then(resolve, reject);
+    });
+    // In the instances file's order.
+    const grades = all ? all.flatMap((grade) => (grade ? [grade] : [])) : instances.flatMap((instance) => finished.filter((grade) => grade.instance_id === instance.instance_id));
     return { lineErrors, grades, resolved: grades.filter((grade) => grade.resolved).length };
   } finally {
     await session.close();

@@ -7,6 +7,7 @@ import { describeLineError, readInstances, writePredictions, type EvalInstance, 
 import { hasCommit } from './git-tree';
 import { repositoryPathOf, RunDirectory, type InstanceResult } from './run-dir';
 import { attemptOfUrl, chooseAttempt, withAttempt } from './attempts';
+import { isTaskOfRun, runUrl } from './run-scope';
 import { ensureRepository, openEvalSession, registeredName, type EvalSession, type EvalSessionOptions } from './session';
 
 /*
@@ -20,7 +21,12 @@ import { ensureRepository, openEvalSession, registeredName, type EvalSession, ty
  * Resumable: the task of an instance is found by its ticket in the run's store, so an instance
  * gets one task whatever happens to this process; a task that was running when the process died
  * is resumed by the fleet from its event log (its lease runs out first); an instance with a
- * result is never looked at again.
+ * result is never looked at again. Runs sharing a data directory are apart: the fleet claims only
+ * this run's tasks (run-scope.ts).
+ *
+ * Results are written as each task settles (`results/<id>.json`, the trajectory, and
+ * predictions.jsonl rewritten whole), while later instances are still being registered and
+ * submitted; every file is written whole or not at all, so a killed run keeps what settled.
  */
 
 export type RunMode = EvalMode | 'model';
@@ -39,12 +45,18 @@ export interface EvalRunOptions {
   only?: string[];
   /** Progress lines for the CLI. */
   onProgress?: (line: string) => void;
-  /** Stops waiting (the tasks stay in the store and the next run resumes them). */
+  /**
+   * Stops the run (SIGTERM/SIGINT in the CLI): nothing more is submitted or waited for, the fleet
+   * closes with every container it started removed, snapshot builds included; the tasks stay in
+   * the store and the next run in this run directory resumes them.
+   */
   signal?: AbortSignal;
   /** Best-of-N: tasks per instance, run side by side; the first that reaches review is chosen. Default 1. */
   attempts?: number;
   /** For unit tests of the harness only (`EvalSessionOptions.parts`). */
   sessionParts?: EvalSessionOptions['parts'];
+  /** For unit tests of the harness only: awaited before an instance is registered (a slow registration). */
+  beforeRegistering?: (instance: EvalInstance) => Promise<void>;
 }
 
 export interface EvalRunSummary {
@@ -65,11 +77,6 @@ const SETTLED = new Set(['awaiting_review', 'pr_open']);
 
 function modelName(mode: RunMode, session: EvalSession): string {
   return mode === 'model' ? session.config.model.name : `dockhand-replay/${mode}`;
-}
-
-/** Which run a task belongs to (runs may share a fleet's data directory): its ticket's URL. */
-function runUrl(runId: string, instanceId: string): string {
-  return `dockhand-eval://${encodeURIComponent(runId)}/${encodeURIComponent(instanceId)}`;
 }
 
 function ticketOf(instance: EvalInstance, runId: string, attempt: number): { kind: 'issue'; id: string; title: string; body: string; url: string } {
@@ -188,11 +195,15 @@ export async function runEvaluation(options: EvalRunOptions): Promise<EvalRunSum
   const instances = options.only ? records.filter((record) => options.only?.includes(record.instance_id)) : records;
   const dir = new RunDirectory(resolve(options.runDir));
   const say = (line: string) => options.onProgress?.(line);
+  const signal = options.signal;
 
   const attempts = options.attempts ?? 1;
+  // Set once the run directory is claimed; until then the fleet claims no task (run-scope.ts).
+  let runId: string | undefined;
   const session = await openEvalSession({
     dataDir: options.dataDir ? resolve(options.dataDir) : dir.dataDir,
     scripted: options.mode !== 'model',
+    claims: (task) => runId !== undefined && isTaskOfRun(task, runId),
     ...(options.concurrency ? { concurrency: options.concurrency } : {}),
     ...(options.sessionParts ? { parts: options.sessionParts } : {}),
   });
@@ -202,49 +213,30 @@ export async function runEvaluation(options: EvalRunOptions): Promise<EvalRunSum
   const resumedDone = instances.filter((instance) => dir.hasResult(instance.instance_id)).length;
   try {
     const manifest = dir.claim({ mode: options.mode, model, instancesFile, budgets: options.budgets ?? {}, attempts, createdAt: new Date().toISOString() });
-    const runId = `${manifest.createdAt}/${dir.path}`;
-    const existing = await tasksByInstance(session, runId);
+    const thisRun = `${manifest.createdAt}/${dir.path}`;
+    runId = thisRun;
+    session.fleet.scheduler.wake();
+    const existing = await tasksByInstance(session, thisRun);
     // One entry per attempt still running; an instance is finished when its last attempt settles.
     const watching = new Map<string, { instance: EvalInstance; attempt: number; taskId: string }>();
-    for (const instance of instances) {
-      if (dir.hasResult(instance.instance_id)) continue;
-      try {
-        const repoPath = repositoryPathOf(instance, reposDir);
-        if (!hasCommit(repoPath, instance.base_commit)) throw new InvalidInstanceError(`${instance.instance_id}: base_commit ${instance.base_commit} is not in ${repoPath}`);
-        const cassettes = options.mode === 'model' ? undefined : synthesizeCassettes(options.mode, instance, repoPath);
-        const repo = await ensureRepository(session, registeredName(instance.repo), repoPath, instance.base_commit);
-        for (let attempt = 1; attempt <= attempts; attempt++) {
-          if (attempts > 1 && dir.hasAttempt(instance.instance_id, attempt)) continue;
-          if (cassettes) session.script(instance.instance_id, cassettes, attempt);
-          const known = existing.get(attemptKey(instance.instance_id, attempt));
-          const taskId = known?.id ?? (await session.api('POST', '/v1/tasks', CreateTaskResponse, {
-            ticket: ticketOf(instance, runId, attempt),
-            context: { repo, baseSha: instance.base_commit },
-            budgets: options.budgets ?? {},
-          })).id;
-          say(`${instance.instance_id}${attempts > 1 ? ` attempt ${attempt}` : ''}: task ${taskId}${known ? ' (resumed)' : ''}`);
-          watching.set(attemptKey(instance.instance_id, attempt), { instance, attempt, taskId });
-        }
-        // Every attempt settled before an interruption, the choice not yet written.
-        if (attempts > 1 && ![...watching.values()].some((entry) => entry.instance === instance)) {
-          settleInstance(dir, instance, attempts, instances, model, say);
-          settled++;
-        }
-      } catch (error) {
-        // The instance's own fault (its repository, patch, fields): recorded and skipped; anything else stops the run.
-        if (!(error instanceof InvalidInstanceError) && !(error instanceof DockhandError && error.code === 'bad_request')) throw error;
-        const message = error instanceof Error ? error.message : String(error);
-        // Attempts already submitted are not waited for: the instance's result is this one.
-        for (const [key, entry] of watching) if (entry.instance === instance) watching.delete(key);
-        dir.writeResult(invalidResult(instance, message));
-        invalid++;
-        say(`${instance.instance_id}: invalid: ${message}`);
-      }
-    }
-    while (watching.size > 0 && !options.signal?.aborted) {
+    // Instances whose every attempt was submitted (best-of-N chooses only among all of them), and those chosen.
+    const submitted = new Set<string>();
+    const chosen = new Set<string>();
+    const settleIfComplete = (instance: EvalInstance) => {
+      if (attempts === 1 || chosen.has(instance.instance_id) || !submitted.has(instance.instance_id)) return;
+      if ([...watching.values()].some((entry) => entry.instance === instance)) return;
+      chosen.add(instance.instance_id);
+      settleInstance(dir, instance, attempts, instances, model, say);
+      settled++;
+    };
+
+    /** Records every watched task that has settled: its result, trajectory and the predictions so far. */
+    const collectSettled = async (): Promise<void> => {
       for (const [key, { instance, attempt, taskId }] of watching) {
         const task = await session.fleet.store.getTask(taskId);
         if (!task || !(SETTLED.has(task.state) || isFinalState(task.state))) continue;
+        // Taken off first: an instance found invalid meanwhile has removed its entries.
+        if (!watching.delete(key)) continue;
         const events = await session.fleet.store.listEvents(taskId, 0, 100_000);
         const diff = (await session.fleet.store.getResult(taskId))?.diff ?? '';
         const result = resultOf(instance, task, events, diff, attempt);
@@ -253,21 +245,105 @@ export async function runEvaluation(options: EvalRunOptions): Promise<EvalRunSum
         else dir.writeResult(result);
         // Nothing is pushed: the evaluation's review rejects the diff once it is recorded.
         if (task.state === 'awaiting_review') await session.request('POST', `/v1/tasks/${taskId}/review`, { action: 'reject', comments: [] });
-        watching.delete(key);
         say(`${instance.instance_id}${attempts > 1 ? ` attempt ${attempt}` : ''}: ${result.reachedReview ? 'reached review' : `stopped: ${result.stopReason}`} (${result.turns} turns, $${result.costUsd.toFixed(4)}, ${result.wallSeconds.toFixed(1)} s, ${result.queuedSeconds?.toFixed(1) ?? '?'} s queued)`);
         if (attempts === 1) {
           writeRunPredictions(dir, instances, model);
           settled++;
-        } else if (![...watching.values()].some((entry) => entry.instance === instance)) {
-          settleInstance(dir, instance, attempts, instances, model, say);
-          settled++;
+        } else settleIfComplete(instance);
+      }
+    };
+
+    // Results are written as each task settles, while later instances are still being registered
+    // and submitted (a slow registration no longer holds back what has finished).
+    let submitting = true;
+    let stop: unknown;
+    const watcher = (async () => {
+      while (!signal?.aborted && stop === undefined && (submitting || watching.size > 0)) {
+        await collectSettled();
+        await pause(500, signal);
+      }
+    })().catch((error: unknown) => {
+      stop ??= error;
+    });
+
+    try {
+      for (const instance of instances) {
+        if (signal?.aborted || stop !== undefined) break;
+        if (dir.hasResult(instance.instance_id)) continue;
+        try {
+          const repoPath = repositoryPathOf(instance, reposDir);
+          if (!hasCommit(repoPath, instance.base_commit)) throw new InvalidInstanceError(`${instance.instance_id}: base_commit ${instance.base_commit} is not in ${repoPath}`);
+          const cassettes = options.mode === 'model' ? undefined : synthesizeCassettes(options.mode, instance, repoPath);
+          await options.beforeRegistering?.(instance);
+          // A registration can take minutes: a stop does not wait for it (closing the fleet ends its git).
+          const repo = await untilAborted(ensureRepository(session, registeredName(instance.repo), repoPath, instance.base_commit), signal);
+          if (repo === undefined) break;
+          for (let attempt = 1; attempt <= attempts; attempt++) {
+            if (attempts > 1 && dir.hasAttempt(instance.instance_id, attempt)) continue;
+            if (cassettes) session.script(instance.instance_id, cassettes, attempt);
+            const known = existing.get(attemptKey(instance.instance_id, attempt));
+            const taskId = known?.id ?? (await session.api('POST', '/v1/tasks', CreateTaskResponse, {
+              ticket: ticketOf(instance, thisRun, attempt),
+              context: { repo, baseSha: instance.base_commit },
+              budgets: options.budgets ?? {},
+            })).id;
+            say(`${instance.instance_id}${attempts > 1 ? ` attempt ${attempt}` : ''}: task ${taskId}${known ? ' (resumed)' : ''}`);
+            watching.set(attemptKey(instance.instance_id, attempt), { instance, attempt, taskId });
+          }
+          submitted.add(instance.instance_id);
+          // Every attempt settled before an interruption, the choice not yet written.
+          settleIfComplete(instance);
+        } catch (error) {
+          // The instance's own fault (its repository, patch, fields): recorded and skipped; anything else stops the run.
+          if (!(error instanceof InvalidInstanceError) && !(error instanceof DockhandError && error.code === 'bad_request')) throw error;
+          const message = error instanceof Error ? error.message : String(error);
+          // Attempts already submitted are not waited for: the instance's result is this one.
+          for (const [key, entry] of watching) if (entry.instance === instance) watching.delete(key);
+          dir.writeResult(invalidResult(instance, message));
+          invalid++;
+          say(`${instance.instance_id}: invalid: ${message}`);
         }
       }
-      if (watching.size > 0) await new Promise((done) => setTimeout(done, 500));
+    } catch (error) {
+      stop ??= error;
+    } finally {
+      submitting = false;
     }
+    await watcher;
+    if (stop !== undefined) throw stop;
   } finally {
     await session.close();
   }
   const predictionsFile = writeRunPredictions(dir, instances, model);
   return { runDir: dir.path, predictionsFile, lineErrors: errors, instances: instances.length, settled, resumedDone, invalid, results: dir.results() };
+}
+
+/** `work`'s value, or undefined as soon as `signal` aborts (the work goes on unawaited). */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T | undefined> {
+  if (!signal) return work;
+  if (signal.aborted) {
+    work.catch(() => undefined);
+    return Promise.resolve(undefined);
+  }
+  return new Promise<T | undefined>((resolve, reject) => {
+    const aborted = () => {
+      work.catch(() => undefined);
+      resolve(undefined);
+    };
+    signal.addEventListener('abort', aborted, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', aborted));
+  });
+}
+
+/** Waits `ms`, or less when `signal` aborts. */
+function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((done) => {
+    const timer = setTimeout(finish, ms);
+    function finish() {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', finish);
+      done();
+    }
+    signal?.addEventListener('abort', finish, { once: true });
+  });
 }

@@ -16,7 +16,9 @@ import { createSandboxProvider, mirrorFirst, type SandboxSetup } from '../runner
 import { SqliteStore } from '../store/sqlite';
 import { attemptOfUrl } from './attempts';
 import type { Cassettes } from './cassettes';
+import { closeRemovingContainers, forgetInterruptedBuilds } from './containers';
 import { hasCommit } from './git-tree';
+import { RunScopedStore } from './run-scope';
 
 /*
  * The fleet an evaluation runs on: the same composition `dockhand serve` uses (SQLite store,
@@ -53,6 +55,11 @@ export interface EvalSessionOptions {
   /** Start the scheduler (false for grading and making, which run no tasks). */
   runTasks?: boolean;
   /**
+   * The tasks this session's scheduler may run (a run's own, `run-scope.ts`); default every task
+   * in the store. Asked at each claim, so it may accept more once the run knows its id.
+   */
+  claims?: (task: Task) => boolean;
+  /**
    * For unit tests of the harness only: the in-memory sandbox and a scripted agent in place of
    * gVisor and the loop (the end-to-end test and the bench run the real ones).
    */
@@ -81,7 +88,8 @@ export async function openEvalSession(options: EvalSessionOptions): Promise<Eval
   const scripted = new Set<string>();
   // Composed as `dockhand serve` composes it (server.ts): the store and the mirror of registered
   // repositories first, the sandbox service on that mirror, then the fleet.
-  const store = new SqliteStore(join(config.dataDir, 'dockhand.db'));
+  const storePath = join(config.dataDir, 'dockhand.db');
+  const store = options.claims ? new RunScopedStore(storePath, options.claims) : new SqliteStore(storePath);
   const mirror = registeredMirror(config, store);
   // A test's sandboxes are made from the mirror first, as the real service's are.
   const given = options.parts?.sandboxes;
@@ -138,7 +146,16 @@ export async function openEvalSession(options: EvalSessionOptions): Promise<Eval
       scripted.add(scriptedKey(instanceId, attempt));
     },
     async close() {
-      await fleet.close();
+      // Snapshot builds in flight would hold the close for as long as they run (containers.ts).
+      if (sandboxes.ownerId) {
+        const since = Date.now();
+        const { buildsRemoved, leftBehind } = await closeRemovingContainers(sandboxes.ownerId, () => fleet.close());
+        if (leftBehind) logger.warn({ buildsRemoved }, 'the fleet did not finish closing after its snapshot builds were removed; left behind');
+        if (buildsRemoved > 0) {
+          const forgotten = forgetInterruptedBuilds(join(config.dataDir, 'snapshot-logs'), since);
+          if (forgotten.length > 0) logger.info({ forgotten }, 'snapshot builds cut short by the close are not remembered as failed');
+        }
+      } else await fleet.close();
       await replay?.close();
     },
   };

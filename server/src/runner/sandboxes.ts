@@ -16,6 +16,8 @@ export interface SandboxSetup {
   /** The node's dependency cache for `/metrics` (undefined when it is off). */
   dependencyCache?: () => Promise<DependencyCacheMetrics | undefined>;
   close: () => Promise<void>;
+  /** The `dockhand.owner` label on every container this setup starts (sandboxes and snapshot builds). */
+  ownerId?: string;
 }
 
 /** The dependency cache's configuration as the sandbox layer takes it (bytes, not GiB). */
@@ -31,9 +33,10 @@ export function dependencyCacheSetting(config: Config): { enabled: boolean; maxB
  */
 export async function createSandboxProvider(config: Config, logger: Logger, options: { mirror?: RepoMirror; registryCredentials?: RegistryCredentials } = {}): Promise<SandboxSetup> {
   const docker = new Docker();
+  const ownerId = `server-${randomBytes(4).toString('hex')}`;
   const create = () => createSandboxService({
     dataDir: config.dataDir,
-    ownerId: `server-${randomBytes(4).toString('hex')}`,
+    ownerId,
     baseImage: config.sandbox.image,
     warmPoolSize: config.sandbox.warmPoolSize,
     diskMiB: config.sandbox.diskMiB,
@@ -75,6 +78,7 @@ export async function createSandboxProvider(config: Config, logger: Logger, opti
     },
     dependencyCache: () => service.dependencyCacheMetrics(),
     close: () => service.shutdown(),
+    ownerId,
   };
 }
 
