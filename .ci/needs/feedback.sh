@@ -60,6 +60,12 @@ jest="${DOCKHAND_FEEDBACK_JEST:-${HOME:-/root}/.cache/dockhand/feedback-jest}"
 install_pins "$jest" dockhand-feedback-jest jest@30.5.2 ava@6.4.1
 echo "jest and ava in $jest"
 
+# tsd and tsc for feedback/judgement.test.ts (a `jest && tsd && tsc` chain red at the base in tsd), in
+# a cache of their own beside jest's: the test links both into its repository's node_modules.
+tsd="${DOCKHAND_FEEDBACK_TSD:-${HOME:-/root}/.cache/dockhand/feedback-tsd}"
+install_pins "$tsd" dockhand-feedback-tsd tsd@0.33.0 typescript@5.9.3
+echo "tsd and typescript in $tsd"
+
 # Yarn berry with Plug'n'Play for side-channel.test.ts: berry from the npm registry
 # (@yarnpkg/cli-dist, as the sandbox's toolchains get it) and a PnP project with mocha installed
 # by it (.pnp.cjs and .yarn/cache, no node_modules), which the test copies into its repository.

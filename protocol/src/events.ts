@@ -124,6 +124,27 @@ export const EventData = {
     reproducing: z.array(z.object({ id: z.string(), outcome: z.enum(['passed', 'failed', 'not_run']) })).optional(),
     output: z.string(),
     durationMs: z.number().min(0),
+    /**
+     * Each step of the command as it ran: counted per test or by its exit status, and how it
+     * judges the change — 'cannot judge': counted by an exit status that failed at the base, so
+     * neither a reason to refuse finishing nor evidence that the change works. `tail`: the last
+     * lines a step that failed by its exit status printed (why it failed).
+     */
+    steps: z
+      .array(
+        z.object({
+          name: z.string(),
+          counted: z.enum(['tests', 'exit status']),
+          judgement: z.enum(['tests', 'exit status', 'cannot judge']).optional(),
+          exitCode: z.number().int(),
+          passed: z.number().int().min(0),
+          failed: z.number().int().min(0),
+          tail: z.string().optional(),
+        }),
+      )
+      .optional(),
+    /** false: no step of this run could judge the change (see `steps`): green or red, it verified nothing. */
+    judged: z.boolean().optional(),
   }),
   /**
    * The test runner itself failed (missing, could not start, crashed, timed out, gave no report),

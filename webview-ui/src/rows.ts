@@ -114,9 +114,11 @@ function outputBlock(seq: number, output: string, context: RowContext): HTMLElem
  * The badge of a test run: a run whose only failures were already failing at the base is not a
  * plain green "tests pass" beside a count of failures; it says "no new failures" in amber.
  */
-export function testsBadge(row: { ok: boolean; interrupted?: boolean; failed: number; preExisting: string[] }): { tone: string; label: string } {
+export function testsBadge(row: { ok: boolean; interrupted?: boolean; failed: number; preExisting: string[]; unjudged?: boolean }): { tone: string; label: string } {
   if (row.interrupted) return { tone: 'tone-muted', label: 'tests interrupted' };
   if (!row.ok) return { tone: 'tone-error', label: 'tests fail' };
+  // Every step red at the base by its exit status alone: green here proves nothing.
+  if (row.unjudged) return { tone: 'tone-warn', label: 'cannot judge' };
   if (row.failed > 0 || row.preExisting.length > 0) return { tone: 'tone-warn', label: 'no new failures' };
   return { tone: 'tone-ok', label: 'tests pass' };
 }
@@ -173,6 +175,12 @@ function renderTests(row: Extract<Row, { kind: 'tests' }>, context: RowContext):
     h('code', { className: 'command' }, row.command),
     ...(pre
       ? [h('div', { className: 'label' }, 'Already failing at the base commit (not the agent\'s):'), h('ul', { className: 'pre-existing' }, ...row.preExisting.map((name) => h('li', {}, name)))]
+      : []),
+    ...(row.cannotJudge?.length
+      ? [
+          h('div', { className: 'label' }, row.unjudged ? 'No step can judge this change: counted by exit status, failing at the base commit:' : 'Cannot judge (counted by exit status, failing at the base commit):'),
+          h('ul', { className: 'cannot-judge' }, ...row.cannotJudge.map((name) => h('li', {}, name))),
+        ]
       : []),
     ...outputBlock(row.seq, row.output, context),
   ];

@@ -44,6 +44,10 @@ export type Row =
       preExisting: string[];
       /** The run was killed by a cancel: its result says nothing about the change. */
       interrupted?: boolean;
+      /** Steps counted by an exit status that failed at the base: they judge nothing. */
+      cannotJudge?: string[];
+      /** No step of the run could judge the change: it verified nothing. */
+      unjudged?: boolean;
     })
   | (RowBase & { kind: 'runner'; command: string; failure: string; message: string; output: string })
   | (RowBase & { kind: 'snapshot'; stage: string; elapsedMs: number; line?: string; done: boolean })
@@ -296,6 +300,7 @@ function applyEvent(trajectory: Trajectory, event: TaskEvent, touched: Set<numbe
         output: event.data.output,
         durationMs: event.data.durationMs,
         preExisting: event.data.preExisting ?? [],
+        ...cannotJudgeOf(event.data),
         // A run that ends after the task was cancelled was killed by the cancel.
         interrupted: summary.state === 'cancelled' && !event.data.ok ? true : undefined,
       });
@@ -505,4 +510,10 @@ export function formatDuration(ms: number): string {
   if (seconds < 60) return `${seconds.toFixed(1)} s`;
   const minutes = Math.floor(seconds / 60);
   return `${minutes} min ${Math.round(seconds % 60)} s`;
+}
+
+/** The steps of a test run that cannot judge the change, and whether any step could. */
+function cannotJudgeOf(data: { steps?: Array<{ name: string; judgement?: string }>; judged?: boolean }): { cannotJudge?: string[]; unjudged?: boolean } {
+  const cannotJudge = (data.steps ?? []).filter((step) => step.judgement === 'cannot judge').map((step) => step.name);
+  return { ...(cannotJudge.length > 0 ? { cannotJudge } : {}), ...(data.judged === false ? { unjudged: true } : {}) };
 }

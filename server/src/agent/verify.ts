@@ -5,7 +5,7 @@ import type { Sandbox } from '../sandbox/types';
 import { recordModelTurn } from './model-turn';
 import type { EventSink } from './ports';
 import { buildReviewRequest, reviewVerdictOf, type ReviewVerdict } from './review';
-import { describeInfrastructure, describeTestReport, runnerFailedData, testsFinishedData } from './tools/run-tests';
+import { describeInfrastructure, describeTestReport, describeUnjudged, runnerFailedData, testsFinishedData } from './tools/run-tests';
 import { isCiConfigPath, isTestPath } from './tools/paths';
 
 /*
@@ -103,7 +103,7 @@ export async function verifyFinish(input: VerifyInput): Promise<VerifyResult> {
   if (!input.review) {
     const full = await fullSuite(input, diff, tests);
     if (!full.verified) return full;
-    return { verified: true, diff, tests: full.tests ?? tests, feedback: `Verified: ${passedText(full.tests ?? tests)}. Review skipped by configuration.` };
+    return { verified: true, diff, tests: full.tests ?? tests, feedback: `Verified: ${passedText(full.tests ?? tests)}. Review skipped by configuration.${unjudgedNote(tests, full.tests)}` };
   }
 
   const verdict = await review(input, diff, tests);
@@ -128,8 +128,20 @@ export async function verifyFinish(input: VerifyInput): Promise<VerifyResult> {
     diff,
     tests: full.tests ?? tests,
     review: verdict,
-    feedback: `Verified: ${passedText(full.tests ?? tests)} and the review approved the change.`,
+    feedback: `Verified: ${passedText(full.tests ?? tests)} and the review approved the change.${unjudgedNote(tests, full.tests)}`,
   };
+}
+
+/**
+ * A verification whose runs could judge nothing (every step counted by an exit status that failed
+ * at the base): said in the finish result, the review's request and each run's `tests.finished`
+ * (`judged: false`), so the task reaches review saying its tests verified nothing.
+ */
+function unjudgedNote(...reports: Array<TestReport | undefined>): string {
+  const runs = reports.filter((report): report is TestReport => report !== undefined);
+  const last = runs.at(-1);
+  if (!last || !runs.every((report) => report.judged === false)) return '';
+  return ` ${describeUnjudged(last)}`;
 }
 
 function passedText(tests: TestReport): string {

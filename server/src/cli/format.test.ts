@@ -26,3 +26,23 @@ describe('describeEvent: model.budget_wait', () => {
     );
   });
 });
+
+describe('describeEvent: tests.finished', () => {
+  const run = (data: Partial<EventPayload<'tests.finished'>>): TaskEvent => ({
+    taskId: 't_1',
+    seq: 9,
+    ts: '2026-12-07T20:00:00.000Z',
+    type: 'tests.finished',
+    data: { command: 'npm test → node check.js', scope: 'full', passed: 0, failed: 1, skipped: 0, ok: true, quarantined: [], output: '', durationMs: 10, ...data },
+  });
+
+  it('says when no step can judge the change (every step red at the base by its exit status)', () => {
+    const line = describeEvent(run({ preExisting: ['npm test → node check.js (exited with 1)'], judged: false, steps: [{ name: 'npm test → node check.js', counted: 'exit status', judgement: 'cannot judge', exitCode: 1, passed: 0, failed: 1 }] }));
+    expect(line).toBe('tests cannot judge: 0 passed, 1 failed (full, 1 pre-existing; cannot judge: npm test → node check.js) — no step can judge this change');
+  });
+
+  it('names a step that cannot judge beside steps that do', () => {
+    const line = describeEvent(run({ passed: 2, steps: [{ name: 'jest', counted: 'tests', judgement: 'tests', exitCode: 0, passed: 2, failed: 0 }, { name: 'tsd', counted: 'exit status', judgement: 'cannot judge', exitCode: 1, passed: 0, failed: 1 }] }));
+    expect(line).toBe('tests red: 2 passed, 1 failed (full; cannot judge: tsd)');
+  });
+});

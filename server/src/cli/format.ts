@@ -35,7 +35,11 @@ export function describeEvent(event: TaskEvent): string | undefined {
     case 'tests.finished': {
       // Red while anything fails; failures that already fail at the base say so (they do not block).
       const preExisting = event.data.preExisting?.length ? `, ${event.data.preExisting.length} pre-existing` : '';
-      return `tests ${event.data.ok && event.data.failed === 0 ? 'green' : 'red'}: ${event.data.passed} passed, ${event.data.failed} failed (${event.data.scope}${preExisting})`;
+      // A step red at the base by its exit status judges nothing; a run with no other step verified nothing.
+      const unjudgeable = (event.data.steps ?? []).filter((step) => step.judgement === 'cannot judge').map((step) => step.name);
+      const cannotJudge = unjudgeable.length ? `; cannot judge: ${unjudgeable.join(', ')}` : '';
+      const verdict = event.data.judged === false ? 'cannot judge' : event.data.ok && event.data.failed === 0 ? 'green' : 'red';
+      return `tests ${verdict}: ${event.data.passed} passed, ${event.data.failed} failed (${event.data.scope}${preExisting}${cannotJudge})${event.data.judged === false ? ' — no step can judge this change' : ''}`;
     }
     case 'tests.runner_failed':
       return `test runner failed (${event.data.kind}): ${oneLine(event.data.message)}`;

@@ -15,6 +15,7 @@ import { runSuite, setApartStartFailures, type SuiteContext, type SuiteRun } fro
 import { planRecipeSteps, stepsReason } from './recipe-steps';
 import { blameRunner, blameTimeout, configuresTests } from './blame';
 import { ranOf } from './tests-ran';
+import { judgeBaseSteps, judgeSteps, judgesTheChange, unjudgeableCases } from './judgement';
 import { planTestCommand, runsInWorkspaces, type TestPlan, type WorkspaceMember } from './test-command';
 import { workspaceDirs, workspaceGlobs } from './workspaces';
 import type {
@@ -119,9 +120,13 @@ export class SmartFeedbackEngine implements FeedbackEngine {
     const diffBefore = await workspaceHash(sandbox, analysis.changes);
     let runs: SuiteRun[] = [];
     for (const plan of planned.plans) runs.push(await runSuite(sandbox, plan, context));
-    // The runner's own configuration decides what a test is: a selection it found nothing in runs whole.
-    if (planned.whole === false && planned.fallback && runs.length > 0 && runs.every((run) => !run.infrastructure && run.cases.length === 0)) {
-      planned.reason += '; the runner found no tests in the selected files: ran the whole command';
+    // The runner's own configuration decides what a test is: a selection it found nothing in runs whole,
+    // and so does one it refused without a report (a red exit named after a command line of selected files judges nothing).
+    const refused = runs.find((run) => !run.infrastructure && run.steps.some((step) => step.counted === 'exit status' && step.exitCode !== 0));
+    if (planned.whole === false && planned.fallback && runs.length > 0 && (refused || runs.every((run) => !run.infrastructure && run.cases.length === 0))) {
+      planned.reason += refused
+        ? `; the runner gave no report on the selected files (${refused.plan.runner} exited with ${refused.exitCode}): ran the whole command`
+        : '; the runner found no tests in the selected files: ran the whole command';
       planned.whole = true;
       runs = [];
       for (const plan of planned.fallback) runs.push(await runSuite(sandbox, plan, context));
@@ -145,9 +150,13 @@ export class SmartFeedbackEngine implements FeedbackEngine {
     const rerunNotes = infrastructure ? [] : await this.rerunFailures(sandbox, runs, quarantinedIds, preExistingIds, diffBefore, context);
 
     const cases = runs.flatMap((run) => run.cases);
+    const steps = runs.flatMap((run) => run.steps);
+    judgeSteps(steps, baseline);
     const reproducing = opts.reproducing ?? [];
     // A reproducing test fails at the base too, but the ticket is about it: never excused.
     const excusedIds = new Set([...preExistingIds].filter((id) => !cases.some((testCase) => testCase.id === id && reproducing.some((test) => matchesTest(test, id, testCase.file)))));
+    // A step red at the base by its exit status cannot judge the change: its red exit decides nothing, whatever its id now.
+    for (const id of unjudgeableCases(steps, cases)) excusedIds.add(id);
     const deciding = cases.filter((testCase) => !quarantinedIds.has(testCase.id));
     const failing = deciding.filter((testCase) => testCase.outcome === 'failed');
     const preExisting = [...new Set(failing.filter((testCase) => excusedIds.has(testCase.id)).map((testCase) => testCase.id))];
@@ -161,7 +170,8 @@ export class SmartFeedbackEngine implements FeedbackEngine {
       failed: failing.length,
       skipped: cases.filter((testCase) => testCase.outcome === 'skipped').length,
       ...ranOf(runs),
-      steps: runs.flatMap((run) => run.steps),
+      steps,
+      judged: judgesTheChange(steps, cases),
       ok: !infrastructure && failing.every((testCase) => excusedIds.has(testCase.id)),
       quarantined,
       output: '',
@@ -329,7 +339,9 @@ export class SmartFeedbackEngine implements FeedbackEngine {
     const testFiles = [...new Set(firstCases.flatMap((testCase) => (testCase.file ? [testCase.file] : [])))];
     // Where the plan's runner is unknown (a wrapper, a chain), the runners whose reports were counted.
     const reportedBy = [...new Set((rounds[0] ?? []).flatMap((run) => run.reportedBy ?? []))];
-    return { command, runner, ...(reportedBy.length > 0 ? { reportedBy } : {}), passed: both('passed').length, failed: preExistingFailures.length, ...ranOf(rounds[0] ?? []), steps: (rounds[0] ?? []).flatMap((run) => run.steps), flaky, preExistingFailures, failureFiles, testIds, testFiles, seconds };
+    const steps = (rounds[0] ?? []).flatMap((run) => run.steps);
+    judgeBaseSteps(steps);
+    return { command, runner, ...(reportedBy.length > 0 ? { reportedBy } : {}), passed: both('passed').length, failed: preExistingFailures.length, ...ranOf(rounds[0] ?? []), steps, flaky, preExistingFailures, failureFiles, testIds, testFiles, seconds };
   }
 
   /**

@@ -1,4 +1,4 @@
-import type { SuiteRun } from './suite-run';
+import { shortName, type SuiteRun } from './suite-run';
 import type { TestReport } from './types';
 
 /**
@@ -21,12 +21,17 @@ export function compactOutput(
   if (report.quarantined.length > 0) head.push(`quarantined (not deciding): ${report.quarantined.join(', ')}`);
   const preExisting = report.preExisting ?? [];
   if (preExisting.length > 0) head.push(`pre-existing (also fail at the base commit, not deciding): ${preExisting.join(', ')}`);
-  const idOf = (failure: string): string => failure.slice(2, failure.indexOf('\n') >= 0 ? failure.indexOf('\n') : undefined);
+  const heading = (failure: string): string => failure.slice(2, failure.indexOf('\n') >= 0 ? failure.indexOf('\n') : undefined);
+  // A step's red exit is headed `✗ <step> exited with N`; its case is `<step> (exited with N)`.
+  const idOf = (failure: string): string => heading(failure).replace(/ (exited with -?\d+|could not start)$/, ' ($1)');
   const all = runs.flatMap((run) => run.failures).filter((failure) => !quarantinedIds.has(idOf(failure)));
   const failures = [...all.filter((failure) => !preExistingIds.has(idOf(failure))), ...all.filter((failure) => preExistingIds.has(idOf(failure))).map((failure) => `(pre-existing) ${failure}`)];
   let output = head.join('\n');
   for (const [index, failure] of failures.entries()) {
-    const piece = `\n\n${failure.slice(0, 1500)}`;
+    // A selection's command line heads its failure: cut, so the failure's own words fit (suite-run.ts failureTail).
+    const first = failure.indexOf('\n') >= 0 ? failure.indexOf('\n') : failure.length;
+    const shown = failure.slice(0, first).length > 200 ? `${shortName(failure.slice(0, first))}${failure.slice(first)}` : failure;
+    const piece = `\n\n${shown.slice(0, 1500)}`;
     if (output.length + piece.length > cap) {
       output += `\n\n… ${failures.length - index} more failure(s) not shown`;
       break;

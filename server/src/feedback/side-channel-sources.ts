@@ -156,3 +156,145 @@ def pytest_collectreport(report):
     if report.failed:
         _write({"nodeid": report.nodeid or ".", "when": "collect", "outcome": "failed", "message": str(report.longrepr)[-3000:]})
 `;
+
+export const SITECUSTOMIZE_MODULE = 'sitecustomize';
+
+/**
+ * `sitecustomize.py` on the step's PYTHONPATH: unittest's results as the pytest plugin's JSON lines
+ * (`unittest-<pid>.json`), for a suite run by `python -m unittest`, `coverage run -m unittest
+ * discover` (coverage runs the module in its own process, so no child to reach) or a `tox` command
+ * list (side-channel.ts passes PYTHONPATH through tox's environment). Python imports it at start-up
+ * in every process of the step; it only adds a finder that patches `unittest.result.TestResult`
+ * when a process imports it, so a process that runs no unittest pays one `sys.meta_path` entry.
+ * The code that runs during the tests is compiled under the name `<dockhand>`: coverage.py traces
+ * no file whose name starts with `<`, so a `fail_under` is not lowered by it. Under pytest the
+ * result object is pytest's own (not a TestResult), so a unittest class run by pytest is counted
+ * once, by the plugin. The Python distribution's own sitecustomize (Debian ships one) still runs.
+ */
+export const SITECUSTOMIZE_SOURCE = String.raw`# Dockhand's side channel (server/src/feedback/side-channel-sources.ts): unittest's results as JSON lines.
+import os as _os, sys as _sys
+
+_HOOK = r'''
+import json, os, sys
+
+def install(here):
+    folder = os.environ.get("DOCKHAND_RESULTS_DIR") or os.path.join(here, "results")
+    # A tool that passed on only PYTHONPATH (tox): the pytest plugin and the children find the folder too.
+    os.environ["DOCKHAND_RESULTS_DIR"] = folder
+    state = {"file": None}
+
+    def write(entry):
+        try:
+            if state["file"] is None:
+                os.makedirs(folder, exist_ok=True)
+                state["file"] = open(os.path.join(folder, "unittest-%d.json" % os.getpid()), "a")
+            state["file"].write(json.dumps(entry) + "\n")
+            state["file"].flush()
+        except Exception:
+            pass
+
+    def node_id(test):
+        kind = type(test)
+        method = getattr(test, "_testMethodName", None)
+        if kind.__name__ == "_FailedTest" or method is None:
+            return None
+        path = None
+        try:
+            path = os.path.abspath(sys.modules[kind.__module__].__file__)
+        except Exception:
+            return test.id()
+        return "%s::%s::%s" % (path, kind.__qualname__, method)
+
+    def failed_load(test):
+        # unittest's stand-in for a module that failed to import (discover's _FailedTest): the file's load error.
+        method = getattr(test, "_testMethodName", "") or ""
+        module = method if type(test).__name__ == "_FailedTest" else str(getattr(test, "description", test))
+        return module.replace(".", "/") + ".py" if type(test).__name__ == "_FailedTest" else module
+
+    def record(test, outcome, message=""):
+        try:
+            nodeid = node_id(test)
+            if nodeid is None:
+                write({"nodeid": failed_load(test), "when": "collect", "outcome": "failed", "message": message[-3000:]})
+                return
+            write({"nodeid": nodeid, "when": "call", "outcome": outcome, "message": message[-3000:]})
+        except Exception:
+            pass
+
+    def patch(module):
+        result = getattr(module, "TestResult", None)
+        if result is None or getattr(result, "_dockhand", False):
+            return
+        result._dockhand = True
+        def text(self, err, test):
+            try:
+                return self._exc_info_to_string(err, test)
+            except Exception:
+                return str(err[1]) if err else ""
+        def wrap(name, observe):
+            original = getattr(result, name, None)
+            if original is None:
+                return
+            def patched(self, test, *rest):
+                try:
+                    observe(self, test, *rest)
+                except Exception:
+                    pass
+                return original(self, test, *rest)
+            setattr(result, name, patched)
+        wrap("addSuccess", lambda self, test: record(test, "passed"))
+        wrap("addFailure", lambda self, test, err: record(test, "failed", text(self, err, test)))
+        wrap("addError", lambda self, test, err: record(test, "failed", text(self, err, test)))
+        wrap("addSkip", lambda self, test, reason: record(test, "skipped"))
+        wrap("addExpectedFailure", lambda self, test, err: record(test, "passed"))
+        wrap("addUnexpectedSuccess", lambda self, test: record(test, "failed", "unexpected success"))
+        wrap("addSubTest", lambda self, test, subtest, err: err is not None and record(test, "failed", text(self, err, subtest)))
+
+    class Finder:
+        def find_spec(self, name, path=None, target=None):
+            if name != "unittest.result":
+                return None
+            for finder in sys.meta_path:
+                if finder is self or not hasattr(finder, "find_spec"):
+                    continue
+                spec = finder.find_spec(name, path, target)
+                if spec is None:
+                    continue
+                loader = spec.loader
+                run = getattr(loader, "exec_module", None)
+                if run is not None:
+                    def exec_module(module):
+                        run(module)
+                        try:
+                            patch(module)
+                        except Exception:
+                            pass
+                    loader.exec_module = exec_module
+                return spec
+            return None
+
+    if "unittest.result" in sys.modules:
+        patch(sys.modules["unittest.result"])
+    else:
+        sys.meta_path.insert(0, Finder())
+'''
+
+try:
+    _scope = {}
+    exec(compile(_HOOK, "<dockhand>", "exec"), _scope)
+    _scope["install"](_os.path.dirname(_os.path.abspath(__file__)))
+except Exception:
+    pass
+
+# The next sitecustomize on the path (the distribution's), as if this one were not there.
+try:
+    import importlib.machinery as _machinery
+    _here = _os.path.dirname(_os.path.abspath(__file__))
+    _rest = [entry for entry in _sys.path if _os.path.abspath(entry or ".") != _here]
+    _spec = _machinery.PathFinder.find_spec("sitecustomize", _rest)
+    if _spec is not None and _spec.origin and _os.path.abspath(_spec.origin) != _os.path.abspath(__file__):
+        with open(_spec.origin) as _source:
+            exec(compile(_source.read(), _spec.origin, "exec"), {"__name__": "sitecustomize", "__file__": _spec.origin})
+except Exception:
+    pass
+`;

@@ -2,7 +2,7 @@ import { parseNodeTap } from './node-tap';
 import { fileBySuffix, parseJestJson, parseMochaJson, parseTap, shellQuote, toRepoPath, withMember, type ParsedRun } from './runners';
 import { parseFlatTap } from './tap';
 import { parseUvu } from './uvu';
-import { PRELOAD_DIR, PRELOAD_SOURCE, PYTEST_PLUGIN_MODULE, PYTEST_PLUGIN_SOURCE, SIDE_CHANNEL_DIR } from './side-channel-sources';
+import { PRELOAD_DIR, PRELOAD_SOURCE, PYTEST_PLUGIN_MODULE, PYTEST_PLUGIN_SOURCE, SIDE_CHANNEL_DIR, SITECUSTOMIZE_MODULE, SITECUSTOMIZE_SOURCE } from './side-channel-sources';
 import type { TestCaseResult } from './types';
 
 /*
@@ -18,9 +18,18 @@ import type { TestCaseResult } from './types';
  * 18.20.4 and 20.20.2); an older or unknown Node does not get them, since a Node that refuses an
  * option in NODE_OPTIONS refuses to start at all. A step that names its own `--test-reporter` is
  * left alone too (Node requires as many destinations as reporters, counted across both).
+ *
+ * tox runs its commands with an environment of its own (tox 3 and 4 pass on a short list, and
+ * tox 3 drops PYTHONPATH with a warning): the side channel's variables are named for it to pass
+ * on, `TOX_TESTENV_PASSENV` for tox 3 and `TOX_OVERRIDE=testenv.pass_env+=…` for tox 4.11+
+ * (their own mechanisms for a caller's variables; each ignores the other's). `coverage run -m
+ * unittest` and `python -m unittest` are counted by `sitecustomize.py` on PYTHONPATH.
  */
 
 export const SIDE_CHANNEL_MARKER = '@@DOCKHAND-SIDE-CHANNEL@@';
+
+/** The variables tox is asked to pass on to its commands: the side channel's own. */
+const TOX_PASSED = ['DOCKHAND_RESULTS_DIR', 'PYTHONPATH', 'PYTEST_PLUGINS', 'PYTEST_ADDOPTS', 'NODE_OPTIONS'];
 
 export interface SideChannelOptions {
   /** The Node version the sandbox runs (the recipe's), without the `v`; undefined: not known. */
@@ -49,12 +58,15 @@ export function withSideChannel(step: string, options: SideChannelOptions, isola
     `mkdir -p ${dir}/results ${dir}/${PRELOAD_DIR}`,
     `printf '%s' ${shellQuote(PRELOAD_SOURCE)} > ${dir}/${PRELOAD_DIR}/preload.cjs`,
     `printf '%s' ${shellQuote(PYTEST_PLUGIN_SOURCE)} > ${dir}/${PYTEST_PLUGIN_MODULE}.py`,
+    `printf '%s' ${shellQuote(SITECUSTOMIZE_SOURCE)} > ${dir}/${SITECUSTOMIZE_MODULE}.py`,
     `export DOCKHAND_RESULTS_DIR=${dir}/results`,
     `export NODE_OPTIONS="--require ${dir}/${PRELOAD_DIR}/preload.cjs${nodeTest}\${NODE_OPTIONS:+ $NODE_OPTIONS}"`,
     `export PYTHONPATH="\${PYTHONPATH:+$PYTHONPATH:}${dir}"`,
     `export PYTEST_PLUGINS="${PYTEST_PLUGIN_MODULE}\${PYTEST_PLUGINS:+,$PYTEST_PLUGINS}"`,
     // pytest's cache would be a change in the workspace's diff.
     `export PYTEST_ADDOPTS="-p no:cacheprovider\${PYTEST_ADDOPTS:+ $PYTEST_ADDOPTS}"`,
+    `export TOX_TESTENV_PASSENV="${TOX_PASSED.join(' ')}\${TOX_TESTENV_PASSENV:+ $TOX_TESTENV_PASSENV}"`,
+    `export TOX_OVERRIDE="testenv.pass_env+=${TOX_PASSED.join(',')}\${TOX_OVERRIDE:+;$TOX_OVERRIDE}"`,
     // A task runner's cache replays a task's log instead of running its tests (census solidjs/solid:
     // the baseline's second `turbo run test` ran no vitest, so 978 tests passed in one run of two and
     // the check counted 0): every task runs, as on a CI machine without a cache.
@@ -106,6 +118,7 @@ function parseReport(runner: string, text: string, files: Set<string>, cwd?: str
     case 'node-test':
       return parseTap(text, files, cwd);
     case 'pytest':
+    case 'unittest':
       return parsePytestLines(text, files, cwd);
     case 'ava':
       return parseFlatTap(text, (printed) => toRepoPath(printed, files, cwd), { ava: true });

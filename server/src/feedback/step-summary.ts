@@ -13,7 +13,9 @@ export function describeSteps(steps: readonly TestStepOutcome[], atBase = true):
     .map((step) => {
       if (step.counted === 'tests') return `${step.name}: ${step.passed} passed, ${step.failed} failed`;
       if (step.exitCode === 0) return `${step.name}: passed (counted by exit status)`;
-      return `${step.name}: exited with ${step.exitCode} (counted by exit status${atBase ? '; a failure at the base is pre-existing, the later steps still ran' : ''})`;
+      // judgement.ts: red by its exit status at the base, the step says nothing about a change.
+      const judges = step.judgement === 'cannot judge' ? '; it cannot judge a change' : '';
+      return `${step.name}: exited with ${step.exitCode} (counted by exit status${atBase ? '; a failure at the base is pre-existing, the later steps still ran' : ''}${judges})`;
     })
     .join('; ');
 }

@@ -36,6 +36,8 @@ export interface SuitePlan {
   command: string;
   /** The runner step's shell. */
   script: string;
+  /** The runner step as written: its identity in the whole command and in a selection of it (`TestStepOutcome.key`). */
+  stepKey?: string;
   /** Steps of the repository's chain around the runner step, run as written (whole command only). */
   before: SuiteStep[];
   after: SuiteStep[];
@@ -141,7 +143,9 @@ function withoutCoverage(head: ShellWord[]): ShellWord[] {
 
 /** The runner step with its reporter; `targets` replace the script's own paths; `environment` is its script environment's shell. */
 function invocationShell(invocation: RunnerInvocation, targets: TestTarget[] | undefined, environment: string, python?: string): { script: string; shown: string } {
-  const files = targets ? [...new Set(targets.map((target) => target.file))].map(shellQuote).join(' ') : words(invocation.paths);
+  // jest takes its positional arguments as regular expressions: a route group's `(app)` or a `[slug]` must match itself.
+  const literal = (file: string) => (invocation.runner === 'jest' ? file.replace(/[*+?^${}()|[\]\\]/g, '\\$&') : file);
+  const files = targets ? [...new Set(targets.map((target) => literal(target.file)))].map(shellQuote).join(' ') : words(invocation.paths);
   const names = (targets ?? []).flatMap((target) => target.names ?? []);
   const pattern = names.length > 0 ? shellQuote(names.map(escapeRegex).join('|')) : undefined;
   const head = words(targets ? withoutCoverage(invocation.head) : invocation.head);
@@ -194,7 +198,7 @@ export function wholeCommandPlan(plan: TestPlan, context: PlanContext = {}, plac
   const written = plan.step;
   if (!written) {
     // A line Dockhand does not split (`||`, `$(…)`, a redirect): whole, in a subshell, still observed.
-    return { runner: 'unknown', sideChannel: true, command: plan.command, script: withSideChannel(plan.command, sideChannelOptions(context), true), before: [], after: [] };
+    return { runner: 'unknown', sideChannel: true, command: plan.command, stepKey: plan.command, script: withSideChannel(plan.command, sideChannelOptions(context), true), before: [], after: [] };
   }
   if (!invocation || sideChannelCovers(invocation, written, context)) {
     const chain = [...plan.before, written, ...plan.after].map(nameOf).join(' && ');
@@ -202,6 +206,7 @@ export function wholeCommandPlan(plan: TestPlan, context: PlanContext = {}, plac
       runner: invocation?.runner ?? 'unknown',
       sideChannel: true,
       command: chain === plan.command ? plan.command : `${plan.command} → ${chain}`,
+      stepKey: nameOf(written),
       script: sideChannelStep(plan, written, context, place),
       before: suiteSteps(plan, plan.before, context, place),
       after: suiteSteps(plan, plan.after, context, place),
@@ -215,6 +220,7 @@ export function wholeCommandPlan(plan: TestPlan, context: PlanContext = {}, plac
   return {
     runner: invocation.runner,
     command,
+    stepKey: nameOf(written),
     script: step.script,
     before: suiteSteps(plan, plan.before, context, place),
     after: suiteSteps(plan, plan.after, context, place),
@@ -227,7 +233,15 @@ export function selectedPlan(plan: TestPlan, targets: TestTarget[], context: Pla
   const invocation = plan.invocation;
   if (!invocation) throw new Error('a test command without a known runner cannot run a selection');
   const step = invocationShell(invocation, targets, environmentOf(plan, invocation.origin, context, place), context.python);
-  return { runner: invocation.runner, command: step.shown, script: step.script, before: [], after: [], narrow: (next) => selectedPlan(plan, next, context, place) };
+  return {
+    runner: invocation.runner,
+    command: step.shown,
+    ...(plan.step ? { stepKey: nameOf(plan.step) } : {}),
+    script: step.script,
+    before: [],
+    after: [],
+    narrow: (next) => selectedPlan(plan, next, context, place),
+  };
 }
 
 /**
@@ -279,6 +293,7 @@ function inMember(dir: string, plan: SuitePlan): SuitePlan {
   return {
     runner: plan.runner,
     command: `${dir}: ${plan.command}`,
+    ...(plan.stepKey ? { stepKey: `${dir}: ${plan.stepKey}` } : {}),
     script: `${cd}${plan.script}`,
     before: plan.before.map(step),
     after: plan.after.map(step),
@@ -345,6 +360,7 @@ export function inRecipeStep(step: RecipeStep, plan: SuitePlan): SuitePlan {
   return {
     ...plan,
     command: step.name === step.command ? plan.command : `${step.name}: ${plan.command}`,
+    ...(plan.stepKey ? { stepKey: step.name === step.command ? plan.stepKey : `${step.name}: ${plan.stepKey}` } : {}),
     script: `${prefix}${plan.script}`,
     before: plan.before.map(wrap),
     after: plan.after.map(wrap),

@@ -81,11 +81,18 @@ function parseStep(plan: SuitePlan, stdout: string, files: Set<string>, runnerSt
  */
 async function runOne(sandbox: Sandbox, plan: SuitePlan, name: string, script: string, runnerStep: boolean, run: SuiteRun, context: SuiteContext): Promise<TestInfrastructure | undefined> {
   const result = await execute(sandbox, script, context);
-  const { parsed, output, reported, runners } = parseStep(plan, result.stdout, context.files, runnerStep);
+  const step = parseStep(plan, result.stdout, context.files, runnerStep);
+  const { output, runners } = step;
+  // jest given files it does not take as tests (a selection's `index.test-d.ts` of tsd) prints "No
+  // tests found" and exits 1 without writing its report: a report with no test in it, so the
+  // engine runs the whole command, not a red step named after a command line of selected files.
+  const noTests = !step.reported && result.exitCode === 1 && (plan.runner === 'jest' || runners.includes('jest')) && JEST_NO_TESTS.test(`${result.stdout}\n${result.stderr}`);
+  const reported = step.reported || noTests;
+  const parsed = step.parsed;
   for (const name of runners) if (!run.reportedBy?.includes(name)) (run.reportedBy ??= []).push(name);
   const shown: ExecResult = { ...result, stdout: output };
   const runner = runnerStep && (reported || !plan.sideChannel) ? plan.runner : 'custom';
-  const infrastructure = classifyRun({ runner, command: name, result: shown, parsed, changedFiles: context.changed, timeoutSeconds: context.timeoutSeconds });
+  const infrastructure = noTests ? undefined : classifyRun({ runner, command: name, result: shown, parsed, changedFiles: context.changed, timeoutSeconds: context.timeoutSeconds });
   // The runner step not installed, or crashed before any report, says nothing about the code; another step that fails is that step's failure.
   if (infrastructure && (result.timedOut || runnerStep || infrastructure.kind === 'start')) return infrastructure;
   run.cases.push(...parsed.cases);
@@ -98,13 +105,41 @@ async function runOne(sandbox: Sandbox, plan: SuitePlan, name: string, script: s
   if (runnerStep) run.exitCode = result.exitCode;
   run.steps.push({
     name,
+    key: runnerStep ? (plan.stepKey ?? plan.command) : name,
     exitCode: result.exitCode,
     counted: reported ? 'tests' : 'exit status',
     passed: parsed.cases.filter((testCase) => testCase.outcome === 'passed').length,
     failed: parsed.cases.filter((testCase) => testCase.outcome === 'failed').length + (result.exitCode !== 0 && !empty && !failedCase ? 1 : 0),
-    ...(result.exitCode !== 0 && !reported ? { tail: lastLines(`${output}\n${result.stderr}`) } : {}),
+    ...(result.exitCode !== 0 && !reported ? { tail: failureTail(output, result.stderr, name) } : {}),
   });
   return undefined;
+}
+
+const JEST_NO_TESTS = /^No tests found, exiting with code 1$/m;
+
+/** A step's name as a failure's heading: a selection's runner step names every selected file, which tells nothing of why it failed. */
+export function shortName(name: string): string {
+  if (name.length <= 200) return name;
+  return `${name.slice(0, 160).replace(/\s+\S*$/, '')} … (${name.length} characters)`;
+}
+
+/**
+ * Why a step failed, in its own words: the last meaningful lines of what it printed, stderr first
+ * (where runners and compilers put their reason), lines that only repeat the command or are empty
+ * left out (jest's "No tests found" message prints the selected files as its pattern).
+ */
+export function failureTail(stdout: string, stderr: string, command: string): string {
+  const words = command.split(/\s+/).filter((word) => word.length > 3);
+  const meaningful = (text: string) =>
+    text
+      .split('\n')
+      .map((line) => line.trimEnd())
+      .filter((line) => line.trim() !== '' && !(line.length > 300 && words.filter((word) => line.includes(word)).length > 10))
+      .map((line) => (line.length > 300 ? `${line.slice(0, 300)} …` : line))
+      .join('\n');
+  const error = meaningful(stderr);
+  const out = meaningful(stdout);
+  return lastLines(error.length >= 200 || out === '' ? error : `${out}\n${error}`.trim());
 }
 
 /** The last lines of a step's output, at most 600 characters (a failed step's why, in the readiness report). */
@@ -117,10 +152,10 @@ export function lastLines(text: string): string {
 }
 
 function addExitFailure(run: SuiteRun, command: string, result: ExecResult, why = `exited with ${result.exitCode}`): void {
-  const tail = `${result.stdout}\n${result.stderr}`.trim().slice(-3000);
   const status = `exited with ${result.exitCode}`;
   run.cases.push({ id: `${command} (${status})`, outcome: 'failed', message: why, kind: 'exit_status' });
-  run.failures.push(`✗ ${command} ${status}\n${tail}`);
+  // The heading keeps the case's id for the output's ordering (report-output.ts); a long one is cut after it.
+  run.failures.push(`✗ ${command} ${status}\n${failureTail(result.stdout, result.stderr, command)}`);
 }
 
 /**

@@ -26,8 +26,13 @@ export interface TestReport {
    * command gives no count (a command Dockhand does not know that printed no TAP).
    */
   ran?: number;
-  /** Each step of the command as it ran (how it was counted, what it counted). */
+  /** Each step of the command as it ran (how it was counted, what it counted, how it judges). */
   steps?: TestStepOutcome[];
+  /**
+   * false: no step of this run can judge the change (every step was counted by an exit status
+   * that failed at the base, or counted no test): green or red, it verifies nothing (judgement.ts).
+   */
+  judged?: boolean;
   /** Green/red as the agent and the verified stop should treat it (quarantined tests excluded). */
   ok: boolean;
   quarantined: string[];
@@ -132,6 +137,17 @@ export interface TestStepOutcome {
   failed: number;
   /** A step that failed by its exit status: the last lines it printed (what the readiness check shows of why). */
   tail?: string;
+  /**
+   * The step as written (`jest`, `tsd`): the same for the whole command and for a selection of
+   * its runner step, whose `name` is the command that ran (with the selected files).
+   */
+  key?: string;
+  /**
+   * How this step judges the change (judgement.ts): 'tests' per test; 'exit status' by an exit
+   * status that passed at the base; 'cannot judge' by an exit status that failed at the base —
+   * neither a reason to refuse finishing nor evidence that the change works.
+   */
+  judgement?: 'tests' | 'exit status' | 'cannot judge';
 }
 
 /** What `runBaseline` reports (also the readiness report's "tests at base"). */

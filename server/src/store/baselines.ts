@@ -12,7 +12,21 @@ export const StoredBaseline = z.object({
   /** Tests the suite ran (absent in rows stored before it was kept: unknown). */
   ran: z.number().int().min(0).optional(),
   /** Each step of the command at the base (feedback/types.ts TestStepOutcome). */
-  steps: z.array(z.object({ name: z.string(), exitCode: z.number().int(), counted: z.enum(['tests', 'exit status']), passed: z.number().int().min(0), failed: z.number().int().min(0) })).optional(),
+  steps: z
+    .array(
+      z.object({
+        name: z.string(),
+        /** The step as written (a selection's runner step is matched by it); absent in rows stored before it. */
+        key: z.string().optional(),
+        exitCode: z.number().int(),
+        counted: z.enum(['tests', 'exit status']),
+        passed: z.number().int().min(0),
+        failed: z.number().int().min(0),
+        tail: z.string().optional(),
+        judgement: z.enum(['tests', 'exit status', 'cannot judge']).optional(),
+      }),
+    )
+    .optional(),
   flaky: z.array(z.string()),
   preExistingFailures: z.array(z.string()),
   /** Files, suite ids and test files: what a task's named reproducing tests are matched against. */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { BaselineResult, ReproducingSelection, TestInfrastructure, TestReport } from '../../feedback/types';
+import type { BaselineResult, ReproducingSelection, TestInfrastructure, TestReport, TestStepOutcome } from '../../feedback/types';
 import { defineTool } from './types';
 
 const RunTestsInput = z.object({
@@ -39,6 +39,7 @@ export function describeTestReport(report: TestReport): string {
     );
   }
   if (report.quarantined.length > 0) lines.push(`Quarantined as flaky (not counted): ${report.quarantined.join(', ')}`);
+  if (report.judged === false) lines.push(describeUnjudged(report));
   if (report.output.trim()) lines.push(report.output.trim());
   return lines.join('\n');
 }
@@ -106,5 +107,30 @@ export function testsFinishedData(report: TestReport) {
     ...(report.reproducing && report.reproducing.length > 0 ? { reproducing: report.reproducing } : {}),
     output: report.output,
     durationMs: report.durationMs,
+    ...(report.steps && report.steps.length > 0 ? { steps: report.steps.map(stepData) } : {}),
+    ...(report.judged === false ? { judged: false } : {}),
   };
+}
+
+/** A step for the event: a selection's command line cut to its start (the files it names tell nothing of why it failed). */
+function stepData(step: TestStepOutcome) {
+  const name = step.name.length > 200 ? `${step.name.slice(0, 160)} … (${step.name.length} characters)` : step.name;
+  return {
+    name,
+    counted: step.counted,
+    ...(step.judgement ? { judgement: step.judgement } : {}),
+    exitCode: step.exitCode,
+    passed: step.passed,
+    failed: step.failed,
+    ...(step.tail ? { tail: step.tail } : {}),
+  };
+}
+
+/** What the model and the review read when no step of a run could judge the change. */
+export function describeUnjudged(report: TestReport): string {
+  const steps = (report.steps ?? []).filter((step) => step.judgement === 'cannot judge').map((step) => `\`${step.key ?? step.name}\``);
+  return (
+    `No step of the test command can judge this change: ${steps.length > 0 ? `${steps.join(', ')} ${steps.length > 1 ? 'are' : 'is'} counted by exit status alone and failed at the base commit` : 'no step counted a test'}, ` +
+    'so its result is neither a reason to refuse nor evidence that the change works. The change is unverified by tests.'
+  );
 }
