@@ -8,4 +8,9 @@ describe('the test run badge', () => {
     expect(testsBadge({ ok: false, failed: 2, preExisting: [] })).toEqual({ tone: 'tone-error', label: 'tests fail' });
     expect(testsBadge({ ok: false, interrupted: true, failed: 0, preExisting: [] })).toEqual({ tone: 'tone-muted', label: 'tests interrupted' });
   });
+
+  it('says "cannot judge" for a run no step of which could judge the change (every step red at the base by its exit status)', () => {
+    expect(testsBadge({ ok: true, failed: 1, preExisting: ['tox (exited with 1)'], unjudged: true })).toEqual({ tone: 'tone-warn', label: 'cannot judge' });
+    expect(testsBadge({ ok: true, failed: 0, preExisting: [], unjudged: true })).toEqual({ tone: 'tone-warn', label: 'cannot judge' });
+  });
 });
