@@ -122,7 +122,7 @@ export class SmartFeedbackEngine implements FeedbackEngine {
     for (const plan of planned.plans) runs.push(await runSuite(sandbox, plan, context));
     // The runner's own configuration decides what a test is: a selection it found nothing in runs whole,
     // and so does one it refused without a report (a red exit named after a command line of selected files judges nothing).
-    const refused = runs.find((run) => !run.infrastructure && run.steps.some((step) => step.counted === 'exit status' && step.exitCode !== 0));
+    const refused = runs.find((run) => !run.infrastructure && run.plan.runner !== 'unknown' && run.plan.runner !== 'custom' && run.steps.some((step) => step.name === run.plan.command && step.counted === 'exit status' && step.exitCode !== 0));
     if (planned.whole === false && planned.fallback && runs.length > 0 && (refused || runs.every((run) => !run.infrastructure && run.cases.length === 0))) {
       planned.reason += refused
         ? `; the runner gave no report on the selected files (${refused.plan.runner} exited with ${refused.exitCode}): ran the whole command`
