@@ -145,6 +145,32 @@ export function splitPattern(text: string): string {
   return [...text].map(ereLiteral).join(separators);
 }
 
+/**
+ * An ERE for the value URL-encoded by any encoder: each character that is not a letter or a
+ * digit either as it is or as `%XX` (either case), a space also as `+` (Python's `quote` keeps
+ * `/`, `encodeURIComponent` does not: the fixed forms cannot list every mix). Undefined when the
+ * value has no such character (its URL-encoding is itself).
+ */
+export function urlPattern(value: string): string | undefined {
+  if (/^[A-Za-z0-9]*$/.test(value) || /[\0\n]/.test(value)) return undefined;
+  const byte = (code: number): string => {
+    const hex = code.toString(16).padStart(2, '0');
+    return `%[${hex[0]}${hex[0]?.toUpperCase()}][${hex[1]}${hex[1]?.toUpperCase()}]`;
+  };
+  const parts = [...value].map((char) => {
+    if (/[A-Za-z0-9]/.test(char)) return char;
+    const encoded = [...Buffer.from(char, 'utf8')].map(byte).join('');
+    const raw = [...Buffer.from(char, 'utf8').toString('latin1')].map(ereLiteral).join('');
+    return `(${raw}|${encoded}${char === ' ' ? '|[+]' : ''})`;
+  });
+  return parts.join('');
+}
+
+/** `%XX` escapes (and `+` for a space) decoded, byte for byte; other bytes as they are. */
+export function percentDecode(latin1: string): string {
+  return latin1.replace(/\+/g, ' ').replace(/%([0-9A-Fa-f]{2})/g, (_match, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)));
+}
+
 /** One character as an ERE matching only itself (GNU grep, C locale). */
 export function ereLiteral(char: string): string {
   if (/[A-Za-z0-9]/.test(char)) return char;

@@ -41,7 +41,7 @@ function forms(): Array<{ file: string; content: Buffer | string; encoding: RegE
     { file: 'raw.txt', content: `token=${VALUE}\n`, encoding: /^raw$/ },
     { file: 'b64', content: `${b64(VALUE)}\n`, encoding: /^base64/ },
     { file: 'b64url', content: Buffer.from(`>>${VALUE}??`).toString('base64url'), encoding: /^base64(url)? \(inside a longer text\)$/ },
-    { file: 'url', content: `https://x/?t=${encodeURIComponent(`${VALUE}/+=`)}`, encoding: /^raw$|URL-encoded/ },
+    { file: 'url', content: `https://x/?t=${encodeURIComponent(VALUE)}%2F%2B%3D`, encoding: /^raw$|URL-encoded/ },
     { file: 'hex', content: Buffer.from(VALUE).toString('hex'), encoding: /^hex$/ },
     { file: 'HEX', content: Buffer.from(VALUE).toString('hex').toUpperCase(), encoding: /^hex \(upper case\)$/ },
     { file: 'reversed', content: reverse(VALUE), encoding: /^reversed$/ },
@@ -113,6 +113,24 @@ describe('searchLayer (the build container\'s scripts, run here)', () => {
     expect(search.found.every((hit) => hit.secret === 'NPM_TOKEN')).toBe(true);
     expect(JSON.stringify(search)).not.toContain(VALUE);
     expect(search.notes.at(-1)).toMatch(/^setup secrets: searched 19 files .* and 4 archive\(s\) for \d+ forms/);
+  });
+
+  it("finds a value with special characters URL-encoded by any encoder (Python's quote keeps '/')", async () => {
+    const special = 'tok/en+with spaces&more=';
+    const secrets = [{ name: 'API_KEY', value: special }];
+    const files = write([
+      { file: 'component', content: `a=${encodeURIComponent(special)}\n` },
+      { file: 'quote', content: `a=tok/en%2Bwith%20spaces%26more%3D\n` },
+      { file: 'form', content: `a=tok%2fen%2bwith+spaces%26more%3d\n` },
+      { file: 'other', content: `a=tok/en%2Bwith%20spaces%26less%3D\n` },
+    ]);
+    const search = await searchLayer(localShell, files, secrets);
+    expect(search.found.map((hit) => [hit.path.replace(`${root}/layer/`, ''), hit.encoding])).toEqual([
+      ['component', 'URL-encoded'],
+      ['quote', 'URL-encoded'],
+      ['form', 'URL-encoded'],
+    ]);
+    expect(findInBytes(Buffer.from('x tok/en%2Bwith%20spaces%26more%3D'), secretMatcher(secrets))?.encoding).toBe('URL-encoded');
   });
 
   it('finds the value in a file name and a symlink target, and lists a file it cannot read', async () => {

@@ -2,7 +2,7 @@ import { inflateSync } from 'node:zlib';
 import { extract } from 'tar-stream';
 import { DockhandError } from '../errors';
 import { archiveMembers, MAX_INFLATED_BYTES } from '../policy/secret-decode';
-import { ereLiteral, isSplitOf, searchForms, splitForms, splitPattern } from './setup-secret-forms';
+import { ereLiteral, isSplitOf, percentDecode, searchForms, splitForms, splitPattern, urlPattern } from './setup-secret-forms';
 import type { SetupSecret } from './setup-secrets';
 
 /**
@@ -106,6 +106,8 @@ interface SplitForm extends Form {
 interface Matcher {
   fixed: Map<string, Form>;
   split: SplitForm[];
+  /** The value URL-encoded by any encoder (`urlPattern`), with the value as latin1 to compare a decoded match with. */
+  url: Array<{ secret: string; pattern: string; value: string }>;
 }
 
 const SEPARATOR_BYTES = new Set([...' \t\r\n\v\f"\'`+.\\&,'].map((char) => char.charCodeAt(0)));
@@ -120,7 +122,10 @@ function stripSeparators(bytes: Buffer): Buffer {
 export function secretMatcher(secrets: readonly SetupSecret[]): Matcher {
   const fixed = new Map<string, Form>();
   const split: SplitForm[] = [];
+  const url: Matcher['url'] = [];
   for (const secret of secrets) {
+    const pattern = urlPattern(secret.value);
+    if (pattern) url.push({ secret: secret.name, pattern, value: Buffer.from(secret.value, 'utf8').toString('latin1') });
     // A form with a NUL or a line break cannot be a grep pattern; its lines are forms of their own.
     for (const form of searchForms(secret.value)) {
       if (/[\0\n]/.test(form.text) || fixed.has(form.text)) continue;
@@ -133,7 +138,7 @@ export function secretMatcher(secrets: readonly SetupSecret[]): Matcher {
       if (stripped.length >= 6) split.push({ secret: secret.name, encoding: form.encoding, bytes, text: form.text, stripped });
     }
   }
-  return { fixed, split };
+  return { fixed, split, url };
 }
 
 /** The first form of any secret in `bytes` (decoded text of an archive member, a file name), or undefined. */
@@ -141,6 +146,10 @@ export function findInBytes(bytes: Buffer, matcher: Matcher): { secret: string; 
   for (const form of matcher.fixed.values()) if (bytes.includes(form.bytes)) return { secret: form.secret, encoding: form.encoding };
   const stripped = stripSeparators(bytes);
   for (const form of matcher.split) if (stripped.includes(form.stripped)) return { secret: form.secret, encoding: `${form.encoding}, split across lines` };
+  if (matcher.url.length > 0 && bytes.includes('%')) {
+    const decoded = percentDecode(bytes.toString('latin1'));
+    for (const form of matcher.url) if (decoded.includes(form.value)) return { secret: form.secret, encoding: 'URL-encoded' };
+  }
   return undefined;
 }
 
@@ -246,7 +255,7 @@ export async function searchLayer(shell: SearchShell, paths: readonly string[], 
   for (const match of list.stderr.toString('utf8').matchAll(/^find: ['‘](.*)['’]: Permission denied$/gm)) search.unreadable.push(match[1] ?? '');
 
   const literals = [...matcher.fixed.keys()].map((text) => [...text].map(ereLiteral).join(''));
-  const wholePatterns = Buffer.from(`${[...literals, ...matcher.split.map((form) => splitPattern(form.text))].join('\n')}\n`, 'latin1');
+  const wholePatterns = Buffer.from(`${[...literals, ...matcher.split.map((form) => splitPattern(form.text)), ...matcher.url.map((form) => form.pattern)].join('\n')}\n`, 'latin1');
   const whole = await shell.raw(['bash', '-c', WHOLE_SCRIPT, '_', dir], { stdin: wholePatterns, timeoutMs });
   if (!SEARCH_EXIT_CODES.has(whole.exitCode)) throw failedSearch('the search of the files', whole);
   const wholeRecords = fields(whole.stdout);
@@ -260,6 +269,8 @@ export async function searchLayer(shell: SearchShell, paths: readonly string[], 
     }
     const split = matcher.split.find((candidate) => isSplitOf(match, candidate.text));
     if (split) report(path, { secret: split.secret, encoding: `${split.encoding}, split across lines` });
+    const url = split ? undefined : matcher.url.find((candidate) => percentDecode(match) === candidate.value);
+    if (url) report(path, { secret: url.secret, encoding: 'URL-encoded' });
   }
 
   if (large.length > 0) {
