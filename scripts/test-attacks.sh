@@ -16,7 +16,12 @@ const gate = parts['content-gate'] ?? {};
 const host = parts['host-and-socket'] ?? {};
 const life = parts['sandbox-life'] ?? {};
 const policy = parts['policy-gate'] ?? {};
-const missing = ['real-fleet', 'content-gate', 'sandbox-life', 'host-and-socket', 'policy-gate'].filter((name) => !parts[name]);
+// Issue #31: the cross-build front, setup secrets in the image, invisible text, API hardening.
+const cross = parts['cross-build'] ?? {};
+const setup = parts['setup-secrets'] ?? {};
+const invisible = parts['invisible-text'] ?? {};
+const api = parts['api-hardening'] ?? {};
+const missing = ['real-fleet', 'content-gate', 'sandbox-life', 'host-and-socket', 'policy-gate', 'cross-build', 'setup-secrets', 'invisible-text', 'api-hardening'].filter((name) => !parts[name]);
 const sum = (key) => (real[key] ?? 0) + (gate[key] ?? 0);
 const summary = {
   hostile_cases: real.hostile_cases ?? 0,
@@ -44,6 +49,13 @@ const summary = {
   data_dir_private: host.data_dir_private ?? false,
   // policy-gate (issue #23 item 2): the slowest /healthz while a 30 MB binary diff is processed; -1 when not measured.
   api_stall_max_ms: policy.api_stall_max_ms ?? -1,
+  // Issue #31 (-1 when the part did not get as far as measuring: a failure too).
+  cross_build_front_reads: cross.cross_build_front_reads ?? -1,
+  setup_secret_forms_in_image: setup.setup_secret_forms_in_image ?? -1,
+  invisible_chars_unmarked: invisible.invisible_chars_unmarked ?? -1,
+  forge_text_unneutralised: invisible.forge_text_unneutralised ?? -1,
+  healthz_max_ms_under_1000: api.healthz_max_ms_under_1000 ?? -1,
+  api_hardening_failures: ['comment_path_5xx', 'comment_path_magic_stored', 'wrapped_destructive_unapproved', 'oversize_resets', 'hidden_repo_not_404', 'front_encoded_path_passed'].reduce((sum, key) => sum + (api[key] ?? 0), 0),
   seconds: real.seconds,
   seeds: [real.seed, gate.seed].filter((seed) => seed !== undefined),
   ...(missing.length ? { missing_parts: missing } : {}),
@@ -54,7 +66,8 @@ const lifeFailures = ['hung_tasks', 'resume_lost_changes'];
 const hostFailed = summary.build_egress_escapes !== 0 || summary.revoked_socket_events !== 0 || summary.data_dir_private !== true;
 const lifeFailed = lifeFailures.some((key) => summary[key] !== 0) || summary.disk_quota_enforced !== true;
 const stallFailed = summary.api_stall_max_ms < 0 || summary.api_stall_max_ms >= 500;
-process.exit(hostFailed || lifeFailed || stallFailed || failures.some((key) => summary[key] !== 0) || missing.length ? 1 : 0);
+const issue31Failed = ['cross_build_front_reads', 'setup_secret_forms_in_image', 'invisible_chars_unmarked', 'forge_text_unneutralised', 'api_hardening_failures'].some((key) => summary[key] !== 0) || summary.healthz_max_ms_under_1000 < 0 || summary.healthz_max_ms_under_1000 >= 1000;
+process.exit(hostFailed || lifeFailed || stallFailed || issue31Failed || failures.some((key) => summary[key] !== 0) || missing.length ? 1 : 0);
 JS
 rm -f "$report"
 exit $code
