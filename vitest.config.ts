@@ -21,6 +21,12 @@ export default defineConfig({
           exclude: ['**/*.int.test.ts', '**/node_modules/**'],
           environment: 'node',
           setupFiles: [SETUP],
+          // Unit tests assert behaviour, not milliseconds: several run real git children, which
+          // on a loaded 2-core machine (load 15-20, measured with eight people at work) take
+          // seconds each, and vitest's 5 s default failed them for time alone (readiness.test,
+          // loop.test, comments.test: 57 of 1,917 at load 20, every one a timeout).
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
         },
       },
       {
