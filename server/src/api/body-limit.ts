@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { DockhandError } from '../errors';
+import { exemptRaw, refuseOverloaded, TurnBudget } from './load';
 
 /*
  * An oversize body gets its 413, read by the client, never a connection reset (issue 31: a 3 MB
@@ -82,15 +83,25 @@ function answer(response: ServerResponse, limitBytes: number): void {
  * Fastify's `serverFactory`: an HTTP server that refuses a body declared over `limitBytes`
  * before `100 Continue` (or after reading and discarding it) and hands every other request to Fastify.
  */
-export function bodyLimitedServer(limitBytes: number) {
+export function bodyLimitedServer(limitBytes: number, budget = new TurnBudget()) {
   return (handler: (request: IncomingMessage, response: ServerResponse) => void): Server => {
+    // A burst past the turn's budget is refused here, before Fastify (`api/load.ts`).
+    const admitted = (request: IncomingMessage, response: ServerResponse): boolean => {
+      if (exemptRaw(request) || budget.take()) return true;
+      refuseOverloaded(response);
+      return false;
+    };
     const server = createServer((request, response) => {
-      if (!declaredTooLarge(request, limitBytes)) return handler(request, response);
+      if (!declaredTooLarge(request, limitBytes)) {
+        if (admitted(request, response)) handler(request, response);
+        return;
+      }
       void discardBody(request).then(() => answer(response, limitBytes));
     });
     server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) => {
       // No `100 Continue`: a client that waits for it sends nothing more and reads the 413.
       if (declaredTooLarge(request, limitBytes)) return answer(response, limitBytes);
+      if (!admitted(request, response)) return;
       response.writeContinue();
       handler(request, response);
     });

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { harness, type Harness } from './test-support';
-import { shedLoad } from './load';
+import { shedLoad, TurnBudget } from './load';
 
 let fastify: FastifyInstance | undefined;
 let h: Harness | undefined;
@@ -95,5 +95,41 @@ describe('load shedding', () => {
       const response = await h.app.inject({ method: 'GET', url: '/v1/me', headers: h.auth('alice') });
       expect(response.statusCode).toBe(200);
     }
+  });
+
+  it('starts at most the turn\'s budget of requests in one turn of the event loop, then again in the next', async () => {
+    const budget = new TurnBudget(32);
+    const first = Array.from({ length: 40 }, () => budget.take());
+    expect(first.filter(Boolean)).toHaveLength(32);
+    expect(first.slice(32).some(Boolean)).toBe(false);
+    await new Promise((done) => setImmediate(done));
+    expect(budget.take()).toBe(true);
+  });
+
+  it('a burst of 300 at once on the app\'s HTTP server: past the turn\'s budget answered 503 with Retry-After, /healthz answered', async () => {
+    h = await harness({ deps: { limits: { ratePerMinute: 100_000 } } });
+    await h.app.listen({ host: '127.0.0.1', port: 0 });
+    const port = (h.app.server.address() as AddressInfo).port;
+    const { authorization } = h.auth('alice');
+    const burst = await new Promise<number[]>((resolve) => {
+      const statuses: number[] = [];
+      for (let index = 0; index < 300; index++) {
+        const request = httpRequest({ host: '127.0.0.1', port, path: '/v1/me', agent: false, headers: { authorization } }, (response) => {
+          response.resume();
+          response.on('end', () => {
+            statuses.push(response.statusCode ?? 0);
+            if (statuses.length === 300) resolve(statuses);
+          });
+        });
+        request.on('error', () => {
+          statuses.push(0);
+          if (statuses.length === 300) resolve(statuses);
+        });
+        request.end();
+      }
+    });
+    expect(burst.filter((status) => status === 0)).toHaveLength(0);
+    expect(burst.every((status) => status === 200 || status === 503)).toBe(true);
+    expect(await get(port, '/healthz')).toMatchObject({ status: 200 });
   });
 });
