@@ -115,6 +115,34 @@ export const RegisterRepoRequest = z
   .strict();
 export type RegisterRepoRequest = z.infer<typeof RegisterRepoRequest>;
 
+/**
+ * A registration as it runs on the server (`POST /v1/repos` with `Prefer: respond-async` answers
+ * 202 with it; `GET /v1/repos/:name/registration` polls it): the local forge's copy takes the
+ * default branch first (`registration` is set once it is in and tasks at it can start), then the
+ * other branches in batches.
+ */
+export const RegistrationStatus = z.object({
+  name: RepoName,
+  source: z.string(),
+  state: z.enum(['running', 'done', 'failed']),
+  stage: z.enum(['default-branch', 'branches', 'done']),
+  /** Refs of the source copied so far, of how many (0 of 0 before the listing). */
+  refsDone: z.number().int().min(0),
+  refsTotal: z.number().int().min(0),
+  /** The fetch running now: its refs, and git's own progress ("Receiving objects", 45 %, 1234 of 2740, "12.00 MiB"). */
+  current: z.string().optional(),
+  git: z.object({ stage: z.string(), percent: z.number().optional(), done: z.number().optional(), total: z.number().optional(), bytes: z.string().optional() }).optional(),
+  startedAt: z.string(),
+  finishedAt: z.string().optional(),
+  /** True when this registration created the name (false: a refresh). */
+  created: z.boolean(),
+  registration: RepoRegistration.optional(),
+  /** Branches that could not be copied, and why (one line). */
+  skipped: z.string().optional(),
+  error: z.object({ code: z.string(), message: z.string(), hint: z.string().optional(), field: z.string().optional() }).optional(),
+});
+export type RegistrationStatus = z.infer<typeof RegistrationStatus>;
+
 export const RepoListResponse = z.object({ repos: z.array(RepoRegistration) });
 export type RepoListResponse = z.infer<typeof RepoListResponse>;
 

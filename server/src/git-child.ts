@@ -1,4 +1,6 @@
-import { isAbsolute, normalize } from 'node:path';
+import { existsSync } from 'node:fs';
+import { readdir, rm, stat } from 'node:fs/promises';
+import { isAbsolute, join, normalize } from 'node:path';
 import { DockhandError } from './errors';
 import { runChild } from './spawner';
 
@@ -11,9 +13,12 @@ import { runChild } from './spawner';
  *   plain `http://`, credentials in a URL and anything starting with `-` (git would read it as an
  *   option) are refused before any process starts. `GIT_ALLOW_PROTOCOL` says the same to git, so
  *   a redirect or a submodule cannot reach another transport either.
- * - Every child has a timeout and runs in its own process group; on timeout, abort (the task was
+ * - Every child has a limit and runs in its own process group; on the limit, abort (the task was
  *   cancelled) or `killAll` (shutdown) the whole group gets SIGKILL at once: a remote helper
- *   (git-remote-https, ssh) that hangs dies with git. Nobody waits on a hung child.
+ *   (git-remote-https, ssh) that hangs dies with git. Nobody waits on a hung child. Short calls
+ *   (ls-remote, rev-parse, …) have a total time limit; a fetch or clone, whose time grows with the
+ *   repository, has an inactivity limit instead (`inactivityMs`: git runs with `--progress`, which
+ *   prints while anything moves, so only a transfer that stopped is killed, never a slow one).
  * - The environment is a short allowlist (no server secret, no ambient GIT_* override), system and
  *   global git config are not read, and no terminal prompt can block.
  *
@@ -106,8 +111,15 @@ export function gitChildEnvironment(extra: Record<string, string> = {}): Record<
 
 export interface GitRunOptions {
   cwd?: string;
-  /** Killed (with its process group) after this long; default 60 s. */
+  /** Killed (with its process group) after this long; default 60 s. Ignored with `inactivityMs`. */
   timeoutMs?: number;
+  /**
+   * Killed after this long without output instead of at a total time (fetches and clones: pass
+   * `--progress` so git prints while it works). The error then says "no progress for N s".
+   */
+  inactivityMs?: number;
+  /** Told git's progress (`--progress` lines: stage, counts, bytes) as it prints it. */
+  onProgress?: (progress: GitProgress) => void;
   signal?: AbortSignal;
   /** What the command was for, in the error message ("fetching shop from https://…"). */
   what?: string;
@@ -139,13 +151,17 @@ export class GitChildren {
     const what = options.what ?? `git ${args[0] ?? ''}`;
     if (this.closed) throw new DockhandError('repository_unavailable', `${what}: the server is shutting down`);
     if (options.signal?.aborted) throw new DockhandError('repository_unavailable', `${what}: cancelled`);
-    const timeoutMs = options.timeoutMs ?? 60_000;
+    const limit = options.inactivityMs !== undefined ? { idleTimeoutMs: options.inactivityMs } : { timeoutMs: options.timeoutMs ?? 60_000 };
+    // With --progress, stderr is mostly progress lines: the lines git *said* are kept apart, so an
+    // error names git's reason and not the last percentage.
+    const progress = options.inactivityMs !== undefined || options.onProgress ? new ProgressReader(options.onProgress) : undefined;
     this.live += 1;
     const result = await runChild('git', ['-c', 'credential.helper=', '-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmonitor=false', ...args], {
       ...(options.cwd ? { cwd: options.cwd } : {}),
       env: gitChildEnvironment(),
       ...(options.stdin !== undefined ? { stdin: options.stdin } : {}),
-      timeoutMs,
+      ...limit,
+      ...(progress ? { onStderr: (chunk: string) => progress.read(chunk) } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
       ...(options.maxBuffer !== undefined ? { maxBuffer: options.maxBuffer } : {}),
       onKillAll: (kill) => {
@@ -154,10 +170,12 @@ export class GitChildren {
       },
     }).finally(() => (this.live -= 1));
     if (result.killed) {
-      throw new DockhandError('repository_unavailable', `${what}: ${result.killed}`, { hint: 'check that the repository source answers, then try again' });
+      if (options.inactivityMs !== undefined && result.killed.startsWith('printed nothing')) throw noProgress(what, options.inactivityMs);
+      if (result.killed.startsWith('did not finish')) throw notAnswering(what, result.killed);
+      throw new DockhandError('repository_unavailable', `${what}: ${result.killed}`);
     }
     if (result.error || result.code !== 0) {
-      const err = result.stderr;
+      const err = progress ? progress.said() : result.stderr;
       throw new GitCommandError(`${what}: ${(err.trim().split('\n').at(-1) ?? '') || (result.error?.message ?? `git exited with ${result.code}`)}`, err);
     }
     return { stdout: result.stdout, stderr: result.stderr };
@@ -176,4 +194,114 @@ export class GitCommandError extends Error {
     super(message);
     this.name = 'GitCommandError';
   }
+}
+
+/*
+ * One wording per cause of a failed transfer from a source, whichever caller met it:
+ * - no progress: the transfer started and then stopped moving (killed at the inactivity limit);
+ * - not answering: the source never answered a short call (ls-remote) within its time limit;
+ * - missing objects: the source answered, but its history lacks objects (forge/branch-copy.ts).
+ */
+
+/** The source stopped sending: a fetch or clone printed and received nothing for the limit. */
+export function noProgress(what: string, inactivityMs: number): DockhandError {
+  return new DockhandError('repository_unavailable', `${what}: no progress for ${Math.round(inactivityMs / 1000)} s (git received nothing and printed nothing), so it was stopped`, {
+    hint: 'check that the source answers (git ls-remote <source>) and run the same command again: it continues from what was received completely',
+  });
+}
+
+/** The source did not answer a short call within its limit. */
+export function notAnswering(what: string, why: string): DockhandError {
+  return new DockhandError('repository_unavailable', `${what}: the source does not answer (${why})`, {
+    hint: 'check that the source answers (git ls-remote <source>), then try again',
+  });
+}
+
+/** True for the inactivity stop of a fetch or clone (a rerun continues; copying branch by branch would not help). */
+export function isNoProgress(error: unknown): boolean {
+  return error instanceof DockhandError && error.code === 'repository_unavailable' && / no progress for \d+ s /.test(error.message);
+}
+
+/** One `--progress` line of git: the stage ("Receiving objects"), counts and bytes where it says them. */
+export interface GitProgress {
+  stage: string;
+  percent?: number;
+  done?: number;
+  total?: number;
+  /** As git prints it ("12.00 MiB"). */
+  bytes?: string;
+}
+
+const PROGRESS = /^(?:remote: )?([A-Z][A-Za-z ]+?):\s+(?:(\d+)% \((\d+)\/(\d+)\)|(\d+))(?:, ([\d.]+ [KMGT]?i?B))?/;
+
+/** Splits git's stderr into progress (told to `onProgress`) and what git said (kept for the error). */
+class ProgressReader {
+  private partial = '';
+  private kept = '';
+
+  constructor(private readonly onProgress?: (progress: GitProgress) => void) {}
+
+  read(chunk: string): void {
+    const lines = (this.partial + chunk).split(/[\r\n]/);
+    this.partial = lines.pop() ?? '';
+    for (const line of lines) this.line(line);
+  }
+
+  said(): string {
+    if (this.partial) this.line(this.partial);
+    this.partial = '';
+    return this.kept;
+  }
+
+  private line(line: string): void {
+    const match = PROGRESS.exec(line.trim());
+    if (!match) {
+      // The tail is what matters (git's fatal line comes last).
+      if (line.trim()) this.kept = `${this.kept}${line}\n`.slice(-16_384);
+      return;
+    }
+    const [, stage = '', percent, done, total, count, bytes] = match;
+    this.onProgress?.({
+      stage,
+      ...(percent !== undefined ? { percent: Number(percent), done: Number(done), total: Number(total) } : { done: Number(count) }),
+      ...(bytes ? { bytes } : {}),
+    });
+  }
+}
+
+/**
+ * Removes what a killed fetch or clone left in a repository: the pack it was receiving
+ * (`objects/pack/tmp_pack_*`, `tmp_idx_*`, `tmp_rev_*`), quarantine directories (`objects/incoming-*`)
+ * and lock files (`*.lock` under refs/, `packed-refs.lock`, `shallow.lock`, `FETCH_HEAD.lock`).
+ * git keeps a received pack only once it is complete, so nothing of value goes. Called by the one
+ * fetcher of the repository (its queue) before its next fetch; lock files younger than
+ * `lockAgeMs` are left (a push into the repository may hold one for milliseconds).
+ */
+export async function removeFetchLeftovers(gitDir: string, lockAgeMs = 60_000): Promise<string[]> {
+  const removed: string[] = [];
+  const remove = async (path: string) => {
+    await rm(path, { recursive: true, force: true });
+    removed.push(path);
+  };
+  const entries = async (dir: string) => readdir(dir, { withFileTypes: true }).catch(() => []);
+  for (const entry of await entries(join(gitDir, 'objects', 'pack'))) {
+    if (/^(tmp_pack_|tmp_idx_|tmp_rev_|\.tmp-)/.test(entry.name)) await remove(join(gitDir, 'objects', 'pack', entry.name));
+  }
+  for (const entry of await entries(join(gitDir, 'objects'))) {
+    if (entry.name.startsWith('incoming-') || entry.name.startsWith('tmp_obj_')) await remove(join(gitDir, 'objects', entry.name));
+  }
+  const old = async (path: string) => Date.now() - (await stat(path).then((found) => found.mtimeMs, () => Date.now())) > lockAgeMs;
+  for (const name of ['packed-refs.lock', 'shallow.lock', 'FETCH_HEAD.lock', 'HEAD.lock', 'config.lock']) {
+    const path = join(gitDir, name);
+    if (existsSync(path) && (await old(path))) await remove(path);
+  }
+  const walk = async (dir: string): Promise<void> => {
+    for (const entry of await entries(dir)) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) await walk(path);
+      else if (entry.name.endsWith('.lock') && (await old(path))) await remove(path);
+    }
+  };
+  await walk(join(gitDir, 'refs'));
+  return removed;
 }

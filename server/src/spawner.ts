@@ -212,6 +212,8 @@ export interface RunChildOptions extends SpawnOptions {
   maxBuffer?: number;
   /** Killed when this fires (shutdown); returns the unregister function. */
   onKillAll?: (kill: () => void) => () => void;
+  /** Told each chunk of stderr as it arrives (a fetch's progress), before the 16 KiB cap. */
+  onStderr?: (chunk: string) => void;
 }
 
 export interface ChildResult {
@@ -265,6 +267,7 @@ export function runChild(command: string, args: string[], options: RunChildOptio
     });
     child.stderr.on('data', (chunk: Buffer) => {
       touch();
+      options.onStderr?.(chunk.toString());
       if (err.length < 16_384) err += chunk.toString();
     });
     child.on('error', (e: Error) => (error ??= e));

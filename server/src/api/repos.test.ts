@@ -91,7 +91,7 @@ describe('registering repositories', () => {
   });
 });
 
-describe('submitting for a registered repository', () => {
+describe('submitting for a registered repository', { timeout: 60_000 }, () => {
   it.each([
     ['../../etc', 400],
     ['/etc/passwd', 404],

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { ReadinessCheckRequest, ReadinessCheckStatus, RegisterRepoRequest, RepoListResponse, RepoName, RepoRegistration } from '@dockhand/protocol';
+import { ReadinessCheckRequest, ReadinessCheckStatus, RegisterRepoRequest, RegistrationStatus, RepoListResponse, RepoName, RepoRegistration } from '@dockhand/protocol';
 import { DockhandError } from '../errors';
 import { maySubmit } from '../runner/registry';
 import type { User } from '../store/types';
@@ -9,7 +9,8 @@ import { requireUser } from './auth';
 import type { AppDeps } from './deps';
 
 /*
- * Registered repositories. Admins register and remove; everyone sees the repositories they may
+ * Registered repositories. Admins register (the copy runs in the background on the server; a
+ * client that asks `Prefer: respond-async` gets 202 and polls its status) and remove; everyone sees the repositories they may
  * submit to (admins: all). A readiness check (admins and the repository's owners) runs for
  * minutes: POST answers 202 with its status, GET polls it until `done` or `failed`.
  */
@@ -37,16 +38,38 @@ export async function repoRoutes(app: FastifyInstance, deps: AppDeps): Promise<v
   api.post('/repos', {
     schema: {
       tags: ['repos'],
-      summary: 'Register a repository (admins): a path on the server host or an https/ssh URL; again with the same source: refresh and update owners/submitters',
+      summary: 'Register a repository (admins): a path on the server host or an https/ssh URL; again with the same source: refresh and update owners/submitters. With `Prefer: respond-async`: 202 and the registration\'s status at once (poll GET /repos/:name/registration); without: the answer when every branch is copied',
       body: RegisterRepoRequest,
-      response: { 200: RepoRegistration, 201: RepoRegistration },
+      headers: z.object({ prefer: z.string().max(200).optional() }),
+      response: { 200: RepoRegistration, 201: RepoRegistration, 202: RegistrationStatus },
     },
   }, async (request, reply) => {
     const user = requireUser(request);
     requireAdmin(user, 'registering a repository');
-    const { registration, created } = await repos.register(request.body, user);
+    // The copy runs on the server whatever happens to this request (a client that goes away stops nothing).
+    const job = await repos.start(request.body, user);
+    if (/\brespond-async\b/i.test(request.headers.prefer ?? '')) {
+      request.log.info({ repo: job.status.name, source: job.status.source }, 'repository registration started');
+      return reply.code(202).header('location', `/v1/repos/${encodeURIComponent(job.status.name)}/registration`).send(job.status);
+    }
+    const { registration, created } = await job.finished;
     request.log.info({ repo: registration.name, source: registration.source, created }, 'repository registered');
     return reply.code(created ? 201 : 200).send(registration);
+  });
+
+  api.get('/repos/:name/registration', {
+    schema: {
+      tags: ['repos'],
+      summary: 'The last registration of the repository on this server (admins): stage, refs copied of how many, git\'s progress; done or failed with the cause',
+      params: RepoParams,
+      response: { 200: RegistrationStatus },
+    },
+  }, async (request) => {
+    const user = requireUser(request);
+    requireAdmin(user, 'a registration\'s status');
+    const status = repos.registrationStatus(request.params.name);
+    if (!status) throw new DockhandError('not_found', `no registration of ${request.params.name} has run on this server`, { hint: `start one: dockhand repo add ${request.params.name} --from <path or URL>` });
+    return status;
   });
 
   api.get('/repos', {

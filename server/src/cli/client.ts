@@ -7,8 +7,8 @@ import { DockhandError } from '../errors';
 export class ApiClient {
   constructor(readonly baseUrl: string, private readonly token: string | undefined) {}
 
-  async request<T>(method: string, path: string, schema: z.ZodType<T>, body?: unknown): Promise<T> {
-    const headers: Record<string, string> = {};
+  async request<T>(method: string, path: string, schema: z.ZodType<T>, body?: unknown, extraHeaders: Record<string, string> = {}): Promise<T> {
+    const headers: Record<string, string> = { ...extraHeaders };
     if (this.token) headers.authorization = `Bearer ${this.token}`;
     if (body !== undefined) headers['content-type'] = 'application/json';
     let response: Response | undefined;

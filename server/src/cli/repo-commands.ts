@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { z } from 'zod';
-import { ReadinessCheckStatus, RepoListResponse, RepoRegistration, type ReadinessReport } from '@dockhand/protocol';
+import { ErrorCode, ReadinessCheckStatus, RegistrationStatus, RepoListResponse, RepoRegistration, type ReadinessReport } from '@dockhand/protocol';
+import { DockhandError } from '../errors';
 import type { ApiClient } from './client';
 import { environmentDetail } from './format';
 
@@ -24,12 +25,15 @@ export function addRepoCommands(program: Command, client: ClientOf, out: Out, cl
     .option('--owner <user>', 'an owner (repeat for more)', collect)
     .option('--submitter <user>', 'a user who may submit tasks (repeat; none = everyone)', collect)
     .action(async (name: string, options: { from: string; owner?: string[]; submitter?: string[]; server?: string; token?: string }) => {
-      const registration = await client(options).request('POST', '/v1/repos', RepoRegistration, {
+      const api = client(options);
+      // The server copies in the background and answers at once; this polls and shows the progress.
+      const answer = await api.request('POST', '/v1/repos', z.union([RegistrationStatus, RepoRegistration]), {
         name,
         source: options.from,
         ...(options.owner ? { owners: options.owner } : {}),
         ...(options.submitter ? { submitters: options.submitter } : {}),
-      });
+      }, { prefer: 'respond-async' });
+      const registration = 'state' in answer ? await followRegistration(api, answer, out) : answer;
       out(`registered ${registration.name} from ${registration.source} (default branch ${registration.defaultBranch})`);
       if (registration.mirrorSource) out(`  local forge copy: ${registration.mirrorSource}`);
     });
@@ -87,6 +91,52 @@ export function addRepoCommands(program: Command, client: ClientOf, out: Out, cl
       for (const line of readinessLines(status.report)) out(line);
       if (!status.report.ready) process.exitCode = 1;
     });
+}
+
+/**
+ * Polls a registration until it is done, printing its stage, the refs copied and git's progress
+ * when they change (at most every 2 s for the same stage); a failure becomes the server's error.
+ */
+export async function followRegistration(api: ApiClient, first: RegistrationStatus, out: Out, pollMs = 1000): Promise<RepoRegistration> {
+  const path = `/v1/repos/${encodeURIComponent(first.name)}/registration`;
+  const started = Date.now();
+  let status = first;
+  let shown = '';
+  let shownStage = '';
+  let shownAt = 0;
+  for (;;) {
+    const line = registrationLine(status);
+    const stage = `${status.stage} ${status.current ?? ''}`;
+    if (line !== shown && (stage !== shownStage || Date.now() - shownAt >= 2000 || status.state !== 'running')) {
+      out(`[${((Date.now() - started) / 1000).toFixed(1).padStart(6)} s] ${line}`);
+      shown = line;
+      shownStage = stage;
+      shownAt = Date.now();
+    }
+    if (status.state === 'failed') {
+      const error = status.error;
+      throw new DockhandError(RegistrationError.parse(error?.code ?? 'internal'), error?.message ?? `the registration of ${status.name} failed`, { ...(error?.hint ? { hint: error.hint } : {}), ...(error?.field ? { field: error.field } : {}) });
+    }
+    if (status.state === 'done') {
+      if (status.skipped) out(`  ${status.skipped}`);
+      if (!status.registration) throw new DockhandError('internal', `the registration of ${status.name} ended without a registration`);
+      return status.registration;
+    }
+    await new Promise((resolve) => setTimeout(resolve, pollMs));
+    status = await api.request('GET', path, RegistrationStatus);
+  }
+}
+
+const RegistrationError = ErrorCode.catch('internal');
+
+/** "default branch: refs/heads/main: Receiving objects 45% (1234/2740), 12.00 MiB" */
+export function registrationLine(status: RegistrationStatus): string {
+  if (status.state === 'done') return `copied ${status.refsDone} of ${status.refsTotal} refs`;
+  if (status.state === 'failed') return `failed: ${status.error?.message ?? 'unknown error'}`;
+  const stage = status.stage === 'default-branch' ? 'default branch' : `branches ${status.refsDone}/${status.refsTotal}`;
+  const git = status.git;
+  const counts = git ? `${git.stage}${git.percent !== undefined ? ` ${git.percent}% (${git.done}/${git.total})` : git.done !== undefined ? ` ${git.done}` : ''}${git.bytes ? `, ${git.bytes}` : ''}` : '';
+  return [stage, status.current, counts].filter(Boolean).join(': ');
 }
 
 /** Where the checked commit came from when no --sha named it. */

@@ -39,7 +39,7 @@ function partialClone(checkout: string) {
   return { root, clone };
 }
 
-describe('copying the branches of a partial clone', () => {
+describe('copying the branches of a partial clone', { timeout: 60_000 }, () => {
   it('copies the complete branches and names the one whose history lacks objects', async () => {
     const { root, clone } = partialClone('main');
     const forge = new LocalForge({ dataDir: join(root, 'forge'), store: new InMemoryPullRequestStore() });

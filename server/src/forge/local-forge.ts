@@ -4,8 +4,9 @@ import { tmpdir } from 'node:os';
 import { isAbsolute, join, relative, resolve } from 'node:path';
 import { z } from 'zod';
 import { DockhandError, notFound } from '../errors';
-import { checkGitSource, GitChildren, type GitRunOptions } from '../git-child';
-import { copyBranches, skippedSummary, type SkippedBranch } from './branch-copy';
+import { checkGitSource, GitChildren, removeFetchLeftovers, type GitProgress } from '../git-child';
+import { KeyedQueue } from '../keyed-queue';
+import { copyBranches, lostDefaultBranch, skippedSummary, type CopyProgress, type Run, type SkippedBranch } from './branch-copy';
 import { createGit, gitFailure, tryRaw } from './git';
 import { findRevert, type BranchCommit } from './revert';
 import { ORIGIN_BRANCHES, sourceDefaultBranch } from './source-branch';
@@ -58,26 +59,47 @@ export interface LocalForgeOptions {
 export interface ImportOptions {
   /** The git children to run in (killed together on shutdown); default a group of its own. */
   children?: GitChildren;
+  /** Total limit of a short git call (ls-remote, update-ref, …); default 120 s. */
   timeoutMs?: number;
+  /** A fetch is stopped after this long without progress (never at a total time); default 120 s. */
+  inactivityMs?: number;
   signal?: AbortSignal;
   /** The default branch when the caller already knows it. */
   defaultBranch?: string;
+  /** Copy only the default branch (a registration's first step: tasks at it can start). */
+  onlyDefault?: boolean;
+  /** Only these branches of the source (a task's branch the copy lacks). */
+  branches?: string[];
   /** Told the source's branches that could not be copied (their history lacks objects there). */
   onSkipped?: (summary: string, skipped: SkippedBranch[]) => void;
+  /** Called once the default branch is copied and HEAD names it, before the other branches are fetched. */
+  onDefaultBranch?: () => Promise<void>;
+  /** Told where the copy is (refs done of how many) and git's own progress of the running fetch. */
+  onProgress?: (progress: ImportProgress) => void;
 }
+
+export interface ImportProgress extends CopyProgress {
+  git?: GitProgress;
+}
+
+/** Default of `ImportOptions.inactivityMs`. */
+export const FETCH_INACTIVITY_MS = 120_000;
 
 /** Refuses a copy that lacks the default branch; tells the caller of the other skipped ones. */
 function reportSkipped(source: string, skipped: SkippedBranch[], options: ImportOptions): void {
   if (skipped.length === 0) return;
   const branch = options.defaultBranch;
   const lost = branch && skipped.find(({ ref }) => ref === `refs/heads/${branch}` || ref === `${ORIGIN_BRANCHES}${branch}`);
-  if (lost) {
-    throw new DockhandError('bad_request', `source: the default branch ${branch} of ${source} could not be copied: ${lost.reason}`, {
-      field: 'source',
-      hint: `fetch the missing objects in ${source} (git -C ${source} fetch --refetch, or clone it again without --filter/--depth) and register it again`,
-    });
-  }
+  if (lost) throw lostDefaultBranch(source, branch, lost);
   options.onSkipped?.(skippedSummary(source, skipped), skipped);
+}
+
+/** The refs of the source a copy takes first, or only (`onlyDefault`, `branches`). */
+function firstRefs(options: ImportOptions): { first: string[]; only?: string[] } {
+  const named = (branches: string[]) => branches.flatMap((branch) => [`refs/heads/${branch}`, `${ORIGIN_BRANCHES}${branch}`]);
+  const first = named([...(options.defaultBranch ? [options.defaultBranch] : []), ...(options.branches ?? [])]);
+  if (options.branches) return { first, only: first };
+  return options.onlyDefault ? { first, only: first } : { first };
 }
 
 export function localPullRequestUrl(repo: string, number: number): string {
@@ -90,6 +112,8 @@ export class LocalForge implements Forge {
   private readonly store: PullRequestStore;
   private readonly mergeIdentity: { name: string; email: string };
   private readonly now: () => Date;
+  /** Copies into one repository run one at a time (ref locks; each cleans what a killed one left). */
+  private readonly copies = new KeyedQueue();
 
   constructor(options: LocalForgeOptions) {
     this.dataDir = resolve(options.dataDir);
@@ -127,29 +151,68 @@ export class LocalForge implements Forge {
 
   /**
    * Creates the bare repository `<name>.git` and, when `from` is a repository (an absolute path on
-   * this host, or a URL `checkGitSource` allows), copies all its branches into it (forced: the
-   * forge's branches become the source's) and points HEAD at the source's default branch. Runs
-   * git through `GitChildren` (timeout, killed on abort and shutdown). Idempotent.
+   * this host, or a URL `checkGitSource` allows), copies its branches into it (forced: the forge's
+   * branches become the source's), the default branch first, and points HEAD at the source's
+   * default branch. `onlyDefault` copies that one alone (`copyBranches` skips what is already
+   * here, so a second call copies the rest, and a stopped copy continues). Idempotent.
    */
   async createRepository(name: string, from?: string, options: ImportOptions = {}): Promise<string> {
     const path = this.repositoryPath(name);
     await mkdir(this.dataDir, { recursive: true });
     const children = options.children ?? new GitChildren();
-    const run = (args: string[], what: string, cwd = path) =>
-      children.run(args, { cwd, timeoutMs: options.timeoutMs ?? 120_000, what, ...(options.signal ? { signal: options.signal } : {}) });
-    if (!existsSync(join(path, 'HEAD'))) {
-      await run(['init', '--quiet', '--bare', '--initial-branch=main', path], `creating ${name}`, this.dataDir);
+    const step: Step = {};
+    const run = this.runner(children, path, options, step);
+    return this.copies.run(path, async () => {
+      if (!existsSync(join(path, 'HEAD'))) {
+        await run(['init', '--quiet', '--bare', '--initial-branch=main', path], `creating ${name}`);
+      }
+      if (from !== undefined && resolve(from) !== path) {
+        const source = checkGitSource(from, 'source').source;
+        const branch = options.defaultBranch ?? (await sourceDefaultBranch(children, source, options).catch(() => undefined));
+        const refs = firstRefs({ ...options, ...(branch ? { defaultBranch: branch } : {}) });
+        const settle = async (skipped: SkippedBranch[]) => {
+          reportSkipped(source, skipped, { ...options, ...(branch ? { defaultBranch: branch } : {}) });
+          // A clone checked out at a commit may hold its branches only as its origin's.
+          for (const [origin, sha] of await this.originOnly(run)) await run(['update-ref', `refs/heads/${origin}`, sha, ''], `copying ${origin}`).catch(() => undefined);
+          if (branch && (await this.hasBranch(name, branch))) await this.pointHead(name, branch);
+        };
+        const afterFirst = async (skipped: SkippedBranch[]) => {
+          await settle(skipped);
+          await options.onDefaultBranch?.();
+        };
+        await settle(await this.copy(path, run, step, source, [{ from: 'refs/heads/', to: 'refs/heads/' }, { from: ORIGIN_BRANCHES, to: SOURCE_ORIGIN }], `copying the branches of ${source}`, { ...refs, afterFirst, ...progressOf(options) }));
+      }
+      return path;
+    });
+  }
+
+  /** git in the repository: fetches with the inactivity limit and progress, the rest with a total limit. */
+  private runner(children: GitChildren, path: string, options: ImportOptions, step: Step = {}): Run {
+    return (args, what, transfer = false) =>
+      children.run(args, {
+        cwd: existsSync(path) ? path : this.dataDir,
+        what,
+        ...(transfer
+          ? { inactivityMs: options.inactivityMs ?? FETCH_INACTIVITY_MS, ...(options.onProgress ? { onProgress: (git: GitProgress) => step.current && options.onProgress?.({ ...step.current, git }) } : {}) }
+          : { timeoutMs: options.timeoutMs ?? 120_000 }),
+        ...(options.signal ? { signal: options.signal } : {}),
+      });
+  }
+
+  /** `copyBranches` after removing what a killed fetch left, and again after a failed one. */
+  private async copy(path: string, run: Run, step: Step, source: string, mappings: Parameters<typeof copyBranches>[2], what: string, options: Parameters<typeof copyBranches>[4] = {}): Promise<SkippedBranch[]> {
+    await removeFetchLeftovers(path);
+    try {
+      return await copyBranches(run, source, mappings, what, {
+        ...options,
+        onProgress: (progress) => {
+          step.current = progress;
+          options.onProgress?.(progress);
+        },
+      });
+    } finally {
+      await removeFetchLeftovers(path);
     }
-    if (from !== undefined && resolve(from) !== path) {
-      const source = checkGitSource(from, 'source').source;
-      const skipped = await copyBranches(run, source, [{ from: 'refs/heads/', to: 'refs/heads/' }, { from: ORIGIN_BRANCHES, to: SOURCE_ORIGIN }], `copying the branches of ${source}`);
-      reportSkipped(source, skipped, options);
-      // A clone checked out at a commit may hold its branches only as its origin's.
-      for (const [branch, sha] of await this.originOnly(name, run)) await run(['update-ref', `refs/heads/${branch}`, sha, ''], `copying ${branch}`).catch(() => undefined);
-      const branch = options.defaultBranch ?? (await sourceDefaultBranch(children, source, options).catch(() => undefined));
-      if (branch) await this.pointHead(name, branch);
-    }
-    return path;
   }
 
   /** Points the repository's HEAD (its default branch) at `branch`, which must exist in it. */
@@ -161,7 +224,7 @@ export class LocalForge implements Forge {
   }
 
   /** Branches fetched from the source's origin (`refs/remotes/origin/*`) that the repository has no branch of. */
-  private async originOnly(repo: string, run: (args: string[], what: string) => Promise<{ stdout: Buffer }>): Promise<Map<string, string>> {
+  private async originOnly(run: Run): Promise<Map<string, string>> {
     const listing = (await run(['for-each-ref', '--format=%(refname) %(objectname)', 'refs/heads/', SOURCE_ORIGIN], 'listing branches')).stdout.toString();
     const heads = new Set<string>();
     const origin = new Map<string, string>();
@@ -184,11 +247,21 @@ export class LocalForge implements Forge {
   async refreshFrom(name: string, from: string, options: ImportOptions = {}): Promise<Map<string, string>> {
     const path = this.existingRepository(name);
     const children = options.children ?? new GitChildren();
-    const run = (args: string[], what: string) =>
-      children.run(args, { cwd: path, timeoutMs: options.timeoutMs ?? 120_000, what, ...(options.signal ? { signal: options.signal } : {}) });
+    const step: Step = {};
+    const run = this.runner(children, path, options, step);
     const source = checkGitSource(from, 'source').source;
-    const skipped = await copyBranches(run, source, [{ from: 'refs/heads/', to: 'refs/dockhand/source/' }, { from: ORIGIN_BRANCHES, to: SOURCE_ORIGIN }], `fetching ${source}`, ['--prune']);
-    reportSkipped(source, skipped, options);
+    return this.copies.run(path, async () => {
+      const afterFirst = async () => {
+        await options.onDefaultBranch?.();
+      };
+      const skipped = await this.copy(path, run, step, source, [{ from: 'refs/heads/', to: 'refs/dockhand/source/' }, { from: ORIGIN_BRANCHES, to: SOURCE_ORIGIN }], `fetching ${source}`, { ...firstRefs(options), prune: true, afterFirst, ...progressOf(options) });
+      reportSkipped(source, skipped, options);
+      return this.moveForward(name, run, options);
+    });
+  }
+
+  /** The source's branches as fetched (`refs/dockhand/source/*`), each forge branch moved forward to its. */
+  private async moveForward(name: string, run: Run, options: ImportOptions): Promise<Map<string, string>> {
     const listing = (await run(['for-each-ref', '--format=%(refname) %(objectname)', SOURCE_ORIGIN, 'refs/dockhand/source/'], 'listing branches')).stdout.toString();
     // The source's branches; where it has none of a name its origin has (a clone at a commit), the origin's.
     const branches = new Map<string, string>();
@@ -197,8 +270,9 @@ export class LocalForge implements Forge {
       if (ref.startsWith(SOURCE_ORIGIN) && ref !== `${SOURCE_ORIGIN}HEAD` && !branches.has(ref.slice(SOURCE_ORIGIN.length))) branches.set(ref.slice(SOURCE_ORIGIN.length), sha);
       else if (ref.startsWith('refs/dockhand/source/')) branches.set(ref.slice('refs/dockhand/source/'.length), sha);
     }
+    const heads = await this.branchShas(name, [...branches.keys()]);
     for (const [branch, sha] of branches) {
-      const current = await this.branchSha(name, branch);
+      const current = heads.get(branch);
       if (current === sha) continue;
       const forward = current === undefined || (await this.isAncestor(name, current, sha, options));
       if (forward) await run(['update-ref', `refs/heads/${branch}`, sha, current ?? ''], `updating ${branch}`).catch(() => undefined);
@@ -258,7 +332,7 @@ export class LocalForge implements Forge {
   private async branchShas(repo: string, branches: string[]): Promise<Map<string, string>> {
     const git = createGit(this.existingRepository(repo));
     const wanted = new Set(branches);
-    const listing = await tryRaw(git, ['for-each-ref', '--format=%(objecttype) %(objectname) %(refname)', ...[...wanted].map((branch) => `refs/heads/${branch}`)]);
+    const listing = await tryRaw(git, ['for-each-ref', '--format=%(objecttype) %(objectname) %(refname)', ...(wanted.size > 100 ? ['refs/heads/'] : [...wanted].map((branch) => `refs/heads/${branch}`))]);
     const found = new Map<string, string>();
     for (const line of (listing ?? '').split('\n')) {
       const [type, sha, ref] = line.split(' ');
@@ -433,4 +507,13 @@ export class LocalForge implements Forge {
     await rename(temporary, path);
     return { ...entry, url: `dockhand-local://${name}/issues/${number}` };
   }
+}
+
+/** The step a copy is at, for git's progress lines (which do not know it). */
+interface Step {
+  current?: CopyProgress;
+}
+
+function progressOf(options: ImportOptions): { onProgress?: (progress: CopyProgress) => void } {
+  return options.onProgress ? { onProgress: options.onProgress } : {};
 }

@@ -14,7 +14,7 @@ const ADMIN = { name: 'root', role: 'admin' as const, createdAt: '' };
 const gitEnv = { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' };
 const git = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd, env: gitEnv, encoding: 'utf8' }).trim();
 
-describe('registration refuses the local forge\u2019s own repositories as sources', () => {
+describe('registration refuses the local forge\u2019s own repositories as sources', { timeout: 60_000 }, () => {
   const closers: Array<() => void> = [];
   afterEach(() => {
     for (const close of closers.splice(0)) close();

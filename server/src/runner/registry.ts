@@ -1,8 +1,9 @@
 import { realpath } from 'node:fs/promises';
-import { basename, dirname, isAbsolute, relative } from 'node:path';
-import { RepoName, type RegisterRepoRequest, type RepoContext, type RepoRegistration } from '@dockhand/protocol';
+import { basename, dirname, isAbsolute, join, relative } from 'node:path';
+import { existsSync } from 'node:fs';
+import { RepoName, type RegisterRepoRequest, type RegistrationStatus, type RepoContext, type RepoRegistration } from '@dockhand/protocol';
 import { DockhandError } from '../errors';
-import { LocalForge } from '../forge/local-forge';
+import { FETCH_INACTIVITY_MS, LocalForge, type ImportProgress } from '../forge/local-forge';
 import { sourceDefaultBranch } from '../forge/source-branch';
 import { checkGitSource, GitCommandError } from '../git-child';
 import type { RepoMirror } from '../sandbox/mirror';
@@ -29,8 +30,10 @@ export interface RegistryOptions {
   mirror: RepoMirror;
   /** The local forge, when it is the forge (registrations then get a bare repository in it). */
   localForge?: LocalForge;
-  /** Timeout of each git call to a source at registration and submission (default 60 s). */
+  /** Total limit of each short git call to a source (ls-remote; default 60 s). */
   timeoutMs?: number;
+  /** A fetch from a source is stopped after this long without progress (default 120 s), never at a total time. */
+  inactivityMs?: number;
   /** Where a registration's skipped branches (history incomplete at the source) are said. */
   logger?: Logger;
 }
@@ -81,7 +84,16 @@ async function refuseForgeCopy(source: string, forgeRoot: string): Promise<void>
   }
 }
 
+/** A registration running (or run) on this server: its status, and its end. */
+export interface RegistrationJob {
+  status: RegistrationStatus;
+  finished: Promise<{ registration: RepoRegistration; created: boolean }>;
+}
+
 export class RepoRegistry {
+  /** The last registration of each name on this server (a status a client polls). */
+  private readonly jobs = new Map<string, RegistrationJob>();
+
   constructor(private readonly options: RegistryOptions) {}
 
   /** The registration a client's value names: its name, its source or its local-forge copy. */
@@ -93,7 +105,23 @@ export class RepoRegistry {
       comparable(registration.source) === wanted || (registration.mirrorSource !== undefined && comparable(registration.mirrorSource) === wanted));
   }
 
+  /**
+   * Registers and copies (see `start`), answering once every branch is copied or the copy failed:
+   * the synchronous `POST /v1/repos`, and the server's own callers.
+   */
   async register(request: RegisterRepoRequest, by: User): Promise<{ registration: RepoRegistration; created: boolean }> {
+    return (await this.start(request, by)).finished;
+  }
+
+  /**
+   * Checks the request (source form, name, the source's default branch: a bad source is refused
+   * here, before anything runs) and starts the copy in the background, on the server, not bound
+   * to the HTTP request: the default branch first (then the registration is stored and tasks at it
+   * can start), then the other branches in batches (`forge/branch-copy.ts`). A registration of the
+   * same name already running is joined, not started twice. Nothing here waits on another
+   * repository: each copy has its own queue and git children.
+   */
+  async start(request: RegisterRepoRequest, by: User): Promise<RegistrationJob> {
     const { store, localForge } = this.options;
     const checked = checkGitSource(request.source, 'source');
     const source = checked.source;
@@ -108,36 +136,92 @@ export class RepoRegistry {
         hint: `pick another name, or remove it first: dockhand repo remove ${request.name}`,
       });
     }
-    const onSkipped = (summary: string) => this.options.logger?.warn({ repo: request.name }, `repo add ${request.name}: ${summary}`);
-    const git = { children: this.options.mirror.children, timeoutMs: this.options.timeoutMs ?? 60_000, onSkipped };
+    const running = this.jobs.get(request.name);
+    if (running?.status.state === 'running' && running.status.source === source) return running;
     let defaultBranch: string;
     try {
-      defaultBranch = await sourceDefaultBranch(git.children, source, { ...git, ...(existing ? { known: existing.defaultBranch } : {}) });
+      defaultBranch = await sourceDefaultBranch(this.options.mirror.children, source, { timeoutMs: this.shortLimit(), ...(existing ? { known: existing.defaultBranch } : {}) });
     } catch (error) {
       throw this.sourceFailure(source, error);
     }
-    let mirrorSource: string | undefined;
-    if (localForge) {
-      try {
-        if (existing) await localForge.refreshFrom(request.name, source, git).catch(async () => localForge.createRepository(request.name, source, { ...git, defaultBranch }));
-        else await localForge.createRepository(request.name, source, { ...git, defaultBranch });
-        await localForge.pointHead(request.name, defaultBranch);
-      } catch (error) {
-        throw this.sourceFailure(source, error);
-      }
-      mirrorSource = localForge.repositoryPath(request.name);
+    const status: RegistrationStatus = { name: request.name, source, state: 'running', stage: 'default-branch', refsDone: 0, refsTotal: 0, startedAt: new Date().toISOString(), created: !existing };
+    const finished = this.copy(request, by, { source, defaultBranch, existing, status }).then(
+      (result) => {
+        Object.assign(status, { state: 'done', stage: 'done', finishedAt: new Date().toISOString() });
+        delete status.git;
+        delete status.current;
+        return result;
+      },
+      (error: unknown) => {
+        const failure = this.sourceFailure(source, error);
+        Object.assign(status, { state: 'failed', finishedAt: new Date().toISOString(), error: { code: failure.code, message: failure.message, ...(failure.hint ? { hint: failure.hint } : {}), ...(failure.field ? { field: failure.field } : {}) } });
+        throw failure;
+      },
+    );
+    // A background registration nobody awaits must not become an unhandled rejection.
+    finished.catch(() => undefined);
+    const job = { status, finished };
+    this.jobs.set(request.name, job);
+    return job;
+  }
+
+  /** The last registration of `name` this server ran (running, done or failed). */
+  registrationStatus(name: string): RegistrationStatus | undefined {
+    return this.jobs.get(name)?.status;
+  }
+
+  private async copy(
+    request: RegisterRepoRequest,
+    by: User,
+    job: { source: string; defaultBranch: string; existing: RepoRegistration | undefined; status: RegistrationStatus },
+  ): Promise<{ registration: RepoRegistration; created: boolean }> {
+    const { store, localForge } = this.options;
+    const { source, defaultBranch, existing, status } = job;
+    const onSkipped = (summary: string) => {
+      status.skipped = summary;
+      this.options.logger?.warn({ repo: request.name }, `repo add ${request.name}: ${summary}`);
+    };
+    const onProgress = (progress: ImportProgress) => {
+      status.refsDone = progress.refsDone;
+      status.refsTotal = progress.refsTotal;
+      if (progress.current) status.current = progress.current;
+      if (progress.git) status.git = progress.git;
+      else delete status.git;
+    };
+    const git = { children: this.options.mirror.children, timeoutMs: this.shortLimit(), inactivityMs: this.options.inactivityMs ?? FETCH_INACTIVITY_MS, defaultBranch, onSkipped, onProgress };
+    const store_ = async (mirrorSource: string | undefined) =>
+      store.putRepo({
+        name: request.name,
+        source,
+        ...(mirrorSource && mirrorSource !== source ? { mirrorSource } : {}),
+        defaultBranch,
+        owners: request.owners ?? existing?.owners ?? [],
+        submitters: request.submitters ?? existing?.submitters ?? [],
+        createdAt: existing?.createdAt ?? new Date().toISOString(),
+        createdBy: existing?.createdBy ?? by.name,
+      });
+    if (!localForge) {
+      const registration = await store_(undefined);
+      status.registration = registration;
+      return { registration, created: !existing };
     }
-    const registration = await store.putRepo({
-      name: request.name,
-      source,
-      ...(mirrorSource && mirrorSource !== source ? { mirrorSource } : {}),
-      defaultBranch,
-      owners: request.owners ?? existing?.owners ?? [],
-      submitters: request.submitters ?? existing?.submitters ?? [],
-      createdAt: existing?.createdAt ?? new Date().toISOString(),
-      createdBy: existing?.createdBy ?? by.name,
-    });
-    return { registration, created: !existing };
+    const copied = existsSync(join(localForge.repositoryPath(request.name), 'HEAD'));
+    // The default branch first: once it is in, the registration is stored and tasks at it can
+    // start; every other branch follows in batches (what is already here at the source's commit is skipped).
+    const onDefaultBranch = async () => {
+      await localForge.pointHead(request.name, defaultBranch);
+      status.registration = await store_(localForge.repositoryPath(request.name));
+      status.stage = 'branches';
+    };
+    if (existing && copied) await localForge.refreshFrom(request.name, source, { ...git, onDefaultBranch });
+    else await localForge.createRepository(request.name, source, { ...git, onDefaultBranch });
+    await localForge.pointHead(request.name, defaultBranch);
+    if (!status.registration) status.registration = await store_(localForge.repositoryPath(request.name));
+    return { registration: status.registration, created: !existing };
+  }
+
+  private shortLimit(): number {
+    return this.options.timeoutMs ?? 60_000;
   }
 
   /**
@@ -150,21 +234,40 @@ export class RepoRegistry {
     // A repository one may not submit to is one one may not see: the same 404 as an unregistered
     // one, naming no owner (issue 31; the rule is in api/README.md).
     if (!maySubmit(registration, user)) throw this.unregistered(context.repo);
-    await this.ensureCommit(registration, context.baseSha, options);
+    await this.ensureCommit(registration, context.baseSha, { ...options, ...(context.branch ? { branch: context.branch } : {}) });
     return registration;
   }
 
-  /** The commit in the mirror, fetched from the registered source when missing. */
-  async ensureCommit(registration: RepoRegistration, sha: string, options: { signal?: AbortSignal } = {}): Promise<void> {
+  /**
+   * The commit in the mirror, fetched from the registered source when missing. With the local
+   * forge, a branch the task names that the copy lacks (made at the source after the registration)
+   * is fetched first, alone: the PR's base is that branch when the forge has it. Not while the
+   * registration still copies: copies of one repository run one at a time, so that fetch would wait
+   * for the whole copy. A commit still missing is looked for on the default branch, then on every branch.
+   */
+  async ensureCommit(registration: RepoRegistration, sha: string, options: { signal?: AbortSignal; branch?: string } = {}): Promise<void> {
     const { mirror, localForge } = this.options;
-    const ensure = () => mirror.ensure(registration.name, sha, { timeoutMs: this.options.timeoutMs ?? 60_000, ...(options.signal ? { signal: options.signal } : {}) });
+    const ensure = () => mirror.ensure(registration.name, sha, { timeoutMs: this.shortLimit(), ...(options.signal ? { signal: options.signal } : {}) });
+    const git = { children: mirror.children, timeoutMs: this.shortLimit(), inactivityMs: this.options.inactivityMs ?? FETCH_INACTIVITY_MS, ...(options.signal ? { signal: options.signal } : {}) };
+    const copying = this.jobs.get(registration.name)?.status.state === 'running';
     try {
+      if (localForge && registration.mirrorSource && options.branch && !copying && !(await localForge.hasBranch(registration.name, options.branch).catch(() => true))) {
+        // Only a branch the source has: a task may name a branch of its own that exists nowhere yet.
+        await localForge.refreshFrom(registration.name, registration.source, { ...git, branches: [options.branch] }).catch(() => undefined);
+      }
       try {
         await ensure();
       } catch (error) {
         // A commit made after the registration: the forge's copy learns it from the source first.
         if (!(error instanceof DockhandError && error.code === 'not_found') || !localForge || !registration.mirrorSource) throw error;
-        await localForge.refreshFrom(registration.name, registration.source, { children: mirror.children, timeoutMs: this.options.timeoutMs ?? 60_000 });
+        const named = [...new Set([registration.defaultBranch, ...(options.branch ? [options.branch] : [])])];
+        await localForge.refreshFrom(registration.name, registration.source, { ...git, branches: named });
+        if (!(await mirror.holds(registration.name, sha).catch(() => false))) {
+          await ensure().catch(async (again: unknown) => {
+            if (!(again instanceof DockhandError && again.code === 'not_found')) throw again;
+            await localForge.refreshFrom(registration.name, registration.source, git);
+          });
+        }
         await ensure();
       }
     } catch (error) {
@@ -189,13 +292,14 @@ export class RepoRegistry {
    */
   async sourceHead(registration: RepoRegistration, options: { signal?: AbortSignal } = {}): Promise<{ sha: string; branch: string; source: string }> {
     const { mirror, localForge } = this.options;
-    const git = { children: mirror.children, timeoutMs: this.options.timeoutMs ?? 60_000, ...(options.signal ? { signal: options.signal } : {}) };
+    const git = { children: mirror.children, timeoutMs: this.shortLimit(), ...(options.signal ? { signal: options.signal } : {}) };
     try {
       const branch = await sourceDefaultBranch(mirror.children, registration.source, { ...git, known: registration.defaultBranch });
       if (!localForge || !registration.mirrorSource) {
         return { sha: await mirror.branchHead(registration.name, branch, git), branch, source: registration.source };
       }
-      const sourceSha = (await localForge.refreshFrom(registration.name, registration.source, git)).get(branch);
+      // The default branch alone: a monorepo's thousands of other branches are not fetched for it.
+      const sourceSha = (await localForge.refreshFrom(registration.name, registration.source, { ...git, inactivityMs: this.options.inactivityMs ?? FETCH_INACTIVITY_MS, branches: [branch] })).get(branch);
       if (!sourceSha) throw new DockhandError('not_found', `branch ${branch} is not in ${registration.source}`, { field: 'branch', hint: 'pass a commit SHA instead (--sha)' });
       // Where the copy's branch is ahead of the source's (PRs merged on the forge on top of it), its
       // head is the branch's newest state; where it went another way, the source's head is checked.

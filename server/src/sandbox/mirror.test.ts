@@ -32,7 +32,7 @@ beforeAll(() => {
 
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-describe('RepoMirror.showMany', () => {
+describe('RepoMirror.showMany', { timeout: 60_000 }, () => {
   it('reads several files of a commit in one git process: present, missing, binary, empty, a directory', async () => {
     const mirror = new RepoMirror(join(root, 'data'));
     const path = await mirror.ensure(source, sha);
@@ -52,7 +52,7 @@ describe('RepoMirror.showMany', () => {
   });
 });
 
-describe('RepoMirror.filesIn', () => {
+describe('RepoMirror.filesIn', { timeout: 60_000 }, () => {
   it('lists the files directly in a directory at a commit (not its subdirectories), none for a missing one', async () => {
     const mirror = new RepoMirror(join(root, 'data'));
     const path = await mirror.ensure(source, sha);
@@ -63,7 +63,7 @@ describe('RepoMirror.filesIn', () => {
   });
 });
 
-describe('RepoMirror updates', () => {
+describe('RepoMirror updates', { timeout: 60_000 }, () => {
   it('serves concurrent callers of one mirror that lacks their commit: every ensure and branchHead succeeds, no fetch trips over another', async () => {
     const upstream = join(root, 'busy-source');
     const git = (...args: string[]) => execFileSync('git', args, { cwd: upstream, encoding: 'utf8' }).trim();
@@ -98,7 +98,7 @@ describe('RepoMirror updates', () => {
   });
 });
 
-describe('RepoMirror fetches and bundles', () => {
+describe('RepoMirror fetches and bundles', { timeout: 60_000 }, () => {
   it("leaves the refs of bundles being made alone when a fetch prunes what the source lacks", async () => {
     const mirror = new RepoMirror(join(root, 'bundle-data'));
     const path = await mirror.ensure(source, sha);

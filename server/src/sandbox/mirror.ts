@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto';
-import { mkdir, mkdtemp, readFile, rename, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { DockhandError } from '../errors';
 import { KeyedQueue } from '../keyed-queue';
-import { checkGitSource, GitChildren, GitCommandError } from '../git-child';
+import { checkGitSource, GitChildren, GitCommandError, removeFetchLeftovers } from '../git-child';
 
 /**
  * Server-side bare mirrors of the repositories tasks work on, under `<dataDir>/mirrors/<hash>.git`.
@@ -16,20 +16,25 @@ import { checkGitSource, GitChildren, GitCommandError } from '../git-child';
  * `repo` is a registered repository's name: the mirror is made from that registration's source
  * (`sources`), never from a string a user typed in a task. Without `sources` (the sandbox layer's
  * own tests) `repo` is the source itself. Either way the source passes `checkGitSource` first, and
- * every git child has a timeout, dies with the caller's signal and with `close()` (git-child.ts).
+ * every git child has a limit (clones and fetches: no progress for `fetchInactivityMs`; the rest a
+ * total time), dies with the caller's signal and with `close()` (git-child.ts). A killed fetch's
+ * temporary pack is removed before the next one, a killed clone's directory at once.
  */
 export type RepoSources = (repo: string) => string | Promise<string>;
 
 export interface RepoMirrorOptions {
   sources?: RepoSources;
-  /** Timeout of one clone or fetch from a source (default 120 s). */
-  fetchTimeoutMs?: number;
+  /** A clone or fetch from a source is stopped after this long without progress (default 120 s), never at a total time. */
+  fetchInactivityMs?: number;
 }
 
 export interface EnsureOptions {
   signal?: AbortSignal;
+  /** Total limit of a short call to the source (ls-remote); clones and fetches have the inactivity limit. */
   timeoutMs?: number;
 }
+
+const FETCH_INACTIVITY_MS = 120_000;
 
 const LOCAL_TIMEOUT_MS = 60_000;
 
@@ -201,17 +206,27 @@ export class RepoMirror {
     const run = (args: string[], cwd: string | undefined, what: string) =>
       this.children.run(args, {
         ...(cwd ? { cwd } : {}),
-        timeoutMs: options.timeoutMs ?? this.options.fetchTimeoutMs ?? 120_000,
+        timeoutMs: options.timeoutMs ?? 60_000,
+        ...(options.signal ? { signal: options.signal } : {}),
+        what,
+      });
+    // Clones and fetches: stopped when nothing moves for the limit, never for being long (--progress prints while it moves).
+    const transfer = (args: string[], cwd: string | undefined, what: string) =>
+      this.children.run([args[0] ?? '', '--progress', ...args.slice(1).filter((arg) => arg !== '--quiet')], {
+        ...(cwd ? { cwd } : {}),
+        inactivityMs: this.options.fetchInactivityMs ?? FETCH_INACTIVITY_MS,
         ...(options.signal ? { signal: options.signal } : {}),
         what,
       });
     await mkdir(join(this.dataDir, 'mirrors'), { recursive: true });
+    // What a killed clone or fetch of this mirror left (this queue is its one writer).
+    await this.removeLeftovers(path);
     try {
       if (!existsSync(join(path, 'HEAD'))) {
-        // Into a temporary name first: a clone cut short (timeout, cancel) leaves no half mirror.
+        // Into a temporary name first: a clone cut short (no progress, cancel) leaves no half mirror.
         const partial = `${path}.partial-${process.pid}-${Date.now()}`;
         try {
-          await run(['clone', '--mirror', '--quiet', '--', source, partial], undefined, `mirroring ${repo}`);
+          await transfer(['clone', '--mirror', '--quiet', '--', source, partial], undefined, `mirroring ${repo}`);
           await rm(path, { recursive: true, force: true });
           await rename(partial, path);
         } finally {
@@ -220,12 +235,16 @@ export class RepoMirror {
       } else {
         // Not refs/dockhand/*: the refs of bundles being made from this mirror right now, which a
         // prune of everything the source lacks would delete under them.
-        await run(['fetch', '--prune', '--quiet', 'origin', '+refs/*:refs/*', '^refs/dockhand/*'], path, `fetching ${repo}`);
+        try {
+          await transfer(['fetch', '--prune', '--quiet', 'origin', '+refs/*:refs/*', '^refs/dockhand/*'], path, `fetching ${repo}`);
+        } finally {
+          await removeFetchLeftovers(path);
+        }
         await this.refreshHead(path, source, run);
       }
       if (sha !== undefined && !(await this.has(path, sha))) {
         // Not on any branch: some forges serve unadvertised commits by SHA.
-        await run(['fetch', '--quiet', 'origin', sha], path, `fetching ${sha} of ${repo}`).catch(() => undefined);
+        await transfer(['fetch', '--quiet', 'origin', sha], path, `fetching ${sha} of ${repo}`).catch(() => undefined);
       }
     } catch (error) {
       if (error instanceof GitCommandError) {
@@ -242,6 +261,15 @@ export class RepoMirror {
       });
     }
     return path;
+  }
+
+  /** A fetch's temporary packs and stale locks, and clones into `<hash>.git.partial-*` a killed process left. */
+  private async removeLeftovers(path: string): Promise<void> {
+    if (existsSync(path)) await removeFetchLeftovers(path);
+    const dir = dirname(path);
+    for (const name of await readdir(dir).catch(() => [])) {
+      if (name.startsWith(`${basename(path)}.partial-`)) await rm(join(dir, name), { recursive: true, force: true });
+    }
   }
 
   /** The source's default branch may have changed: the mirror's HEAD follows it. */
