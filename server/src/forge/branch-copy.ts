@@ -45,6 +45,10 @@ export interface CopyProgress {
 export type Run = (args: string[], what: string, transfer?: boolean) => Promise<{ stdout: Buffer }>;
 
 export interface CopyOptions {
+  /** The source's `ls-remote` output when the caller has just read it (one call fewer). */
+  listing?: string;
+  /** The repository has no ref yet (just made): nothing to compare with. */
+  empty?: boolean;
   /** Refs at the source (e.g. `refs/heads/main`) copied first, each in its own fetch. */
   first?: string[];
   /** Only these refs at the source (a task's branch); default every ref under the mappings. */
@@ -67,7 +71,7 @@ export const BATCH_SIZE = 500;
  * and the no-progress error of a stalled fetch.
  */
 export async function copyBranches(run: Run, source: string, mappings: BranchMapping[], what: string, options: CopyOptions = {}): Promise<SkippedBranch[]> {
-  const listing = (await run(['ls-remote', '--', source, ...mappings.map(({ from }) => `${from}*`)], `listing the branches of ${source}`)).stdout.toString();
+  const listing = options.listing ?? (await run(['ls-remote', '--', source, ...mappings.map(({ from }) => `${from}*`)], `listing the branches of ${source}`)).stdout.toString();
   const wanted = new Map<string, { target: string; sha: string }>();
   for (const line of listing.split('\n')) {
     const [sha = '', ref = ''] = line.split('\t');
@@ -76,7 +80,7 @@ export async function copyBranches(run: Run, source: string, mappings: BranchMap
     const mapping = mappings.find(({ from }) => ref.startsWith(from));
     if (mapping && !wanted.has(ref)) wanted.set(ref, { target: `${mapping.to}${ref.slice(mapping.from.length)}`, sha });
   }
-  const here = await localRefs(run, mappings.map(({ to }) => to));
+  const here = options.empty ? new Map<string, string>() : await localRefs(run, mappings.map(({ to }) => to));
   if (options.prune && !options.only) await pruneGone(run, here, new Set([...wanted.values()].map(({ target }) => target)), mappings);
   // A ref already at the source's commit is done (a copy stopped before, or a refresh with nothing new).
   const todo = [...wanted].filter(([, { target, sha }]) => here.get(target) !== sha).map(([ref]) => ref);

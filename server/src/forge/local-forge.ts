@@ -72,6 +72,8 @@ export interface ImportOptions {
   branches?: string[];
   /** Told the source's branches that could not be copied (their history lacks objects there). */
   onSkipped?: (summary: string, skipped: SkippedBranch[]) => void;
+  /** The source's `ls-remote --symref` output, when the caller has just read it. */
+  sourceListing?: string;
   /** Called once the default branch is copied and HEAD names it, before the other branches are fetched. */
   onDefaultBranch?: () => Promise<void>;
   /** Told where the copy is (refs done of how many) and git's own progress of the running fetch. */
@@ -163,24 +165,27 @@ export class LocalForge implements Forge {
     const step: Step = {};
     const run = this.runner(children, path, options, step);
     return this.copies.run(path, async () => {
-      if (!existsSync(join(path, 'HEAD'))) {
-        await run(['init', '--quiet', '--bare', '--initial-branch=main', path], `creating ${name}`);
-      }
+      const empty = !existsSync(join(path, 'HEAD'));
+      if (empty) await run(['init', '--quiet', '--bare', '--initial-branch=main', path], `creating ${name}`);
       if (from !== undefined && resolve(from) !== path) {
         const source = checkGitSource(from, 'source').source;
         const branch = options.defaultBranch ?? (await sourceDefaultBranch(children, source, options).catch(() => undefined));
         const refs = firstRefs({ ...options, ...(branch ? { defaultBranch: branch } : {}) });
+        let pointed = false;
         const settle = async (skipped: SkippedBranch[]) => {
           reportSkipped(source, skipped, { ...options, ...(branch ? { defaultBranch: branch } : {}) });
           // A clone checked out at a commit may hold its branches only as its origin's.
           for (const [origin, sha] of await this.originOnly(run)) await run(['update-ref', `refs/heads/${origin}`, sha, ''], `copying ${origin}`).catch(() => undefined);
-          if (branch && (await this.hasBranch(name, branch))) await this.pointHead(name, branch);
+          if (branch && !pointed && (await this.hasBranch(name, branch))) {
+            await run(['symbolic-ref', 'HEAD', `refs/heads/${branch}`], 'setting the default branch');
+            pointed = true;
+          }
         };
         const afterFirst = async (skipped: SkippedBranch[]) => {
           await settle(skipped);
           await options.onDefaultBranch?.();
         };
-        await settle(await this.copy(path, run, step, source, [{ from: 'refs/heads/', to: 'refs/heads/' }, { from: ORIGIN_BRANCHES, to: SOURCE_ORIGIN }], `copying the branches of ${source}`, { ...refs, afterFirst, ...progressOf(options) }));
+        await settle(await this.copy(path, run, step, source, [{ from: 'refs/heads/', to: 'refs/heads/' }, { from: ORIGIN_BRANCHES, to: SOURCE_ORIGIN }], `copying the branches of ${source}`, { ...refs, afterFirst, empty, ...(options.sourceListing ? { listing: options.sourceListing } : {}), ...progressOf(options) }));
       }
       return path;
     });
@@ -254,7 +259,7 @@ export class LocalForge implements Forge {
       const afterFirst = async () => {
         await options.onDefaultBranch?.();
       };
-      const skipped = await this.copy(path, run, step, source, [{ from: 'refs/heads/', to: 'refs/dockhand/source/' }, { from: ORIGIN_BRANCHES, to: SOURCE_ORIGIN }], `fetching ${source}`, { ...firstRefs(options), prune: true, afterFirst, ...progressOf(options) });
+      const skipped = await this.copy(path, run, step, source, [{ from: 'refs/heads/', to: 'refs/dockhand/source/' }, { from: ORIGIN_BRANCHES, to: SOURCE_ORIGIN }], `fetching ${source}`, { ...firstRefs(options), prune: true, afterFirst, ...(options.sourceListing ? { listing: options.sourceListing } : {}), ...progressOf(options) });
       reportSkipped(source, skipped, options);
       return this.moveForward(name, run, options);
     });

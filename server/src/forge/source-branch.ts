@@ -77,11 +77,20 @@ export async function sourceDefaultBranch(
   source: string,
   options: Pick<GitRunOptions, 'timeoutMs' | 'signal'> & { known?: string } = {},
 ): Promise<string> {
+  return (await readSourceRefs(children, source, options)).branch;
+}
+
+/** `sourceDefaultBranch` with the listing it read (a copy of the branches needs the same one). */
+export async function readSourceRefs(
+  children: GitChildren,
+  source: string,
+  options: Pick<GitRunOptions, 'timeoutMs' | 'signal'> & { known?: string } = {},
+): Promise<{ branch: string; listing: string }> {
   const checked = checkGitSource(source, 'source').source;
-  const listing = await children.run(['ls-remote', '--symref', '--', checked, 'HEAD', 'refs/heads/*', `${ORIGIN_BRANCHES}*`], {
+  const listing = (await children.run(['ls-remote', '--symref', '--', checked, 'HEAD', 'refs/heads/*', `${ORIGIN_BRANCHES}*`], {
     timeoutMs: options.timeoutMs ?? 60_000,
     what: `reading the branches of ${source}`,
     ...(options.signal ? { signal: options.signal } : {}),
-  });
-  return defaultBranchOf(parseSourceRefs(listing.stdout.toString()), source, options.known);
+  })).stdout.toString();
+  return { branch: defaultBranchOf(parseSourceRefs(listing), source, options.known), listing };
 }

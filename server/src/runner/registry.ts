@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import { RepoName, type RegisterRepoRequest, type RegistrationStatus, type RepoContext, type RepoRegistration } from '@dockhand/protocol';
 import { DockhandError } from '../errors';
 import { FETCH_INACTIVITY_MS, LocalForge, type ImportProgress } from '../forge/local-forge';
-import { sourceDefaultBranch } from '../forge/source-branch';
+import { readSourceRefs, sourceDefaultBranch } from '../forge/source-branch';
 import { checkGitSource, GitCommandError } from '../git-child';
 import type { RepoMirror } from '../sandbox/mirror';
 import type { Logger } from '../log';
@@ -139,13 +139,14 @@ export class RepoRegistry {
     const running = this.jobs.get(request.name);
     if (running?.status.state === 'running' && running.status.source === source) return running;
     let defaultBranch: string;
+    let listing: string;
     try {
-      defaultBranch = await sourceDefaultBranch(this.options.mirror.children, source, { timeoutMs: this.shortLimit(), ...(existing ? { known: existing.defaultBranch } : {}) });
+      ({ branch: defaultBranch, listing } = await readSourceRefs(this.options.mirror.children, source, { timeoutMs: this.shortLimit(), ...(existing ? { known: existing.defaultBranch } : {}) }));
     } catch (error) {
       throw this.sourceFailure(source, error);
     }
     const status: RegistrationStatus = { name: request.name, source, state: 'running', stage: 'default-branch', refsDone: 0, refsTotal: 0, startedAt: new Date().toISOString(), created: !existing };
-    const finished = this.copy(request, by, { source, defaultBranch, existing, status }).then(
+    const finished = this.copy(request, by, { source, defaultBranch, listing, existing, status }).then(
       (result) => {
         Object.assign(status, { state: 'done', stage: 'done', finishedAt: new Date().toISOString() });
         delete status.git;
@@ -173,10 +174,10 @@ export class RepoRegistry {
   private async copy(
     request: RegisterRepoRequest,
     by: User,
-    job: { source: string; defaultBranch: string; existing: RepoRegistration | undefined; status: RegistrationStatus },
+    job: { source: string; defaultBranch: string; listing: string; existing: RepoRegistration | undefined; status: RegistrationStatus },
   ): Promise<{ registration: RepoRegistration; created: boolean }> {
     const { store, localForge } = this.options;
-    const { source, defaultBranch, existing, status } = job;
+    const { source, defaultBranch, listing, existing, status } = job;
     const onSkipped = (summary: string) => {
       status.skipped = summary;
       this.options.logger?.warn({ repo: request.name }, `repo add ${request.name}: ${summary}`);
@@ -208,14 +209,16 @@ export class RepoRegistry {
     const copied = existsSync(join(localForge.repositoryPath(request.name), 'HEAD'));
     // The default branch first: once it is in, the registration is stored and tasks at it can
     // start; every other branch follows in batches (what is already here at the source's commit is skipped).
+    const refresh = existing !== undefined && copied;
     const onDefaultBranch = async () => {
-      await localForge.pointHead(request.name, defaultBranch);
+      // A new copy's HEAD already names it; a refreshed one's branches have only been fetched.
+      if (refresh) await localForge.pointHead(request.name, defaultBranch);
       status.registration = await store_(localForge.repositoryPath(request.name));
       status.stage = 'branches';
     };
-    if (existing && copied) await localForge.refreshFrom(request.name, source, { ...git, onDefaultBranch });
-    else await localForge.createRepository(request.name, source, { ...git, onDefaultBranch });
-    await localForge.pointHead(request.name, defaultBranch);
+    if (refresh) await localForge.refreshFrom(request.name, source, { ...git, onDefaultBranch, sourceListing: listing });
+    else await localForge.createRepository(request.name, source, { ...git, onDefaultBranch, sourceListing: listing });
+    if (refresh || !(await localForge.hasBranch(request.name, defaultBranch))) await localForge.pointHead(request.name, defaultBranch);
     if (!status.registration) status.registration = await store_(localForge.repositoryPath(request.name));
     return { registration: status.registration, created: !existing };
   }
