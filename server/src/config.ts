@@ -137,8 +137,13 @@ export const Config = z.object({
        * memory, less 1 GiB, still fits one more (and never past `concurrency`). Unset: no memory limit.
        */
       taskMemoryMiB: intFromString.min(16).max(1_048_576).optional(),
+      /**
+       * A fetch or clone from a repository's source (registration, mirrors) is stopped after this
+       * long without progress, never for its total time (`git-child.ts`).
+       */
+      fetchInactivitySeconds: intFromString.min(1).max(86_400).default(120),
     })
-    .default({ concurrency: 2, leaseSeconds: 30, pollMs: 500, outcomePollSeconds: 60, drainSeconds: 30 }),
+    .default({ concurrency: 2, leaseSeconds: 30, pollMs: 500, outcomePollSeconds: 60, drainSeconds: 30, fetchInactivitySeconds: 120 }),
   /**
    * The fleet's model rate budget (`dockhand serve --model-tpm/--model-rpm`): input tokens and
    * requests per sliding minute for the whole fleet, shared through the Postgres store. Set it a
@@ -216,6 +221,7 @@ export const ENV_KEYS: Record<string, string> = {
   DOCKHAND_OUTCOME_POLL_SECONDS: 'scheduler.outcomePollSeconds',
   DOCKHAND_DRAIN_SECONDS: 'scheduler.drainSeconds',
   DOCKHAND_TASK_MEMORY_MIB: 'scheduler.taskMemoryMiB',
+  DOCKHAND_FETCH_INACTIVITY_SECONDS: 'scheduler.fetchInactivitySeconds',
   DOCKHAND_RATE_LIMIT_PER_MINUTE: 'rateLimit.perMinute',
   DOCKHAND_MODEL_BUDGET_TPM: 'modelBudget.inputTokensPerMinute',
   DOCKHAND_MODEL_BUDGET_RPM: 'modelBudget.requestsPerMinute',

@@ -124,7 +124,7 @@ export async function modelForTask(config: Config, task: Pick<Task, 'priority'>,
 
 /** The mirror of registered repositories: a task's `repo` is a registered name, never a path or URL. */
 export function registeredMirror(config: Config, store: SqliteStore | PostgresStore): RepoMirror {
-  return new RepoMirror(config.dataDir, { sources: registeredSource(store) });
+  return new RepoMirror(config.dataDir, { sources: registeredSource(store), fetchInactivityMs: config.scheduler.fetchInactivitySeconds * 1000 });
 }
 
 export async function createFleet(config: Config, parts: FleetParts): Promise<Fleet> {
@@ -144,7 +144,7 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
   const forge: Forge = parts.forge ?? namedForge ?? localForge ?? new LocalForge({ dataDir: forgeDir, store: store.pullRequests });
   // A task names a registered repository: the local forge's repository of that name, or its mirror.
   const repoPath = (repo: string) => (repo.startsWith('/') ? repo : localForge ? localForge.repositoryPath(repo) : mirror.pathFor(repo));
-  const registry = new RepoRegistry({ store, mirror, ...(localForge ? { localForge } : {}), ...(parts.repoTimeoutMs ? { timeoutMs: parts.repoTimeoutMs } : {}), ...(parts.logger ? { logger: parts.logger } : {}) });
+  const registry = new RepoRegistry({ store, mirror, ...(localForge ? { localForge } : {}), ...(parts.repoTimeoutMs ? { timeoutMs: parts.repoTimeoutMs } : {}), inactivityMs: config.scheduler.fetchInactivitySeconds * 1000, ...(parts.logger ? { logger: parts.logger } : {}) });
   // The local forge's PR comments, reviews and checks (issue 26).
   const pullRequestThreads = localForge ? localThreads({ forge: localForge, store, known }) : undefined;
   // A GitHub forge's PR threads: what its webhooks (and polls) deliver, recorded in the same store.
