@@ -8,6 +8,7 @@ import { createRepoOfFiles } from '../../../test/support/fixture-repo';
 import { HostSandbox } from '../sandbox/testing/host-sandbox';
 import { SmartFeedbackEngine } from './engine';
 import { parseTestOutput } from './runners';
+import { parseFlatTap } from './tap';
 
 /*
  * ava's TAP on ava's real output (ava 6 from npm, in the cache .ci/needs/feedback.sh fills): ava
@@ -69,6 +70,10 @@ describe("ava's hook and log comments", { timeout: 120_000 }, () => {
     expect(stdout).toMatch(/^# {3}a log line$/m);
     const files = new Set(Object.keys(FILES));
     expect(ids(parseTestOutput('ava', stdout, files).cases)).toEqual(EXPECTED);
+    // The same output from a command Dockhand does not know (an unknown runner step) is read as ava's by its hook comments.
+    expect(ids(parseFlatTap(stdout, () => undefined).cases)).toEqual(EXPECTED);
+    // tape's own test named like a hook keeps naming its assertions.
+    expect(ids(parseFlatTap('TAP version 13\n# before hook\nok 1 works\n1..1\n', () => undefined).cases)).toEqual([['before hook > works', 'passed']]);
   });
 
   it('through the side channel, the same ids on every run', async () => {

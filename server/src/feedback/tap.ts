@@ -14,8 +14,11 @@ import type { TestCaseResult } from './types';
  * comments in it is read as ava's.
  */
 
-/** ava's comment for a hook that finished: `[file › ]before|after[Each][.always] hook[ for <test>]`. */
-const AVA_HOOK = /^(?:.+ › )?(?:before|after)(?:Each)?(?:\.always)? hook(?: for .*)?$/;
+/**
+ * ava's comment for a hook that finished, in the forms no tape test name takes: `file › before hook`,
+ * `[file › ]beforeEach hook for <test>` (a bare `# before hook` could be tape's own test).
+ */
+const AVA_HOOK = /^(?:.+ › (?:before|after)(?:Each)?(?:\.always)? hook(?: for .*)?|(?:.+ › )?(?:before|after)Each(?:\.always)? hook for .+)$/;
 
 export interface FlatTapRun {
   cases: TestCaseResult[];
