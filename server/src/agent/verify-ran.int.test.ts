@@ -14,8 +14,9 @@ import { ScriptedModel } from './testing/scripted-model';
  * (a test importing a module nobody installed, an import-time DeprecationWarning under
  * `filterwarnings = error`), so pytest runs no test, at the base as after the change. The task's
  * selected tests pass; the full suite before a PR ran nothing, which is no verification: the task
- * stops as test infrastructure and never reaches review. Graded, the same repository and fix are
- * an `error`, not `unresolved`.
+ * stops as test infrastructure and never reaches review. Graded with a listed test in a file that
+ * could not be collected, the same repository and fix are an `error`, not `unresolved` (listed tests
+ * in files that do collect are judged on the selection, as the task's first run was: grade.test).
  */
 
 const RECIPE = pytestRecipe('fixture/shop-uncollectable');
@@ -47,7 +48,7 @@ describe('a pytest suite that collects no test, in gVisor', { timeout: 300_000 }
     expect(events.ofType('tests.runner_failed').map((event) => event.data.kind)).toEqual(['no_tests']);
   });
 
-  it('grading the fix on it says error, naming the files pytest could not collect', async () => {
+  it('grading the fix on it says error when a listed test is in a file pytest could not collect, naming the files', async () => {
     const provider: SandboxProvider = {
       acquire: async () => ({ sandbox: await sandboxes.create(IMAGE, { task: 'verify-ran-grade', environment: RECIPE }), source: 'snapshot', startMs: 0 }),
       release: async () => undefined,
@@ -55,11 +56,11 @@ describe('a pytest suite that collects no test, in gVisor', { timeout: 300_000 }
     const sha = (await sandboxes.create(IMAGE, { task: 'verify-ran-sha' })).baseSha;
     const instance = {
       repo: 'eval/shop', instance_id: 'shop-1', base_commit: sha, patch: FIX_PATCH, test_patch: '', problem_statement: TICKET.body,
-      FAIL_TO_PASS: ['tests/test_price.py::test_discount'], PASS_TO_PASS: ['tests/test_price.py::test_no_discount'],
+      FAIL_TO_PASS: ['tests/test_price.py::test_discount'], PASS_TO_PASS: ['tests/test_price.py::test_no_discount', 'tests/test_legacy.py::test_legacy'],
     };
     const grade = await gradeInstance(provider, instance, { instance_id: 'shop-1', model_name_or_path: 'm', model_patch: FIX_PATCH }, { repo: 'shop', runs: 1 });
     expect(grade).toMatchObject({ status: 'error', resolved: false });
-    expect(grade.message).toMatch(/^the test suite ran no test; 2 test file\(s\) could not be collected or loaded: /);
+    expect(grade.message).toMatch(/^the tests could not be collected \(1 listed test\(s\) did not run: tests\/test_legacy.py::test_legacy\); 2 test file\(s\) could not be collected or loaded: /);
     expect(grade.message).toContain('tests/test_report.py');
   });
 });
