@@ -23,6 +23,8 @@ command -v dockerd >/dev/null || need+=(docker.io)
 command -v runsc >/dev/null || need+=(runsc)
 command -v debootstrap >/dev/null || need+=(debootstrap)
 command -v git >/dev/null || need+=(git)
+# git signs the server's commits through ssh-keygen (gpg.format=ssh); --no-install-recommends leaves it out of git.
+command -v ssh-keygen >/dev/null || need+=(openssh-client)
 # The pip-through-the-front tests' authenticating Python index (.ci/needs/pyindex.sh): nginx's
 # auth_basic, and Debian's python3 with setuptools and wheel to build its package offline.
 command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need+=(nginx-light)

@@ -49,6 +49,17 @@ export const Config = z.object({
    * Postgres sets it on every process. Redacted from logs.
    */
   secretsKey: z.string().min(1).optional(),
+  /**
+   * The server's signing key (`DOCKHAND_SIGNING_KEY`): the path of an unencrypted OpenSSH Ed25519
+   * private key file (0600) that signs pushed commits and attestations. Unset: `<dataDir>/signing-key`,
+   * generated on first start (`provenance/signing-key.ts`). A fleet sets it on every process.
+   */
+  signingKey: z.string().min(1).optional(),
+  /**
+   * Where people reach this server (`DOCKHAND_PUBLIC_URL`, e.g. https://dockhand.acme.internal):
+   * pushed commits link their task's trajectory under it (`Dockhand-Trajectory:`). Unset: no link.
+   */
+  publicUrl: z.string().url().regex(/^https?:\/\//, 'must be an http(s):// URL').optional(),
   host: z.string().default('127.0.0.1'),
   port: intFromString.min(0).max(65_535).default(8737),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -195,6 +206,8 @@ export const ENV_KEYS: Record<string, string> = {
   DOCKHAND_DATABASE_URL: 'databaseUrl',
   DOCKHAND_ROLE: 'role',
   DOCKHAND_SECRETS_KEY: 'secretsKey',
+  DOCKHAND_SIGNING_KEY: 'signingKey',
+  DOCKHAND_PUBLIC_URL: 'publicUrl',
   DOCKHAND_HOST: 'host',
   DOCKHAND_PORT: 'port',
   DOCKHAND_LOG_LEVEL: 'logLevel',

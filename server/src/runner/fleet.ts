@@ -33,6 +33,7 @@ import { localThreads } from '../followup/stewards';
 import { PullRequestFollower } from '../followup/follower';
 import { followUpPublisher } from '../followup/publish';
 import { LocalCi } from '../followup/local-ci';
+import { loadSigningKey, type SigningKey } from '../provenance/signing-key';
 import { openSecrets } from '../secrets/open';
 import type { RepositorySecrets } from '../secrets/service';
 import { TaskRunner } from './task-runner';
@@ -54,6 +55,8 @@ export interface Fleet {
   forge: Forge;
   /** Registered repositories (tests register theirs here, as `POST /v1/repos` does). */
   repos: RepoRegistry;
+  /** The server's signing key (commits, attestations), loaded at start-up (`provenance/signing-key.ts`). */
+  signingKey: SigningKey;
   /** Stops taking work, aborts running tasks (they stay resumable), closes the API and store. */
   close(): Promise<void>;
 }
@@ -82,6 +85,8 @@ export interface FleetParts {
   repoTimeoutMs?: number;
   /** Repositories' secrets, opened (and their key checked) at start-up; made from the store when absent. */
   secrets?: RepositorySecrets;
+  /** The server's signing key; loaded from the configuration (DOCKHAND_SIGNING_KEY or the data dir) when absent. */
+  signingKey?: SigningKey;
   /** Extra clean-up on close (e.g. draining a warm pool). */
   onClose?: () => Promise<void>;
 }
@@ -128,6 +133,8 @@ export function registeredMirror(config: Config, store: SqliteStore | PostgresSt
 }
 
 export async function createFleet(config: Config, parts: FleetParts): Promise<Fleet> {
+  // First: a bad DOCKHAND_SIGNING_KEY stops start-up before anything is opened, naming the setting.
+  const signingKey = parts.signingKey ?? loadSigningKey(config.dataDir, config);
   const store = parts.store ?? new SqliteStore(join(config.dataDir, 'dockhand.db'));
   const mirror = parts.mirror ?? registeredMirror(config, store);
   const hub = parts.hub ?? new EventHub();
@@ -284,7 +291,7 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
   });
   let closed = false;
   return {
-    app, store, hub, scheduler, outcomes, runner, forge, repos: registry, ...(follower ? { follower } : {}), ...(githubPoller ? { githubPoller } : {}),
+    app, store, hub, scheduler, outcomes, runner, forge, repos: registry, signingKey, ...(follower ? { follower } : {}), ...(githubPoller ? { githubPoller } : {}),
     async close() {
       if (closed) return;
       closed = true;
