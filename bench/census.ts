@@ -10,7 +10,7 @@
  *  3. Dockhand: `repo add` + `repo check --json` through a real `dockhand serve` from this source.
  * Results are cached in `<data dir>/results.jsonl` per repository, commit and kind (`--force`
  * runs them again). Prints a table per repository, a table of blockers by cause, then one JSON
- * line: repos, host_green, ready, ready_share, verdict_agreement, ran_no_test,
+ * line: repos, host_green, ready, ready_share, verdict_agreement, ran_no_test, opaque_verifications,
  * median_cold_build_s, median_snapshot_start_s, blockers_by_cause.
  */
 import { execFileSync } from 'node:child_process';

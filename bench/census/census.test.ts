@@ -49,7 +49,7 @@ describe('the summary line', () => {
   });
   const rows: Row[] = [
     { repo: 'a/green-ready', host: { repo: 'a/green-ready', green: true, ranTests: true }, dockhand: checked('a/green-ready', true, { coldBuildS: 30, snapshotStartS: 1 }) },
-    { repo: 'a/green-ready-2', host: { repo: 'a/green-ready-2', green: true, ranTests: true }, dockhand: checked('a/green-ready-2', true, { coldBuildS: 50, snapshotStartS: 2 }) },
+    { repo: 'a/green-ready-2', host: { repo: 'a/green-ready-2', green: true, ranTests: true }, dockhand: checked('a/green-ready-2', true, { coldBuildS: 50, snapshotStartS: 2, judgedBy: 'exit status' }) },
     {
       repo: 'a/green-not-ready', host: { repo: 'a/green-not-ready', green: true, ranTests: true },
       dockhand: checked('a/green-not-ready', false, { ranNoTest: true, coldBuildS: 90, snapshotStartS: 4, blockers: [{ problem: 'the test command ran no test', action: 'x' }, { problem: 'it ran no tests again', action: 'y' }] }),
@@ -69,6 +69,7 @@ describe('the summary line', () => {
       verdict_agreement: 0.6,
       verdict_agreement_counting_preexisting: 0.8,
       ran_no_test: 1,
+      opaque_verifications: 1,
       median_cold_build_s: 50,
       median_snapshot_start_s: 2,
       blockers_by_cause: { 'install failed': 1, 'ran no test': 1 },

@@ -116,6 +116,7 @@ export async function checkRepo(server: CensusServer, name: string, repo: string
   result.failed = report.tests.failed;
   result.preExisting = report.tests.preExistingFailures.length;
   result.testsDetail = report.tests.detail;
+  if (report.tests.judgedBy !== undefined) result.judgedBy = report.tests.judgedBy;
   if (report.tests.command !== undefined) result.testCommand = report.tests.command;
   if (report.tests.runner !== undefined) result.runner = report.tests.runner;
   if (report.snapshot?.built && report.snapshot.buildSeconds !== undefined) result.coldBuildS = report.snapshot.buildSeconds;

@@ -1,7 +1,7 @@
 /**
  * The census's arithmetic, without I/O (the unit test's subject): test counts read from a runner's
  * output, the results of one repository put together, the tables, and the one JSON line of the
- * proof (issue #22): repos, host_green, ready, ready_share, verdict_agreement, ran_no_test,
+ * proof (issue #22): repos, host_green, ready, ready_share, verdict_agreement, ran_no_test, opaque_verifications (#32),
  * median_cold_build_s, median_snapshot_start_s, blockers_by_cause.
  */
 
@@ -73,6 +73,8 @@ export interface DockhandResult {
   preExisting: number;
   /** The check ran no test and did not say it counted by exit status. */
   ranNoTest: boolean;
+  /** What a change would be verified by (the readiness report's `tests.judgedBy`). */
+  judgedBy?: 'tests' | 'exit status' | 'nothing';
   testsDetail?: string;
   coldBuildS?: number;
   snapshotStartS?: number;
@@ -144,6 +146,8 @@ export interface CensusSummary {
   /** The same, a red CI matched by READY with pre-existing failures counted as agreement. */
   verdict_agreement_counting_preexisting: number | null;
   ran_no_test: number;
+  /** READY repositories whose changes would be verified only by a step's exit status (no per-test results). */
+  opaque_verifications: number;
   median_cold_build_s: number | null;
   median_snapshot_start_s: number | null;
   blockers_by_cause: Record<string, number>;
@@ -178,6 +182,7 @@ export function summarize(rows: Row[]): CensusSummary {
     verdict_agreement: compared.length ? round(compared.filter((row) => agrees(row)).length / compared.length, 3) : null,
     verdict_agreement_counting_preexisting: compared.length ? round(compared.filter((row) => agreesCountingPreExisting(row)).length / compared.length, 3) : null,
     ran_no_test: rows.filter((row) => row.host?.ranTests && row.dockhand?.ranNoTest).length,
+    opaque_verifications: rows.filter((row) => row.dockhand?.ready && row.dockhand.judgedBy === 'exit status').length,
     median_cold_build_s: round(median(checked.map((result) => result.coldBuildS ?? Number.NaN)), 1),
     median_snapshot_start_s: round(median(checked.map((result) => result.snapshotStartS ?? Number.NaN)), 2),
     blockers_by_cause: Object.fromEntries(Object.entries(blockers).sort((a, b) => b[1] - a[1])),

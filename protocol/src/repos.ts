@@ -187,6 +187,12 @@ export const ReadinessReport = z.object({
     /** Tests that fail at this commit before any change: pre-existing, never the agent's. */
     preExistingFailures: z.array(z.string()).default([]),
     seconds: z.number().min(0).optional(),
+    /**
+     * What a change at this commit can be verified by: tests counted one by one; only a step's exit
+     * status (the verification is opaque: green says the command exited 0, not which tests ran);
+     * or nothing (no step counted a test nor passed at the base).
+     */
+    judgedBy: z.enum(['tests', 'exit status', 'nothing']).optional(),
   }),
   selection: Check.extend({ testFiles: z.number().int().min(0).optional(), sourceFiles: z.number().int().min(0).optional() }),
   /** Everything that blocks a rollout, each with what to do. */

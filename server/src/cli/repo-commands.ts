@@ -156,7 +156,7 @@ export function readinessLines(report: ReadinessReport): string[] {
     ['install', yes(report.install.ok), seconds(report.install.seconds), report.install.detail],
     ['snapshot', report.snapshot ? 'ok' : 'NO', seconds(report.snapshot?.startSeconds), report.snapshot ? `${report.snapshot.image} (${report.snapshot.built ? `built in ${seconds(report.snapshot.buildSeconds)}` : 'reused'}; start ${seconds(report.snapshot.startSeconds)})` : 'none'],
     ['test command', report.tests.command ? 'ok' : '-', '', `${report.tests.command ?? 'none'}${report.tests.runner ? ` (${report.tests.runner})` : ''}${env ? `; from ${env.test.source}` : ''}`],
-    ['tests at base', yes(report.tests.ok), seconds(report.tests.seconds), `${report.tests.passed} passed, ${report.tests.failed} failed, ${report.tests.flaky.length} flaky${report.tests.preExistingFailures.length ? `; pre-existing: ${report.tests.preExistingFailures.slice(0, 3).join(', ')}${report.tests.preExistingFailures.length > 3 ? ', …' : ''}` : ''}`],
+    ['tests at base', yes(report.tests.ok), seconds(report.tests.seconds), `${report.tests.passed} passed, ${report.tests.failed} failed, ${report.tests.flaky.length} flaky${report.tests.preExistingFailures.length ? `; pre-existing: ${report.tests.preExistingFailures.slice(0, 3).join(', ')}${report.tests.preExistingFailures.length > 3 ? ', …' : ''}` : ''}${report.tests.judgedBy === 'exit status' ? '; a change is judged by exit status only (no per-test results)' : ''}`],
     ['selection graph', yes(report.selection.ok), '', report.selection.detail],
   ];
   const lines = [table(rows), '', `${report.repo} at ${report.sha.slice(0, 12)}${checkedHead(report.head)}: ${report.ready ? 'READY' : 'NOT READY'}`];

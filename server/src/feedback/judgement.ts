@@ -61,3 +61,21 @@ export function judgesTheChange(steps: readonly TestStepOutcome[], cases: readon
   if (steps.length === 0) return cases.some((testCase) => testCase.kind === undefined && testCase.outcome !== 'skipped');
   return steps.some((step) => step.judgement === 'exit status' || (step.judgement === 'tests' && step.passed + step.failed > 0));
 }
+
+/**
+ * What a base run lets a change be verified by (the readiness report's `judgedBy`): per-test
+ * counts where a step counted tests one by one (or, without steps, the runner reported tests); else
+ * the exit status of the steps that can judge by it (`passedByExitStatus`: passed at the base, and
+ * not a typecheck beside failing test steps); else nothing.
+ */
+export function baseJudgedBy(
+  steps: readonly TestStepOutcome[] | undefined,
+  countedTests: number,
+  judgingByExitStatus: readonly TestStepOutcome[],
+  infrastructure: boolean,
+): 'tests' | 'exit status' | 'nothing' {
+  if (infrastructure) return 'nothing';
+  if (!steps || steps.length === 0) return countedTests > 0 ? 'tests' : 'nothing';
+  if (steps.some((step) => step.counted === 'tests' && step.passed + step.failed > 0)) return 'tests';
+  return judgingByExitStatus.length > 0 ? 'exit status' : 'nothing';
+}

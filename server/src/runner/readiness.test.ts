@@ -35,6 +35,7 @@ describe('readiness: what in the tests at the base blocks', () => {
     const broken = report({});
     testBlockers(broken, 'the test runner could not start: mocha: not found');
     expect(broken.blocking[0]?.problem).toBe('the test runner could not start: mocha: not found');
+    expect([planted, none, broken].map((entry) => entry.tests.judgedBy)).toEqual(['tests', 'nothing', 'nothing']);
   });
 
   it('a step that passes counted by its exit status is no "ran no test" and no "no test passes": a change is judged on it', () => {
@@ -49,6 +50,8 @@ describe('readiness: what in the tests at the base blocks', () => {
     expect(counted.blocking).toEqual([]);
     expect(counted.tests.ok).toBe(true);
     expect(counted.tests.detail).toBe('0 passed, 1 failed — counted by exit status: tsc; ts-scripts test');
+    // Green by exit status alone is an opaque verification: the report says so (bench:census counts it).
+    expect(counted.tests.judgedBy).toBe('exit status');
     // Every step red at the base: still blocked.
     const red = report({ failed: 1, preExistingFailures: ['xo (exited with 1)'] });
     testBlockers(red, undefined, steps.filter((step) => step.exitCode !== 0));
@@ -63,6 +66,7 @@ describe('readiness: what in the tests at the base blocks', () => {
     const typanion = report({ failed: 1, preExistingFailures: ['yarn test (exited with 128)'], detail: '0 passed, 1 failed' });
     testBlockers(typanion, undefined, steps);
     expect(typanion.tests.ok).toBe(false);
+    expect(typanion.tests.judgedBy).toBe('nothing');
     expect(typanion.blocking).toHaveLength(1);
     expect(typanion.blocking[0]?.problem).toContain('no test passes at the base: 1 failed (yarn test (exited with 128))');
     expect(typanion.blocking[0]?.problem).toContain('mocha --require ts-node/register --extension ts tests/**/*.test.ts printed last:\nfatal: not a git repository');

@@ -1,5 +1,6 @@
 import type { ReadinessCheckStatus, ReadinessReport, RepoRegistration } from '@dockhand/protocol';
 import { DockhandError } from '../errors';
+import { baseJudgedBy } from '../feedback/judgement';
 import { describeSteps, passedByExitStatus } from '../feedback/step-summary';
 import type { FeedbackEngine, TestStepOutcome } from '../feedback/types';
 import type { Logger } from '../log';
@@ -42,6 +43,7 @@ type Progress = ReadinessCheckStatus['progress'][number];
 export function testBlockers(report: ReadinessReport, infrastructure: string | undefined, steps?: readonly TestStepOutcome[]): void {
   // A step counted by its exit status that passes at the base still judges a change (feedback/step-summary.ts).
   const byExitStatus = infrastructure ? [] : passedByExitStatus(steps);
+  report.tests.judgedBy = baseJudgedBy(steps, report.tests.passed + report.tests.failed, byExitStatus, infrastructure !== undefined);
   if (byExitStatus.length > 0 && report.tests.passed === 0) {
     report.tests.ok = true;
     report.tests.detail += ` — counted by exit status: ${byExitStatus.map((step) => step.name).join('; ')}`;
