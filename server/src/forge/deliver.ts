@@ -9,6 +9,7 @@ import { policyWorkers } from '../policy/pool';
 import type { RepoPolicy } from '../policy/repo-policy';
 import { pushChange, type Person, type PushChangeResult } from './push';
 import { commitText } from './pr-text';
+import { visibleCharacters } from '../policy/neutralise';
 import { redact } from './redact';
 import type { Forge, PullRequest, PullRequestOutcome } from './types';
 
@@ -119,7 +120,11 @@ export async function deliverPullRequest(input: DeliverInput): Promise<DeliverRe
   // Trailers come only from the server (push.ts adds Co-authored-by): trailer-shaped lines of
   // the submitter's or model's text are dropped, so no Reviewed-by or Signed-off-by is forged.
   const message = commitText(input.commitMessage ?? input.title);
-  const policy = await enforcePushGateOffThread(input.diff, input.gate, { title: input.title, body: input.body, commitMessage: message });
+  // The ticket's title as the forge will show it: one line, hidden characters written out (a
+  // zero-width or bidi character in a Jira title reads differently than it is; written out it is
+  // harmless and visible, where left in it would block the push as trojan-source text in pr-title).
+  const title = visibleCharacters(input.title.replace(/[\r\n]+/g, ' '));
+  const policy = await enforcePushGateOffThread(input.diff, input.gate, { title, body: input.body, commitMessage: message });
   const target = await input.forge.pushTarget(input.repo);
   // Masked even after the gate: an owner's override may let a finding through, never its value.
   const known = [target.token];
@@ -140,7 +145,7 @@ export async function deliverPullRequest(input: DeliverInput): Promise<DeliverRe
     repo: input.repo,
     branch: input.branch,
     base: input.base ?? (await baseBranch(input, target.defaultBranch)),
-    title: maskSecrets(input.title.replace(/[\r\n]+/g, ' '), { known }),
+    title: maskSecrets(title, { known }),
     body: maskSecrets(redact(input.body, [target.token]), { known }),
     draft: true,
   });

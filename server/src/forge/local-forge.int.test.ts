@@ -58,11 +58,14 @@ describe('LocalForge with real git', () => {
       baseSha: source.sha,
       diff,
       branch,
-      title: 'Fix paginate() off-by-one',
+      // A ticket title with a zero-width space and a right-to-left override: the PR shows them written out (left in, the gate refused the push as trojan-source).
+      title: 'Fix paginate() off-by\u200b-one\u202e',
       body,
       requester: { name: 'Ada Dev', email: 'ada@example.invalid' },
       gate: approved,
     });
+    expect(pr.title).toMatch(/^Fix paginate\(\) off-by.*U\+200B.*-one.*U\+202E/);
+    expect(pr.title).not.toMatch(/[\u200b\u202e]/);
 
     expect(push.pushed).toBe(true);
     expect(pr).toMatchObject({
