@@ -67,6 +67,20 @@ export const TaskDiffResponse = z.object({
 });
 export type TaskDiffResponse = z.infer<typeof TaskDiffResponse>;
 
+/**
+ * A DSSE envelope (https://github.com/secure-systems-lab/dsse, the JSON form): `payload` and each
+ * `sig` in base64. `GET /v1/tasks/:id/attestation[?round=N]` answers one, byte for byte as signed
+ * and stored, so the sha256 of the body is the commit's `Dockhand-Attestation:` digest.
+ */
+export const DsseEnvelope = z.object({
+  payloadType: z.string().min(1),
+  payload: z.string().regex(/^[A-Za-z0-9+/]*={0,2}$/, 'must be base64'),
+  signatures: z.array(z.object({ keyid: z.string(), sig: z.string().regex(/^[A-Za-z0-9+/]*={0,2}$/, 'must be base64').min(1) })).min(1),
+});
+export type DsseEnvelope = z.infer<typeof DsseEnvelope>;
+
+export const TaskAttestationQuery = z.object({ round: z.coerce.number().int().min(1).optional() });
+
 /** `GET /v1/tasks/:id/files?path=`: one file before and after; null where it does not exist. */
 export const TaskFileResponse = z.object({
   path: z.string(),

@@ -236,6 +236,21 @@ export const EventData = {
     commit: z.boolean(),
     replied: z.array(z.number().int()),
   }),
+  /**
+   * The signed attestation of a push (issue 33): an in-toto Statement v1 in a DSSE envelope, signed
+   * with the server's key and written BEFORE the commit that names its digest in a
+   * `Dockhand-Attestation:` trailer (round 1: the first push; 2, 3, …: the PR's follow-up rounds).
+   * `envelope` is the envelope's JSON byte for byte (its sha256 is `digest`); `treeSha` and
+   * `parentSha` are the commit's tree and parent the statement names (`server/src/provenance/`).
+   */
+  'attestation.signed': z.object({
+    round: z.number().int().min(1),
+    digest: z.string().regex(/^sha256:[0-9a-f]{64}$/),
+    keyId: z.string(),
+    treeSha: z.string(),
+    parentSha: z.string(),
+    envelope: z.string(),
+  }),
   'user.message': z.object({ from: z.string(), text: z.string().min(1).max(20_000) }),
   'review.requested_changes': z.object({
     by: z.string(),
@@ -305,6 +320,7 @@ export const TaskEvent = z.discriminatedUnion('type', [
   envelope('pr.outcome'),
   envelope('pr.feedback'),
   envelope('pr.pushed'),
+  envelope('attestation.signed'),
   envelope('user.message'),
   envelope('review.requested_changes'),
   envelope('review.files_rejected'),

@@ -27,6 +27,7 @@ import { secretRoutes } from './api/secrets';
 import { taskRoutes } from './api/tasks';
 import { tokenRoutes } from './api/tokens';
 import { pullRequestRoutes } from './api/pulls';
+import { attestationRoutes } from './api/attestations';
 import { bodyLimitedServer, bodyTooLarge, discardBody } from './api/body-limit';
 import { shedLoad } from './api/load';
 import { DockhandError, asDockhandError } from './errors';
@@ -189,6 +190,7 @@ export async function app(fastify: FastifyInstance, given: AppDeps): Promise<voi
       await v1.register(eventRoutes, deps);
       await v1.register(evalRoutes, deps);
       await v1.register(pullRequestRoutes, deps);
+      await v1.register(attestationRoutes, deps);
       v1.withTypeProvider<ZodTypeProvider>().get('/tickets', {
         schema: { tags: ['tickets'], querystring: z.object({ repo: z.string().min(1) }), response: { 200: TicketListResponse } },
       }, async (request) => {

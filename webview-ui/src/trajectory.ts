@@ -373,6 +373,8 @@ function applyEvent(trajectory: Trajectory, event: TaskEvent, touched: Set<numbe
         ? note(trajectory, seq, 'ok', `PR round ${event.data.round}: one new commit ${event.data.headSha.slice(0, 12)} pushed to pull request #${event.data.number}${replied}`)
         : note(trajectory, seq, 'ok', `PR round ${event.data.round}: no code change was needed, nothing pushed${replied}`);
     }
+    case 'attestation.signed':
+      return note(trajectory, seq, 'muted', `Attestation signed for ${event.data.round === 1 ? 'the push' : `PR round ${event.data.round}`}: ${event.data.digest.slice(0, 19)}… (key ${event.data.keyId})`);
     case 'review.files_rejected':
       return note(
         trajectory,

@@ -74,6 +74,8 @@ export function describeEvent(event: TaskEvent): string | undefined {
       return event.data.commit
         ? `PR #${event.data.number} round ${event.data.round}: pushed ${event.data.headSha.slice(0, 12)}${event.data.replied.length ? `, replied to ${event.data.replied.map((id) => `#${id}`).join(', ')}` : ''}`
         : `PR #${event.data.number} round ${event.data.round}: no code change needed, nothing pushed`;
+    case 'attestation.signed':
+      return `attestation signed (round ${event.data.round}): ${event.data.digest}, key ${event.data.keyId}`;
     case 'user.message':
       return `${event.data.from}: ${oneLine(event.data.text)}`;
     case 'task.failed':

@@ -26,6 +26,14 @@ describe('buildPullRequestBody', () => {
     expect(body).toContain('model claude-sonnet-4-5, task t_123');
   });
 
+  it("links the push's signed attestation where the server serves it, and only when there is one", () => {
+    const body = buildPullRequestBody({ ...report, attestation: { path: '/v1/tasks/t_123/attestation' } });
+    expect(body).toContain('**Attestation:** a signed in-toto statement');
+    expect(body).toContain('`GET /v1/tasks/t_123/attestation`');
+    expect(body).toContain('`Dockhand-Attestation:` trailer');
+    expect(buildPullRequestBody(report)).not.toContain('Attestation');
+  });
+
   it('shows the full-suite run before the PR and lists pre-existing failures apart', () => {
     const body = buildPullRequestBody({
       ...report,

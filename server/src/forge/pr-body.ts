@@ -49,6 +49,8 @@ export interface PullRequestReport {
   allowTestEdits?: boolean;
   /** The issue label by which the requester allowed it, when it was a label. */
   allowTestEditsLabel?: string;
+  /** Where the server serves this push's signed attestation (its digest is the commit's `Dockhand-Attestation:` trailer). */
+  attestation?: { path: string };
 }
 
 export const TEST_LOG_BUDGET = 40_000;
@@ -132,6 +134,9 @@ export function buildPullRequestBody(report: PullRequestReport, secrets: Readonl
     '|---|---|---|---|---|',
     `| ${u.turns} | ${formatNumber(u.inputTokens)} | ${formatNumber(u.outputTokens)} | ${formatNumber(u.cacheReadTokens ?? 0)} | $${u.costUsd.toFixed(2)} |`,
   );
+  if (report.attestation) {
+    lines.push('', `**Attestation:** a signed in-toto statement of how this change was made (ticket, base, models, tests, approvals), served by Dockhand at ${codeSpan(`GET ${report.attestation.path}`)}; its sha256 is the commit's ${codeSpan('Dockhand-Attestation:')} trailer, and ${codeSpan('dockhand verify commit')} checks both.`);
+  }
   const footer = [report.model ? `model ${neutralizeInline(report.model)}` : '', report.taskId ? `task ${neutralizeInline(report.taskId)}` : ''].filter(Boolean).join(', ');
   lines.push('', `<sub>Opened by Dockhand${footer ? ` (${footer})` : ''}. Review before marking ready.</sub>`);
 

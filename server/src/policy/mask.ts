@@ -94,8 +94,12 @@ function unquote(path: string): string {
   return path.startsWith('"') && path.endsWith('"') ? path.slice(1, -1) : path;
 }
 
-/** Keys whose values are identifiers or digests, never prose: left as they are. */
-const IDENTIFIER_KEY = /^(?:id|sha|digest|image|signature|seq|ts|type|state|kind|stage|rule|code|tool|name|model|stopReason|source|change|path|oldPath)$|(?:Id|Sha|Digest|_id)$/;
+/**
+ * Keys whose values are identifiers or digests, never prose: left as they are. `envelope`: a signed
+ * attestation's DSSE envelope (`attestation.signed`), masked before it was signed
+ * (`provenance/attestation.ts`); masking its base64 after would break the signature.
+ */
+const IDENTIFIER_KEY = /^(?:id|sha|digest|image|signature|envelope|seq|ts|type|state|kind|stage|rule|code|tool|name|model|stopReason|source|change|path|oldPath)$|(?:Id|Sha|Digest|_id)$/;
 
 /**
  * Masks every string inside a JSON-like value (an event's data). `file.changed` patches are

@@ -1,0 +1,66 @@
+import type { NewEvent, Task, TaskEvent } from '@dockhand/protocol';
+import { attestationEvent, signAttestation } from './attestation';
+import type { EnvelopeSigner } from './dsse';
+
+/**
+ * The attestation at push time: the forge's push calls `trailers` with the tree and parent of the
+ * commit it is about to make (`forge/push.ts`, `forge/follow-push.ts`); the attestation is signed,
+ * written to the task's log (`attestation.signed`, before the commit exists: an event is written
+ * before the action it describes), and its digest goes into the commit as
+ * `Dockhand-Attestation: sha256:<hex>`. A retry after a crash finds the round's attestation for the
+ * same tree and parent in the log and answers the same trailer, so it builds the identical commit.
+ */
+
+export const ATTESTATION_TRAILER = 'Dockhand-Attestation';
+
+export interface PushAttestorOptions {
+  signer: EnvelopeSigner;
+  /** Appends to the task's log (the runner's `EventLog.append`: masked, fenced on a fleet). */
+  append: (taskId: string, event: NewEvent) => Promise<unknown>;
+  /** The head of the task's event hash chain; absent where the store keeps none. */
+  chainHead?: (taskId: string) => Promise<{ head: string; seq: number } | null>;
+  /** Values the server holds as secrets. */
+  known?: readonly string[];
+}
+
+export interface PushAttestationRequest {
+  task: Task;
+  events: readonly TaskEvent[];
+  round: number;
+  repository: string;
+  branch: string;
+  diff: string;
+  requiredApprovals: number;
+}
+
+export type TrailerHook = (built: { tree: string; parent: string }) => Promise<string[]>;
+
+export interface PushAttestor {
+  trailers(request: PushAttestationRequest): TrailerHook;
+}
+
+export function createPushAttestor(options: PushAttestorOptions): PushAttestor {
+  return {
+    trailers(request) {
+      return async ({ tree, parent }) => {
+        const earlier = request.events.find(
+          (event) => event.type === 'attestation.signed' && event.data.round === request.round && event.data.treeSha === tree && event.data.parentSha === parent && event.data.keyId === options.signer.keyId,
+        );
+        if (earlier?.type === 'attestation.signed') return [`${ATTESTATION_TRAILER}: ${earlier.data.digest}`];
+        const eventChain = (await options.chainHead?.(request.task.id)) ?? null;
+        const signed = await signAttestation(
+          { ...request, tree, parent, eventChain, ...(options.known ? { known: options.known } : {}) },
+          options.signer,
+        );
+        await options.append(request.task.id, attestationEvent(signed));
+        return [`${ATTESTATION_TRAILER}: ${signed.digest}`];
+      };
+    },
+  };
+}
+
+/** The digest a commit message's `Dockhand-Attestation:` trailer names (the last one), if any. */
+export function attestationTrailer(message: string): string | undefined {
+  const found = [...message.matchAll(new RegExp(`^${ATTESTATION_TRAILER}: (sha256:[0-9a-f]{64})\\s*$`, 'gm'))];
+  return found.at(-1)?.[1];
+}
