@@ -3,7 +3,7 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync }
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { utils as sshUtils } from 'ssh2';
+import ssh2 from 'ssh2';
 import { loadConfig } from '../config';
 import { DockhandError } from '../errors';
 import { allowedSignersLine, loadSigningKey, SIGNING_KEY_FILE } from './signing-key';
@@ -82,7 +82,7 @@ describe('loadSigningKey', () => {
     expect(missing.message).toMatch(/^DOCKHAND_SIGNING_KEY \(.*nope\): no such file/);
 
     const open = join(dir, 'open');
-    writeFileSync(open, sshUtils.generateKeyPairSync('ed25519').private, { mode: 0o644 });
+    writeFileSync(open, ssh2.utils.generateKeyPairSync('ed25519').private, { mode: 0o644 });
     chmodSync(open, 0o644);
     const readable = failure(() => loadSigningKey(dir, { signingKey: open }));
     expect(readable.message).toMatch(/DOCKHAND_SIGNING_KEY .*readable by others \(mode 644\)/);
@@ -103,7 +103,7 @@ describe('loadSigningKey', () => {
     expect(encrypted.hint).toMatch(/ssh-keygen -p/);
 
     const truncated = join(dir, 'truncated');
-    const whole = sshUtils.generateKeyPairSync('ed25519').private;
+    const whole = ssh2.utils.generateKeyPairSync('ed25519').private;
     writeFileSync(truncated, `${whole.slice(0, 120)}\n-----END OPENSSH PRIVATE KEY-----\n`, { mode: 0o600 });
     expect(failure(() => loadSigningKey(dir, { signingKey: truncated })).field).toBe('DOCKHAND_SIGNING_KEY');
   });

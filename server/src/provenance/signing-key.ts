@@ -1,8 +1,11 @@
 import { createHash, createPrivateKey, createPublicKey, sign as signBytes, verify as verifyBytes, type KeyObject } from 'node:crypto';
 import { chmodSync, linkSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { utils as sshUtils } from 'ssh2';
+// ssh2 is CommonJS whose exports Node's ESM loader cannot name (`import { utils }` fails at run time outside vitest).
+import ssh2 from 'ssh2';
 import { DockhandError } from '../errors';
+
+const sshUtils = ssh2.utils;
 
 /*
  * The server's signing key: one Ed25519 key that signs every commit the server pushes (git's SSH
