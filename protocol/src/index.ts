@@ -7,3 +7,4 @@ export * from './api';
 export * from './repos';
 export * from './change-rounds';
 export * from './pull-requests';
+export * from './chain';

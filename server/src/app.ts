@@ -16,6 +16,7 @@ import { TicketListResponse, formatFieldPath, type HealthResponse } from '@dockh
 import { authHook, requireUser, WS_PROTOCOL } from './api/auth';
 import type { AppDeps } from './api/deps';
 import { approvalRoutes } from './api/approvals';
+import { chainRoutes } from './api/chain';
 import { eventRoutes } from './api/events';
 import { TokenSockets } from './api/socket-tokens';
 import { evalRoutes } from './api/evals';
@@ -182,6 +183,7 @@ export async function app(fastify: FastifyInstance, given: AppDeps): Promise<voi
         }
       });
       await v1.register(taskRoutes, deps);
+      await v1.register(chainRoutes, deps);
       await v1.register(approvalRoutes, deps);
       await v1.register(repoRoutes, deps);
       await v1.register(secretRoutes, deps);

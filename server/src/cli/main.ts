@@ -16,6 +16,7 @@ import { addReviewCommands } from './review-commands';
 import { addPullRequestCommands } from './pr-commands';
 import { addSecretCommands, readAllStdin } from './secret-commands';
 import { addTokenCommands } from './token-commands';
+import { addVerifyCommands } from './verify-commands';
 import { OPTION_OF_FIELD, resolveSubmitTarget } from './submit-repo';
 
 /*
@@ -29,6 +30,7 @@ import { OPTION_OF_FIELD, resolveSubmitTarget } from './submit-repo';
  *   token create|list|revoke       API tokens: over the API with --server/DOCKHAND_URL + an admin token, else (or --local) on the data dir
  *   pr merge|close <repo> <n>      local forge only (direct on the data dir)
  *   pr comment|review|checks|check <repo> <n>   comments, reviews and checks on a local-forge PR (API)
+ *   verify task <id>               recompute a task's event hash chain (API); exits 1 naming the first event that does not match
  * Client commands read DOCKHAND_URL and DOCKHAND_TOKEN (or --server/--token).
  */
 
@@ -171,6 +173,7 @@ export function buildCli(): Command {
 
   addTokenCommands(program, { client, withStore, localDatabase, out, clientOptions });
   addSecretCommands(program, { client, out, clientOptions, readStdin: readAllStdin });
+  addVerifyCommands(program, { client, out, clientOptions });
 
   const pr = program.command('pr').description('pull requests of the local forge (uses DOCKHAND_DATA_DIR)');
   for (const action of ['merge', 'close'] as const) {

@@ -181,6 +181,19 @@ export const MIGRATIONS: ReadonlyArray<{ id: number; name: string; sql: string }
       CREATE INDEX pr_checks_sha ON pr_checks(repo, sha, id);
     `,
   },
+  {
+    id: 9,
+    name: 'event hash chain',
+    // Issue #33: each event's hash chains to the previous one (provenance/chain-hash.ts). Events
+    // written before this migration keep a NULL hash; a task's chain starts at its first event
+    // after it (chain_from), and the task row keeps the head, so the next append (and a verifier
+    // that finds the log's tail missing) needs no scan.
+    sql: `
+      ALTER TABLE events ADD COLUMN hash TEXT;
+      ALTER TABLE tasks ADD COLUMN chain_from INTEGER;
+      ALTER TABLE tasks ADD COLUMN chain_head TEXT;
+    `,
+  },
 ];
 
 export function migrate(db: Database.Database): number[] {

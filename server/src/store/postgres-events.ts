@@ -4,6 +4,8 @@ import { TaskEvent, type EventType, type NewEvent } from '@dockhand/protocol';
 import { DockhandError, fromZodError } from '../errors';
 import { currentFence, type LeaseFence } from './lease-fence';
 import { addsToUsage, eventSets, project } from './projection';
+import { canonicalParts, eventHash, wellFormed } from '../provenance/chain-hash';
+import { ChainHeadRow, storedChain, type StoredChain } from './chain-rows';
 import { EventRow, ProjectionRow } from './rows';
 
 type Transaction = <T>(work: (client: pg.PoolClient) => Promise<T>) => Promise<T>;
@@ -87,7 +89,7 @@ export class PostgresEvents {
       fence
         ? {
           name: 'dockhand_append_lock_fenced',
-          text: `SELECT tasks.last_seq, tasks.usage, tasks.state, lease.worker_id, lease.epoch, lease.live FROM tasks
+          text: `SELECT tasks.last_seq, tasks.usage, tasks.state, tasks.chain_head, lease.worker_id, lease.epoch, lease.live FROM tasks
                  LEFT JOIN LATERAL (
                    SELECT worker_id, epoch::float8 AS epoch, expires_at > (extract(epoch from clock_timestamp()) * 1000)::bigint AS live
                    FROM leases WHERE leases.task_id = tasks.id FOR SHARE
@@ -95,7 +97,7 @@ export class PostgresEvents {
                  WHERE tasks.id = $1 FOR UPDATE OF tasks`,
           values: [taskId],
         }
-        : { name: 'dockhand_append_lock', text: 'SELECT last_seq, usage, state FROM tasks WHERE id = $1 FOR UPDATE', values: [taskId] },
+        : { name: 'dockhand_append_lock', text: 'SELECT last_seq, usage, state, chain_head FROM tasks WHERE id = $1 FOR UPDATE', values: [taskId] },
     );
     if (rows[0] === undefined) throw new DockhandError('not_found', `task ${taskId} not found`);
     const projection = ProjectionRow.parse(rows[0]);
@@ -103,7 +105,9 @@ export class PostgresEvents {
     const ts = now();
     const parsed = TaskEvent.safeParse({ taskId, seq: projection.last_seq + 1, ts, type: event.type, data: event.data });
     if (!parsed.success) throw fromZodError(parsed.error, `event ${event.type}`);
-    const stored = parsed.data;
+    const stored = wellFormed(parsed.data);
+    // The head is read under the row lock that also orders the seqs: concurrent appends chain in seq order.
+    const hash = eventHash(ChainHeadRow.parse(rows[0]).chain_head ?? '', stored);
     const next = project(projection, stored);
     const notice: { taskId: string; seq: number; type: string; state?: string; held?: true; event?: TaskEvent } = { taskId, seq: stored.seq, type: stored.type };
     if (stored.type === 'task.state') notice.state = stored.data.state;
@@ -115,15 +119,16 @@ export class PostgresEvents {
     await client.query({
       name: 'dockhand_append_write',
       text: `WITH inserted AS (
-               INSERT INTO events (task_id, seq, type, data, ts) VALUES ($1, $2, $3, $4, $5)
+               INSERT INTO events (task_id, seq, type, data, ts, hash) VALUES ($1, $2, $3, $4, $5, $12)
              ), updated AS (
                UPDATE tasks SET last_seq = $2, updated_at = $5, state = $6, usage = $7,
-                 pr_url = COALESCE($8, pr_url), error = COALESCE($9, error) WHERE id = $1
+                 pr_url = COALESCE($8, pr_url), error = COALESCE($9, error),
+                 chain_head = $12, chain_from = COALESCE(chain_from, $2) WHERE id = $1
              )
              SELECT pg_notify($10, $11)`,
       values: [
         taskId, stored.seq, stored.type, JSON.stringify(stored.data), ts, next.state, next.usage, next.prUrl, next.error,
-        fence ? this.heldChannel : this.channel, Buffer.byteLength(withEvent) <= NOTICE_MAX_BYTES ? withEvent : JSON.stringify(notice),
+        fence ? this.heldChannel : this.channel, Buffer.byteLength(withEvent) <= NOTICE_MAX_BYTES ? withEvent : JSON.stringify(notice), hash,
       ],
     });
     return stored;
@@ -142,24 +147,28 @@ export class PostgresEvents {
     const fence = currentFence(taskId);
     const ts = now();
     // Checked before the row is read: the seq (1 here) is the only field the row decides.
-    const parsed = TaskEvent.safeParse({ taskId, seq: 1, ts, type: event.type, data: event.data });
-    if (!parsed.success) throw fromZodError(parsed.error, `event ${event.type}`);
-    const sets = eventSets(parsed.data);
-    const rest: Record<string, unknown> = { type: parsed.data.type };
-    if (parsed.data.type === 'task.state') rest.state = parsed.data.data.state;
+    const checked = TaskEvent.safeParse({ taskId, seq: 1, ts, type: event.type, data: event.data });
+    if (!checked.success) throw fromZodError(checked.error, `event ${event.type}`);
+    const stored = wellFormed(checked.data);
+    // The chain's hash is taken in the statement, where the seq is known: sha256 over the head
+    // (read under the row lock that orders the seqs) and the canonical event joined around its seq.
+    const canonical = canonicalParts(stored);
+    const sets = eventSets(stored);
+    const rest: Record<string, unknown> = { type: stored.type };
+    if (stored.type === 'task.state') rest.state = stored.data.state;
     // Written under a live lease: the task has a worker, so no other worker need look for work.
     if (fence) rest.held = true;
     const inner = (value: object) => JSON.stringify(value).slice(1, -1);
     const head = `{${inner({ taskId })},"seq":`;
     const middle = `,${inner(rest)}`;
-    const withEvent = [`${middle},"event":${head}`, `,${inner({ ts, type: parsed.data.type, data: parsed.data.data })}}}`];
+    const withEvent = [`${middle},"event":${head}`, `,${inner({ ts, type: stored.type, data: stored.data })}}}`];
     // The event rides along when it fits NOTIFY's payload (seqs up to 12 digits counted).
     const fits = Buffer.byteLength(head + withEvent.join('')) + 24 <= NOTICE_MAX_BYTES;
     const [second, third] = fits ? withEvent : [`${middle}}`, ''];
     const { rows } = await client.query({
       name: fence ? 'dockhand_append_one_fenced' : 'dockhand_append_one',
       text: `WITH task AS (
-               SELECT id, last_seq FROM tasks WHERE id = $1 FOR UPDATE
+               SELECT id, last_seq, chain_head FROM tasks WHERE id = $1 FOR UPDATE
              ),
              ${fence
                ? `lease AS (
@@ -167,17 +176,22 @@ export class PostgresEvents {
                FROM leases WHERE task_id = $1 FOR SHARE
              ),
              allowed AS (
-               SELECT task.id, task.last_seq + 1 AS seq FROM task
-               WHERE EXISTS (SELECT 1 FROM lease WHERE worker_id = $12 AND epoch = $13::float8 AND live)
+               SELECT task.id, task.last_seq + 1 AS seq, task.chain_head FROM task
+               WHERE EXISTS (SELECT 1 FROM lease WHERE worker_id = $14 AND epoch = $15::float8 AND live)
              ),`
-               : `allowed AS (SELECT task.id, task.last_seq + 1 AS seq FROM task),`}
+               : `allowed AS (SELECT task.id, task.last_seq + 1 AS seq, task.chain_head FROM task),`}
+             chained AS (
+               SELECT id, seq, encode(sha256(convert_to(COALESCE(chain_head, '') || $12::text || seq::text || $13::text, 'UTF8')), 'hex') AS hash
+               FROM allowed
+             ),
              inserted AS (
-               INSERT INTO events (task_id, seq, type, data, ts) SELECT id, seq, $2, $3, $4 FROM allowed RETURNING seq
+               INSERT INTO events (task_id, seq, type, data, ts, hash) SELECT id, seq, $2, $3, $4, hash FROM chained RETURNING seq
              ),
              updated AS (
-               UPDATE tasks SET last_seq = allowed.seq, updated_at = $4, state = COALESCE($5, tasks.state),
-                 pr_url = COALESCE($6, tasks.pr_url), error = COALESCE($7, tasks.error)
-               FROM allowed WHERE tasks.id = allowed.id
+               UPDATE tasks SET last_seq = chained.seq, updated_at = $4, state = COALESCE($5, tasks.state),
+                 pr_url = COALESCE($6, tasks.pr_url), error = COALESCE($7, tasks.error),
+                 chain_head = chained.hash, chain_from = COALESCE(tasks.chain_from, chained.seq)
+               FROM chained WHERE tasks.id = chained.id
              ),
              notified AS (
                SELECT pg_notify($8, $9::text || seq::text || $10::text || (CASE WHEN $11::text = '' THEN '' ELSE seq::text || $11::text END)) AS sent FROM inserted
@@ -185,8 +199,8 @@ export class PostgresEvents {
              SELECT (SELECT count(*) FROM task)::int AS found, (SELECT seq FROM inserted)::float8 AS seq, (SELECT count(*) FROM notified)::int AS notified
              ${fence ? ', lease.worker_id, lease.epoch, lease.live FROM (SELECT 1) one LEFT JOIN lease ON true' : ''}`,
       values: [
-        taskId, parsed.data.type, JSON.stringify(parsed.data.data), ts, sets.state, sets.prUrl, sets.error,
-        fence ? this.heldChannel : this.channel, head, second, third, ...(fence ? [fence.workerId, fence.epoch] : []),
+        taskId, stored.type, JSON.stringify(stored.data), ts, sets.state, sets.prUrl, sets.error,
+        fence ? this.heldChannel : this.channel, head, second, third, canonical.before, canonical.after, ...(fence ? [fence.workerId, fence.epoch] : []),
       ],
     });
     const row = z.object({ found: z.number(), seq: z.number().nullable() }).parse(rows[0]);
@@ -195,7 +209,7 @@ export class PostgresEvents {
       if (fence) checkFence(taskId, fence, LeaseOfRow.parse(rows[0]));
       throw new DockhandError('conflict', `task ${taskId}: the event was not stored`);
     }
-    return { ...parsed.data, seq: row.seq };
+    return { ...stored, seq: row.seq };
   }
 
   /**
@@ -217,6 +231,16 @@ export class PostgresEvents {
   async listEvents(taskId: string, after = 0, limit = 1_000_000): Promise<TaskEvent[]> {
     const { rows } = await this.pool.query('SELECT task_id, seq, type, data, ts FROM events WHERE task_id = $1 AND seq > $2 ORDER BY seq LIMIT $3', [taskId, after, limit]);
     return rows.map(toEvent);
+  }
+
+  async readChain(taskId: string, withEvents = true): Promise<StoredChain | undefined> {
+    const task = await this.pool.query('SELECT last_seq, chain_from, chain_head FROM tasks WHERE id = $1', [taskId]);
+    if (task.rows[0] === undefined) return undefined;
+    const chain = storedChain(taskId, task.rows[0], []);
+    if (!withEvents) return chain;
+    // Up to the row's last seq: an event appended since the row was read is not part of this reading.
+    const events = await this.pool.query('SELECT seq, type, data, ts, hash FROM events WHERE task_id = $1 AND seq <= $2 ORDER BY seq', [taskId, chain.lastSeq]);
+    return storedChain(taskId, task.rows[0], events.rows);
   }
 
   async eventsOfTypes(types: EventType[]): Promise<TaskEvent[]> {

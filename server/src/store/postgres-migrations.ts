@@ -212,6 +212,16 @@ export const POSTGRES_MIGRATIONS: ReadonlyArray<{ id: number; name: string; sql:
       CREATE INDEX pr_checks_sha ON pr_checks(repo, sha, id);
     `,
   },
+  {
+    id: 9,
+    name: 'event hash chain',
+    // As SQLite's migration 9: each event's chained hash, and the task's chain start and head.
+    sql: `
+      ALTER TABLE events ADD COLUMN hash TEXT;
+      ALTER TABLE tasks ADD COLUMN chain_from INTEGER;
+      ALTER TABLE tasks ADD COLUMN chain_head TEXT;
+    `,
+  },
 ];
 
 /**

@@ -14,6 +14,7 @@ import { DockhandError } from '../errors';
 import type { Logger } from '../log';
 import { migratePostgres } from './postgres-migrations';
 import { PostgresApprovals } from './postgres-approvals';
+import type { StoredChain } from './chain-rows';
 import { PostgresEvents, eventChannel, heldEventChannel } from './postgres-events';
 import { PostgresEventHub } from './postgres-hub';
 import { PostgresModelBudget, type BudgetLimits } from './postgres-budget';
@@ -302,6 +303,10 @@ export class PostgresStore implements Store, RepoStore, ClaimingStore {
 
   listEvents(taskId: string, after?: number, limit?: number): Promise<TaskEvent[]> {
     return this.events.listEvents(taskId, after, limit);
+  }
+
+  readChain(taskId: string, withEvents = true): Promise<StoredChain | undefined> {
+    return this.events.readChain(taskId, withEvents);
   }
 
   eventsOfTypes(types: EventType[]): Promise<TaskEvent[]> {

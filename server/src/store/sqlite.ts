@@ -15,6 +15,8 @@ import {
   type Task,
 } from '@dockhand/protocol';
 import { DockhandError, fromZodError } from '../errors';
+import { eventHash, wellFormed } from '../provenance/chain-hash';
+import { ChainHeadRow, storedChain, type StoredChain } from './chain-rows';
 import { project } from './projection';
 import { migrate } from './migrations';
 import {
@@ -103,12 +105,15 @@ export class SqliteStore implements Store, RepoStore {
     this.pullRequests = new SqlitePullRequestStore(this.db);
     this.prThreads = new SqlitePullRequestThreadStore(this.db);
     this.statements = {
-      projection: this.db.prepare('SELECT last_seq, usage, state FROM tasks WHERE id = ?'),
-      insertEvent: this.db.prepare('INSERT INTO events (task_id, seq, type, data, ts) VALUES (?, ?, ?, ?, ?)'),
+      projection: this.db.prepare('SELECT last_seq, usage, state, chain_head FROM tasks WHERE id = ?'),
+      insertEvent: this.db.prepare('INSERT INTO events (task_id, seq, type, data, ts, hash) VALUES (?, ?, ?, ?, ?, ?)'),
       updateProjection: this.db.prepare(
         `UPDATE tasks SET last_seq = @seq, updated_at = @ts, state = @state, usage = @usage,
-           pr_url = COALESCE(@prUrl, pr_url), error = COALESCE(@error, error) WHERE id = @id`,
+           pr_url = COALESCE(@prUrl, pr_url), error = COALESCE(@error, error),
+           chain_head = @hash, chain_from = COALESCE(chain_from, @seq) WHERE id = @id`,
       ),
+      chainTask: this.db.prepare('SELECT last_seq, chain_from, chain_head FROM tasks WHERE id = ?'),
+      chainEvents: this.db.prepare('SELECT seq, type, data, ts, hash FROM events WHERE task_id = ? ORDER BY seq'),
       events: this.db.prepare('SELECT task_id, seq, type, data, ts FROM events WHERE task_id = ? AND seq > ? ORDER BY seq LIMIT ?'),
       task: this.db.prepare('SELECT * FROM tasks WHERE id = ?'),
     };
@@ -269,7 +274,11 @@ export class SqliteStore implements Store, RepoStore {
     return this.db.transaction(() => this.appendSync(taskId, event))();
   }
 
-  /** Call inside a transaction. Validates the event, assigns the next seq, updates the projection. */
+  /**
+   * Call inside a transaction. Validates the event, assigns the next seq, chains its hash to the
+   * task's head (`provenance/chain-hash.ts`), updates the projection. better-sqlite3 is
+   * synchronous, so no other append reads the same head.
+   */
   appendSync(taskId: string, event: NewEvent): TaskEvent {
     const projectionRow = this.statements.projection.get(taskId);
     if (projectionRow === undefined) throw new DockhandError('not_found', `task ${taskId} not found`);
@@ -277,11 +286,21 @@ export class SqliteStore implements Store, RepoStore {
     const ts = now();
     const parsed = TaskEvent.safeParse({ taskId, seq: projection.last_seq + 1, ts, type: event.type, data: event.data });
     if (!parsed.success) throw fromZodError(parsed.error, `event ${event.type}`);
-    const stored = parsed.data;
-    this.statements.insertEvent.run(taskId, stored.seq, stored.type, JSON.stringify(stored.data), ts);
+    const stored = wellFormed(parsed.data);
+    const hash = eventHash(ChainHeadRow.parse(projectionRow).chain_head ?? '', stored);
+    this.statements.insertEvent.run(taskId, stored.seq, stored.type, JSON.stringify(stored.data), ts, hash);
     const { state, usage, prUrl, error } = project({ state: projection.state, usage: projection.usage }, stored);
-    this.statements.updateProjection.run({ id: taskId, seq: stored.seq, ts, state, usage, prUrl, error });
+    this.statements.updateProjection.run({ id: taskId, seq: stored.seq, ts, state, usage, prUrl, error, hash });
     return stored;
+  }
+
+  async readChain(taskId: string, withEvents = true): Promise<StoredChain | undefined> {
+    // One read transaction: the task row's head and the events are of the same moment.
+    return this.db.transaction(() => {
+      const row = this.statements.chainTask.get(taskId);
+      if (row === undefined) return undefined;
+      return storedChain(taskId, row, withEvents ? this.statements.chainEvents.all(taskId) : []);
+    })();
   }
 
   async listEvents(taskId: string, after = 0, limit = 1_000_000): Promise<TaskEvent[]> {

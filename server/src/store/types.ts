@@ -1,4 +1,5 @@
 import type { FlakyStore } from '../feedback/types';
+import type { StoredChain } from './chain-rows';
 import type { PullRequestStore } from '../forge/types';
 import type { PullRequestThreadStore } from '../forge/comments';
 import type { CreateTaskRequest, EventType, NewEvent, RepoRegistration, Task, TaskEvent, TaskState } from '@dockhand/protocol';
@@ -159,6 +160,11 @@ export interface Store {
    */
   appendEvent(taskId: string, event: NewEvent): Promise<TaskEvent>;
   listEvents(taskId: string, after?: number, limit?: number): Promise<TaskEvent[]>;
+  /**
+   * The task's events as stored, with their chained hashes, and the task row's chain start and
+   * head (`provenance/chain.ts`); without `withEvents`, the row's part alone. Undefined: no such task.
+   */
+  readChain(taskId: string, withEvents?: boolean): Promise<StoredChain | undefined>;
   /** Every task's events of the given types, in (task, seq) order (metrics). */
   eventsOfTypes(types: EventType[]): Promise<TaskEvent[]>;
   /** The final diff and PR summary of a task (set when it reaches review). */
