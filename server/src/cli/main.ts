@@ -14,6 +14,7 @@ import { describeEvent, taskLine } from './format';
 import { addRepoCommands } from './repo-commands';
 import { addReviewCommands } from './review-commands';
 import { addPullRequestCommands } from './pr-commands';
+import { addProvenanceCommands } from './provenance-commands';
 import { addSecretCommands, readAllStdin } from './secret-commands';
 import { addTokenCommands } from './token-commands';
 import { addVerifyCommands } from './verify-commands';
@@ -31,6 +32,8 @@ import { OPTION_OF_FIELD, resolveSubmitTarget } from './submit-repo';
  *   pr merge|close <repo> <n>      local forge only (direct on the data dir)
  *   pr comment|review|checks|check <repo> <n>   comments, reviews and checks on a local-forge PR (API)
  *   verify task <id>               recompute a task's event hash chain (API); exits 1 naming the first event that does not match
+ *   signing-key                    the server's public signing key and its allowed_signers line (data dir)
+ *   verify commit <repo> <sha>     a pushed commit's signature, committer and trailers, each check named (data dir)
  * Client commands read DOCKHAND_URL and DOCKHAND_TOKEN (or --server/--token).
  */
 
@@ -173,7 +176,7 @@ export function buildCli(): Command {
 
   addTokenCommands(program, { client, withStore, localDatabase, out, clientOptions });
   addSecretCommands(program, { client, out, clientOptions, readStdin: readAllStdin });
-  addVerifyCommands(program, { client, out, clientOptions });
+  const verify = addVerifyCommands(program, { client, out, clientOptions });
 
   const pr = program.command('pr').description('pull requests of the local forge (uses DOCKHAND_DATA_DIR)');
   for (const action of ['merge', 'close'] as const) {
@@ -192,6 +195,7 @@ export function buildCli(): Command {
       const forge = new LocalForge({ dataDir: join(dataDir, 'forge'), store: store.pullRequests });
       out(await forge.createRepository(name, options.from));
     }));
+  addProvenanceCommands(program, { out, config: () => loadConfig(), verify });
   registerEvalCommands(program);
   return program;
 }

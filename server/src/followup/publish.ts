@@ -5,6 +5,7 @@ import { DockhandError } from '../errors';
 import type { FollowedThreads, PullRequestThreadStore } from '../forge/comments';
 import { enforcePushGateOffThread, type PushGate } from '../forge/deliver';
 import { pushFollowUp } from '../forge/follow-push';
+import { commitProvenance, type CommitSigner } from '../forge/push';
 import { commitText, neutralizeInline, neutralizeMarkdown, quoted } from '../forge/pr-text';
 import { commitSubject, forgeCode } from '../policy/neutralise';
 import type { Forge } from '../forge/types';
@@ -47,6 +48,10 @@ export interface FollowUpPublisherOptions {
    * (an owner's override in the log counts) and the required approvals of this round's review.
    */
   gate?: (task: Task, events: TaskEvent[]) => Promise<PushGate>;
+  /** The server's signing key: the round's commit is SSH-signed with it. */
+  signer?: CommitSigner;
+  /** The server's public URL: the commit links the task's trajectory under it. */
+  publicUrl?: string;
 }
 
 /** Where a pushed commit is seen: the local forge's link, or the commit's page next to the PR's on GitHub. */
@@ -88,6 +93,8 @@ export function followUpPublisher(options: FollowUpPublisherOptions): FollowUpPo
         message,
         requester: { name: task.owner, email: `${task.owner}@users.dockhand.invalid` },
         ...(approved ? { date: approved.ts } : {}),
+        ...(options.signer ? { signer: options.signer } : {}),
+        provenance: commitProvenance(task.id, options.publicUrl),
       });
       // The local forge's PR record learns its new head from this; GitHub moves the PR's head itself.
       const pr = pushed.commit && options.forge.kind === 'local'

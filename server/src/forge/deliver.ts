@@ -7,7 +7,7 @@ import { gateOutbound, type OutboundInput, type OutboundText } from '../policy/o
 import { blockedReason, isBlocked, type GatedPolicyResult } from '../policy/override';
 import { policyWorkers } from '../policy/pool';
 import type { RepoPolicy } from '../policy/repo-policy';
-import { pushChange, type Person, type PushChangeResult } from './push';
+import { pushChange, type CommitProvenance, type CommitSigner, type CommitTrailerHook, type Person, type PushChangeResult } from './push';
 import { commitText } from './pr-text';
 import { visibleCharacters } from '../policy/neutralise';
 import { redact } from './redact';
@@ -57,6 +57,12 @@ export interface DeliverInput {
   startBranch?: string;
   /** Fixed commit date (ISO 8601), e.g. the time the push was approved. */
   date?: string;
+  /** The server's signing key: the commit is SSH-signed with it (`pushChange`). */
+  signer?: CommitSigner;
+  /** The server's `Dockhand-*` trailers (task, trajectory link). */
+  provenance?: CommitProvenance;
+  /** More server trailers from the commit's tree and parent (the attestation's digest: `provenance/attestation-push.ts`). */
+  trailers?: CommitTrailerHook;
   gate: PushGate;
 }
 
@@ -139,6 +145,9 @@ export async function deliverPullRequest(input: DeliverInput): Promise<DeliverRe
     message: maskSecrets(message, { known }),
     requester: input.requester,
     date: input.date,
+    ...(input.signer ? { signer: input.signer } : {}),
+    ...(input.provenance ? { provenance: input.provenance } : {}),
+    ...(input.trailers ? { trailers: input.trailers } : {}),
     verifyCommit: verifyCommitted(policy, input.gate),
   });
   const pr = await input.forge.openPullRequest({

@@ -2,7 +2,7 @@ import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DockhandError } from '../errors';
 import { createGit, gitFailure, tryRaw, type GitOptions } from './git';
-import { cleanMessage, DOCKHAND_BOT, ensureClone, inClone, scratchDir, withTrailer, type Person } from './push';
+import { cleanMessage, DOCKHAND_BOT, ensureClone, hookTrailers, inClone, scratchDir, signingArgs, withTrailer, type CommitProvenance, type CommitSigner, type CommitTrailerHook, type Person } from './push';
 import { redact } from './redact';
 
 /**
@@ -34,6 +34,12 @@ export interface FollowUpPushInput {
   requester?: Person;
   /** Fixed author/committer date (ISO 8601): a retry builds the identical commit. */
   date?: string;
+  /** Signs the commit with the server's key (deterministic: a retry still builds the same commit). */
+  signer?: CommitSigner;
+  /** The server's `Dockhand-*` trailers. */
+  provenance?: CommitProvenance;
+  /** More server trailers from the commit's tree and parent (the round's attestation digest). */
+  trailers?: CommitTrailerHook;
 }
 
 export interface FollowUpPushResult {
@@ -92,9 +98,15 @@ async function followUpInClone(input: FollowUpPushInput): Promise<FollowUpPushRe
       return { headSha: input.parentSha, commit: false, pushed: false, output: log.join('\n') };
     }
     const messageFile = join(scratch, 'message.txt');
-    await writeFile(messageFile, cleanMessage(withTrailer(input.message, input.requester)));
+    const more = await hookTrailers(input.trailers, { tree, parent: input.parentSha });
+    await writeFile(messageFile, cleanMessage(withTrailer(input.message, input.requester, input.provenance, more)));
     const bot = DOCKHAND_BOT;
-    headSha = (await work.raw(['-c', `user.name=${bot.name}`, '-c', `user.email=${bot.email}`, 'commit-tree', tree, '-p', input.parentSha, '-F', messageFile])).trim();
+    const sign = signingArgs(input.signer);
+    try {
+      headSha = (await work.raw(['-c', `user.name=${bot.name}`, '-c', `user.email=${bot.email}`, ...sign.config, 'commit-tree', ...sign.flag, tree, '-p', input.parentSha, '-F', messageFile])).trim();
+    } catch (error) {
+      throw gitFailure(input.signer ? 'signing the follow-up commit with the server\'s key (git runs ssh-keygen: Debian\'s openssh-client)' : 'making the follow-up commit', error, secrets);
+    }
   } finally {
     await rm(scratch, { recursive: true, force: true });
   }

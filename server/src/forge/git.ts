@@ -16,6 +16,9 @@ import { redact } from './redact';
  *   = /dev/null): a stray `core.fsmonitor`, `core.hooksPath` or `url.*.insteadOf` on the server
  *   cannot run programs or reroute the push. Proxies and extra CA bundles still pass through
  *   their environment variables.
+ *   `PATH` is how git finds `ssh-keygen` when a push signs its commit (`commit-tree -S` with
+ *   `gpg.format=ssh`, the key file named on the command line: `push.ts`); no `SSH_AUTH_SOCK`, so
+ *   git signs with that file and never with an agent's key.
  * - Configured credential helpers are reset (`credential.helper=` empties the list), so a global
  *   `store` helper can never be handed the push token to write to disk. When a token is given,
  *   the only helper is a shell function that prints it from `DOCKHAND_PUSH_TOKEN`, a variable

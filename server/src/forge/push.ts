@@ -34,6 +34,30 @@ export interface Person {
 
 export const DOCKHAND_BOT: Person = { name: 'Dockhand Bot', email: 'bot@dockhand.invalid' };
 
+/** What signs a commit: the server's key file (`provenance/signing-key.ts`), given to git's SSH signing. */
+export interface CommitSigner {
+  privateKeyPath: string;
+}
+
+/**
+ * The server's own trailers after `Co-authored-by:` (issue #33), written by the server only: the
+ * message's text can never carry them (`withTrailer` drops `Dockhand-*:` lines from it).
+ */
+export interface CommitProvenance {
+  /** `Dockhand-Task: <id>`. */
+  taskId: string;
+  /** `Dockhand-Trajectory: <url>`: the task's event log under the server's public URL, when it has one. */
+  trajectoryUrl?: string;
+}
+
+/**
+ * Trailers that depend on the commit being built (`Dockhand-Attestation: sha256:…`, the attestation
+ * of this tree on this parent: `provenance/attestation-push.ts`): called once the tree is written
+ * and before the commit is made, answering whole `Dockhand-*: value` lines. Called again on a
+ * retry, where it must answer the same lines, so the retry builds the identical commit.
+ */
+export type CommitTrailerHook = (built: { tree: string; parent: string }) => Promise<string[]>;
+
 export interface PushChangeInput {
   /** The server's own clone, created on first use; pushes into it run one at a time. */
   cloneDir: string;
@@ -53,6 +77,15 @@ export interface PushChangeInput {
   bot?: Person;
   /** Fixed author/committer date (ISO 8601): a retried push then builds the identical commit. */
   date?: string;
+  /**
+   * Signs the commit with the server's key (git's SSH signing). Ed25519 signatures are
+   * deterministic, so a retry still builds the identical commit. Absent: unsigned.
+   */
+  signer?: CommitSigner;
+  /** The server's `Dockhand-*` trailers. */
+  provenance?: CommitProvenance;
+  /** More server trailers, made from the commit's tree and parent (the attestation's digest). */
+  trailers?: CommitTrailerHook;
   /**
    * Called with `git diff <base> <commit>` of the commit about to be pushed; throwing stops the
    * push. The push gate uses it to check what git actually built, not only what the sandbox sent.
@@ -96,10 +129,76 @@ export function branchName(ticketId: string, title: string, taskId?: string): st
   return slug ? `dockhand/${id}-${slug}${suffix}` : `dockhand/${id}${suffix}`;
 }
 
-export function withTrailer(message: string, requester: Person | undefined): string {
-  const text = message.trim();
-  if (!requester) return `${text}\n`;
-  return `${text}\n\nCo-authored-by: ${requester.name} <${requester.email}>\n`;
+/** Lines of the server's trailer namespace: only the server writes them, never the message's text. */
+const SERVER_TRAILER = /^\s*Dockhand-[A-Za-z0-9-]*\s*:/i;
+/** A trailer value: one line of printable, non-space ASCII (an id, a URL, a digest). */
+const TRAILER_VALUE = /^[\x21-\x7e]{1,2000}$/;
+
+/**
+ * The commit message: the text (less any `Dockhand-*:` line), a blank line, then the server's
+ * trailers as the last paragraph (what `git interpret-trailers` reads): `Co-authored-by:` the
+ * requester, `Dockhand-Task:`, `Dockhand-Trajectory:`, then the hook's (`Dockhand-Attestation:`).
+ */
+export function withTrailer(message: string, requester: Person | undefined, provenance?: CommitProvenance, more: readonly string[] = []): string {
+  const text = message
+    .split('\n')
+    .filter((line) => !SERVER_TRAILER.test(line))
+    .join('\n')
+    .trim();
+  const trailers = [
+    ...(requester ? [`Co-authored-by: ${requester.name} <${requester.email}>`] : []),
+    ...(provenance ? provenanceTrailers(provenance) : []),
+    ...more.map(checkedTrailer),
+  ];
+  return trailers.length === 0 ? `${text}\n` : `${text}\n\n${trailers.join('\n')}\n`;
+}
+
+/** A hook's trailer line: one of the server's `Dockhand-*` keys and a one-line value. */
+function checkedTrailer(line: string): string {
+  const match = /^(Dockhand-[A-Za-z0-9-]+): (.*)$/.exec(line);
+  if (!match || !TRAILER_VALUE.test(match[2] ?? '')) {
+    throw new DockhandError('internal', `commit trailer ${JSON.stringify(line.slice(0, 120))}: must be "Dockhand-<Key>: <value>", the value one line of printable ASCII without spaces`);
+  }
+  return line;
+}
+
+/** The trailers a hook answers for this tree and parent (none without a hook). */
+export async function hookTrailers(hook: CommitTrailerHook | undefined, built: { tree: string; parent: string }): Promise<string[]> {
+  return hook ? hook(built) : [];
+}
+
+function provenanceTrailers(provenance: CommitProvenance): string[] {
+  const line = (key: string, field: string, value: string | undefined) => {
+    if (value === undefined) return [];
+    if (!TRAILER_VALUE.test(value)) {
+      throw new DockhandError('bad_request', `provenance.${field}: a trailer value must be one line of printable ASCII without spaces`, { field: `provenance.${field}` });
+    }
+    return [`${key}: ${value}`];
+  };
+  return [
+    ...line('Dockhand-Task', 'taskId', provenance.taskId),
+    ...line('Dockhand-Trajectory', 'trajectoryUrl', provenance.trajectoryUrl),
+  ];
+}
+
+/**
+ * A task's `Dockhand-Task` and `Dockhand-Trajectory` trailers: the link is the task's event log
+ * (`GET /v1/tasks/:id/events`, what the trajectory viewer replays) under the server's public URL,
+ * when the configuration names one (`DOCKHAND_PUBLIC_URL`).
+ */
+export function commitProvenance(taskId: string, publicUrl: string | undefined): CommitProvenance {
+  if (publicUrl === undefined) return { taskId };
+  return { taskId, trajectoryUrl: `${publicUrl.replace(/\/+$/, '')}/v1/tasks/${encodeURIComponent(taskId)}/events` };
+}
+
+/**
+ * `git commit-tree` arguments that sign with the server's key (git runs `ssh-keygen -Y sign -f
+ * <key>`), or none. The key's path is the only thing git learns: the key stays in the server's
+ * data dir, read by ssh-keygen, a child of this git.
+ */
+export function signingArgs(signer: CommitSigner | undefined): { config: string[]; flag: string[] } {
+  if (signer === undefined) return { config: [], flag: [] };
+  return { config: ['-c', 'gpg.format=ssh', '-c', `user.signingkey=${resolve(signer.privateKeyPath)}`], flag: ['-S'] };
 }
 
 /**
@@ -209,8 +308,14 @@ async function pushInClone(input: PushChangeInput): Promise<PushChangeResult> {
       throw gitFailure(`the diff does not apply to ${input.baseSha}`, error, secrets, 'conflict');
     }
     tree = (await work.raw(['write-tree'])).trim();
-    await writeFile(messageFile, cleanMessage(withTrailer(input.message, input.requester)));
-    headSha = (await work.raw(['-c', `user.name=${bot.name}`, '-c', `user.email=${bot.email}`, 'commit-tree', tree, '-p', input.baseSha, '-F', messageFile])).trim();
+    const more = await hookTrailers(input.trailers, { tree, parent: input.baseSha });
+    await writeFile(messageFile, cleanMessage(withTrailer(input.message, input.requester, input.provenance, more)));
+    const sign = signingArgs(input.signer);
+    try {
+      headSha = (await work.raw(['-c', `user.name=${bot.name}`, '-c', `user.email=${bot.email}`, ...sign.config, 'commit-tree', ...sign.flag, tree, '-p', input.baseSha, '-F', messageFile])).trim();
+    } catch (error) {
+      throw gitFailure(input.signer ? 'signing the commit with the server\'s key (git runs ssh-keygen: Debian\'s openssh-client)' : 'making the commit', error, secrets);
+    }
     if (input.verifyCommit) {
       await input.verifyCommit(await work.raw(['diff', '--binary', '--find-renames', input.baseSha, headSha]));
     }

@@ -1,7 +1,9 @@
 import { rmSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Task } from '@dockhand/protocol';
 import type { LocalForge } from '../forge';
+import { DOCKHAND_BOT } from '../forge/push';
+import { allowedSignersLine } from '../provenance/signing-key';
+import { verifyCommit } from '../provenance/verify-commit';
 import type { Fleet } from './fleet';
 import { composedFleet, git } from './testing/composed-fleet';
 
@@ -21,11 +23,13 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+// Read from the store, not over the API: polling GET /v1/tasks/:id every 20 ms ran into the API's
+// 120 requests a minute on a loaded machine (a 429 body is not a Task).
 async function waitFor(id: string, state: string) {
-  for (let i = 0; i < 500; i++) {
-    const res = await fleet.app.inject({ url: `/v1/tasks/${id}`, headers: { authorization: `Bearer ${token}` } });
-    const task = Task.parse(JSON.parse(res.body));
-    if (task.state === state) return task;
+  const deadline = Date.now() + 120_000;
+  while (Date.now() < deadline) {
+    const task = await fleet.store.getTask(id);
+    if (task?.state === state) return task;
     await new Promise((r) => setTimeout(r, 20));
   }
   throw new Error(`task never reached ${state}`);
@@ -55,6 +59,10 @@ describe('the composed fleet (real store, API, scheduler, runner, policy, local 
     const branchName = branch?.type === 'pr.opened' ? branch.data.branch : '';
     expect(git(bare, 'show', `${branchName}:src/a.ts`)).toBe('one\nTWO\nthree');
     expect(git(bare, 'log', '-1', '--format=%an%n%B', branchName)).toMatch(/Dockhand Bot[\s\S]*Co-authored-by: alice/);
+    // Signed with the fleet's key, with the server's trailers (issue #33): the wiring, not only the forge.
+    const checks = await verifyCommit({ repoDir: bare, revision: branchName, allowedSigners: allowedSignersLine(fleet.signingKey, DOCKHAND_BOT.email) });
+    expect(checks.filter((check) => !check.ok)).toEqual([]);
+    expect(git(bare, 'log', '-1', '--format=%(trailers:key=Dockhand-Task,valueonly)', branchName)).toBe(id);
     const seqs = events.map((e) => e.seq);
     expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, i) => i + 1));
 

@@ -198,12 +198,14 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
       baseFiles,
       known,
       ...(config.forge.pushToken ? { secrets: [config.forge.pushToken] } : {}),
+      signer: signingKey,
+      ...(config.publicUrl ? { publicUrl: config.publicUrl } : {}),
       // A shared store: the worker's lease is confirmed (and extended) right before it pushes.
       ...('confirmLease' in store ? { confirmLease: (taskId: string) => store.confirmLease(taskId, config.scheduler.leaseSeconds * 1000) } : {}),
     }),
     checkpoints: new FileCheckpointStore({ dataDir: config.dataDir }),
     ...(followedThreads && followForge
-      ? { followUp: followUpPublisher({ forge: followForge, threads: followedThreads, threadStore: store.prThreads, clonesDir: join(config.dataDir, 'clones'), ...('confirmLease' in store ? { confirmLease: (taskId: string) => store.confirmLease(taskId, config.scheduler.leaseSeconds * 1000) } : {}), gate: async (task, log) => ({ policy: await repoPolicy(baseFiles, task), allowTestEdits: task.allowTestEdits, decisions: pushDecisions(log), overrides: log, bots: ['dockhand', 'dockhand-policy'] }) }) }
+      ? { followUp: followUpPublisher({ forge: followForge, threads: followedThreads, threadStore: store.prThreads, clonesDir: join(config.dataDir, 'clones'), signer: signingKey, ...(config.publicUrl ? { publicUrl: config.publicUrl } : {}), ...('confirmLease' in store ? { confirmLease: (taskId: string) => store.confirmLease(taskId, config.scheduler.leaseSeconds * 1000) } : {}), gate: async (task, log) => ({ policy: await repoPolicy(baseFiles, task), allowTestEdits: task.allowTestEdits, decisions: pushDecisions(log), overrides: log, bots: ['dockhand', 'dockhand-policy'] }) }) }
       : {}),
     ...(parts.logger ? { logger: parts.logger } : {}),
   });

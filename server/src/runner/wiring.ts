@@ -7,6 +7,7 @@ import { DockhandError } from '../errors';
 import { GitChildren } from '../git-child';
 import type { FeedbackEngine } from '../feedback/types';
 import { buildPullRequestBody, branchName, deliverPullRequest, type Forge } from '../forge';
+import { commitProvenance, type CommitSigner } from '../forge/push';
 import type { ModelClient } from '../model/types';
 import { parseRepoPolicy, POLICY_FILE_PATH, type RepoPolicy } from '../policy';
 import { policyWorkers } from '../policy/pool';
@@ -158,6 +159,10 @@ export interface PublisherOptions {
    * own, and is extended); throws when it is not, so a worker that lost the task does not push.
    */
   confirmLease?: (taskId: string) => Promise<void>;
+  /** The server's signing key: every pushed commit is SSH-signed with it. */
+  signer?: CommitSigner;
+  /** The server's public URL (`DOCKHAND_PUBLIC_URL`): the commit links the task's trajectory under it. */
+  publicUrl?: string;
 }
 
 /** Push decisions of the current review round (after the task last entered awaiting_review). */
@@ -235,6 +240,8 @@ export function publisherPort(options: PublisherOptions): PublisherPort {
         requester: { name: task.owner, email: `${task.owner}@users.dockhand.invalid` },
         // The same commit on a retry: the time the push was approved, not the time of the attempt.
         ...(approved ? { date: approved.ts } : {}),
+        ...(options.signer ? { signer: options.signer } : {}),
+        provenance: commitProvenance(task.id, options.publicUrl),
         gate: {
           policy: gatePolicy,
           allowTestEdits: task.allowTestEdits,
