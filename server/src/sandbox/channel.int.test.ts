@@ -201,7 +201,9 @@ describe('sandbox command channel (runsc)', () => {
     await bomb.writeFile('README.md', 'hello\n');
     await channelUp(bomb);
     const before = { ...bomb.transport };
-    const result = await bomb.exec({ cmd: ['bash', '-c', 'bomb() { bomb | bomb & }; bomb; sleep 3'], timeoutMs: 6000 });
+    // 8 s for the bomb to reach the 64-process limit: at load 17 (two integration files at once
+    // beside other work) 3 s was not enough and stderr was still empty.
+    const result = await bomb.exec({ cmd: ['bash', '-c', 'bomb() { bomb | bomb & }; bomb; sleep 8'], timeoutMs: 15_000 });
     expect(bomb.transport.channel).toBe(before.channel + 1);
     expect(result.stderr).toMatch(/fork: .*Resource temporarily unavailable/);
     const after = await bomb.exec({ cmd: ['sh', '-c', 'echo still here; ps -eo args'] });
