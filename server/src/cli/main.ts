@@ -31,7 +31,7 @@ import { OPTION_OF_FIELD, resolveSubmitTarget } from './submit-repo';
  *   token create|list|revoke       API tokens: over the API with --server/DOCKHAND_URL + an admin token, else (or --local) on the data dir
  *   pr merge|close <repo> <n>      local forge only (direct on the data dir)
  *   pr comment|review|checks|check <repo> <n>   comments, reviews and checks on a local-forge PR (API)
- *   verify task <id>               recompute a task's event hash chain (API); exits 1 naming the first event that does not match
+ *   verify task <id> [--local]     recompute a task's event hash chain (API, or --local on the data dir's store); exits 1 naming the first event that does not match
  *   signing-key                    the server's public signing key and its allowed_signers line (data dir)
  *   verify commit <repo> <sha>     a pushed commit's signature, committer and trailers, each check named (data dir)
  * Client commands read DOCKHAND_URL and DOCKHAND_TOKEN (or --server/--token).
@@ -176,7 +176,7 @@ export function buildCli(): Command {
 
   addTokenCommands(program, { client, withStore, localDatabase, out, clientOptions });
   addSecretCommands(program, { client, out, clientOptions, readStdin: readAllStdin });
-  const verify = addVerifyCommands(program, { client, out, clientOptions });
+  const verify = addVerifyCommands(program, { client, out, clientOptions, withStore, localDatabase });
 
   const pr = program.command('pr').description('pull requests of the local forge (uses DOCKHAND_DATA_DIR)');
   for (const action of ['merge', 'close'] as const) {

@@ -52,4 +52,25 @@ describe('dockhand verify task', () => {
     // Another user's task is not found, as on every task route.
     await expect(verify(task.id, 'bob')).rejects.toMatchObject({ code: 'not_found' });
   });
+
+  it('--local recomputes it from the data dir\'s SQLite file, with no server or token', async () => {
+    const task = await h.createTask('alice');
+    await h.store.appendEvent(task.id, { type: 'assistant.text', data: { turn: 1, text: 'one' } });
+    const previous = process.env.DOCKHAND_DATA_DIR;
+    process.env.DOCKHAND_DATA_DIR = dir;
+    try {
+      await buildCli().parseAsync(['node', 'dockhand', 'verify', 'task', task.id, '--local']);
+      expect(output.join('').trimEnd().split('\n').at(-1)).toMatch(/^verified: head seq 3 [0-9a-f]{64}$/);
+      h.store.db.prepare('DELETE FROM events WHERE task_id = ? AND seq = 2').run(task.id);
+      output.length = 0;
+      await buildCli().parseAsync(['node', 'dockhand', 'verify', 'task', task.id, '--local']);
+      expect(output.join('')).toMatch(/^FAIL sequence: seq 2: missing: no row \(the log goes from seq 1 to 3\)$/m);
+      expect(process.exitCode).toBe(1);
+      process.env.DOCKHAND_DATA_DIR = join(dir, 'elsewhere');
+      await expect(buildCli().parseAsync(['node', 'dockhand', 'verify', 'task', task.id, '--local'])).rejects.toMatchObject({ field: '--local', message: expect.stringContaining('no database at') });
+    } finally {
+      if (previous === undefined) delete process.env.DOCKHAND_DATA_DIR;
+      else process.env.DOCKHAND_DATA_DIR = previous;
+    }
+  });
 });
