@@ -10,6 +10,7 @@ import { commitText, neutralizeInline, neutralizeMarkdown, quoted } from '../for
 import { commitSubject, forgeCode } from '../policy/neutralise';
 import type { Forge } from '../forge/types';
 import { lastPushedHead, unpushedRound } from './rounds';
+import type { PushAttestor } from '../provenance/attestation-push';
 
 /*
  * The end of an approved follow-up round: one new commit on the PR's branch (`forge/follow-push.ts`),
@@ -52,6 +53,8 @@ export interface FollowUpPublisherOptions {
   signer?: CommitSigner;
   /** The server's public URL: the commit links the task's trajectory under it. */
   publicUrl?: string;
+  /** Signs the round's attestation, chained to the previous one, and names it in the commit (`provenance/attestation-push.ts`). */
+  attestor?: PushAttestor;
 }
 
 /** Where a pushed commit is seen: the local forge's link, or the commit's page next to the PR's on GitHub. */
@@ -80,7 +83,8 @@ export function followUpPublisher(options: FollowUpPublisherOptions): FollowUpPo
       // The agent's summary is model text: no trailers in the commit, nothing active (mentions, HTML, links) on the PR.
       const message = `Address ${subjectTrigger} (round ${round.data.round})\n\n${commitText(summary.slice(0, 4000))}`;
       const said = quoted(neutralizeMarkdown(summary.slice(0, 2000)));
-      if (options.gate) await enforcePushGateOffThread(diff, await options.gate(task, events), { commitMessage: message });
+      const gate = options.gate ? await options.gate(task, events) : undefined;
+      if (gate) await enforcePushGateOffThread(diff, gate, { commitMessage: message });
       await options.confirmLease?.(task.id);
       const pushed = await pushFollowUp({
         cloneDir: join(options.clonesDir, createHash('sha256').update(repo).digest('hex').slice(0, 16)),
@@ -95,6 +99,9 @@ export function followUpPublisher(options: FollowUpPublisherOptions): FollowUpPo
         ...(approved ? { date: approved.ts } : {}),
         ...(options.signer ? { signer: options.signer } : {}),
         provenance: commitProvenance(task.id, options.publicUrl),
+        ...(options.attestor
+          ? { trailers: options.attestor.trailers({ task, events, round: round.data.round, repository: repo, branch: opened.data.branch, diff, requiredApprovals: gate?.policy.requiredApprovals ?? 0 }) }
+          : {}),
       });
       // The local forge's PR record learns its new head from this; GitHub moves the PR's head itself.
       const pr = pushed.commit && options.forge.kind === 'local'

@@ -6,8 +6,8 @@ import type { EnvelopeSigner } from './dsse';
  * The attestation at push time: the forge's push calls `trailers` with the tree and parent of the
  * commit it is about to make (`forge/push.ts`, `forge/follow-push.ts`); the attestation is signed,
  * written to the task's log (`attestation.signed`, before the commit exists: an event is written
- * before the action it describes), and its digest goes into the commit as
- * `Dockhand-Attestation: sha256:<hex>`. A retry after a crash finds the round's attestation for the
+ * before the action it describes), and its digest goes into the commit's
+ * `Dockhand-Attestation: sha256:<hex>` trailer. A retry after a crash finds the round's attestation for the
  * same tree and parent in the log and answers the same trailer, so it builds the identical commit.
  */
 
@@ -18,7 +18,7 @@ export interface PushAttestorOptions {
   /** Appends to the task's log (the runner's `EventLog.append`: masked, fenced on a fleet). */
   append: (taskId: string, event: NewEvent) => Promise<unknown>;
   /** The head of the task's event hash chain; absent where the store keeps none. */
-  chainHead?: (taskId: string) => Promise<{ head: string; seq: number } | null>;
+  chainHead?: (taskId: string) => Promise<{ seq: number; hash: string } | undefined>;
   /** Values the server holds as secrets. */
   known?: readonly string[];
 }
@@ -33,10 +33,9 @@ export interface PushAttestationRequest {
   requiredApprovals: number;
 }
 
-export type TrailerHook = (built: { tree: string; parent: string }) => Promise<string[]>;
-
 export interface PushAttestor {
-  trailers(request: PushAttestationRequest): TrailerHook;
+  /** The push's trailer hook (`CommitTrailerHook` in `forge/push.ts`): the commit's tree and parent in, the `Dockhand-Attestation:` line out. */
+  trailers(request: PushAttestationRequest): (built: { tree: string; parent: string }) => Promise<string[]>;
 }
 
 export function createPushAttestor(options: PushAttestorOptions): PushAttestor {

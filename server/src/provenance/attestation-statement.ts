@@ -67,7 +67,7 @@ export const TaskPredicate = z.object({
   models: z.array(Model),
   cost: z.object({ turns: z.number().int().min(0), costUsd: z.number().min(0) }),
   /** The head of the task's event hash chain when this was signed; null where the store keeps no chain. */
-  eventChain: z.object({ head: z.string(), seq: z.number().int().min(0) }).nullable(),
+  eventChain: z.object({ seq: z.number().int().min(1), hash: z.string().regex(/^[0-9a-f]{64}$/) }).nullable(),
   /** The diff that was approved and is pushed (the whole change against the base): sha256 of its bytes. */
   approvedDiff: z.object({ digest: Sha256, files: z.number().int().min(0) }),
   approvals: z.array(Approval),

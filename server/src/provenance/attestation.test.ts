@@ -51,7 +51,7 @@ const events: TaskEvent[] = [
 const DIFF = 'diff --git a/src/parse.js b/src/parse.js\n--- a/src/parse.js\n+++ b/src/parse.js\n@@ -1 +1 @@\n-old\n+new\n';
 
 function input(overrides: Partial<AttestationInput> = {}): AttestationInput {
-  return { task, events, round: 1, repository: 'acme/widgets', branch: 'dockhand/42-fix-the-parser', diff: DIFF, tree: TREE, parent: BASE, requiredApprovals: 1, eventChain: { head: 'c'.repeat(64), seq: 9 }, ...overrides };
+  return { task, events, round: 1, repository: 'acme/widgets', branch: 'dockhand/42-fix-the-parser', diff: DIFF, tree: TREE, parent: BASE, requiredApprovals: 1, eventChain: { seq: 9, hash: 'c'.repeat(64) }, ...overrides };
 }
 
 describe('attestation', () => {
@@ -115,7 +115,7 @@ describe('attestation', () => {
     expect(payload).toContain('[secret:');
     // Digests and SHAs are identifiers: never masked.
     expect(signed.statement.predicate.commit).toEqual({ tree: TREE, parent: BASE });
-    expect(signed.statement.predicate.eventChain?.head).toBe('c'.repeat(64));
+    expect(signed.statement.predicate.eventChain?.hash).toBe('c'.repeat(64));
   });
 
   it('chains a follow-up round to the previous attestation', async () => {

@@ -37,7 +37,7 @@ export interface AttestationInput {
   parent: string;
   requiredApprovals: number;
   /** The task's event chain head (`provenance/chain.ts`); null where the store keeps none. */
-  eventChain: { head: string; seq: number } | null;
+  eventChain: { seq: number; hash: string } | null;
   /** Values the server holds as secrets: masked, and the statement refused if one were left. */
   known?: readonly string[];
 }

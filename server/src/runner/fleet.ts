@@ -34,6 +34,8 @@ import { PullRequestFollower } from '../followup/follower';
 import { followUpPublisher } from '../followup/publish';
 import { LocalCi } from '../followup/local-ci';
 import { loadSigningKey, type SigningKey } from '../provenance/signing-key';
+import { createPushAttestor } from '../provenance/attestation-push';
+import { chainHead } from '../provenance/chain';
 import { openSecrets } from '../secrets/open';
 import type { RepositorySecrets } from '../secrets/service';
 import { TaskRunner } from './task-runner';
@@ -187,6 +189,8 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
       new SmartFeedbackEngine({ repo: task.context.repo, flakyStore: store.flaky, baselineStore: store.baselines, cache: new GraphCache(graphsDir) }),
     ...(parts.agentConfig ? { config: parts.agentConfig } : {}),
   });
+  // Every push is attested with the server's key over the task's log and its chain head (issue #33).
+  const attestor = createPushAttestor({ signer: signingKey, append: (taskId, event) => events.append(taskId, event), chainHead: (taskId) => chainHead(store, taskId), known });
   const runner = new TaskRunner({
     log: events,
     sandboxes: parts.sandboxes,
@@ -199,13 +203,14 @@ export async function createFleet(config: Config, parts: FleetParts): Promise<Fl
       known,
       ...(config.forge.pushToken ? { secrets: [config.forge.pushToken] } : {}),
       signer: signingKey,
+      attestor,
       ...(config.publicUrl ? { publicUrl: config.publicUrl } : {}),
       // A shared store: the worker's lease is confirmed (and extended) right before it pushes.
       ...('confirmLease' in store ? { confirmLease: (taskId: string) => store.confirmLease(taskId, config.scheduler.leaseSeconds * 1000) } : {}),
     }),
     checkpoints: new FileCheckpointStore({ dataDir: config.dataDir }),
     ...(followedThreads && followForge
-      ? { followUp: followUpPublisher({ forge: followForge, threads: followedThreads, threadStore: store.prThreads, clonesDir: join(config.dataDir, 'clones'), signer: signingKey, ...(config.publicUrl ? { publicUrl: config.publicUrl } : {}), ...('confirmLease' in store ? { confirmLease: (taskId: string) => store.confirmLease(taskId, config.scheduler.leaseSeconds * 1000) } : {}), gate: async (task, log) => ({ policy: await repoPolicy(baseFiles, task), allowTestEdits: task.allowTestEdits, decisions: pushDecisions(log), overrides: log, bots: ['dockhand', 'dockhand-policy'] }) }) }
+      ? { followUp: followUpPublisher({ forge: followForge, threads: followedThreads, threadStore: store.prThreads, clonesDir: join(config.dataDir, 'clones'), signer: signingKey, attestor, ...(config.publicUrl ? { publicUrl: config.publicUrl } : {}), ...('confirmLease' in store ? { confirmLease: (taskId: string) => store.confirmLease(taskId, config.scheduler.leaseSeconds * 1000) } : {}), gate: async (task, log) => ({ policy: await repoPolicy(baseFiles, task), allowTestEdits: task.allowTestEdits, decisions: pushDecisions(log), overrides: log, bots: ['dockhand', 'dockhand-policy'] }) }) }
       : {}),
     ...(parts.logger ? { logger: parts.logger } : {}),
   });

@@ -14,6 +14,7 @@ import { policyWorkers } from '../policy/pool';
 import type { BaseFiles, TicketSource } from '../api/deps';
 import type { AgentPort, AgentResult, PolicyPort, PublisherPort } from './ports';
 import { rejectedThisRound } from './review-files';
+import type { PushAttestor } from '../provenance/attestation-push';
 
 /** A file's content at a full commit SHA never changes: answers (absent ones too) are kept, up to this many. */
 const BASE_FILE_CACHE_ENTRIES = 512;
@@ -163,6 +164,8 @@ export interface PublisherOptions {
   signer?: CommitSigner;
   /** The server's public URL (`DOCKHAND_PUBLIC_URL`): the commit links the task's trajectory under it. */
   publicUrl?: string;
+  /** Signs each push's attestation and names it in the commit (`provenance/attestation-push.ts`). */
+  attestor?: PushAttestor;
 }
 
 /** Push decisions of the current review round (after the task last entered awaiting_review). */
@@ -219,6 +222,7 @@ export function publisherPort(options: PublisherOptions): PublisherPort {
           ...(turn ? { model: turn.data.model } : {}),
           ...(policy?.overridden ? { policyOverride: { by: policy.overriddenBy ?? 'a repo owner', violations: policy.violations } } : {}),
           ...(leftOut.files.length ? { leftOut } : {}),
+          ...(options.attestor ? { attestation: { path: `/v1/tasks/${task.id}/attestation` } } : {}),
         },
         options.secrets ?? [],
       );
@@ -226,13 +230,14 @@ export function publisherPort(options: PublisherOptions): PublisherPort {
       const gatePolicy = await repoPolicy(options.baseFiles, task);
       // Last thing before the push: the fence stops this worker's writes, but not a git push.
       await options.confirmLease?.(task.id);
+      const branch = branchName(ticketId, task.ticket.title, task.id);
       const delivered = await deliverPullRequest({
         forge: options.forge,
         repo,
         cloneDir,
         baseSha: task.context.baseSha,
         diff,
-        branch: branchName(ticketId, task.ticket.title, task.id),
+        branch,
         // The PR goes back into the branch the task started from (else the default branch).
         ...(task.context.branch ? { startBranch: task.context.branch } : {}),
         title: task.ticket.title,
@@ -242,6 +247,8 @@ export function publisherPort(options: PublisherOptions): PublisherPort {
         ...(approved ? { date: approved.ts } : {}),
         ...(options.signer ? { signer: options.signer } : {}),
         provenance: commitProvenance(task.id, options.publicUrl),
+        // The push's attestation, signed for the commit's tree and parent (`Dockhand-Attestation:`).
+        ...(options.attestor ? { trailers: options.attestor.trailers({ task, events, round: 1, repository: repo, branch, diff, requiredApprovals: gatePolicy.requiredApprovals }) } : {}),
         gate: {
           policy: gatePolicy,
           allowTestEdits: task.allowTestEdits,
