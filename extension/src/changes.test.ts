@@ -4,20 +4,22 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
 vi.mock('vscode', () => import('./test/vscode-stub'));
 
-import type { TaskDiffResponse, TaskState } from '@dockhand/protocol';
+import type { ChangedFile, TaskDiffResponse, TaskState } from '@dockhand/protocol';
 import type * as vscode from 'vscode';
 import type { ApiClient } from './api-client';
 import { AGENT_SCHEME, BASE_SCHEME, ChangeContentProvider, ChangesTreeProvider, REVIEWED_SCHEME, changeUri, openTaskChanges, toggleFocusedFile } from './changes';
 import type { DockhandState } from './dockhand-state';
 import { FileDecisions } from './file-decisions';
+import type { DiffFileList } from './review-files';
 import { EventEmitter, TreeItemCheckboxState, commands } from './test/vscode-stub';
 
 /** The checkbox as the Changes view sets it (always the object form). */
 const box = (item: vscode.TreeItem) => (typeof item.checkboxState === 'object' ? item.checkboxState : undefined);
 
-/** The state the Changes view reads: one selected task, its state and changed files. */
+/** The state the Changes view reads: one selected task and its state. */
 function fakeState(state: TaskState) {
-  const summary = { state, changedFiles: new Map<string, 'added' | 'modified' | 'deleted'>([['src/calc.js', 'modified'], ['CHANGELOG.md', 'added']]) };
+  // The trajectory's change events name a file the server's diff does not have (changed, then restored): never listed.
+  const summary = { state, changedFiles: new Map<string, 'added' | 'modified' | 'deleted'>([['src/calc.js', 'modified'], ['CHANGELOG.md', 'added'], ['restored.md', 'modified']]) };
   const received = new EventEmitter<{ taskId: string; events: unknown[] }>();
   return {
     summary,
@@ -29,6 +31,13 @@ function fakeState(state: TaskState) {
       onDidReceiveEvents: received.event,
     } as unknown as DockhandState,
   };
+}
+
+/** The diff under review as the server lists it (DiffFiles stands in), and the files left out earlier. */
+function diffFiles(leftOut: string[] = [], files: ChangedFile[] = [{ path: 'src/calc.js', change: 'modified' }, { path: 'CHANGELOG.md', change: 'added' }]) {
+  const changed = new EventEmitter<string>();
+  const list: DiffFileList = { files, leftOut };
+  return { list, changed, source: { get: () => list, onDidChange: changed.event } };
 }
 
 const api = (diff: Partial<TaskDiffResponse>, file = { path: 'src/calc.js', base: 'a', after: 'c', reviewed: 'b' }) =>
@@ -46,7 +55,7 @@ describe('Changes view: accept per file', () => {
     const { state } = fakeState('awaiting_review');
     const decisions = new FileDecisions();
     const content = new ChangeContentProvider(() => api({}));
-    const tree = new ChangesTreeProvider(state, content, decisions);
+    const tree = new ChangesTreeProvider(state, content, decisions, diffFiles().source);
     let refreshed = 0;
     tree.onDidChangeTreeData(() => (refreshed += 1));
     const items = () => tree.getChildren().map((item) => [item.path, box(item)?.state, item.description]);
@@ -62,9 +71,32 @@ describe('Changes view: accept per file', () => {
     expect(box(tree.getChildren()[0]!)?.accessibilityInformation?.label).toBe('Push the changes to CHANGELOG.md');
   });
 
+  it("lists the server's diff, not the change events, and keeps a file an earlier approval left out left out (PR round)", () => {
+    const { state } = fakeState('awaiting_review');
+    const decisions = new FileDecisions();
+    // A PR round: README.md was left out of the PR, so the round's diff does not have it.
+    const files = diffFiles(['README.md'], [{ path: 'src/calc.js', change: 'modified' }]);
+    const tree = new ChangesTreeProvider(state, new ChangeContentProvider(() => api({})), decisions, files.source);
+    let refreshed = 0;
+    tree.onDidChangeTreeData(() => (refreshed += 1));
+    const items = () => tree.getChildren().map((item) => [item.path, box(item)?.state, item.description, item.command?.command]);
+    expect(items()).toEqual([
+      ['README.md', undefined, 'left out', undefined],
+      ['src/calc.js', TreeItemCheckboxState.Checked, 'modified', 'dockhand.openChange'],
+    ]);
+    // The agent changed README.md again this round: it is in the diff, unchecked until the reviewer checks it.
+    files.list.files = [{ path: 'README.md', change: 'modified' }, { path: 'src/calc.js', change: 'modified' }];
+    files.changed.fire('t1');
+    expect(refreshed).toBe(1);
+    expect(items()[0]).toEqual(['README.md', TreeItemCheckboxState.Unchecked, 'modified · left out', 'dockhand.openChange']);
+    const [readme] = tree.getChildren();
+    tree.onCheckboxes({ items: [[readme!, TreeItemCheckboxState.Checked]] } as unknown as vscode.TreeCheckboxChangeEvent<typeof readme & object>);
+    expect(items()[0]).toEqual(['README.md', TreeItemCheckboxState.Checked, 'modified', 'dockhand.openChange']);
+  });
+
   it('has no checkboxes outside review', () => {
     const { state } = fakeState('running');
-    const tree = new ChangesTreeProvider(state, new ChangeContentProvider(() => api({})), new FileDecisions());
+    const tree = new ChangesTreeProvider(state, new ChangeContentProvider(() => api({})), new FileDecisions(), diffFiles().source);
     expect(tree.getChildren().map((item) => item.checkboxState)).toEqual([undefined, undefined]);
   });
 });
@@ -94,7 +126,7 @@ describe('a round of changes in the diff editor', () => {
     const { state, received } = fakeState('awaiting_review');
     const client = api({});
     const content = new ChangeContentProvider(() => client);
-    new ChangesTreeProvider(state, content, new FileDecisions());
+    new ChangesTreeProvider(state, content, new FileDecisions(), diffFiles().source);
     const uri = changeUri(AGENT_SCHEME, 't1', 'src/calc.js') as unknown as vscode.Uri;
     await content.provideTextDocumentContent(uri);
     await content.provideTextDocumentContent(uri);
@@ -135,7 +167,7 @@ describe('Changes view: Space toggles the focused file', () => {
   it('leaves the focused file out, then takes it back, whether or not its row was selected', async () => {
     const { state } = fakeState('awaiting_review');
     const decisions = new FileDecisions();
-    const tree = new ChangesTreeProvider(state, new ChangeContentProvider(() => api({})), decisions);
+    const tree = new ChangesTreeProvider(state, new ChangeContentProvider(() => api({})), decisions, diffFiles().source);
     expect(await toggleFocusedFile(fakeView(tree, 1), decisions)).toBe('src/calc.js');
     expect(decisions.rejected('t1')).toEqual(['src/calc.js']);
     // The row was selected already (a click opened its diff): the toggle takes it out of the selection.

@@ -1,11 +1,15 @@
+import type { ChangedFile } from '@dockhand/protocol';
+import type { ReviewFile } from '@dockhand/webview-ui/messages';
 import * as vscode from 'vscode';
 import type { ApiClient } from './api-client';
 import type { DockhandState } from './dockhand-state';
 import type { FileDecisions } from './file-decisions';
+import { reviewFileRows, type DiffFileList } from './review-files';
 
 /*
- * Inline diff review: a "Changes" tree of the files the agent changed in the selected task, and a
- * read-only content provider for `dockhand-base:` (the file at the base SHA) and `dockhand-agent:`
+ * Inline diff review: a "Changes" tree of the files of the selected task's diff under review (the
+ * server's, `review-files.ts`: never the trajectory's change events) with the files an earlier
+ * approval left out, and a read-only content provider for `dockhand-base:` (the file at the base SHA) and `dockhand-agent:`
  * (the agent's version) so VS Code's own diff editor and Comments API work on them.
  * URIs look like `dockhand-agent:/<path in repo>?task=<taskId>`: the path is the repository's, so
  * the Comments panel and editor tabs show `src/calc.js`, not an internal task folder.
@@ -77,29 +81,60 @@ export class ChangeContentProvider implements vscode.TextDocumentContentProvider
 }
 
 export class ChangeItem extends vscode.TreeItem {
+  readonly taskId: string;
+  readonly path: string;
+  /** Its change in the diff under review; undefined: left out at an earlier approval and no longer in the diff. */
+  readonly change: ChangedFile['change'] | undefined;
+  /** An earlier approval left it out (the server's stored decision): the default when the reviewer has not decided. */
+  readonly leftOutBefore: boolean;
+
   constructor(
-    readonly taskId: string,
-    readonly path: string,
-    readonly change: 'added' | 'modified' | 'deleted',
-    /** In review: whether the file's changes go out with the approval (a checkbox); else no checkbox. */
-    accepted?: boolean,
-    /** The reviewer asked the agent to revert this file and it is still changed. */
-    notReverted = false,
+    taskId: string,
+    row: ReviewFile,
+    options: {
+      /** In review: a checkbox on each file of the diff (checked: its changes go out with the approval). */
+      reviewing: boolean;
+      leftOutBefore: boolean;
+    },
   ) {
-    super(path, vscode.TreeItemCollapsibleState.None);
-    this.description = [change, notReverted ? 'revert not done' : '', accepted === false ? 'left out' : ''].filter(Boolean).join(' · ');
-    if (accepted !== undefined) {
+    super(row.path, vscode.TreeItemCollapsibleState.None);
+    this.taskId = taskId;
+    this.path = row.path;
+    this.change = row.change;
+    this.leftOutBefore = options.leftOutBefore;
+    const notReverted = options.reviewing && row.notReverted;
+    this.description = [row.change ?? '', notReverted ? 'revert not done' : '', row.accepted ? '' : 'left out'].filter(Boolean).join(' · ');
+    if (!row.change) {
+      // Nothing of it is in the diff (nor in the PR): nothing to open or to push, no checkbox.
+      this.contextValue = 'dockhand.change.leftOut';
+      this.tooltip = `${row.path}: left out of the push at an earlier approval; the pull request does not change it`;
+      return;
+    }
+    if (options.reviewing) {
       this.checkboxState = {
-        state: accepted ? vscode.TreeItemCheckboxState.Checked : vscode.TreeItemCheckboxState.Unchecked,
-        tooltip: accepted ? 'Pushed with the approval; uncheck to leave this file out' : 'Left out of the push; check to include it',
-        accessibilityInformation: { label: `Push the changes to ${path}`, role: 'checkbox' },
+        state: row.accepted ? vscode.TreeItemCheckboxState.Checked : vscode.TreeItemCheckboxState.Unchecked,
+        tooltip: row.accepted ? 'Pushed with the approval; uncheck to leave this file out' : 'Left out of the push; check to include it',
+        accessibilityInformation: { label: `Push the changes to ${row.path}`, role: 'checkbox' },
       };
     }
-    this.resourceUri = changeUri(AGENT_SCHEME, taskId, path);
-    this.contextValue = `dockhand.change.${change}`;
-    this.tooltip = `${path} (${change}): click to compare with the base`;
-    this.command = { command: 'dockhand.openChange', title: 'Open diff', arguments: [taskId, path] };
+    this.resourceUri = changeUri(AGENT_SCHEME, taskId, row.path);
+    this.contextValue = `dockhand.change.${row.change}`;
+    this.tooltip = `${row.path} (${row.change}): click to compare with the base`;
+    this.command = { command: 'dockhand.openChange', title: 'Open diff', arguments: [taskId, row.path] };
   }
+}
+
+/** Where the Changes view reads the diff's files (`DiffFiles`). */
+export interface DiffFileSource {
+  get(taskId: string): DiffFileList | undefined;
+  onDidChange: vscode.Event<string>;
+}
+
+/** The rows of a task's review file list: the diff's files with the decisions (undefined until the diff is read). */
+export function taskReviewFiles(files: DiffFileSource, decisions: FileDecisions, taskId: string): ReviewFile[] | undefined {
+  const list = files.get(taskId);
+  if (!list) return undefined;
+  return reviewFileRows(list, { isAccepted: (path, leftOutBefore) => decisions.isAccepted(taskId, path, leftOutBefore), unreverted: decisions.unreverted(taskId) });
 }
 
 export class ChangesTreeProvider implements vscode.TreeDataProvider<ChangeItem>, vscode.Disposable {
@@ -111,12 +146,16 @@ export class ChangesTreeProvider implements vscode.TreeDataProvider<ChangeItem>,
     private readonly state: DockhandState,
     content: ChangeContentProvider,
     private readonly decisions: FileDecisions,
+    private readonly files: DiffFileSource,
   ) {
+    const ifSelected = (taskId: string) => {
+      if (taskId === state.selectedTaskId) this.changed.fire(undefined);
+    };
     this.disposables.push(
       state.onDidChangeSelection(() => this.changed.fire(undefined)),
-      decisions.onDidChange((taskId) => {
-        if (taskId === state.selectedTaskId) this.changed.fire(undefined);
-      }),
+      decisions.onDidChange(ifSelected),
+      // The list is the server's diff: it is drawn again when a new read of it differs.
+      files.onDidChange(ifSelected),
       state.onDidReceiveEvents(({ taskId, events }) => {
         let touched = false;
         for (const event of events) {
@@ -125,11 +164,9 @@ export class ChangesTreeProvider implements vscode.TreeDataProvider<ChangeItem>,
           // A copy fetched while the agent worked may predate its last edits; the review sees the stored diff.
           if (event.type === 'task.state' && event.data.state === 'awaiting_review') content.invalidateTask(taskId);
           if (event.type === 'review.requested_changes') content.invalidateTask(taskId);
-          if (event.type !== 'file.changed') continue;
-          content.invalidate(taskId, event.data.path);
-          touched = true;
+          if (event.type === 'file.changed') content.invalidate(taskId, event.data.path);
         }
-        if (touched && taskId === state.selectedTaskId) this.changed.fire(undefined);
+        if (touched) ifSelected(taskId);
       }),
     );
   }
@@ -141,17 +178,16 @@ export class ChangesTreeProvider implements vscode.TreeDataProvider<ChangeItem>,
   getChildren(item?: ChangeItem): ChangeItem[] {
     const taskId = this.state.selectedTaskId;
     if (item || !taskId) return [];
-    const { changedFiles, state } = this.state.trajectory(taskId).summary;
-    const reviewing = state === 'awaiting_review';
-    const unreverted = reviewing ? this.decisions.unreverted(taskId) : [];
-    return [...changedFiles]
-      .sort(([a], [b]) => a.localeCompare(b))
-      .map(([path, change]) => new ChangeItem(taskId, path, change, reviewing ? this.decisions.isAccepted(taskId, path) : undefined, unreverted.includes(path)));
+    const reviewing = this.state.trajectory(taskId).summary.state === 'awaiting_review';
+    const leftOut = new Set(this.files.get(taskId)?.leftOut ?? []);
+    return (taskReviewFiles(this.files, this.decisions, taskId) ?? []).map((row) => new ChangeItem(taskId, row, { reviewing, leftOutBefore: leftOut.has(row.path) }));
   }
 
   /** The view's checkboxes write the decisions (several at once when many rows are toggled). */
   onCheckboxes(event: vscode.TreeCheckboxChangeEvent<ChangeItem>): void {
-    for (const [item, checked] of event.items) this.decisions.set(item.taskId, item.path, checked === vscode.TreeItemCheckboxState.Checked);
+    for (const [item, checked] of event.items) {
+      if (item.change) this.decisions.set(item.taskId, item.path, checked === vscode.TreeItemCheckboxState.Checked, item.leftOutBefore);
+    }
   }
 
   dispose(): void {
@@ -226,7 +262,8 @@ export async function toggleFocusedFile(view: vscode.TreeView<ChangeItem>, decis
   } else {
     item = view.selection[0];
   }
-  if (!item) return undefined;
-  decisions.set(item.taskId, item.path, !decisions.isAccepted(item.taskId, item.path));
+  // A file left out earlier and no longer in the diff has nothing to push: no checkbox to toggle.
+  if (!item?.change) return undefined;
+  decisions.set(item.taskId, item.path, !decisions.isAccepted(item.taskId, item.path, item.leftOutBefore), item.leftOutBefore);
   return item.path;
 }

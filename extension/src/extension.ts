@@ -3,7 +3,7 @@ import { TaskActions } from './actions';
 import { ApiClient } from './api-client';
 import { Attention } from './attention';
 import { TokenStore } from './auth';
-import { AGENT_SCHEME, BASE_SCHEME, ChangeContentProvider, ChangesTreeProvider, REVIEWED_SCHEME, openChangeDiff, openTaskChanges, toggleFocusedFile } from './changes';
+import { AGENT_SCHEME, BASE_SCHEME, ChangeContentProvider, ChangesTreeProvider, REVIEWED_SCHEME, openChangeDiff, openTaskChanges, taskReviewFiles, toggleFocusedFile } from './changes';
 import { cancelTask, registerCommands } from './commands';
 import { Connection } from './connection';
 import { DockhandState } from './dockhand-state';
@@ -13,6 +13,7 @@ import { showError } from './notify';
 import { PullRequestViews } from './pull-request-view';
 import { READINESS_SCHEME, ReadinessDocuments } from './readiness';
 import { ReviewComments } from './review-comments';
+import { DiffFiles, rejectedForReview } from './review-files';
 import { affectsServerUrl, readSettings } from './settings';
 import { TaskStatusBar } from './status-bar';
 import { TaskSessions } from './task-sessions';
@@ -57,7 +58,26 @@ export function activate(context: vscode.ExtensionContext): void {
   const readiness = register(new ReadinessDocuments());
   const pullRequests = register(new PullRequestViews());
   register(vscode.workspace.registerTextDocumentContentProvider(READINESS_SCHEME, readiness));
-  const changes = register(new ChangesTreeProvider(state, content, decisions));
+  // The review's file list is the server's diff under review, read again when events say it changed.
+  const diffFiles = register(
+    new DiffFiles({
+      getDiff: (taskId) => api().getDiff(taskId),
+      onDidReceiveEvents: state.onDidReceiveEvents,
+      onDidChangeSelection: state.onDidChangeSelection,
+      selectedTaskId: () => state.selectedTaskId,
+      log,
+    }),
+  );
+  const onDidChangeReviewFiles: vscode.Event<string> = (listener, thisArgs, disposables) => {
+    const both = [decisions.onDidChange(listener, thisArgs), diffFiles.onDidChange(listener, thisArgs)];
+    const disposable = { dispose: () => both.forEach((entry) => entry.dispose()) };
+    disposables?.push(disposable);
+    return disposable;
+  };
+  /** A checkbox of the panel or the view: a file an earlier approval left out is checked as a decision of its own. */
+  const setFileAccepted = (taskId: string, path: string, accepted: boolean): void =>
+    decisions.set(taskId, path, accepted, diffFiles.get(taskId)?.leftOut.includes(path) ?? false);
+  const changes = register(new ChangesTreeProvider(state, content, decisions, diffFiles));
   const changesView = register(vscode.window.createTreeView('dockhand.changes', { treeDataProvider: changes, showCollapseAll: false }));
   register(changesView.onDidChangeCheckboxState((event) => changes.onCheckboxes(event)));
   // Bound to Space in the Changes view during review (package.json keybindings).
@@ -74,7 +94,17 @@ export function activate(context: vscode.ExtensionContext): void {
    */
   const reviewTask = async (taskId: string, action: 'approve' | 'request_changes' | 'reject', comment?: string): Promise<boolean> => {
     const all = action === 'request_changes' ? [...comments.pending(taskId), ...(comment ? [{ body: comment }] : [])] : comment ? [{ body: comment }] : [];
-    const rejected = decisions.rejected(taskId, state.trajectory(taskId).summary.changedFiles.keys());
+    // Read from the server first: the payload names only files of the diff under review as it is now.
+    let rejected: string[] = [];
+    if (action !== 'reject') {
+      try {
+        await diffFiles.read(taskId);
+      } catch (error) {
+        showError(log, 'cannot read the diff under review', error);
+        return false;
+      }
+      rejected = rejectedForReview(taskReviewFiles(diffFiles, decisions, taskId) ?? []);
+    }
     const ok = await actions.review(taskId, action, all, rejected);
     if (ok && action === 'request_changes') comments.clear(taskId);
     // The reviewer's decisions stay for the next round; only a finished review forgets them.
@@ -99,10 +129,9 @@ export function activate(context: vscode.ExtensionContext): void {
         cancel: (taskId) => cancelTask({ state, actions }, taskId),
         pendingComments: (taskId) => comments.pending(taskId).flatMap((c) => (c.path && c.line ? [{ path: c.path, line: c.line, body: c.body }] : [])),
         onDidChangeComments: comments.onDidChange,
-        rejectedFiles: (taskId) => decisions.rejected(taskId),
-        unrevertedFiles: (taskId) => decisions.unreverted(taskId),
-        setFileAccepted: (taskId, path, accepted) => decisions.set(taskId, path, accepted),
-        onDidChangeFileDecisions: decisions.onDidChange,
+        reviewFiles: (taskId) => taskReviewFiles(diffFiles, decisions, taskId),
+        setFileAccepted,
+        onDidChangeFileDecisions: onDidChangeReviewFiles,
         openChanges,
         run: (command) => void vscode.commands.executeCommand(command === 'signIn' ? 'dockhand.signIn' : 'dockhand.showOutput'),
       },

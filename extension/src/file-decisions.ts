@@ -17,6 +17,11 @@ import * as vscode from 'vscode';
 interface Stored {
   rejected: string[];
   revertRequested: string[];
+  /**
+   * Files the reviewer checked again after an earlier approval had left them out (the server's
+   * `leftOut`): without it such a file would fall back to unchecked.
+   */
+  accepted?: string[];
 }
 
 /** The part of `vscode.Memento` used here (the workspace state, or a map in tests). */
@@ -46,15 +51,24 @@ export class FileDecisions implements vscode.Disposable {
     return rejected.filter((path) => !current || current.has(path)).sort();
   }
 
-  isAccepted(taskId: string, path: string): boolean {
-    return !this.byTask.get(taskId)?.rejected.includes(path);
+  /**
+   * The reviewer's decision on the file; without one, checked unless an earlier approval left it
+   * out (`leftOutBefore`, from the server's stored decisions): a left-out file stays left out.
+   */
+  isAccepted(taskId: string, path: string, leftOutBefore = false): boolean {
+    const entry = this.byTask.get(taskId);
+    if (entry?.rejected.includes(path)) return false;
+    if (entry?.accepted?.includes(path)) return true;
+    return !leftOutBefore;
   }
 
-  set(taskId: string, path: string, accepted: boolean): void {
+  /** `leftOutBefore` as for `isAccepted`: checking such a file is kept as a decision of its own. */
+  set(taskId: string, path: string, accepted: boolean, leftOutBefore = false): void {
     const entry = this.byTask.get(taskId) ?? { rejected: [], revertRequested: [] };
-    if (accepted === !entry.rejected.includes(path)) return;
-    entry.rejected = accepted ? entry.rejected.filter((p) => p !== path) : [...entry.rejected, path].sort();
-    this.save(taskId, entry);
+    const rejected = accepted ? entry.rejected.filter((p) => p !== path) : [...new Set([...entry.rejected, path])].sort();
+    const checked = accepted && leftOutBefore ? [...new Set([...(entry.accepted ?? []), path])].sort() : (entry.accepted ?? []).filter((p) => p !== path);
+    if (JSON.stringify([rejected, checked]) === JSON.stringify([entry.rejected, entry.accepted ?? []])) return;
+    this.save(taskId, { ...entry, rejected, ...(checked.length ? { accepted: checked } : { accepted: undefined }) });
   }
 
   /** "Request changes" went out asking the agent to revert `files`: the decisions stay as they are. */
@@ -94,7 +108,7 @@ export class FileDecisions implements vscode.Disposable {
   }
 
   private save(taskId: string, entry: Stored | undefined): void {
-    if (entry && (entry.rejected.length || entry.revertRequested.length)) this.byTask.set(taskId, entry);
+    if (entry && (entry.rejected.length || entry.revertRequested.length || entry.accepted?.length)) this.byTask.set(taskId, entry);
     else this.byTask.delete(taskId);
     void this.store?.update(KEY, Object.fromEntries(this.byTask));
     this.changed.fire(taskId);

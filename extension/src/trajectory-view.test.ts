@@ -9,6 +9,7 @@ import type { TaskActions } from './actions';
 import type { ApiClient } from './api-client';
 import { DockhandState } from './dockhand-state';
 import { FileDecisions } from './file-decisions';
+import { reviewFileRows } from './review-files';
 import type { SessionListener, TaskSessions } from './task-sessions';
 import type { Connection, ConnectionPhase } from './connection';
 import { TaskStatusBar } from './status-bar';
@@ -86,8 +87,9 @@ function setup() {
     cancel: vi.fn(async () => true),
     pendingComments: (taskId: string) => pending.get(taskId) ?? [],
     onDidChangeComments: commentsChanged.event,
-    rejectedFiles: (taskId: string) => decisions.rejected(taskId),
-    unrevertedFiles: (taskId: string) => decisions.unreverted(taskId),
+    // The diff under review as the server lists it (one file), with the decisions.
+    reviewFiles: (taskId: string) =>
+      reviewFileRows({ files: [{ path: 'src/b.js', change: 'modified' }], leftOut: [] }, { isAccepted: (path, left) => decisions.isAccepted(taskId, path, left), unreverted: decisions.unreverted(taskId) }),
     setFileAccepted: (taskId: string, path: string, accepted: boolean) => decisions.set(taskId, path, accepted),
     onDidChangeFileDecisions: decisions.onDidChange,
     openChanges: vi.fn(),
@@ -145,12 +147,12 @@ describe('Trajectory view provider', () => {
     const { view, posted, send } = fakeView();
     t.provider.resolveWebviewView(view);
     send({ type: 'ready' });
-    expect(posted.find((m) => m.type === 'fileDecisions')).toEqual({ type: 'fileDecisions', taskId: TASK_ID, rejected: [], unreverted: [] });
+    expect(posted.find((m) => m.type === 'fileDecisions')).toEqual({ type: 'fileDecisions', taskId: TASK_ID, files: [{ path: 'src/b.js', change: 'modified', accepted: true, notReverted: false }] });
     send({ type: 'setFileAccepted', taskId: TASK_ID, path: 'src/b.js', accepted: false });
     expect(t.decisions.rejected(TASK_ID)).toEqual(['src/b.js']);
-    expect(posted.at(-1)).toEqual({ type: 'fileDecisions', taskId: TASK_ID, rejected: ['src/b.js'], unreverted: [] });
+    expect(posted.at(-1)).toEqual({ type: 'fileDecisions', taskId: TASK_ID, files: [{ path: 'src/b.js', change: 'modified', accepted: false, notReverted: false }] });
     send({ type: 'setFileAccepted', taskId: TASK_ID, path: 'src/b.js', accepted: true });
-    expect(posted.at(-1)).toEqual({ type: 'fileDecisions', taskId: TASK_ID, rejected: [], unreverted: [] });
+    expect(posted.at(-1)).toEqual({ type: 'fileDecisions', taskId: TASK_ID, files: [{ path: 'src/b.js', change: 'modified', accepted: true, notReverted: false }] });
     send({ type: 'openChanges', taskId: TASK_ID, scope: 'round' });
     expect(t.commands.openChanges).toHaveBeenCalledWith(TASK_ID, 'round');
   });

@@ -1,5 +1,5 @@
 import type { TaskApprovalsResponse, TaskEvent } from '@dockhand/protocol';
-import { FromWebview, clipEventOutput, type ClippedOutput, type PendingComment, type ToWebview } from '@dockhand/webview-ui/messages';
+import { FromWebview, clipEventOutput, type ClippedOutput, type PendingComment, type ReviewFile, type ToWebview } from '@dockhand/webview-ui/messages';
 import * as vscode from 'vscode';
 import type { TaskActions } from './actions';
 import type { DockhandState } from './dockhand-state';
@@ -35,10 +35,11 @@ export class TrajectoryViewProvider implements vscode.WebviewViewProvider, vscod
       /** Line comments written in the diff editor and not yet sent. */
       pendingComments(taskId: string): PendingComment[];
       onDidChangeComments: vscode.Event<string>;
-      /** Accept per file: the files left out of the push, and changing one. */
-      rejectedFiles(taskId: string): string[];
-      /** Files the last "Request changes" asked to revert that are still in the diff. */
-      unrevertedFiles(taskId: string): string[];
+      /**
+       * Accept per file: the diff under review's files with the decisions (undefined until the
+       * diff is read), and changing one.
+       */
+      reviewFiles(taskId: string): ReviewFile[] | undefined;
       setFileAccepted(taskId: string, path: string, accepted: boolean): void;
       onDidChangeFileDecisions: vscode.Event<string>;
       /** The native multi-file diff editor: this round's changes or all of them. */
@@ -125,7 +126,9 @@ export class TrajectoryViewProvider implements vscode.WebviewViewProvider, vscod
   }
 
   private postFileDecisions(taskId: string): void {
-    this.post({ type: 'fileDecisions', taskId, rejected: this.commands.rejectedFiles(taskId), unreverted: this.commands.unrevertedFiles(taskId) });
+    const files = this.commands.reviewFiles(taskId);
+    // Until the diff is read the panel lists no file rather than a guess from the events.
+    if (files) this.post({ type: 'fileDecisions', taskId, files });
   }
 
   private postEvents(taskId: string, events: readonly TaskEvent[], reset: boolean): void {

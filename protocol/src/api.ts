@@ -64,6 +64,13 @@ export const TaskDiffResponse = z.object({
    */
   roundDiff: z.string().optional(),
   roundFiles: z.array(ChangedFile).optional(),
+  /**
+   * The reviewer's stored per-file decisions: files an approval left out of the push
+   * (`review.files_rejected`, every round, a later approval that pushed a file takes it back out
+   * of this list). Such a file stays left out in every later round (a PR round's diff does not
+   * have it: the PR does not) until the reviewer pushes it; clients show it so, never as changed.
+   */
+  leftOut: z.array(z.string()).default([]),
 });
 export type TaskDiffResponse = z.infer<typeof TaskDiffResponse>;
 

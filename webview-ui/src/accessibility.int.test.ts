@@ -1,7 +1,7 @@
 import type { TaskEvent } from '@dockhand/protocol';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildWebview, launchBrowser, openTaskPanel, showTask, type PanelPage, type ThemeName } from './test/browser-harness';
+import { buildWebview, launchBrowser, openTaskPanel, showTask, type PanelPage, type ThemeName, reviewFiles } from './test/browser-harness';
 import { TASK_ID, approvalResolved, runUntilApproval, runUntilReview, stamp } from './test/recorded-stream';
 
 /*
@@ -90,7 +90,7 @@ describe('side panel accessibility (axe-core, Chromium)', () => {
   }
 
   it('reviews with the keyboard alone: request changes with text and line comments, the round\'s changes, a file\'s checkbox, then approve', async () => {
-    const panel = await openTaskPanel(browser, { size: { width: WIDTHS.narrow, height: HEIGHT }, theme: 'light', events: all, live: true });
+    const panel = await openTaskPanel(browser, { size: { width: WIDTHS.narrow, height: HEIGHT }, theme: 'light', events: all, live: true, files: reviewFiles(['src/paginate.js', 'modified']).files });
     const page = panel.page;
     await panel.send({ type: 'pendingComments', taskId: TASK_ID, comments });
     await page.waitForSelector('button.review-changes:has-text("Request changes (2)")');

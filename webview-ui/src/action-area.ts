@@ -1,6 +1,6 @@
 import { isFinalState, type TaskState } from '@dockhand/protocol';
 import { button, h } from './dom';
-import type { FromWebview, PendingComment, ReviewAction } from './messages';
+import type { FromWebview, PendingComment, ReviewAction, ReviewFile } from './messages';
 import type { TrajectorySummary } from './trajectory';
 
 /*
@@ -19,10 +19,19 @@ export interface ActionAreaInput {
   mayReview: boolean;
   requester?: string;
   pending: PendingComment[];
-  /** Files the developer leaves out of the push (unchecked in review). */
-  rejected: string[];
-  /** Files the last "Request changes" asked the agent to revert that are still in the diff. */
-  unreverted?: string[];
+  /**
+   * The diff under review's files with the decisions, as the extension read them from the server
+   * (never the trajectory's change events): unchecked ones are left out of the push; a row without
+   * a change was left out at an earlier approval and is not in the diff.
+   */
+  files: ReviewFile[];
+}
+
+/** The counts the area shows: files of the diff, those left out of it, and files left out earlier. */
+export function fileCounts(files: readonly ReviewFile[]): { changed: number; leftOut: number; pushed: number } {
+  const changed = files.filter((file) => file.change !== undefined);
+  const pushed = changed.filter((file) => file.accepted).length;
+  return { changed: changed.length, pushed, leftOut: files.filter((file) => !file.accepted).length };
 }
 
 export interface ActionCallbacks {
@@ -167,18 +176,21 @@ export class ActionArea {
       );
       parts.push(h('span', { className: `verdict ${review.approved ? 'tone-ok' : 'tone-warn'}` }, review.approved ? '✓ Self-review' : '⚠ Self-review'));
     }
-    if (summary.changedFiles.size) {
-      const files = [...summary.changedFiles].sort(([a], [b]) => a.localeCompare(b));
+    if (input.files.length) {
+      const files = input.files;
       const reviewing = mode === 'review';
-      const left = reviewing ? files.filter(([path]) => input.rejected.includes(path)).length : 0;
-      const unreverted = reviewing ? (input.unreverted ?? []) : [];
+      const counts = fileCounts(files);
+      const unreverted = reviewing ? files.filter((file) => file.notReverted).map((file) => file.path) : [];
       detail.push(
         h(
           'ul',
           { className: 'changed-files', attrs: { 'aria-label': reviewing ? 'Changed files: unchecked ones are left out of the push' : 'Changed files' } },
-          ...files.map(([path, change]) => {
+          ...files.map(({ path, change, accepted }) => {
+            if (!change) {
+              // Left out at an earlier approval: not in the diff (nor the PR), nothing to open or push.
+              return h('li', { className: 'left-out earlier', attrs: { title: 'Left out of the push at an earlier approval; the pull request does not change it' } }, h('span', { className: 'badge change-left-out' }, 'not pushed'), ' ', h('span', { className: 'path' }, path), h('span', { className: 'left-out-note' }, ' (left out)'));
+            }
             const link = button(path, 'link', () => this.post({ type: 'openDiff', taskId: this.taskId(), path }), `Open the diff of ${path}`);
-            const accepted = !input.rejected.includes(path);
             const toggle = reviewing ? this.acceptToggle(path, accepted) : null;
             const notReverted = reviewing && unreverted.includes(path);
             return h(
@@ -198,9 +210,9 @@ export class ActionArea {
         // First on the folded line, where it is seen without opening it: round 2 must not look as if the revert happened.
         warning = h('span', { className: 'verdict tone-warn unreverted', attrs: { role: 'status' } }, `⚠ Revert not done: ${unreverted.join(', ')}`);
       }
-      parts.push(h('span', { className: 'verdict' }, `${files.length} file${files.length === 1 ? '' : 's'} changed${left ? ` · ${left} left out` : ''}`));
+      parts.push(h('span', { className: 'verdict' }, `${counts.changed} file${counts.changed === 1 ? '' : 's'} changed${counts.leftOut ? ` · ${counts.leftOut} left out` : ''}`));
     }
-    if (input.summary.round > 1 && input.summary.changedFiles.size) {
+    if (input.summary.round > 1 && input.files.some((file) => file.change)) {
       // The round leads the folded line; its diffs are inside (and in the Changes view's title bar).
       const round = input.summary.round;
       parts.unshift(h('span', { className: 'verdict round' }, `Round ${round}`));
@@ -312,9 +324,9 @@ export class ActionArea {
       buttons.push(cancel());
     } else if (mode === 'review') {
       const count = input.pending.length;
-      const files = input.summary.changedFiles.size;
-      const left = [...input.summary.changedFiles.keys()].filter((path) => input.rejected.includes(path)).length;
-      const approve = left ? `Approve and push ${files - left} of ${files} files` : 'Approve and push';
+      const { changed: files, pushed } = fileCounts(input.files);
+      const left = files - pushed;
+      const approve = left ? `Approve and push ${pushed} of ${files} files` : 'Approve and push';
       const nothing = files > 0 && left === files;
       const approveButton = make(approve, 'primary review-approve', 'approve', () => this.review('approve'), nothing ? 'Every file is left out, so nothing would be pushed: check a file, or Reject' : left ? `Push the checked files only; ${left} left out` : 'Let the server push the branch and open a pull request');
       // The server refuses an approval that leaves every file out; say so here instead of after a round trip.
@@ -410,13 +422,11 @@ function renderKey(input: ActionAreaInput): string {
     input.mayReview,
     input.requester,
     input.pending,
-    input.rejected,
-    // The revert check's answer arrives after the round's events: it must redraw the area.
-    input.unreverted ?? [],
+    // The diff's files arrive after the round's events (read from the server): they must redraw the area.
+    input.files,
     s.round,
     s.policy ?? null,
     s.review ?? null,
-    [...s.changedFiles],
     s.prUrl ?? null,
     s.pauseRequestedBy ?? null,
   ]);

@@ -2,7 +2,7 @@ import { isFinalState, type Task } from '@dockhand/protocol';
 import { ActionArea } from './action-area';
 import { renderApprovalCards } from './approval-cards';
 import { button, h } from './dom';
-import { FromWebview, ToWebview, type ApprovalAccess, type ConnectionStatus, type PendingComment } from './messages';
+import { FromWebview, ToWebview, type ApprovalAccess, type ConnectionStatus, type PendingComment, type ReviewFile } from './messages';
 import { renderRow, type RowContext } from './rows';
 import { renderTaskItems } from './task-list';
 import { applyEvents, createTrajectory, formatDuration, formatTokens, isWorkingState, stateLabel, stateTone, workedMs, type Trajectory } from './trajectory';
@@ -56,8 +56,8 @@ let connection: { status: ConnectionStatus; detail?: string } = { status: 'conne
 /** Who may decide the selected task's pending approvals, as the extension last heard from the server. */
 let access: { taskId: string; byId: Map<string, ApprovalAccess>; canReview: boolean } = { taskId: '', byId: new Map(), canReview: true };
 let pending: { taskId: string; comments: PendingComment[] } = { taskId: '', comments: [] };
-/** Files of the selected task the developer leaves out of the push, as the extension holds them. */
-let rejected: { taskId: string; paths: string[]; unreverted: string[] } = { taskId: '', paths: [], unreverted: [] };
+/** The selected task's diff under review with the decisions, as the extension read it from the server. */
+let reviewFiles: { taskId: string; files: ReviewFile[] } = { taskId: '', files: [] };
 /** A refusal or other notice from the extension; cleared when the next state arrives. */
 let notice: { level: 'info' | 'error'; text: string } | null = null;
 
@@ -290,8 +290,7 @@ function renderActions(): void {
     mayReview: viewerMayReview(),
     requester: tasks.find((t) => t.id === selectedTaskId)?.owner,
     pending: pending.taskId === selectedTaskId ? pending.comments : [],
-    rejected: rejected.taskId === selectedTaskId ? rejected.paths : [],
-    unreverted: rejected.taskId === selectedTaskId ? rejected.unreverted : [],
+    files: reviewFiles.taskId === selectedTaskId ? reviewFiles.files : [],
   });
 }
 
@@ -366,7 +365,7 @@ window.addEventListener('message', (event: MessageEvent<unknown>) => {
       if (message.taskId === selectedTaskId) renderActions();
       break;
     case 'fileDecisions':
-      rejected = { taskId: message.taskId, paths: message.rejected, unreverted: message.unreverted ?? [] };
+      reviewFiles = { taskId: message.taskId, files: message.files };
       if (message.taskId === selectedTaskId) renderActions();
       break;
     case 'notice':

@@ -23,6 +23,18 @@ export type ApprovalAccess = z.infer<typeof ApprovalAccess>;
 export const PendingComment = z.object({ path: z.string(), line: z.number().int().min(1), body: z.string() });
 export type PendingComment = z.infer<typeof PendingComment>;
 
+/** One row of the review's file list (built by the extension: `extension/src/review-files.ts`). */
+export const ReviewFile = z.object({
+  path: z.string(),
+  /** Its change in the diff under review; absent: not in the diff, left out at an earlier approval (the PR does not have it). */
+  change: z.enum(['added', 'modified', 'deleted']).optional(),
+  /** Goes out with the approval (checked in review); false: left out of the push. */
+  accepted: z.boolean(),
+  /** The last "Request changes" asked the agent to revert it, and it is still in the diff. */
+  notReverted: z.boolean().default(false),
+});
+export type ReviewFile = z.infer<typeof ReviewFile>;
+
 export const ToWebview = z.discriminatedUnion('type', [
   z.object({ type: z.literal('tasks'), tasks: z.array(Task), selectedTaskId: z.string().nullable() }),
   /**
@@ -59,14 +71,13 @@ export const ToWebview = z.discriminatedUnion('type', [
   }),
   /** The line comments waiting to go out with "Request changes"; replaces what was sent before. */
   z.object({ type: z.literal('pendingComments'), taskId: z.string(), comments: z.array(PendingComment) }),
-  /** Files of the diff the developer does not accept (left out of the push); replaces what was sent before. */
-  z.object({
-    type: z.literal('fileDecisions'),
-    taskId: z.string(),
-    rejected: z.array(z.string()),
-    /** Files the last "Request changes" asked the agent to revert that are still in the diff. */
-    unreverted: z.array(z.string()).optional(),
-  }),
+  /**
+   * The files of the task's diff under review as the server has it, with the reviewer's
+   * decisions; replaces what was sent before. The panel's file list, counts and "Approve and
+   * push N of M" come from here only, never from the trajectory's `file.changed` events (a file
+   * changed and restored is not in the diff; a file left out of the PR is not in a later round's).
+   */
+  z.object({ type: z.literal('fileDecisions'), taskId: z.string(), files: z.array(ReviewFile) }),
 ]);
 export type ToWebview = z.infer<typeof ToWebview>;
 

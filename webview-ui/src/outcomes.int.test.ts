@@ -1,6 +1,6 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildWebview, launchBrowser, openTaskPanel, type PanelPage } from './test/browser-harness';
+import { buildWebview, launchBrowser, openTaskPanel, type PanelPage, reviewFiles } from './test/browser-harness';
 import { TASK_ID, approvalResolved, longRun, runUntilApproval, runUntilReview, stamp } from './test/recorded-stream';
 
 /*
@@ -124,9 +124,9 @@ describe('outcomes and the live trajectory in Chromium', () => {
     const page = panel.page;
     await page.waitForSelector('button.review-approve');
     // As the extension sends it: the decision kept from round 1 first; the revert check's answer later, with the same decision.
-    await panel.send({ type: 'fileDecisions', taskId: TASK_ID, rejected: ['src/paginate.js'] });
+    await panel.send(reviewFiles(['src/paginate.js', 'modified', false]));
     await page.waitForSelector('.changed-files li.left-out', { state: 'attached' });
-    await panel.send({ type: 'fileDecisions', taskId: TASK_ID, rejected: ['src/paginate.js'], unreverted: ['src/paginate.js'] });
+    await panel.send(reviewFiles(['src/paginate.js', 'modified', false, true]));
     await page.waitForSelector('.verdict.unreverted', { timeout: 5_000 });
     expect(await page.textContent('.verdict.unreverted')).toBe('⚠ Revert not done: src/paginate.js');
     await page.click('.verdict-details summary');

@@ -1,7 +1,7 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clipEventOutput, type ClippedOutput } from './messages';
-import { buildWebview, launchBrowser, openPanel, openTaskPanel, showTask, type PanelPage } from './test/browser-harness';
+import { buildWebview, launchBrowser, openPanel, openTaskPanel, reviewFiles, showTask, type PanelPage } from './test/browser-harness';
 import { OVERRIDE_APPROVAL_ID, PUSH_APPROVAL_ID, TASK_ID, approvalResolved, blockedForOverride, longRun, overriddenAndPushed, pushed, runUntilApproval, runUntilReview, stamp } from './test/recorded-stream';
 import type { TaskEvent } from '@dockhand/protocol';
 
@@ -118,6 +118,7 @@ describe('side panel in Chromium', () => {
   it('ends with review actions, policy results and the pull request link', async () => {
     const panel = await ready();
     await panel.send({ type: 'events', taskId: TASK_ID, reset: true, events: [...approvalEvents, ...afterApproval, ...reviewEvents], clipped: [] });
+    await panel.send(reviewFiles(['src/paginate.js', 'modified']));
     const page = panel.page;
     await page.waitForSelector('.review button.review-approve');
     expect(await page.textContent('.review .policy')).toContain('Policy checks passed');
@@ -416,7 +417,7 @@ describe('side panel in Chromium', () => {
 
   it('accepts or rejects each file in review, by mouse or keyboard, and counts what is pushed', async () => {
     const readme = stamp(TASK_ID, [{ type: 'file.changed', data: { path: 'README.md', change: 'modified', patch: '--- a/README.md\n+++ b/README.md\n@@ -1 +1 @@\n-old\n+new\n' } }], approvalEvents.length + afterApproval.length + reviewEvents.length + 1);
-    const panel = await openTaskPanel(browser, { events: [...approvalEvents, ...afterApproval, ...reviewEvents, ...readme] });
+    const panel = await openTaskPanel(browser, { events: [...approvalEvents, ...afterApproval, ...reviewEvents, ...readme], files: reviewFiles(['README.md', 'modified'], ['src/paginate.js', 'modified']).files });
     const page = panel.page;
     await page.waitForSelector('button.review-approve');
     expect(await page.textContent('button.review-approve')).toBe('Approve and push');
@@ -430,22 +431,29 @@ describe('side panel in Chromium', () => {
     // Unchecking asks the extension, which holds the decision and sends it back.
     await page.getByRole('checkbox', { name: 'Push the changes to README.md' }).uncheck();
     expect(await panel.waitForPosted((m) => m.type === 'setFileAccepted')).toEqual({ type: 'setFileAccepted', taskId: TASK_ID, path: 'README.md', accepted: false });
-    await panel.send({ type: 'fileDecisions', taskId: TASK_ID, rejected: ['README.md'] });
+    await panel.send(reviewFiles(['README.md', 'modified', false], ['src/paginate.js', 'modified']));
     await page.waitForSelector('button.review-approve:has-text("Approve and push 1 of 2 files")');
     expect(await page.textContent('.verdict-details summary')).toContain('2 files changed · 1 left out');
     expect(await page.textContent('.changed-files li.left-out')).toContain('README.md (left out)');
     await panel.screenshot('webview-accept-per-file');
     // Every file left out: nothing to push, so no approval (Reject is what that means).
-    await panel.send({ type: 'fileDecisions', taskId: TASK_ID, rejected: ['README.md', 'src/paginate.js'] });
+    await panel.send(reviewFiles(['README.md', 'modified', false], ['src/paginate.js', 'modified', false]));
     await page.waitForSelector('button.review-approve:disabled:has-text("Approve and push 0 of 2 files")');
     expect(await page.getAttribute('button.review-approve', 'title')).toBe('Every file is left out, so nothing would be pushed: check a file, or Reject');
-    await panel.send({ type: 'fileDecisions', taskId: TASK_ID, rejected: ['README.md'] });
+    await panel.send(reviewFiles(['README.md', 'modified', false], ['src/paginate.js', 'modified']));
     await page.waitForSelector('button.review-approve:not(:disabled)');
     // The keyboard: Space on the focused checkbox takes it back.
     await panel.clearPosted();
     await page.focus('.changed-files li.left-out input.accept-file');
     await page.keyboard.press('Space');
     expect(await panel.waitForPosted((m) => m.type === 'setFileAccepted')).toEqual({ type: 'setFileAccepted', taskId: TASK_ID, path: 'README.md', accepted: true });
+    // A PR round: README.md was left out of the PR, so the round's diff does not have it: left out, no checkbox, not counted as changed.
+    await panel.send(reviewFiles(['README.md', undefined, false], ['src/paginate.js', 'modified']));
+    await page.waitForSelector('.changed-files li.left-out.earlier');
+    expect(await page.textContent('.verdict-details summary')).toContain('1 file changed · 1 left out');
+    expect(await page.textContent('button.review-approve')).toBe('Approve and push');
+    expect(await page.locator('.changed-files li.earlier input, .changed-files li.earlier button').count()).toBe(0);
+    expect(await page.textContent('.changed-files li.earlier')).toBe('not pushed README.md (left out)');
     // Not in review: no checkboxes.
     await panel.send({ type: 'events', taskId: TASK_ID, reset: false, clipped: [], events: stamp(TASK_ID, [{ type: 'task.state', data: { state: 'pushing' } }], readme[0]!.seq + 1) });
     await page.waitForSelector('button.review-approve', { state: 'detached' });
@@ -467,6 +475,8 @@ describe('side panel in Chromium', () => {
     await page.waitForSelector('button.review-approve');
     expect(await page.locator('.round-diffs').count()).toBe(0);
     await panel.send({ type: 'events', taskId: TASK_ID, reset: false, events: round, clipped: [] });
+    // The extension reads the round's diff from the server.
+    await panel.send(reviewFiles(['src/paginate.js', 'modified']));
     await page.getByText('Round 2: dev@example.com requested changes: src/paginate.js:2 Name the offset.; revert README.md').waitFor();
     // The new round's steps follow in the same list, after the request.
     expect(await page.textContent('.trajectory')).toMatch(/Round 2: dev@example\.com requested changes[\s\S]*Naming the offset as asked\./);

@@ -2,7 +2,7 @@ import { createTwoFilesPatch } from 'diff';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { TaskDiffResponse, TaskFileResponse, type Task, type TaskEvent } from '@dockhand/protocol';
 import { buildPullRequestBody } from '../forge/pr-body';
-import { splitDiff, withoutFiles } from '../runner/review-files';
+import { leftOutFiles, splitDiff, withoutFiles } from '../runner/review-files';
 import { TaskRunner } from '../runner/task-runner';
 import type { PublisherPort, PublishResult } from '../runner/ports';
 import { FakePolicy, FakeSandboxProvider, ScriptedAgent, editLikeTheAgent, type AgentScript } from '../runner/testing/fakes';
@@ -78,6 +78,16 @@ describe('accept per file', () => {
     expect(log.find((e) => e.type === 'review.files_rejected')?.data).toEqual({ by: 'alice', rejected: ['src/b.ts'], accepted: ['src/a.ts'] });
     // The whole diff stays what was reviewed.
     expect(splitDiff((await h.store.getResult(task.id))!.diff).map((s) => s.path)).toEqual(['src/a.ts', 'src/b.ts']);
+    // The diff route gives the stored decision, so a client shows the file as left out in every later round.
+    const diff = TaskDiffResponse.parse((await h.app.inject({ url: `/v1/tasks/${task.id}/diff`, headers: h.auth('alice') })).json());
+    expect(diff.leftOut).toEqual(['src/b.ts']);
+  });
+
+  it('a file stays left out across approvals until a later approval pushes it', () => {
+    const at = (seq: number, rejected: string[], accepted: string[]): TaskEvent => ({ seq, taskId: 't', ts: '2026-01-01T00:00:00.000Z', type: 'review.files_rejected', data: { by: 'alice', rejected, accepted } });
+    expect(leftOutFiles([at(1, ['b.ts'], ['a.ts']), at(2, ['c.ts'], ['a.ts'])])).toEqual(['b.ts', 'c.ts']);
+    expect(leftOutFiles([at(1, ['b.ts'], ['a.ts']), at(2, ['c.ts'], ['a.ts', 'b.ts'])])).toEqual(['c.ts']);
+    expect(leftOutFiles([])).toEqual([]);
   });
 
   it('an approval without rejections pushes every file', async () => {

@@ -22,7 +22,7 @@ import { maskSecrets } from '../policy/mask';
 import { policyWorkers } from '../policy/pool';
 import { issueTestEditsLabel } from '../policy/test-edits';
 import { applyReview, decideApproval, type DecisionDeps } from '../runner/review';
-import { fileAfter, reviewRounds, roundDiff } from '../runner/review-files';
+import { fileAfter, leftOutFiles, reviewRounds, roundDiff } from '../runner/review-files';
 import { latestRound } from '../followup/rounds';
 import { pendingPause } from '../runner/steering';
 import type { Store, User } from '../store/types';
@@ -285,12 +285,14 @@ export async function taskRoutes(app: FastifyInstance, deps: AppDeps): Promise<v
   }, async (request) => {
     const { task } = await loadForOverride(requireUser(request), request.params.id);
     const diff = await currentDiff(task);
-    const { round, reviewedDiff } = reviewRounds(await deps.store.listEvents(task.id));
-    if (reviewedDiff === undefined) return { baseSha: task.context.baseSha, diff, files: changedFiles(diff), round };
+    const events = await deps.store.listEvents(task.id);
+    const { round, reviewedDiff } = reviewRounds(events);
+    const leftOut = leftOutFiles(events);
+    if (reviewedDiff === undefined) return { baseSha: task.context.baseSha, diff, files: changedFiles(diff), round, leftOut };
     const ofRound = await roundDiff(reviewedDiff, diff, (path) => maskedBase(task, path)).catch((error: unknown) => {
       throw new DockhandError('conflict', `cannot tell this round's changes apart: ${error instanceof Error ? error.message : String(error)}`, { hint: 'the whole diff (diff) is still right' });
     });
-    return { baseSha: task.context.baseSha, diff, files: changedFiles(diff), round, roundDiff: ofRound.diff, roundFiles: ofRound.files };
+    return { baseSha: task.context.baseSha, diff, files: changedFiles(diff), round, roundDiff: ofRound.diff, roundFiles: ofRound.files, leftOut };
   });
 
   /** A file at the base SHA with secrets masked as in the stored diff (which then applies to it). */

@@ -82,6 +82,20 @@ export function rejectedThisRound(events: TaskEvent[]): { files: string[]; by: s
   return { files: [...files].sort(), by: [...by] };
 }
 
+/**
+ * Files the task's approvals left out of the push, over every round: a file rejected at an
+ * approval stays left out until a later approval names it as accepted. Sorted.
+ */
+export function leftOutFiles(events: TaskEvent[]): string[] {
+  const left = new Set<string>();
+  for (const event of events) {
+    if (event.type !== 'review.files_rejected') continue;
+    for (const path of event.data.rejected) left.add(path);
+    for (const path of event.data.accepted) left.delete(path);
+  }
+  return [...left].sort();
+}
+
 /** What the server pushes: the stored diff less the files the current round's approvals rejected. */
 export function pushedDiff(diff: string, events: TaskEvent[]): string {
   return withoutFiles(diff, rejectedThisRound(events).files);

@@ -2,7 +2,7 @@ import type { ReviewRequest, Task, TaskEvent } from '@dockhand/protocol';
 import { DockhandError } from '../errors';
 import type { Approval, User } from '../store/types';
 import { decidePolicyOverride, requireNoBlockingOverride, type OverrideDecisionDeps } from './policy-override';
-import { splitDiff } from './review-files';
+import { leftOutFiles, splitDiff } from './review-files';
 
 /*
  * Human decisions on a task, written as events. They never do work themselves: they move the
@@ -108,14 +108,17 @@ async function checkRejectedFiles(deps: DecisionDeps, task: Task, review: Review
     });
   }
   const files = splitDiff(diff).map((section) => section.path);
-  rejected.forEach((path, index) => {
-    if (!files.includes(path)) {
-      throw new DockhandError('bad_request', `rejectedFiles.${index}: ${path} is not a file of the diff under review (${files.join(', ') || 'no files'})`, {
-        field: `rejectedFiles.${index}`,
-        hint: 'name files as GET /v1/tasks/:id/diff lists them',
-      });
-    }
-  });
+  const missing = rejected.findIndex((path) => !files.includes(path));
+  if (missing >= 0) {
+    const path = rejected[missing] ?? '';
+    // A file an earlier approval left out is not in a later round's diff: say that, not only "not a file".
+    const earlier = leftOutFiles(await deps.store.listEvents(task.id)).includes(path);
+    throw new DockhandError(
+      'bad_request',
+      `rejectedFiles.${missing}: ${path} is not a file of the diff under review (${files.join(', ') || 'no files'})${earlier ? '; it was left out of the push at an earlier approval, so there is nothing of it to leave out' : ''}`,
+      { field: `rejectedFiles.${missing}`, hint: 'name files as GET /v1/tasks/:id/diff lists them in `files` (its `leftOut` are already left out)' },
+    );
+  }
   const accepted = files.filter((path) => !rejected.includes(path));
   if (review.action === 'approve' && accepted.length === 0) {
     throw new DockhandError('bad_request', 'rejectedFiles: every file of the diff is rejected, so nothing would be pushed', {

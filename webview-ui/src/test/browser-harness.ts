@@ -5,7 +5,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import type { TaskEvent } from '@dockhand/protocol';
-import type { FromWebview, ToWebview } from '../messages';
+import type { FromWebview, ReviewFile, ToWebview } from '../messages';
 import { TASK_ID, sampleTask } from './recorded-stream';
 
 /*
@@ -138,6 +138,13 @@ export interface TaskPanelOptions {
   events?: TaskEvent[];
   /** Send a `live` connection status first, as the extension does for a followed task. */
   live?: boolean;
+  /** The diff under review's files as the extension reads them from the server (omitted: not read yet). */
+  files?: ReviewFile[];
+}
+
+/** The `fileDecisions` message for the sample task: `[path, change, accepted]`, change undefined for a file left out earlier. */
+export function reviewFiles(...rows: Array<[string, ReviewFile['change'], boolean?, boolean?]>): Extract<ToWebview, { type: 'fileDecisions' }> {
+  return { type: 'fileDecisions', taskId: TASK_ID, files: rows.map(([path, change, accepted = true, notReverted = false]) => ({ path, ...(change ? { change } : {}), accepted, notReverted })) };
 }
 
 /**
@@ -152,8 +159,9 @@ export async function openTaskPanel(browser: Browser, options: TaskPanelOptions 
 }
 
 /** Sends the sample task as selected, its status and its whole log (a reset), like a fresh `ready`. */
-export async function showTask(panel: PanelPage, options: Pick<TaskPanelOptions, 'events' | 'live'> = {}): Promise<void> {
+export async function showTask(panel: PanelPage, options: Pick<TaskPanelOptions, 'events' | 'live' | 'files'> = {}): Promise<void> {
   await panel.send({ type: 'tasks', tasks: [sampleTask()], selectedTaskId: TASK_ID });
   if (options.live) await panel.send({ type: 'connection', taskId: TASK_ID, status: 'live' });
   if (options.events) await panel.send({ type: 'events', taskId: TASK_ID, reset: true, events: options.events, clipped: [] });
+  if (options.files) await panel.send({ type: 'fileDecisions', taskId: TASK_ID, files: options.files });
 }
