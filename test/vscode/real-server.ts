@@ -36,7 +36,7 @@ export interface RealServer extends ServerUnderTest {
 }
 
 /** The scripted agent; `stepDelayMs` spaces its events out like a real run's. */
-function fixAverage(stepDelayMs: number) {
+function fixAverage(stepDelayMs: number, restoredFile?: string) {
   return async (original: AgentInput): Promise<AgentResult> => {
     const input: AgentInput = {
       ...original,
@@ -47,11 +47,22 @@ function fixAverage(stepDelayMs: number) {
         },
       },
     };
-    return runFix(input);
+    return runFix(input, restoredFile);
   };
 }
 
-async function runFix(input: AgentInput): Promise<AgentResult> {
+/** An edit the agent takes back: two `file.changed` events, and nothing of it in the diff. */
+async function changeAndRestore(input: AgentInput, path: string): Promise<void> {
+  const original = (await input.sandbox.readFile(path)).toString();
+  const changed = `${original}// a note the agent takes back\n`;
+  for (const [from, to] of [[original, changed], [changed, original]] as const) {
+    await input.sandbox.writeFile(path, to);
+    const patch = createTwoFilesPatch(`a/${path}`, `b/${path}`, from, to, undefined, undefined, { context: 3 }).replace(/^=+\n/m, '');
+    await input.events.append({ type: 'file.changed', data: { path, change: 'modified', patch } });
+  }
+}
+
+async function runFix(input: AgentInput, restoredFile?: string): Promise<AgentResult> {
   if (input.priorEvents.some((event) => event.type === 'review.requested_changes')) return runSecondRound(input);
   const turn = (number: number) =>
     input.events.append({
@@ -82,6 +93,7 @@ async function runFix(input: AgentInput): Promise<AgentResult> {
   await input.sandbox.writeFile(NOTES_FILE, readme + NOTE);
   const notesPatch = createTwoFilesPatch(`a/${NOTES_FILE}`, `b/${NOTES_FILE}`, readme, readme + NOTE, undefined, undefined, { context: 3 }).replace(/^=+\n/m, '');
   await input.events.append({ type: 'file.changed', data: { path: NOTES_FILE, change: 'modified', patch: notesPatch } });
+  if (restoredFile) await changeAndRestore(input, restoredFile);
   await input.events.append({
     type: 'tests.finished',
     data: { command: 'node --test test', scope: 'selected', passed: 9, failed: 0, skipped: 0, ok: true, quarantined: [], output: '# pass 9\n# fail 0', durationMs: 640 },
@@ -116,11 +128,13 @@ async function runSecondRound(input: AgentInput): Promise<AgentResult> {
   return finish(input, 3, 'tu_finish_2', 'Fix average() so it sums from the first value; say why.');
 }
 
-export async function startRealServer(repo: FixtureRepo, options: { stepDelayMs?: number } = {}): Promise<RealServer> {
+/** `restoredFile`: a file of the fixture the agent changes and then restores in round 1 (in the events, not in the diff). */
+export async function startRealServer(repo: FixtureRepo, options: { stepDelayMs?: number; restoredFile?: string } = {}): Promise<RealServer> {
   const dataDir = temporaryDir('dockhand-server-');
   const config = loadConfig({}, { dataDir, logLevel: 'silent', 'scheduler.pollMs': 50 });
-  const base = { [FIXED_FILE]: readFileSync(join(repo.path, FIXED_FILE), 'utf8'), [NOTES_FILE]: readFileSync(join(repo.path, NOTES_FILE), 'utf8') };
-  const fleet = await createFleet(config, { sandboxes: new FakeSandboxProvider(base), agent: new ScriptedAgent(fixAverage(options.stepDelayMs ?? 0)) });
+  const files = [FIXED_FILE, NOTES_FILE, ...(options.restoredFile ? [options.restoredFile] : [])];
+  const base = Object.fromEntries(files.map((path) => [path, readFileSync(join(repo.path, path), 'utf8')]));
+  const fleet = await createFleet(config, { sandboxes: new FakeSandboxProvider(base), agent: new ScriptedAgent(fixAverage(options.stepDelayMs ?? 0, options.restoredFile)) });
   await fleet.store.createUser('dev', 'user');
   const { token } = await fleet.store.createToken('dev');
   // As a developer would have it: the workspace is a clone of the team's repository (a bare
