@@ -137,6 +137,9 @@ export function registeredMirror(config: Config, store: SqliteStore | PostgresSt
 export async function createFleet(config: Config, parts: FleetParts): Promise<Fleet> {
   // First: a bad DOCKHAND_SIGNING_KEY stops start-up before anything is opened, naming the setting.
   const signingKey = parts.signingKey ?? loadSigningKey(config.dataDir, config);
+  if (config.databaseUrl && signingKey.source === 'data-dir') {
+    parts.logger?.warn({ keyId: signingKey.keyId, path: signingKey.privateKeyPath }, 'DOCKHAND_SIGNING_KEY is not set: this process of a Postgres fleet signs with its own data dir\'s key; give every process the same key file, or commits pushed by different workers verify against different keys');
+  }
   const store = parts.store ?? new SqliteStore(join(config.dataDir, 'dockhand.db'));
   const mirror = parts.mirror ?? registeredMirror(config, store);
   const hub = parts.hub ?? new EventHub();
