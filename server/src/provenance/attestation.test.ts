@@ -38,7 +38,7 @@ function event(type: TaskEvent['type'], data: unknown): TaskEvent {
 
 const usage = { inputTokens: 100, outputTokens: 10, cacheReadTokens: 0, cacheWriteTokens: 0 };
 const events: TaskEvent[] = [
-  event('sandbox.ready', { sandboxId: 's1', image: 'dockhand/snapshot:abc123', baseSha: BASE, source: 'snapshot', startMs: 400 }),
+  event('sandbox.ready', { sandboxId: 's1', image: 'dockhand/snapshot:f3c9a1b27d4e8f60a5b3c2d1e0f9a8b7', baseSha: BASE, source: 'snapshot', startMs: 400 }),
   event('model.turn', { turn: 1, model: 'claude-a', usage, costUsd: 0.05, stopReason: 'tool_use', contextTokens: 100, content: [] }),
   event('model.turn', { turn: 2, model: 'claude-a', usage, costUsd: 0.05, stopReason: 'end_turn', contextTokens: 100, content: [] }),
   event('model.turn', { turn: 3, model: 'claude-b', usage, costUsd: 0.02, stopReason: 'end_turn', contextTokens: 100, content: [], purpose: 'review' }),
@@ -62,7 +62,7 @@ describe('attestation', () => {
     expect(statement.subject).toEqual([{ name: 'acme/widgets@dockhand/42-fix-the-parser', digest: { gitTree: TREE } }]);
     const p = statement.predicate;
     expect(p.ticket).toEqual({ source: 'issue', id: '42', url: 'https://forge.example/issues/42', title: 'Fix the parser' });
-    expect(p.snapshot).toEqual({ image: 'dockhand/snapshot:abc123', key: 'abc123' });
+    expect(p.snapshot).toEqual({ image: 'dockhand/snapshot:f3c9a1b27d4e8f60a5b3c2d1e0f9a8b7', snapshotKey: 'f3c9a1b27d4e8f60a5b3c2d1e0f9a8b7' });
     expect(p.models).toEqual([
       { model: 'claude-a', turns: 2, inputTokens: 200, outputTokens: 20, costUsd: 0.1 },
       { model: 'claude-b', turns: 1, inputTokens: 100, outputTokens: 10, costUsd: 0.02 },
@@ -116,6 +116,8 @@ describe('attestation', () => {
     // Digests and SHAs are identifiers: never masked.
     expect(signed.statement.predicate.commit).toEqual({ tree: TREE, parent: BASE });
     expect(signed.statement.predicate.eventChain?.hash).toBe('c'.repeat(64));
+    // A real snapshot key (hex) survives the gate: it is an identifier, not an API key.
+    expect(signed.statement.predicate.snapshot?.snapshotKey).toBe('f3c9a1b27d4e8f60a5b3c2d1e0f9a8b7');
   });
 
   it('chains a follow-up round to the previous attestation', async () => {

@@ -119,7 +119,7 @@ export function buildStatement(input: AttestationInput): TaskStatement {
     requester: task.owner,
     repository: { name: input.repository, baseSha: task.context.baseSha, branch: input.branch },
     commit: { tree: input.tree, parent: input.parent },
-    snapshot: image ? { image, key: image.includes(':') ? image.slice(image.lastIndexOf(':') + 1) : image } : null,
+    snapshot: image ? { image, snapshotKey: image.includes(':') ? image.slice(image.lastIndexOf(':') + 1) : image } : null,
     models: modelsOf(events),
     cost: { turns: task.usage.turns, costUsd: task.usage.costUsd },
     eventChain: input.eventChain,
@@ -164,15 +164,19 @@ export function buildStatement(input: AttestationInput): TaskStatement {
 
 /**
  * The statement as it may leave the server: every string masked as events are (identifiers and
- * digests left alone), checked against its schema again, then the content gate's secret scan and
- * the server's own secrets over its text: anything found refuses the attestation (and so the push)
- * rather than signing a secret into a record meant to be kept.
+ * digests left alone), then the content gate's secret scan over the statement's JSON, where a value
+ * is read with its key (`"password": "…"`), which the masking of a lone value cannot see: what it
+ * finds is masked too. Anything the scan or a server-held secret still finds after that refuses
+ * the attestation (and so the push) rather than signing a secret into a record meant to be kept.
  */
 export function gatedStatement(statement: TaskStatement, known: readonly string[] = []): TaskStatement {
-  const masked = TaskStatement.parse(maskDeep(statement, { known }));
+  const findings = (value: TaskStatement) => scanText(JSON.stringify(value, null, 1)).filter((finding) => !finding.secret.startsWith('[secret:'));
+  let masked = TaskStatement.parse(maskDeep(statement, { known }));
+  const inContext = findings(masked);
+  if (inContext.length > 0) masked = TaskStatement.parse(maskDeep(masked, { known: [...known, ...inContext.map((finding) => finding.secret)] }));
   const text = JSON.stringify(masked, null, 1);
   const stored = storedSecretInText(text, known);
-  const found = scanText(text).filter((finding) => !finding.secret.startsWith('[secret:'));
+  const found = findings(masked);
   if (stored !== undefined || found.length > 0) {
     const what = stored !== undefined ? `a value this server holds as a secret (line ${stored})` : `${found[0]?.description ?? 'a secret'} (line ${found[0]?.line ?? 0})`;
     throw new DockhandError('policy_violation', `the attestation would hold ${what} after masking; it is not signed`, { hint: 'report this: the statement is built from masked events' });
