@@ -62,6 +62,7 @@ const summary = {
   invisible_chars_unmarked: invisible.invisible_chars_unmarked ?? -1,
   forge_text_unneutralised: invisible.forge_text_unneutralised ?? -1,
   healthz_max_ms_under_1000: api.healthz_max_ms_under_1000 ?? -1,
+  metrics_max_ms_under_1000: api.metrics_max_ms_under_1000 ?? -1,
   api_hardening_failures: ['comment_path_5xx', 'comment_path_magic_stored', 'wrapped_destructive_unapproved', 'oversize_resets', 'hidden_repo_not_404', 'front_encoded_path_passed'].reduce((sum, key) => sum + (api[key] ?? 0), 0),
   seconds: real.seconds,
   seeds: [real.seed, gate.seed].filter((seed) => seed !== undefined),
@@ -73,7 +74,7 @@ const lifeFailures = ['hung_tasks', 'resume_lost_changes'];
 const hostFailed = summary.build_egress_escapes !== 0 || summary.revoked_socket_events !== 0 || summary.data_dir_private !== true;
 const lifeFailed = lifeFailures.some((key) => summary[key] !== 0) || summary.disk_quota_enforced !== true;
 const stallFailed = summary.api_stall_max_ms < 0 || summary.api_stall_max_ms >= 500;
-const issue31Failed = ['cross_build_front_reads', 'setup_secret_forms_in_image', 'invisible_chars_unmarked', 'forge_text_unneutralised', 'api_hardening_failures'].some((key) => summary[key] !== 0) || summary.healthz_max_ms_under_1000 < 0 || summary.healthz_max_ms_under_1000 >= 1000;
+const issue31Failed = ['cross_build_front_reads', 'setup_secret_forms_in_image', 'invisible_chars_unmarked', 'forge_text_unneutralised', 'api_hardening_failures'].some((key) => summary[key] !== 0) || ['healthz_max_ms_under_1000', 'metrics_max_ms_under_1000'].some((key) => summary[key] < 0 || summary[key] >= 1000);
 process.exit(hostFailed || lifeFailed || stallFailed || issue31Failed || failures.some((key) => summary[key] !== 0) || missing.length ? 1 : 0);
 JS
 rm -f "$report"

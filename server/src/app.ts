@@ -29,12 +29,12 @@ import { taskRoutes } from './api/tasks';
 import { tokenRoutes } from './api/tokens';
 import { pullRequestRoutes } from './api/pulls';
 import { attestationRoutes } from './api/attestations';
-import { bodyLimitedServer, bodyTooLarge, discardBody } from './api/body-limit';
-import { shedLoad } from './api/load';
+import { bodyTooLarge, discardBody } from './api/body-limit';
+import { apiServerFactory, health } from './api/http-server';
+import { LoadGate, shedLoad } from './api/load';
 import { DockhandError, asDockhandError } from './errors';
 import { maySubmit } from './runner/registry';
 import type { Logger } from './log';
-import { SERVER_VERSION } from './version';
 
 export type { AppDeps } from './api/deps';
 
@@ -103,8 +103,9 @@ export async function app(fastify: FastifyInstance, given: AppDeps): Promise<voi
   fastify.decorateRequest('user', null);
   fastify.decorateRequest('scopes', null);
   fastify.decorateRequest('tokenInfo', null);
-  // Before every other hook: a burst is refused before its token is looked up (`api/load.ts`).
-  shedLoad(fastify, deps.limits?.maxInFlight);
+  // Before every other hook: a burst is refused before its token is looked up (`api/load.ts`); the
+  // HTTP server under it (`api/http-server.ts`) shares the gate and refuses most of a burst itself.
+  shedLoad(fastify, deps.loadGate ?? new LoadGate(deps.limits?.maxInFlight));
   fastify.setErrorHandler(async (error: FastifyError | DockhandError, request, reply) => {
     const failure = toDockhandError(error);
     if (failure.code === 'internal') request.log.error({ err: error }, 'request failed');
@@ -138,7 +139,8 @@ export async function app(fastify: FastifyInstance, given: AppDeps): Promise<voi
 
   const api = fastify.withTypeProvider<ZodTypeProvider>();
   api.get('/docs/json', { schema: { hide: true } }, async () => fastify.swagger());
-  api.get('/healthz', { schema: { hide: true } }, async (): Promise<HealthResponse> => ({ ok: true, service: 'dockhand', version: SERVER_VERSION }));
+  // On a listening server `/healthz` is answered by the HTTP server before Fastify (`api/http-server.ts`); this is `inject()`'s.
+  api.get('/healthz', { schema: { hide: true } }, async (): Promise<HealthResponse> => health());
   api.get('/readyz', { schema: { hide: true } }, async (request, reply) => {
     const checks: Record<string, string> = {};
     let ok = true;
@@ -222,11 +224,13 @@ export async function app(fastify: FastifyInstance, given: AppDeps): Promise<voi
 /** A Fastify instance with the API registered (tests use `inject`/`injectWS` on it). */
 export async function buildApp(deps: AppDeps, options: { logger?: Logger } = {}): Promise<FastifyInstance> {
   const loggerInstance: FastifyBaseLogger | undefined = options.logger ?? deps.logger;
+  const loadGate = new LoadGate(deps.limits?.maxInFlight);
   const fastify = Fastify({
     ...(loggerInstance ? { loggerInstance } : {}),
     bodyLimit: BODY_LIMIT_BYTES,
-    // A body declared too large is refused before `100 Continue`, or read and discarded first (`api/body-limit.ts`).
-    serverFactory: bodyLimitedServer(BODY_LIMIT_BYTES),
+    // Before Fastify: /healthz, a body declared too large (refused before `100 Continue`, or read
+    // and discarded first) and load shedding (`api/http-server.ts`).
+    serverFactory: apiServerFactory(BODY_LIMIT_BYTES, loadGate),
     // Long ids reach the route's schema, which names the field and its limit (the router's default cap is 100).
     routerOptions: { maxParamLength: 1000 },
     // Errors the router raises before any route (a bad percent-encoding, a path segment over the cap)
@@ -239,7 +243,7 @@ export async function buildApp(deps: AppDeps, options: { logger?: Logger } = {})
     // maxHeaderSize, malformed HTTP): the API's error body too, not Fastify's default one.
     clientErrorHandler: answerClientError,
   });
-  await fastify.register(app, deps);
+  await fastify.register(app, { ...deps, loadGate });
   await fastify.ready();
   return fastify;
 }

@@ -9,6 +9,7 @@ import { EventHub } from './store/hub';
 import { openSecrets } from './secrets/open';
 import { openStore } from './store/open';
 import { PostgresEventHub } from './store/postgres-hub';
+import { LISTEN_BACKLOG } from './api/load';
 
 /** An API replica's sandboxes: none; the runner never asks for one there (no scheduler runs). */
 const NO_SANDBOXES: SandboxProvider = {
@@ -90,7 +91,7 @@ export async function startServer(config: Config, options: { logger?: Logger; pa
     logger,
   });
   // Roles: api serves REST and WebSocket and runs no task; worker runs tasks and serves no API.
-  const address = config.role === 'worker' ? '' : await fleet.app.listen({ host: config.host, port: config.port });
+  const address = config.role === 'worker' ? '' : await fleet.app.listen({ host: config.host, port: config.port, backlog: LISTEN_BACKLOG });
   if (config.role !== 'api') {
     fleet.scheduler.start();
     fleet.outcomes.start();

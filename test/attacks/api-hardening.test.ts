@@ -1,26 +1,26 @@
-import { spawn } from 'node:child_process';
-import { rmSync, writeFileSync, mkdtempSync } from 'node:fs';
-import { request as httpRequest } from 'node:http';
+import { rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CreateTaskResponse, TaskApprovalsResponse } from '@dockhand/protocol';
 import { privateUpstreamUrl, type PrivateRegistry } from '../../server/src/sandbox/private-registries';
 import { startAttackFleet, type AttackFleet } from './support/attack-fleet';
+import { measureUnderBurst } from './support/burst';
 import { createFixture, FAREWELL, git, insist, REPO, sh } from './support/case-kit';
 import { writeReportPart } from './support/report';
 
 /*
  * Issue 31 items 5 and 6 against a real `dockhand serve` (`startAttackFleet`: real port, gVisor
  * sandboxes, local forge, replay model): hostile PR comment paths, wrapped destructive commands
- * through the agent, 1,000 concurrent requests while `/healthz` is timed every 50 ms (the load
- * from a child process, so the server's loop is measured, not the client's), 3 MB bodies with and
+ * through the agent, 1,000 concurrent requests while `/healthz` and `/metrics` are timed (the load
+ * and the probe each in a process of its own, so the server's loop is measured), 3 MB bodies with and
  * without `Expect: 100-continue`, and a repository the caller may not see on every route. The
  * registry front's encoded-path check is asked directly (its real-network case is h-crossbuild's).
  */
 
 const HIDDEN = 'hidden-app';
+/** What the slowest /healthz and /metrics answer under the burst is held to (see the case). */
+const BURST_LIMIT_MS = 1_000;
 let fleet: AttackFleet;
 let fixture: { path: string; sha: string };
 let hiddenFixture: { path: string; sha: string };
@@ -114,76 +114,23 @@ describe('API hardening (issue 31 items 5 and 6)', () => {
     expect({ asked, ran }).toEqual({ asked: wrapped.length, ran: 0 });
   });
 
-  it('/healthz answers within 1 s while 1,000 concurrent requests hit expensive routes', { timeout: 300_000 }, async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'h-apihard-load-'));
-    const script = join(dir, 'load.mjs');
-    // 1,000 requests at once on fresh connections, each abandoned after 4 s (a client that has
-    // gone); loopback only; the process ends by itself within 60 s.
-    writeFileSync(script, `
-import { request } from 'node:http';
-const [url, token, repo, sha] = process.argv.slice(2);
-const target = new URL(url);
-const routes = [
-  ['GET', '/v1/metrics'], ['GET', '/v1/tasks?limit=100'], ['GET', '/v1/repos/' + repo + '/pulls/1'],
-  ['POST', '/v1/tasks', JSON.stringify({ ticket: { kind: 'text', title: 'load' }, context: { repo, baseSha: 'f'.repeat(40) } })],
-];
-setTimeout(() => process.exit(0), 60000).unref();
-const counts = {};
-await Promise.all(Array.from({ length: 1000 }, (_, index) => new Promise((done) => {
-  const [method, path, body] = routes[index % routes.length];
-  const req = request({ host: target.hostname, port: target.port, method, path, agent: false, headers: { authorization: 'Bearer ' + token, ...(body ? { 'content-type': 'application/json' } : {}) } }, (res) => {
-    res.resume();
-    res.on('end', () => { counts[res.statusCode] = (counts[res.statusCode] ?? 0) + 1; done(); });
-  });
-  req.setTimeout(4000, () => req.destroy());
-  req.on('error', () => { counts.gone = (counts.gone ?? 0) + 1; done(); });
-  req.end(body);
-})));
-console.log(JSON.stringify(counts));
-`);
-    const probe = (): Promise<number> => new Promise((resolve) => {
-      const begun = Date.now();
-      const target = new URL(fleet.url);
-      const req = httpRequest({ host: target.hostname, port: target.port, path: '/healthz', agent: false }, (res) => {
-        res.resume();
-        res.on('end', () => resolve(Date.now() - begun));
-      });
-      req.setTimeout(20_000, () => req.destroy());
-      req.on('error', () => resolve(Date.now() - begun));
-      req.end();
-    });
-    const child = spawn(process.execPath, [script, fleet.url, fleet.tokens.root, REPO, fixture.sha], { stdio: ['ignore', 'pipe', 'inherit'] });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString(); });
-    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-    let running = true;
-    void exited.then(() => { running = false; });
-    const latencies: number[] = [];
-    const started = Date.now();
-    // Every 50 ms while the load runs and 2 s after: each probe on its own, never waiting for the last.
-    const probes: Array<Promise<void>> = [];
-    while (running || Date.now() - started < 2_000) {
-      probes.push(probe().then((ms) => void latencies.push(ms)));
-      await new Promise((done) => setTimeout(done, 50));
-      if (!running && Date.now() - started > 70_000) break;
-    }
-    const ended = Date.now();
-    while (Date.now() - ended < 2_000) {
-      probes.push(probe().then((ms) => void latencies.push(ms)));
-      await new Promise((done) => setTimeout(done, 50));
-    }
-    await Promise.all(probes);
-    rmSync(dir, { recursive: true, force: true });
-    const max = Math.max(...latencies);
-    part.healthz_max_ms_under_1000 = max;
-    part.healthz_probes = latencies.length;
-    part.load_statuses = output.trim();
-    expect(latencies.length).toBeGreaterThan(20);
-    // The issue's target is 1 s; it is not met yet (1,842 ms on a quiet machine, 13.8 s at load
-    // 18-20; 31.3 s before load shedding). `npm run test:attacks`' summary line fails above 1 s
-    // (scripts/test-attacks.sh). Here the regression that matters is guarded: /healthz unanswered
-    // for many seconds while the server works through a burst.
-    expect(max).toBeLessThan(5_000);
+  it('/healthz and /metrics answer within 1 s while 1,000 concurrent requests hit expensive routes', { timeout: 300_000 }, async () => {
+    // The server is this process (`dockhand serve`'s composition); the 1,000 clients and the probe
+    // run in processes of their own (`support/burst.ts`).
+    const figures = await measureUnderBurst({ url: fleet.url, token: fleet.tokens.root, repo: REPO, paths: { '/healthz': 50, '/metrics': 200 } });
+    const health = figures.paths['/healthz'];
+    const metrics = figures.paths['/metrics'];
+    part.healthz_max_ms_under_1000 = health?.maxMs ?? -1;
+    part.healthz_p50_ms_under_1000 = health?.p50Ms ?? -1;
+    part.metrics_max_ms_under_1000 = metrics?.maxMs ?? -1;
+    part.metrics_p50_ms_under_1000 = metrics?.p50Ms ?? -1;
+    part.healthz_probes = health?.probes ?? 0;
+    part.load_statuses = figures.load;
+    expect(health?.probes).toBeGreaterThan(20);
+    expect(metrics?.probes).toBeGreaterThan(5);
+    expect({ healthzFailed: health?.failed, metricsFailed: metrics?.failed }).toEqual({ healthzFailed: 0, metricsFailed: 0 });
+    expect(health?.maxMs).toBeLessThan(BURST_LIMIT_MS);
+    expect(metrics?.maxMs).toBeLessThan(BURST_LIMIT_MS);
   });
 
   it('a 3 MB body gets its 413, never a reset, with and without Expect: 100-continue', { timeout: 300_000 }, async () => {

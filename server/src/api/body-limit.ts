@@ -1,11 +1,10 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { DockhandError } from '../errors';
-import { exemptRaw, refuseOverloaded, TurnBudget } from './load';
 
 /*
  * An oversize body gets its 413, read by the client, never a connection reset (issue 31: a 3 MB
  * body sometimes got a reset, because the answer was sent and the socket closed while the client
- * was still sending). Decided before Fastify sees the request, on the HTTP server:
+ * was still sending). Decided before Fastify sees the request, on the HTTP server (`http-server.ts`):
  *
  * - `Expect: 100-continue` with a Content-Length over the limit: the 413 goes out instead of
  *   `100 Continue` (Node's `checkContinue`), so a client that waits never sends the body;
@@ -72,39 +71,10 @@ export function discardBody(request: IncomingMessage, bound = DISCARD_LIMIT_BYTE
   });
 }
 
-function answer(response: ServerResponse, limitBytes: number): void {
+/** Answers the 413 for a body over `limitBytes` (unless an answer went out already). */
+export function answerTooLarge(response: ServerResponse, limitBytes: number): void {
   if (response.headersSent || response.destroyed) return;
   const body = JSON.stringify(bodyTooLarge(limitBytes).toBody());
   response.writeHead(413, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' });
   response.end(body);
-}
-
-/**
- * Fastify's `serverFactory`: an HTTP server that refuses a body declared over `limitBytes`
- * before `100 Continue` (or after reading and discarding it) and hands every other request to Fastify.
- */
-export function bodyLimitedServer(limitBytes: number, budget = new TurnBudget()) {
-  return (handler: (request: IncomingMessage, response: ServerResponse) => void): Server => {
-    // A burst past the turn's budget is refused here, before Fastify (`api/load.ts`).
-    const admitted = (request: IncomingMessage, response: ServerResponse): boolean => {
-      if (exemptRaw(request) || budget.take()) return true;
-      refuseOverloaded(response);
-      return false;
-    };
-    const server = createServer((request, response) => {
-      if (!declaredTooLarge(request, limitBytes)) {
-        if (admitted(request, response)) handler(request, response);
-        return;
-      }
-      void discardBody(request).then(() => answer(response, limitBytes));
-    });
-    server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) => {
-      // No `100 Continue`: a client that waits for it sends nothing more and reads the 413.
-      if (declaredTooLarge(request, limitBytes)) return answer(response, limitBytes);
-      if (!admitted(request, response)) return;
-      response.writeContinue();
-      handler(request, response);
-    });
-    return server;
-  };
 }

@@ -4,6 +4,7 @@ import type { RepoPolicy } from '../policy';
 import type { DependencyCacheMetrics } from '../sandbox/dep-cache';
 import type { EventHub, EventLog } from '../store/hub';
 import type { TokenSockets } from './socket-tokens';
+import type { LoadGate } from './load';
 import type { ReadinessChecks } from '../runner/readiness';
 import type { RepoRegistry } from '../runner/registry';
 import type { RepoStore, Store } from '../store/types';
@@ -65,6 +66,8 @@ export interface AppDeps {
   evalRunsDir?: string;
   /** The local forge's PR comments, reviews and checks; `onActivity` wakes the PR follower. */
   pullRequests?: { threads: PullRequestThreads; onActivity?: () => void };
+  /** The in-flight count the HTTP server under Fastify shares with the app's hook (`buildApp` makes it). */
+  loadGate?: LoadGate;
   limits?: {
     /** Requests per minute per user. */
     ratePerMinute?: number;
