@@ -63,4 +63,12 @@ describe('AcceptBacklog', () => {
     backlog.accepted();
     expect(backlog.backlogged).toBe(false);
   });
+
+  it('forgets a backlog once the loop idles, with no new connection (requests on kept-alive connections after a burst)', async () => {
+    const backlog = new AcceptBacklog();
+    for (let accepted = 0; accepted <= BACKLOG_STREAK; accepted++) backlog.accepted();
+    expect(backlog.backlogged).toBe(true);
+    await new Promise((done) => setTimeout(done, 30));
+    expect(backlog.backlogged).toBe(false);
+  });
 });
