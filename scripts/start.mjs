@@ -18,6 +18,7 @@ import { createInterface } from 'node:readline/promises';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import WebSocket from 'ws';
+import { missingDependencies } from './dependencies.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const { values: options } = parseArgs({
@@ -520,6 +521,10 @@ const taskIds = [];
 
 async function main() {
   say(bold('Dockhand quick start') + dim(` — data dir ${dataDir}`));
+  const missing = missingDependencies(root);
+  if (missing.length > 0) {
+    throw new StartError(`dependencies changed since the last install: ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ` and ${missing.length - 5} more` : ''} not in node_modules`, 'run `npm ci`, then `npm start` again');
+  }
   mkdirSync(dataDir, { recursive: true });
   await prepareHost();
   const bundle = await buildServer();
