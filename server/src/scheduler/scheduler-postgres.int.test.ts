@@ -54,16 +54,18 @@ describe('Scheduler on the Postgres queue', () => {
     for (let i = 0; i < 2; i++) routine.push((await api.createTask('alice', request('routine'))).task.id);
     const normal: string[] = [];
     for (let i = 0; i < 4; i++) normal.push((await api.createTask('alice', request('normal'))).task.id);
-    const started: Array<{ taskId: string; worker: string }> = [];
+    const started: Array<{ taskId: string; worker: string; epoch: number }> = [];
     const running = new Map<string, number>();
     let overCapacity = false;
     const run = (worker: string, store: PostgresStore) => async (taskId: string) => {
-      started.push({ taskId, worker });
+      // The claim order is the lease epochs' (one sequence, taken in the claim's statement); the
+      // order two workers' runs start in is not: each claim's answer comes on its own connection.
+      started.push({ taskId, worker, epoch: (await store.getLease(taskId))?.epoch ?? Number.NaN });
       running.set(worker, (running.get(worker) ?? 0) + 1);
       if ((running.get(worker) ?? 0) > 2) overCapacity = true;
       // Written under the claim's fence: it lands because this worker holds the lease.
       await store.appendEvent(taskId, { type: 'task.state', data: { state: 'running' } });
-      await sleep(150);
+      await sleep(300);
       await store.appendEvent(taskId, { type: 'task.state', data: { state: 'awaiting_review', reason: `done by ${worker}` } });
       running.set(worker, (running.get(worker) ?? 0) - 1);
     };
@@ -72,8 +74,9 @@ describe('Scheduler on the Postgres queue', () => {
     schedule(b, 'worker-b', run('worker-b', b)).start();
     await until(async () => (await api.listTasks({ state: 'awaiting_review' })).tasks.length === 6, 'all six tasks to reach review');
     expect(started.map((s) => s.taskId).sort()).toEqual([...normal, ...routine].sort());
-    const firstRoutine = started.findIndex((s) => routine.includes(s.taskId));
-    expect(started.slice(0, firstRoutine).map((s) => s.taskId).sort()).toEqual([...normal].sort());
+    const claimed = [...started].sort((x, y) => x.epoch - y.epoch);
+    const firstRoutine = claimed.findIndex((s) => routine.includes(s.taskId));
+    expect(claimed.slice(0, firstRoutine).map((s) => s.taskId).sort()).toEqual([...normal].sort());
     expect(new Set(started.map((s) => s.worker))).toEqual(new Set(['worker-a', 'worker-b']));
     expect(overCapacity).toBe(false);
   });
