@@ -1,5 +1,5 @@
-import type { NewEvent, Task, TaskEvent } from '@dockhand/protocol';
-import { attestationEvent, signAttestation } from './attestation';
+import type { NewEvent } from '@dockhand/protocol';
+import { attestationEvent, signAttestation, type AttestationInput } from './attestation';
 import type { EnvelopeSigner } from './dsse';
 
 /**
@@ -23,15 +23,8 @@ export interface PushAttestorOptions {
   known?: readonly string[];
 }
 
-export interface PushAttestationRequest {
-  task: Task;
-  events: readonly TaskEvent[];
-  round: number;
-  repository: string;
-  branch: string;
-  diff: string;
-  requiredApprovals: number;
-}
+/** What a push knows of its attestation; the commit (tree, parent), chain head and secrets come from the attestor. */
+export type PushAttestationRequest = Omit<AttestationInput, 'tree' | 'parent' | 'eventChain' | 'known'>;
 
 export interface PushAttestor {
   /** The push's trailer hook (`CommitTrailerHook` in `forge/push.ts`): the commit's tree and parent in, the `Dockhand-Attestation:` line out. */
